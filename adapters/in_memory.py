@@ -1,0 +1,129 @@
+"""In-memory implementations of the storage and embedding ports, for unit tests and embedding apps."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Mapping, Sequence
+
+from attrs import define, field
+from returns.result import Failure, Result, Success
+
+from domain.errors import DomainError, ErrorCode
+from domain.filters import MemoryFilter
+from domain.model import Memory
+from domain.ports import Vector
+
+
+def _cosine(a: Vector, b: Vector) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
+@define
+class InMemoryVectorStore:
+    """A VectorStore in a dict: brute-force cosine, the reference filter semantics."""
+
+    model: str | None = None
+    records: dict[str, tuple[Memory, tuple[float, ...]]] = field(factory=dict)
+
+    def add(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
+        if len(memories) != len(embeddings):
+            return Failure(DomainError(ErrorCode.STORAGE_ERROR, "memories and embeddings differ in number"))
+        for memory, vector in zip(memories, embeddings, strict=True):
+            self.records[memory.id] = (memory, tuple(vector))
+        return Success(None)
+
+    def get(self, ids: Sequence[str]) -> Result[list[Memory], DomainError]:
+        return Success([self.records[i][0] for i in ids if i in self.records])
+
+    def query(self, embedding: Vector, where: MemoryFilter, limit: int) -> Result[list[tuple[Memory, float]], DomainError]:
+        scored = [(m, _cosine(embedding, v)) for m, v in self.records.values() if where.matches(m)]
+        scored.sort(key=lambda pair: pair[1], reverse=True)
+        return Success(scored[:limit])
+
+    def scan(self, where: MemoryFilter) -> Result[list[Memory], DomainError]:
+        return Success([m for m, _ in self.records.values() if where.matches(m)])
+
+    def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
+        for memory in memories:
+            if memory.id not in self.records:
+                return Failure(DomainError(ErrorCode.MEMORY_NOT_FOUND, "Memory not found", path=memory.id))
+        for memory in memories:
+            self.records[memory.id] = (memory, self.records[memory.id][1])
+        return Success(None)
+
+    def replace(self, memory: Memory, embedding: Vector) -> Result[None, DomainError]:
+        self.records[memory.id] = (memory, tuple(embedding))
+        return Success(None)
+
+    def remove(self, ids: Sequence[str]) -> Result[None, DomainError]:
+        for memory_id in ids:
+            self.records.pop(memory_id, None)
+        return Success(None)
+
+    def count(self) -> Result[int, DomainError]:
+        return Success(len(self.records))
+
+    def embedding_model(self) -> Result[str | None, DomainError]:
+        return Success(self.model)
+
+
+@define
+class InMemoryCatalog:
+    """A StoreCatalog of InMemoryVectorStores; `unreachable` simulates a backend that is down."""
+
+    embedder_name: str | None = None
+    stores: dict[str, InMemoryVectorStore] = field(factory=dict)
+    unreachable: bool = False
+
+    @property
+    def backend(self) -> str:
+        return "memory"
+
+    def open(self, name: str, *, create: bool) -> Result[InMemoryVectorStore, DomainError]:
+        if self.unreachable:
+            return Failure(DomainError(ErrorCode.BACKEND_UNAVAILABLE, "The in-memory backend is switched off."))
+        if name not in self.stores:
+            if not create:
+                return Failure(DomainError(ErrorCode.STORE_NOT_FOUND, f"Store '{name}' does not exist."))
+            self.stores[name] = InMemoryVectorStore(model=self.embedder_name)
+        return Success(self.stores[name])
+
+    def names(self) -> Result[list[str], DomainError]:
+        return Success(sorted(self.stores))
+
+    def health(self) -> Result[Mapping[str, str], DomainError]:
+        if self.unreachable:
+            return Failure(DomainError(ErrorCode.BACKEND_UNAVAILABLE, "The in-memory backend is switched off."))
+        return Success({"location": "memory"})
+
+
+_WORD = re.compile(r"\w+")
+
+
+@define
+class HashingEmbedder:
+    """A deterministic bag-of-words embedder (feature hashing): shared words give similar vectors.
+
+    For unit tests only: it knows no synonyms, so it proves plumbing, not semantics.
+    """
+
+    dimension: int = 64
+    name: str = "hashing-bow"
+
+    def _vector(self, text: str) -> list[float]:
+        vector = [0.0] * self.dimension
+        for word in _WORD.findall(text.lower()):
+            bucket = int(hashlib.blake2b(word.encode(), digest_size=4).hexdigest(), 16) % self.dimension
+            vector[bucket] += 1.0
+        norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+        return [x / norm for x in vector]
+
+    def embed_documents(self, texts: Sequence[str]) -> Result[list[Vector], DomainError]:
+        return Success([self._vector(t) for t in texts])
+
+    def embed_query(self, text: str) -> Result[Vector, DomainError]:
+        return Success(self._vector(text))

@@ -1,0 +1,177 @@
+"""The memory and its value types: frozen attrs classes whose validators make bad values unbuildable."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+from attrs import field, frozen
+
+from domain.errors import ErrorCode, InvalidValue
+from domain.paths import MemoryPath
+
+MAX_CONTENT_CHARS = 100_000
+MAX_LABEL_CHARS = 256
+MAX_LIST_ITEMS = 100
+DEFAULT_STORE = "default"
+STORE_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+MAX_STORE_NAME = 63
+
+
+class DecayPolicy(StrEnum):
+    """How a memory's confidence falls with age (decision 5)."""
+
+    STABLE = "stable"
+    CONTEXTUAL = "contextual"
+    REINFORCEABLE = "reinforceable"
+
+
+def parse_decay_policy(raw: str) -> DecayPolicy:
+    """The policy named by a user's string; InvalidValue lists the accepted names otherwise."""
+    try:
+        return DecayPolicy(raw.strip().lower())
+    except (ValueError, AttributeError):
+        names = ", ".join(p.value for p in DecayPolicy)
+        raise InvalidValue(f"Unknown decay policy {raw!r}: use one of {names}.") from None
+
+
+def new_memory_id() -> str:
+    return str(uuid.uuid4())
+
+
+def check_memory_id(raw: str) -> str:
+    """A memory id in canonical UUID form; InvalidValue for anything else."""
+    try:
+        return str(uuid.UUID(str(raw).strip()))
+    except ValueError:
+        raise InvalidValue(f"{raw!r} is not a memory id: ids are UUIDs like 3f2b…-…, as printed by create.") from None
+
+
+def check_store_name(raw: str) -> str:
+    name = str(raw).strip()
+    if not STORE_NAME.match(name) or len(name) > MAX_STORE_NAME:
+        raise InvalidValue(
+            f"Invalid store name {raw!r}: use lowercase letters, digits and single '-' "
+            f"(at most {MAX_STORE_NAME} characters), like 'default' or 'work-notes'."
+        )
+    return name
+
+
+# --- attrs validators -------------------------------------------------------------------------
+
+
+def _content(_i: object, _a: object, value: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidValue("Content is empty: a memory needs some text.")
+    if len(value) > MAX_CONTENT_CHARS:
+        raise InvalidValue(
+            f"Content is {len(value)} characters; the limit is {MAX_CONTENT_CHARS}. "
+            "Split it into several smaller memories."
+        )
+
+
+def _label(_i: object, attribute: object, value: str) -> None:
+    name = getattr(attribute, "name", "value").rstrip("_")
+    if not isinstance(value, str):
+        raise InvalidValue(f"{name} must be text.")
+    if len(value) > MAX_LABEL_CHARS:
+        raise InvalidValue(f"{name} is longer than {MAX_LABEL_CHARS} characters.")
+    if any(ord(c) < 32 for c in value):
+        raise InvalidValue(f"{name} contains control characters.")
+
+
+def _labels(_i: object, attribute: object, value: tuple[str, ...]) -> None:
+    name = getattr(attribute, "name", "value")
+    if len(value) > MAX_LIST_ITEMS:
+        raise InvalidValue(f"At most {MAX_LIST_ITEMS} {name} are allowed.")
+    for item in value:
+        if not isinstance(item, str) or not item.strip():
+            raise InvalidValue(f"Every entry of {name} must be a non-empty string.")
+        _label(_i, attribute, item)
+
+
+def _aware(_i: object, attribute: object, value: datetime | None) -> None:
+    if value is not None and (value.tzinfo is None or value.utcoffset() != timedelta(0)):
+        name = getattr(attribute, "name", "timestamp")
+        raise InvalidValue(f"{name} must be a UTC timestamp.")
+
+
+def _store(_i: object, _a: object, value: str) -> None:
+    check_store_name(value)
+
+
+def _uuid(_i: object, _a: object, value: str) -> None:
+    if check_memory_id(value) != value:
+        raise InvalidValue(f"{value!r} is not a canonical memory id.")
+
+
+def _tuple(value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    return tuple(value)  # type: ignore[call-overload,no-any-return]
+
+
+@frozen(kw_only=True)
+class Memory:
+    """One memory. Confidence is not a field: it is computed on every read (domain.decay)."""
+
+    id: str = field(validator=_uuid)
+    content: str = field(validator=_content)
+    created_at: datetime = field(validator=_aware)
+    updated_at: datetime = field(validator=_aware)
+    store: str = field(default=DEFAULT_STORE, validator=_store)
+    namespace: tuple[str, ...] = field(default=(), converter=_tuple, validator=_labels)
+    path: MemoryPath | None = None
+    agent: str = field(default="", validator=_label)
+    personality: str = field(default="", validator=_label)
+    project: str = field(default="", validator=_label)
+    type: str = field(default="", validator=_label)
+    global_: bool = False
+    tags: tuple[str, ...] = field(default=(), converter=_tuple, validator=_labels)
+    source: str = field(default="", validator=_label)
+    citations: tuple[str, ...] = field(default=(), converter=_tuple, validator=_labels)
+    decay_policy: DecayPolicy = DecayPolicy.STABLE
+    last_reinforced_at: datetime | None = field(default=None, validator=_aware)
+    expires_at: datetime | None = field(default=None, validator=_aware)
+    deleted: bool = False
+    deleted_at: datetime | None = field(default=None, validator=_aware)
+
+    def is_expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
+
+    @property
+    def decay_anchor(self) -> datetime:
+        """The moment decay is measured from: last reinforcement for reinforceable memories."""
+        if self.decay_policy is DecayPolicy.REINFORCEABLE and self.last_reinforced_at is not None:
+            return self.last_reinforced_at
+        return self.created_at
+
+
+@frozen
+class ScoredMemory:
+    """A search hit: the memory, its similarity (1 − cosine distance) and fused rank score."""
+
+    memory: Memory
+    similarity: float
+    confidence: float
+    score: float
+
+
+def check_namespace(raw: object) -> tuple[str, ...]:
+    """A namespace from a tuple/list of labels, or a 'a/b' string; InvalidValue otherwise."""
+    if raw is None:
+        return ()
+    if isinstance(raw, str):
+        labels = tuple(part for part in raw.split("/") if part != "")
+    elif isinstance(raw, list | tuple):
+        labels = tuple(raw)
+    else:
+        raise InvalidValue("A namespace is a list of labels, like ['user', 'u-123'].")
+    for label in labels:
+        if not isinstance(label, str) or not label.strip() or "/" in label or any(ord(c) < 32 for c in label):
+            raise InvalidValue(f"Namespace label {label!r} must be non-empty text without '/'.")
+        if len(label) > MAX_LABEL_CHARS:
+            raise InvalidValue(f"A namespace label is longer than {MAX_LABEL_CHARS} characters.")
+    return labels

@@ -1,0 +1,88 @@
+"""The ports: narrow Protocols the use cases need from storage, embeddings and time."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Protocol
+
+from returns.result import Result
+
+from domain.errors import DomainError
+from domain.filters import MemoryFilter
+from domain.model import Memory
+
+Vector = Sequence[float]
+
+
+class Clock(Protocol):
+    """Tells the time. Promises an aware UTC datetime; nothing about monotonicity."""
+
+    def now(self) -> datetime: ...
+
+
+class Embedder(Protocol):
+    """Turns text into unit-length vectors of a fixed dimension, locally.
+
+    Promises: `name` and `dimension` are known without loading the model; the same text gives the
+    same vector; documents and queries may be encoded differently (e5-style prefixes). Leaves out:
+    batching strategy, threads, and which model — that is the adapter's choice.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed_documents(self, texts: Sequence[str]) -> Result[list[Vector], DomainError]: ...
+
+    def embed_query(self, text: str) -> Result[Vector, DomainError]: ...
+
+
+class VectorStore(Protocol):
+    """One store's memories, each with its embedding, searchable by cosine similarity under a filter.
+
+    Promises: every field of a Memory round-trips exactly (timestamps to the microsecond); `query`
+    applies every condition of the MemoryFilter before ranking and returns at most `limit` pairs of
+    (memory, similarity = 1 − cosine distance), most similar first; `get` omits unknown ids and
+    returns soft-deleted memories too; writes are durable once the Result is a Success.
+    Leaves out: confidence and decay (the domain computes them), keyword search, and transactions
+    across calls. Library errors come back as STORAGE_ERROR or BACKEND_UNAVAILABLE failures.
+    """
+
+    def add(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]: ...
+
+    def get(self, ids: Sequence[str]) -> Result[list[Memory], DomainError]: ...
+
+    def query(self, embedding: Vector, where: MemoryFilter, limit: int) -> Result[list[tuple[Memory, float]], DomainError]: ...
+
+    def scan(self, where: MemoryFilter) -> Result[list[Memory], DomainError]: ...
+
+    def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]: ...
+
+    def replace(self, memory: Memory, embedding: Vector) -> Result[None, DomainError]: ...
+
+    def remove(self, ids: Sequence[str]) -> Result[None, DomainError]: ...
+
+    def count(self) -> Result[int, DomainError]: ...
+
+    def embedding_model(self) -> Result[str | None, DomainError]: ...
+
+
+class StoreCatalog(Protocol):
+    """The stores of one backend, by name, each an isolated VectorStore.
+
+    Promises: `open(name, create=True)` makes a missing store; `open(name, create=False)` on a
+    missing store is a STORE_NOT_FOUND failure; `health` reaches the backend and reports where it
+    lives (fields for `memory status`), or fails with BACKEND_UNAVAILABLE. Leaves out: migrations.
+    """
+
+    @property
+    def backend(self) -> str: ...
+
+    def open(self, name: str, *, create: bool) -> Result[VectorStore, DomainError]: ...
+
+    def names(self) -> Result[list[str], DomainError]: ...
+
+    def health(self) -> Result[Mapping[str, str], DomainError]: ...

@@ -1,0 +1,1 @@
+"""Entrypoints: the CLI, MCP and REST doors, the settings, and the composition root that wires them."""
