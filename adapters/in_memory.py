@@ -39,7 +39,9 @@ class InMemoryVectorStore:
     def get(self, ids: Sequence[str]) -> Result[list[Memory], DomainError]:
         return Success([self.records[i][0] for i in ids if i in self.records])
 
-    def query(self, embedding: Vector, where: MemoryFilter, limit: int) -> Result[list[tuple[Memory, float]], DomainError]:
+    def query(
+        self, embedding: Vector, where: MemoryFilter, limit: int
+    ) -> Result[list[tuple[Memory, float]], DomainError]:
         scored = [(m, _cosine(embedding, v)) for m, v in self.records.values() if where.matches(m)]
         scored.sort(key=lambda pair: pair[1], reverse=True)
         return Success(scored[:limit])

@@ -9,7 +9,7 @@ from enum import StrEnum
 
 from attrs import field, frozen
 
-from domain.errors import ErrorCode, InvalidValue
+from domain.errors import InvalidValue
 from domain.paths import MemoryPath
 
 MAX_CONTENT_CHARS = 100_000

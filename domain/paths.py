@@ -55,7 +55,9 @@ def _segments(raw: str, *, minimum: int, what: str) -> tuple[str, ...]:
                 ErrorCode.INVALID_PATH,
             )
         if len(slug) > MAX_SEGMENT_LENGTH:
-            raise InvalidValue(f"A segment of '{raw}' is longer than {MAX_SEGMENT_LENGTH} characters.", ErrorCode.INVALID_PATH)
+            raise InvalidValue(
+                f"A segment of '{raw}' is longer than {MAX_SEGMENT_LENGTH} characters.", ErrorCode.INVALID_PATH
+            )
         segments.append(slug)
     if len(segments) < minimum:
         raise InvalidValue(
@@ -105,10 +107,15 @@ class CategoryPath:
         return path.segments[: len(self.segments)] == self.segments
 
 
+def memory_path(raw: str) -> MemoryPath:
+    """Normalise a path, raising InvalidValue(INVALID_PATH); parse_memory_path is the Result form."""
+    return MemoryPath(_segments(raw, minimum=2, what="path"))
+
+
 def parse_memory_path(raw: str) -> Result[MemoryPath, DomainError]:
     """Normalise a user's path; INVALID_PATH when it is empty, escapes the store or lacks a slug."""
     try:
-        return Success(MemoryPath(_segments(raw, minimum=2, what="path")))
+        return Success(memory_path(raw))
     except InvalidValue as error:
         return Failure(DomainError(error.code, error.message, path=str(raw)))
 

@@ -121,7 +121,9 @@ class MemoryService:
 
     # --- read -------------------------------------------------------------------------------
 
-    def get(self, memory_id: str, *, store: str | None = None, include_expired: bool = False) -> Result[MemoryView, DomainError]:
+    def get(
+        self, memory_id: str, *, store: str | None = None, include_expired: bool = False
+    ) -> Result[MemoryView, DomainError]:
         """A live memory by id with its confidence now; soft-deleted ones are not found."""
         return self._load_live(memory_id, store, include_expired=include_expired).map(self._view)
 

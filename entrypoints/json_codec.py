@@ -1,0 +1,86 @@
+"""The JSON edge: one cattrs converter that turns domain results into the documented JSON shapes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from cattrs import Converter
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from domain.errors import DomainError
+from domain.model import DecayPolicy, Memory, ScoredMemory
+from domain.paths import MemoryPath, memory_path
+from domain.views import MemoryView, SearchResults, Status
+
+
+def iso_z(moment: datetime) -> str:
+    """ISO 8601 in UTC with a Z suffix, microseconds kept when present."""
+    text = moment.astimezone(UTC).isoformat()
+    return text.removesuffix("+00:00") + "Z"
+
+
+def parse_iso(raw: str | datetime) -> datetime:
+    """An ISO 8601 timestamp (Z or offset; naive means UTC) as an aware UTC datetime; ValueError if not."""
+    moment = raw if isinstance(raw, datetime) else datetime.fromisoformat(str(raw).strip().replace("Z", "+00:00"))
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _make_converter() -> Converter:
+    converter = Converter()
+    converter.register_unstructure_hook(datetime, iso_z)
+    converter.register_structure_hook(datetime, lambda raw, _t: parse_iso(raw))
+    converter.register_unstructure_hook(MemoryPath, str)
+    converter.register_structure_hook(MemoryPath, lambda raw, _t: memory_path(str(raw)))
+    converter.register_unstructure_hook(DecayPolicy, lambda p: p.value)
+    converter.register_unstructure_hook(tuple, list)
+    converter.register_unstructure_hook(
+        Memory, make_dict_unstructure_fn(Memory, converter, global_=override(rename="global"))
+    )
+    converter.register_structure_hook(
+        Memory, make_dict_structure_fn(Memory, converter, global_=override(rename="global"))
+    )
+    return converter
+
+
+JSON = _make_converter()
+
+
+def memory_json(memory: Memory) -> dict[str, Any]:
+    """Every stored field of a memory, `global_` spelled `global`."""
+    data: dict[str, Any] = JSON.unstructure(memory)
+    data["namespace"] = list(memory.namespace)
+    return data
+
+
+def view_json(view: MemoryView) -> dict[str, Any]:
+    """A memory as read now: its fields plus the computed confidence."""
+    return {**memory_json(view.memory), "confidence": view.confidence}
+
+
+def scored_json(hit: ScoredMemory) -> dict[str, Any]:
+    return {
+        **memory_json(hit.memory),
+        "confidence": hit.confidence,
+        "similarity": hit.similarity,
+        "score": hit.score,
+    }
+
+
+def search_json(results: SearchResults) -> dict[str, Any]:
+    return {"results": [scored_json(hit) for hit in results.results], "count": results.count}
+
+
+def status_json(status: Status) -> dict[str, Any]:
+    return {
+        "status": "healthy",
+        "backend": status.backend,
+        **dict(status.location),
+        "store": status.store,
+        "memory_count": status.memory_count,
+    }
+
+
+def error_json(error: DomainError) -> dict[str, Any]:
+    """The CLI's error body: exactly {"error": message}, as spec 000 shows it."""
+    return {"error": error.message}

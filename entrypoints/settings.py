@@ -1,0 +1,171 @@
+"""Frozen settings and their loading: flag > environment > config file > default (decision 19)."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from attrs import field, fields, frozen
+from returns.result import Failure, Result, Success
+
+from domain.errors import DomainError, ErrorCode, InvalidValue
+from domain.model import check_store_name
+
+BACKENDS = ("chroma", "qdrant", "files")
+
+
+def _home(env: Mapping[str, str]) -> Path:
+    return Path(env["HOME"]) if env.get("HOME") else Path.home()
+
+
+def default_data_dir(env: Mapping[str, str]) -> Path:
+    base = env.get("XDG_DATA_HOME") or str(_home(env) / ".local" / "share")
+    return Path(base) / "agent-memory"
+
+
+def default_config_path(env: Mapping[str, str]) -> Path:
+    if env.get("MEMORY_CONFIG"):
+        return Path(env["MEMORY_CONFIG"]).expanduser()
+    base = env.get("XDG_CONFIG_HOME") or str(_home(env) / ".config")
+    return Path(base) / "agent-memory" / "config.toml"
+
+
+def _backend(_i: object, _a: object, value: str) -> None:
+    if value not in BACKENDS:
+        raise InvalidValue(f"Unknown backend {value!r}: use one of {', '.join(BACKENDS)}.")
+
+
+def _positive(_i: object, attribute: Any, value: float) -> None:
+    if not value > 0:
+        raise InvalidValue(f"{attribute.name} must be a positive number, got {value}.")
+
+
+def _fraction(_i: object, attribute: Any, value: float) -> None:
+    if not 0.0 <= value <= 1.0:
+        raise InvalidValue(f"{attribute.name} must be between 0 and 1, got {value}.")
+
+
+def _port(_i: object, attribute: Any, value: int) -> None:
+    if not 0 < value < 65536:
+        raise InvalidValue(f"{attribute.name} must be a TCP port (1-65535), got {value}.")
+
+
+def _store(_i: object, _a: object, value: str) -> None:
+    check_store_name(value)
+
+
+@frozen(kw_only=True)
+class Settings:
+    """Everything the composition root needs to build the product; immutable once loaded."""
+
+    data_dir: Path = field(converter=lambda p: Path(p).expanduser())
+    backend: str = field(default="chroma", validator=_backend)
+    store: str = field(default="default", validator=_store)
+    collection: str = "memories"
+    chroma_host: str | None = None
+    chroma_port: int = field(default=8000, validator=_port)
+    qdrant_url: str | None = None
+    qdrant_api_key: str | None = None
+    embedder: str = "minilm"
+    decay_hours: float = field(default=720.0, validator=_positive)
+    min_confidence: float = field(default=0.3, validator=_fraction)
+    default_limit: int = field(default=10, validator=_positive)
+
+
+# setting name -> environment variables that set it (first one found wins)
+ENVIRONMENT: Mapping[str, tuple[str, ...]] = {
+    "data_dir": ("MEMORY_DATA_DIR",),
+    "backend": ("MEMORY_BACKEND",),
+    "store": ("MEMORY_STORE",),
+    "collection": ("MEMORY_COLLECTION", "COLLECTION_NAME"),
+    "chroma_host": ("CHROMADB_HOST",),
+    "chroma_port": ("CHROMADB_PORT",),
+    "qdrant_url": ("QDRANT_URL",),
+    "qdrant_api_key": ("QDRANT_API_KEY",),
+    "embedder": ("MEMORY_EMBEDDER",),
+    "decay_hours": ("MEMORY_DECAY_HOURS", "DECAY_HALF_LIFE_HOURS"),
+    "min_confidence": ("MEMORY_MIN_CONFIDENCE", "MIN_CONFIDENCE"),
+    "default_limit": ("MEMORY_DEFAULT_LIMIT", "DEFAULT_LIMIT"),
+}
+
+_PARSERS: Mapping[str, Callable[[Any], Any]] = {
+    "chroma_port": int,
+    "decay_hours": float,
+    "min_confidence": float,
+    "default_limit": int,
+}
+
+
+def _typed(name: str, raw: object, origin: str) -> Result[object, DomainError]:
+    parse = _PARSERS.get(name)
+    if parse is None or raw is None:
+        return (
+            Success(raw if raw != "" else None)
+            if name in ("chroma_host", "qdrant_url", "qdrant_api_key")
+            else Success(raw)
+        )
+    try:
+        return Success(parse(raw))
+    except (TypeError, ValueError):
+        kind = "a whole number" if parse is int else "a number"
+        return Failure(DomainError(ErrorCode.INVALID_INPUT, f"{origin} must be {kind}, got {raw!r}."))
+
+
+def _read_config(path: Path) -> Result[dict[str, object], DomainError]:
+    if not path.is_file():
+        return Success({})
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        return Failure(
+            DomainError(ErrorCode.INVALID_INPUT, f"Cannot read the config file {path}: {error}. Fix or remove it.")
+        )
+    known = {f.name for f in fields(Settings)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        return Failure(
+            DomainError(
+                ErrorCode.INVALID_INPUT,
+                f"Unknown setting(s) {', '.join(unknown)} in {path}; known: {', '.join(sorted(known))}.",
+            )
+        )
+    return Success(dict(data))
+
+
+def load_settings(
+    flags: Mapping[str, object] | None = None, env: Mapping[str, str] | None = None
+) -> Result[Settings, DomainError]:
+    """Merge the four layers; every bad value is an INVALID_INPUT failure that names where it came from."""
+    environment = dict(os.environ) if env is None else dict(env)
+    config = _read_config(default_config_path(environment))
+    if isinstance(config, Failure):
+        return config
+    merged: dict[str, object] = {"data_dir": default_data_dir(environment)}
+    layers: list[tuple[str, Mapping[str, object]]] = [("config file", config.unwrap())]
+    from_env: dict[str, object] = {}
+    env_origin: dict[str, str] = {}
+    for name, variables in ENVIRONMENT.items():
+        for variable in variables:
+            if variable in environment:
+                from_env[name] = environment[variable]
+                env_origin[name] = variable
+                break
+    layers.append(("environment", from_env))
+    layers.append(("flag", {k: v for k, v in (flags or {}).items() if v is not None}))
+    for origin, layer in layers:
+        for name, raw in layer.items():
+            label = env_origin.get(name, name) if origin == "environment" else f"{name} ({origin})"
+            typed = _typed(name, raw, label)
+            if isinstance(typed, Failure):
+                return typed
+            merged[name] = typed.unwrap()
+    try:
+        return Success(Settings(**merged))  # type: ignore[arg-type]
+    except InvalidValue as error:
+        return Failure(error.to_error())
+    except TypeError as error:
+        return Failure(DomainError(ErrorCode.INVALID_INPUT, f"Invalid settings: {error}."))

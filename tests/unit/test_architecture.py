@@ -1,0 +1,55 @@
+"""The hexagon's rules, checked on the source: the domain imports nothing outward, entrypoints load lazily."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ALLOWED_THIRD_PARTY = {"attrs", "returns"}
+FORBIDDEN_STDLIB = {"sqlite3", "argparse", "http", "urllib", "socket", "asyncio", "subprocess", "tomllib", "json"}
+
+
+def imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_domain_imports_only_the_standard_library_attrs_and_returns() -> None:
+    offenders: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "domain").rglob("*.py")):
+        bad = {
+            name
+            for name in imported_modules(path)
+            if name not in ALLOWED_THIRD_PARTY | {"domain", "__future__"}
+            and (name not in sys.stdlib_module_names or name in FORBIDDEN_STDLIB)
+        }
+        if bad:
+            offenders[path.name] = bad
+    assert offenders == {}
+
+
+def test_every_module_opens_with_a_docstring_saying_its_role() -> None:
+    missing = [
+        str(path.relative_to(ROOT))
+        for package in ("domain", "adapters", "entrypoints")
+        for path in (ROOT / package).rglob("*.py")
+        if ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) is None
+    ]
+    assert missing == []
+
+
+def test_importing_the_cli_loads_no_storage_or_model_library() -> None:
+    probe = (
+        "import sys, entrypoints.cli, entrypoints.bootstrap;"
+        "heavy = {'chromadb', 'qdrant_client', 'onnxruntime', 'tokenizers', 'numpy', 'mcp', 'litestar'};"
+        "print(sorted(heavy & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,71 @@
+"""Settings precedence (flag > environment > config file > default) and clear errors for bad values."""
+
+from pathlib import Path
+
+import pytest
+from returns.result import Failure
+
+from domain.errors import ErrorCode
+from entrypoints.settings import load_settings
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> dict[str, str]:
+    return {"HOME": str(tmp_path)}
+
+
+def test_defaults_follow_the_xdg_layout(home: dict[str, str], tmp_path: Path) -> None:
+    settings = load_settings({}, home).unwrap()
+    assert settings.data_dir == tmp_path / ".local" / "share" / "agent-memory"
+    assert (settings.backend, settings.store, settings.collection) == ("chroma", "default", "memories")
+    assert (settings.decay_hours, settings.min_confidence, settings.default_limit) == (720.0, 0.3, 10)
+    assert settings.chroma_host is None
+    xdg = load_settings({}, {**home, "XDG_DATA_HOME": str(tmp_path / "xdg")}).unwrap()
+    assert xdg.data_dir == tmp_path / "xdg" / "agent-memory"
+
+
+def test_flag_beats_environment_beats_config_file(home: dict[str, str], tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('backend = "qdrant"\ncollection = "from-file"\ndecay_hours = 48\nmin_confidence = 0.1\n')
+    env = {**home, "MEMORY_CONFIG": str(config), "MEMORY_BACKEND": "files", "MEMORY_MIN_CONFIDENCE": "0.2"}
+    settings = load_settings({"backend": "chroma"}, env).unwrap()
+    assert settings.backend == "chroma"  # flag
+    assert settings.min_confidence == 0.2  # environment
+    assert (settings.collection, settings.decay_hours) == ("from-file", 48.0)  # config file
+    assert load_settings({}, env).unwrap().backend == "files"
+
+
+def test_the_spec_000_environment_names_still_work(home: dict[str, str]) -> None:
+    env = {**home, "CHROMADB_HOST": "db.local", "CHROMADB_PORT": "9000", "COLLECTION_NAME": "legacy"}
+    settings = load_settings({}, env).unwrap()
+    assert (settings.chroma_host, settings.chroma_port, settings.collection) == ("db.local", 9000, "legacy")
+
+
+@pytest.mark.parametrize(
+    ("env", "flags", "words"),
+    [
+        ({"CHROMADB_PORT": "eighty"}, {}, "CHROMADB_PORT"),
+        ({"CHROMADB_PORT": "70000"}, {}, "chroma_port"),
+        ({"MEMORY_DECAY_HOURS": "-1"}, {}, "decay_hours"),
+        ({"MEMORY_MIN_CONFIDENCE": "2"}, {}, "min_confidence"),
+        ({}, {"backend": "mongo"}, "chroma, qdrant, files"),
+        ({}, {"store": "../x"}, "store name"),
+    ],
+)
+def test_bad_values_are_clear_errors(
+    home: dict[str, str], env: dict[str, str], flags: dict[str, object], words: str
+) -> None:
+    result = load_settings(flags, {**home, **env})
+    assert isinstance(result, Failure)
+    assert result.failure().code is ErrorCode.INVALID_INPUT
+    assert words in result.failure().message
+
+
+def test_a_broken_or_unknown_config_file_is_reported(home: dict[str, str], tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("backend = = 'x'")
+    broken = load_settings({}, {**home, "MEMORY_CONFIG": str(config)})
+    assert isinstance(broken, Failure) and str(config) in broken.failure().message
+    config.write_text('colour = "blue"\n')
+    unknown = load_settings({}, {**home, "MEMORY_CONFIG": str(config)})
+    assert isinstance(unknown, Failure) and "colour" in unknown.failure().message
