@@ -13,6 +13,7 @@ from returns.result import Failure, Result, Success
 from domain.errors import DomainError, ErrorCode
 from domain.filters import MemoryFilter
 from domain.model import Memory
+from domain.paths import CategoryPath
 from domain.ports import Vector
 
 
@@ -72,6 +73,32 @@ class InMemoryVectorStore:
     def embedding_model(self) -> Result[str | None, DomainError]:
         return Success(self.model)
 
+    def rebuild(
+        self, memories: Sequence[Memory], embeddings: Sequence[Vector], embedding_model: str
+    ) -> Result[None, DomainError]:
+        self.records = {m.id: (m, tuple(v)) for m, v in zip(memories, embeddings, strict=True)}
+        self.model = embedding_model
+        return Success(None)
+
+
+@define
+class InMemoryCategories:
+    """A CategoryRegistry in a dict."""
+
+    described: dict[str, str] = field(factory=dict)
+
+    def describe_all(self) -> Result[Mapping[str, str], DomainError]:
+        return Success(dict(self.described))
+
+    def put(self, category: CategoryPath, description: str) -> Result[None, DomainError]:
+        self.described[str(category)] = description
+        return Success(None)
+
+    def remove(self, categories: Sequence[CategoryPath]) -> Result[None, DomainError]:
+        for category in categories:
+            self.described.pop(str(category), None)
+        return Success(None)
+
 
 @define
 class InMemoryCatalog:
@@ -79,6 +106,7 @@ class InMemoryCatalog:
 
     embedder_name: str | None = None
     stores: dict[str, InMemoryVectorStore] = field(factory=dict)
+    registries: dict[str, InMemoryCategories] = field(factory=dict)
     unreachable: bool = False
 
     @property
@@ -93,6 +121,9 @@ class InMemoryCatalog:
                 return Failure(DomainError(ErrorCode.STORE_NOT_FOUND, f"Store '{name}' does not exist."))
             self.stores[name] = InMemoryVectorStore(model=self.embedder_name)
         return Success(self.stores[name])
+
+    def categories(self, name: str) -> Result[InMemoryCategories, DomainError]:
+        return self.open(name, create=False).map(lambda _: self.registries.setdefault(name, InMemoryCategories()))
 
     def names(self) -> Result[list[str], DomainError]:
         return Success(sorted(self.stores))

@@ -45,3 +45,23 @@ class SearchMemories:
     min_confidence: float | None = None
     store: str | None = None
     include_expired: bool = False
+
+
+@frozen(kw_only=True)
+class UpdateMemory:
+    """Changes to one memory (by id or path). None keeps a field; citations=() clears them (decision 12)."""
+
+    ref: str
+    store: str | None = None
+    content: str | None = None
+    tags: tuple[str, ...] | None = None
+    source: str | None = None
+    citations: tuple[str, ...] | None = None
+    expires_at: datetime | None = None
+    clear_expiry: bool = False
+    agent: str | None = None
+    personality: str | None = None
+    project: str | None = None
+    type: str | None = None
+    global_: bool | None = None
+    decay_policy: str | None = None

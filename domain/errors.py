@@ -34,9 +34,9 @@ class DomainError:
     cause: str | None = None
 
 
-def not_found(memory_ref: str) -> DomainError:
+def not_found(memory_ref: str, cause: str | None = None) -> DomainError:
     """The error for a memory that does not exist (or is soft-deleted, which looks the same)."""
-    return DomainError(ErrorCode.MEMORY_NOT_FOUND, "Memory not found", path=memory_ref)
+    return DomainError(ErrorCode.MEMORY_NOT_FOUND, "Memory not found", path=memory_ref, cause=cause)
 
 
 def invalid_input(message: str) -> DomainError:

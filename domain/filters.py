@@ -7,7 +7,7 @@ from datetime import datetime
 from attrs import frozen
 
 from domain.model import DecayPolicy, Memory
-from domain.paths import CategoryPath
+from domain.paths import CategoryPath, MemoryPath
 
 
 @frozen(kw_only=True)
@@ -15,7 +15,7 @@ class MemoryFilter:
     """Conditions a memory must meet; None means 'any'. Adapters must apply all of them.
 
     namespace is a prefix: ("user",) matches ("user", "a") but ("user", "a") never ("user", "b").
-    tags must all be present. path_prefix keeps memories whose path lies under that category.
+    tags must all be present. path is an exact match; path_prefix keeps memories whose path lies under that category.
     alive_at hides memories that expired at or before that moment; include_deleted shows
     soft-deleted ones. oldest_anchor drops decaying (non-stable) memories whose decay anchor is older.
     """
@@ -27,6 +27,7 @@ class MemoryFilter:
     type: str | None = None
     global_: bool | None = None
     tags: tuple[str, ...] = ()
+    path: MemoryPath | None = None
     path_prefix: CategoryPath | None = None
     include_deleted: bool = False
     alive_at: datetime | None = None
@@ -43,6 +44,8 @@ class MemoryFilter:
         if self.global_ is not None and memory.global_ != self.global_:
             return False
         if any(tag not in memory.tags for tag in self.tags):
+            return False
+        if self.path is not None and memory.path != self.path:
             return False
         if self.path_prefix is not None and (memory.path is None or not self.path_prefix.contains(memory.path)):
             return False

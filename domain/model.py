@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from enum import StrEnum
+from typing import Any
 
 from attrs import field, frozen
 
@@ -92,8 +94,10 @@ def _labels(_i: object, attribute: object, value: tuple[str, ...]) -> None:
         _label(_i, attribute, item)
 
 
-def _aware(_i: object, attribute: object, value: datetime | None) -> None:
-    if value is not None and (value.tzinfo is None or value.utcoffset() != timedelta(0)):
+def _aware(_i: object, attribute: object, value: Any) -> None:
+    if value is None:
+        return
+    if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() != timedelta(0):
         name = getattr(attribute, "name", "timestamp")
         raise InvalidValue(f"{name} must be a UTC timestamp.")
 
@@ -107,10 +111,10 @@ def _uuid(_i: object, _a: object, value: str) -> None:
         raise InvalidValue(f"{value!r} is not a canonical memory id.")
 
 
-def _tuple(value: object) -> tuple[str, ...]:
+def _tuple(value: Iterable[str] | str) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
-    return tuple(value)  # type: ignore[call-overload,no-any-return]
+    return tuple(value)
 
 
 @frozen(kw_only=True)

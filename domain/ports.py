@@ -11,6 +11,7 @@ from returns.result import Result
 from domain.errors import DomainError
 from domain.filters import MemoryFilter
 from domain.model import Memory
+from domain.paths import CategoryPath
 
 Vector = Sequence[float]
 
@@ -71,6 +72,30 @@ class VectorStore(Protocol):
 
     def embedding_model(self) -> Result[str | None, DomainError]: ...
 
+    def rebuild(
+        self, memories: Sequence[Memory], embeddings: Sequence[Vector], embedding_model: str
+    ) -> Result[None, DomainError]:
+        """Replace the whole store's contents and recorded model at once (reindex).
+
+        A crash part-way must leave either the old contents or the new ones readable, never neither.
+        """
+        ...
+
+
+class CategoryRegistry(Protocol):
+    """The categories of one store that carry a description or exist without memories.
+
+    Promises: `describe_all` maps every registered category path ("a/b") to its description ("" when
+    none); `put` registers or re-describes one; `remove` forgets some. Leaves out: categories that only
+    exist because memories lie under them (the use cases derive those from memory paths).
+    """
+
+    def describe_all(self) -> Result[Mapping[str, str], DomainError]: ...
+
+    def put(self, category: CategoryPath, description: str) -> Result[None, DomainError]: ...
+
+    def remove(self, categories: Sequence[CategoryPath]) -> Result[None, DomainError]: ...
+
 
 class StoreCatalog(Protocol):
     """The stores of one backend, by name, each an isolated VectorStore.
@@ -84,6 +109,10 @@ class StoreCatalog(Protocol):
     def backend(self) -> str: ...
 
     def open(self, name: str, *, create: bool) -> Result[VectorStore, DomainError]: ...
+
+    def categories(self, name: str) -> Result[CategoryRegistry, DomainError]:
+        """The category registry of an existing store (STORE_NOT_FOUND otherwise)."""
+        ...
 
     def names(self) -> Result[list[str], DomainError]: ...
 

@@ -36,3 +36,47 @@ class Status:
     store: str
     memory_count: int
     location: Mapping[str, str]
+
+
+@frozen
+class CategorySummary:
+    """A category directly under the one listed: how many memories lie under it, its description."""
+
+    path: str
+    memory_count: int
+    description: str
+
+
+@frozen
+class Listing:
+    """A category's memories (recursively, newest update first) and its direct subcategories."""
+
+    category: str | None
+    memories: tuple[MemoryView, ...]
+    subcategories: tuple[CategorySummary, ...]
+    description: str = ""
+
+
+@frozen
+class PruneReport:
+    """The expired memories a prune removed (or, in a dry run, would remove)."""
+
+    dry_run: bool
+    memories: tuple[Memory, ...]
+
+
+@frozen
+class ReindexReport:
+    """How many memories a reindex re-embedded, and with which model."""
+
+    store: str
+    memory_count: int
+    embedding_model: str
+
+
+@frozen
+class StoreSummary:
+    """A store and how many memories it holds."""
+
+    name: str
+    memory_count: int

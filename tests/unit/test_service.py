@@ -119,9 +119,12 @@ def test_get_computes_confidence_at_read_time_without_reinforcing(service: Memor
     assert service.get(memory_id).unwrap().memory.last_reinforced_at is None
 
 
-@pytest.mark.parametrize("bad_id", ["not-a-uuid", "", "123", "../../etc/passwd"])
-def test_get_with_a_malformed_id_is_invalid_input(service: MemoryService, bad_id: str) -> None:
-    assert code_of(service.get(bad_id)) is ErrorCode.INVALID_INPUT
+@pytest.mark.parametrize("bad_id", ["invalid-id", "", "123", "../../etc/passwd", "/etc/passwd"])
+def test_get_with_a_malformed_reference_is_not_found_and_says_why(service: MemoryService, bad_id: str) -> None:
+    result = service.get(bad_id)
+    assert code_of(result) is ErrorCode.MEMORY_NOT_FOUND
+    assert result.failure().message == "Memory not found"
+    assert "neither a memory id" in (result.failure().cause or "")
 
 
 def test_get_missing_and_deleted_memories_are_not_found(service: MemoryService) -> None:

@@ -1,0 +1,142 @@
+"""What every use case shares: the ports it runs on, the search policy, and loading memories by reference."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from attrs import frozen
+from returns.result import Failure, Result, Success
+
+from domain.decay import DEFAULT_DECAY_WINDOW_HOURS, confidence
+from domain.errors import DomainError, ErrorCode, InvalidValue, not_found
+from domain.filters import MemoryFilter
+from domain.model import DEFAULT_STORE, Memory, check_memory_id, check_store_name
+from domain.paths import CategoryPath, MemoryPath, parse_category_path, parse_memory_path
+from domain.ports import Clock, Embedder, StoreCatalog, VectorStore
+from domain.views import MemoryView
+
+T = TypeVar("T")
+
+
+def attempt(build: Callable[[], T]) -> Result[T, DomainError]:
+    """Run a constructor or check that may raise InvalidValue, as a Result."""
+    try:
+        return Success(build())
+    except InvalidValue as error:
+        return Failure(error.to_error())
+
+
+def optional_path(raw: str | None) -> Result[MemoryPath | None, DomainError]:
+    return Success(None) if raw is None else parse_memory_path(raw).map(lambda path: path)
+
+
+def optional_category(raw: str | None) -> Result[CategoryPath | None, DomainError]:
+    return Success(None) if raw is None else parse_category_path(raw).map(lambda path: path)
+
+
+def is_memory_id(ref: str) -> bool:
+    try:
+        check_memory_id(ref)
+    except InvalidValue:
+        return False
+    return True
+
+
+@frozen(kw_only=True)
+class SearchPolicy:
+    """The tunable rules of search and decay (decisions 5 and 7)."""
+
+    decay_window_hours: float = DEFAULT_DECAY_WINDOW_HOURS
+    min_confidence: float = 0.3
+    default_limit: int = 10
+    default_store: str = DEFAULT_STORE
+
+
+class UseCaseBase:
+    """The ports and the shared steps; MemoryService supplies the fields."""
+
+    catalog: StoreCatalog
+    embedder: Embedder
+    clock: Clock
+    policy: SearchPolicy
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    def _open(self, name: str | None, *, create: bool) -> Result[VectorStore, DomainError]:
+        return attempt(lambda: check_store_name(name or self.policy.default_store)).bind(
+            lambda store_name: self.catalog.open(store_name, create=create or store_name == self.policy.default_store)
+        )
+
+    def _check_model(self, store: VectorStore) -> Result[VectorStore, DomainError]:
+        def compare(recorded: str | None) -> Result[VectorStore, DomainError]:
+            if recorded is None or recorded == self.embedder.name:
+                return Success(store)
+            return Failure(
+                DomainError(
+                    ErrorCode.EMBEDDING_MISMATCH,
+                    f"This store was embedded with '{recorded}' but the configured embedder is "
+                    f"'{self.embedder.name}'. Run `memory reindex` to re-embed it, or configure '{recorded}'.",
+                )
+            )
+
+        return store.embedding_model().bind(compare)
+
+    def _load_any(self, memory_id: str, store: str | None) -> Result[Memory, DomainError]:
+        def first(found: list[Memory], canonical: str) -> Result[Memory, DomainError]:
+            return Success(found[0]) if found else Failure(not_found(canonical))
+
+        return attempt(lambda: check_memory_id(memory_id)).bind(
+            lambda canonical: (
+                self._open(store, create=False)
+                .bind(lambda opened: opened.get([canonical]))
+                .bind(lambda found: first(found, canonical))
+            )
+        )
+
+    def _load_live(self, ref: str, store: str | None, *, include_expired: bool) -> Result[Memory, DomainError]:
+        """A memory by id or path that is neither soft-deleted nor (unless asked) expired."""
+        return self._load_ref(ref, store).bind(lambda memory: self._visible(memory, include_expired=include_expired))
+
+    def _save_metadata(self, memory: Memory) -> Result[None, DomainError]:
+        return self._open(memory.store, create=False).bind(lambda s: s.update_metadata([memory]))
+
+    def _confidence(self, memory: Memory) -> float:
+        return confidence(memory, self.clock.now(), self.policy.decay_window_hours)
+
+    def _view(self, memory: Memory) -> MemoryView:
+        return MemoryView(memory, self._confidence(memory))
+
+    def _load_ref(self, ref: str, store: str | None) -> Result[Memory, DomainError]:
+        """A memory by id (a UUID) or by path (anything else), soft-deleted ones included."""
+        if is_memory_id(ref):
+            return self._load_any(ref, store)
+        return (
+            parse_memory_path(ref)
+            .alt(
+                lambda error: not_found(
+                    str(ref), cause=f"{ref!r} is neither a memory id (UUID) nor a path: {error.message}"
+                )
+            )
+            .bind(lambda path: self._load_path(path, store))
+        )
+
+    def _load_path(self, path: MemoryPath, store: str | None) -> Result[Memory, DomainError]:
+        def first(found: list[Memory]) -> Result[Memory, DomainError]:
+            return Success(found[0]) if found else Failure(not_found(str(path)))
+
+        where = MemoryFilter(path=path)
+        return self._open(store, create=False).bind(lambda opened: opened.scan(where)).bind(first)
+
+    def _visible(self, memory: Memory, *, include_expired: bool) -> Result[Memory, DomainError]:
+        if memory.deleted:
+            return Failure(not_found(memory.id))
+        if not include_expired and memory.is_expired(self.clock.now()):
+            return Failure(
+                DomainError(
+                    ErrorCode.MEMORY_EXPIRED,
+                    "Memory expired: pass include_expired to read it anyway.",
+                    path=str(memory.path or memory.id),
+                )
+            )
+        return Success(memory)

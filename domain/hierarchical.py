@@ -1,0 +1,385 @@
+"""The use cases of hierarchical memories (spec 002/004): paths, update, move, list, prune, categories, stores."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from attrs import evolve
+from returns.iterables import Fold
+from returns.result import Failure, Result, Success
+
+from domain.base import UseCaseBase, attempt, optional_category
+from domain.commands import CreateMemory, UpdateMemory
+from domain.errors import DomainError, ErrorCode, invalid_input
+from domain.filters import MemoryFilter
+from domain.model import Memory, check_store_name, parse_decay_policy
+from domain.paths import CategoryPath, MemoryPath, parse_category_path, parse_memory_path
+from domain.ports import CategoryRegistry, VectorStore
+from domain.views import (
+    CategorySummary,
+    Listing,
+    MemoryView,
+    PruneReport,
+    ReindexReport,
+    StoreSummary,
+)
+
+MAX_RECENT = 100
+MAX_DESCRIPTION = 500
+REINDEX_BATCH = 256
+
+
+class HierarchicalUseCases(UseCaseBase):
+    """add, update, remove, move, list, recent, prune, reindex, categories and stores."""
+
+    # create_many comes from ScopedUseCases; declared here so the mixin type-checks alone
+    def create_many(self, commands: Sequence[CreateMemory]) -> Result[list[MemoryView], DomainError]:
+        raise NotImplementedError  # pragma: no cover - provided by ScopedUseCases
+
+    # --- add / update / remove / move ---------------------------------------------------------
+
+    def add(self, command: CreateMemory) -> Result[MemoryView, DomainError]:
+        """Create a memory at a path; the store and categories come into being as needed."""
+        if command.path is None:
+            return Failure(invalid_input("add needs a path like 'category/slug'."))
+        return (
+            parse_memory_path(command.path)
+            .bind(lambda path: self._path_free(path, command.store).map(lambda _: path))
+            .bind(lambda path: self.create_many([evolve(command, path=str(path))]))
+            .map(lambda views: views[0])
+        )
+
+    def update(self, command: UpdateMemory) -> Result[MemoryView, DomainError]:
+        """Change content or metadata; content changes are re-embedded. Nothing to change is an error."""
+        changes = _changes(command)
+        if isinstance(changes, Failure):
+            return changes
+        return (
+            changes.bind(
+                lambda fields: self._load_live(command.ref, command.store, include_expired=True).map(
+                    lambda memory: (memory, fields)
+                )
+            )
+            .bind(lambda pair: attempt(lambda: evolve(pair[0], **pair[1], updated_at=self.clock.now())))
+            .bind(self._save_changed)
+            .map(self._view)
+        )
+
+    def _save_changed(self, memory: Memory) -> Result[Memory, DomainError]:
+        def save(store: VectorStore, before: Memory) -> Result[None, DomainError]:
+            if before.content == memory.content:
+                return store.update_metadata([memory])
+            return self.embedder.embed_documents([memory.content]).bind(
+                lambda vectors: store.replace(memory, vectors[0])
+            )
+
+        return (
+            self._open(memory.store, create=False)
+            .bind(lambda store: store.get([memory.id]).bind(lambda found: save(store, found[0])))
+            .map(lambda _: memory)
+        )
+
+    def remove(self, ref: str, *, store: str | None = None) -> Result[Memory, DomainError]:
+        """Delete for good (MCP remove_memory), soft-deleted or not."""
+        return self._load_ref(ref, store).bind(
+            lambda memory: (
+                self._open(memory.store, create=False)
+                .bind(lambda opened: opened.remove([memory.id]))
+                .map(lambda _: memory)
+            )
+        )
+
+    def move(self, ref: str, destination: str, *, store: str | None = None) -> Result[MemoryView, DomainError]:
+        """Give a memory a new path; DESTINATION_EXISTS if taken; moving onto itself changes nothing."""
+
+        def relocate(memory: Memory, target: MemoryPath) -> Result[MemoryView, DomainError]:
+            if memory.path == target:
+                return Success(self._view(memory))
+            moved = evolve(memory, path=target, updated_at=self.clock.now())
+            return (
+                self._path_free(target, memory.store)
+                .bind(lambda _: self._open(memory.store, create=False))
+                .bind(lambda opened: opened.update_metadata([moved]))
+                .map(lambda _: self._view(moved))
+            )
+
+        return parse_memory_path(destination).bind(
+            lambda target: self._load_live(ref, store, include_expired=True).bind(
+                lambda memory: relocate(memory, target)
+            )
+        )
+
+    def _path_free(self, path: MemoryPath, store: str | None) -> Result[None, DomainError]:
+        def check(found: list[Memory]) -> Result[None, DomainError]:
+            if found:
+                return Failure(
+                    DomainError(
+                        ErrorCode.DESTINATION_EXISTS,
+                        f"A memory already exists at '{path}': update it, or choose another path.",
+                        path=str(path),
+                    )
+                )
+            return Success(None)
+
+        opened = self._open(store, create=False)
+        if isinstance(opened, Failure) and opened.failure().code is ErrorCode.STORE_NOT_FOUND:
+            return Success(None)  # a store that does not exist yet holds no path
+        return opened.bind(lambda s: s.scan(MemoryFilter(path=path))).bind(check)
+
+    # --- list / recent / prune ----------------------------------------------------------------
+
+    def list(
+        self, category: str | None = None, *, store: str | None = None, include_expired: bool = False
+    ) -> Result[Listing, DomainError]:
+        """A category's memories (recursively) and direct subcategories with counts and descriptions."""
+        return optional_category(category).bind(
+            lambda parsed: self._listing(parsed, store, include_expired=include_expired)
+        )
+
+    def _listing(
+        self, category: CategoryPath | None, store: str | None, *, include_expired: bool
+    ) -> Result[Listing, DomainError]:
+        name = store or self.policy.default_store
+        where = MemoryFilter(path_prefix=category, alive_at=None if include_expired else self.clock.now())
+        return (
+            self._open(name, create=False)
+            .bind(lambda opened: opened.scan(where))
+            .bind(
+                lambda memories: self._descriptions(name).bind(
+                    lambda described: _assemble_listing(category, memories, described, self._view)
+                )
+            )
+        )
+
+    def recent(
+        self, *, store: str | None = None, limit: int = 5, category: str | None = None, include_expired: bool = False
+    ) -> Result[tuple[MemoryView, ...], DomainError]:
+        """The most recently updated memories, newest first (limit 1–100, default 5)."""
+        if not 1 <= limit <= MAX_RECENT:
+            return Failure(invalid_input(f"limit must be between 1 and {MAX_RECENT}, got {limit}."))
+        return self.list(category, store=store, include_expired=include_expired).map(
+            lambda listing: listing.memories[:limit]
+        )
+
+    def prune(self, *, store: str | None = None, dry_run: bool = False) -> Result[PruneReport, DomainError]:
+        """Remove every expired memory for good; a dry run only lists them."""
+        now = self.clock.now()
+
+        def expired_ones(opened: VectorStore) -> Result[PruneReport, DomainError]:
+            def report(memories: list[Memory]) -> Result[PruneReport, DomainError]:
+                expired = tuple(m for m in memories if m.is_expired(now))
+                if dry_run or not expired:
+                    return Success(PruneReport(dry_run, expired))
+                return opened.remove([m.id for m in expired]).map(lambda _: PruneReport(False, expired))
+
+            return opened.scan(MemoryFilter(include_deleted=True)).bind(report)
+
+        return self._open(store, create=False).bind(expired_ones)
+
+    def reindex(self, *, store: str | None = None) -> Result[ReindexReport, DomainError]:
+        """Re-embed every memory of the store with the configured embedder, replacing the index at once."""
+        name = store or self.policy.default_store
+
+        def rebuild(opened: VectorStore, memories: list[Memory]) -> Result[ReindexReport, DomainError]:
+            batches = [memories[i : i + REINDEX_BATCH] for i in range(0, len(memories), REINDEX_BATCH)]
+            vectors = Fold.collect(
+                [self.embedder.embed_documents([m.content for m in batch]) for batch in batches], Success(())
+            )
+            return vectors.bind(
+                lambda parts: opened.rebuild(memories, [v for part in parts for v in part], self.embedder.name)
+            ).map(lambda _: ReindexReport(name, len(memories), self.embedder.name))
+
+        return self._open(name, create=False).bind(
+            lambda opened: opened.scan(MemoryFilter(include_deleted=True)).bind(
+                lambda memories: rebuild(opened, memories)
+            )
+        )
+
+    # --- categories ---------------------------------------------------------------------------
+
+    def create_category(
+        self, category: str, *, description: str = "", store: str | None = None
+    ) -> Result[CategorySummary, DomainError]:
+        """Register a category (the store is created if missing); creating one that exists is a no-op."""
+        name = store or self.policy.default_store
+        if len(description) > MAX_DESCRIPTION:
+            return Failure(invalid_input(f"A description has at most {MAX_DESCRIPTION} characters."))
+        return parse_category_path(category).bind(
+            lambda path: (
+                self._open(name, create=True)
+                .bind(lambda _: self._registry(name))
+                .bind(
+                    lambda registry: registry.describe_all().bind(
+                        lambda known: registry.put(path, description or known.get(str(path), ""))
+                    )
+                )
+                .bind(lambda _: self._category_summary(name, path))
+            )
+        )
+
+    def describe_category(
+        self, category: str, description: str, *, store: str | None = None
+    ) -> Result[CategorySummary, DomainError]:
+        """Set a category's description (at most 500 characters)."""
+        name = store or self.policy.default_store
+        if len(description) > MAX_DESCRIPTION:
+            return Failure(
+                invalid_input(f"The description is {len(description)} characters; the limit is {MAX_DESCRIPTION}.")
+            )
+        return parse_category_path(category).bind(
+            lambda path: (
+                self._category_exists(name, path)
+                .bind(lambda _: self._registry(name))
+                .bind(lambda registry: registry.put(path, description))
+                .bind(lambda _: self._category_summary(name, path))
+            )
+        )
+
+    def delete_category(self, category: str, *, store: str | None = None) -> Result[CategorySummary, DomainError]:
+        """Delete a non-root category with its subcategories and memories, for good."""
+        name = store or self.policy.default_store
+
+        def delete(path: CategoryPath) -> Result[CategorySummary, DomainError]:
+            if len(path.segments) == 1:
+                return Failure(
+                    invalid_input(f"'{path}' is a root category and cannot be deleted; delete its subcategories.")
+                )
+            return self._category_exists(name, path).bind(
+                lambda summary: (
+                    self._open(name, create=False)
+                    .bind(
+                        lambda opened: opened.scan(MemoryFilter(path_prefix=path, include_deleted=True)).bind(
+                            lambda memories: opened.remove([m.id for m in memories])
+                        )
+                    )
+                    .bind(lambda _: self._registry(name))
+                    .bind(
+                        lambda registry: registry.describe_all().bind(
+                            lambda known: registry.remove(
+                                [CategoryPath(tuple(k.split("/"))) for k in known if _under(k, path)]
+                            )
+                        )
+                    )
+                    .map(lambda _: summary)
+                )
+            )
+
+        return parse_category_path(category).bind(delete)
+
+    def _registry(self, store: str) -> Result[CategoryRegistry, DomainError]:
+        return attempt(lambda: check_store_name(store)).bind(self.catalog.categories)
+
+    def _descriptions(self, store: str) -> Result[Mapping[str, str], DomainError]:
+        return self._registry(store).bind(lambda registry: registry.describe_all())
+
+    def _category_summary(self, store: str, path: CategoryPath) -> Result[CategorySummary, DomainError]:
+        return self._category_exists(store, path)
+
+    def _category_exists(self, store: str, path: CategoryPath) -> Result[CategorySummary, DomainError]:
+        def summarise(memories: list[Memory], described: Mapping[str, str]) -> Result[CategorySummary, DomainError]:
+            registered = any(_under(known, path) for known in described)
+            if not memories and not registered:
+                return Failure(
+                    DomainError(
+                        ErrorCode.CATEGORY_NOT_FOUND,
+                        f"Category '{path}' does not exist: create it, or add a memory under it.",
+                        path=str(path),
+                    )
+                )
+            return Success(CategorySummary(str(path), len(memories), described.get(str(path), "")))
+
+        where = MemoryFilter(path_prefix=path)
+        return self._open(store, create=False).bind(
+            lambda opened: opened.scan(where).bind(
+                lambda memories: self._descriptions(store).bind(lambda described: summarise(memories, described))
+            )
+        )
+
+    # --- stores -------------------------------------------------------------------------------
+
+    def list_stores(self) -> Result[tuple[StoreSummary, ...], DomainError]:
+        """Every store with its memory count (soft-deleted ones included)."""
+
+        def summary(name: str) -> Result[StoreSummary, DomainError]:
+            return self._open(name, create=False).bind(lambda s: s.count()).map(lambda n: StoreSummary(name, n))
+
+        return self.catalog.names().bind(lambda names: Fold.collect([summary(n) for n in names], Success(())))
+
+    def create_store(self, name: str) -> Result[StoreSummary, DomainError]:
+        """Create an empty store; DESTINATION_EXISTS if there is one by that name."""
+
+        def create(checked: str, existing: list[str]) -> Result[StoreSummary, DomainError]:
+            if checked in existing:
+                return Failure(
+                    DomainError(ErrorCode.DESTINATION_EXISTS, f"Store '{checked}' already exists.", path=checked)
+                )
+            return self.catalog.open(checked, create=True).map(lambda _: StoreSummary(checked, 0))
+
+        return attempt(lambda: check_store_name(name)).bind(
+            lambda checked: self.catalog.names().bind(lambda existing: create(checked, existing))
+        )
+
+
+def _under(known: str, category: CategoryPath) -> bool:
+    prefix = str(category)
+    return known == prefix or known.startswith(prefix + "/")
+
+
+def _changes(command: UpdateMemory) -> Result[dict[str, Any], DomainError]:
+    if command.expires_at is not None and command.clear_expiry:
+        return Failure(invalid_input("Give either expires_at or clear_expiry, not both."))
+    fields: dict[str, Any] = {
+        name: getattr(command, name)
+        for name in ("content", "tags", "source", "citations", "agent", "personality", "project", "type", "global_")
+        if getattr(command, name) is not None
+    }
+    if command.expires_at is not None:
+        fields["expires_at"] = command.expires_at
+    if command.clear_expiry:
+        fields["expires_at"] = None
+    if command.decay_policy is not None:
+        policy = attempt(lambda: parse_decay_policy(command.decay_policy or ""))
+        if isinstance(policy, Failure):
+            return policy
+        fields["decay_policy"] = policy.value_or(None)
+    if not fields:
+        return Failure(
+            invalid_input(
+                "Nothing to update: give content, tags, source, citations, expires_at or clear_expiry "
+                "(or a scope field)."
+            )
+        )
+    return Success(fields)
+
+
+def _assemble_listing(
+    category: CategoryPath | None,
+    memories: list[Memory],
+    described: Mapping[str, str],
+    view: Callable[[Memory], MemoryView],
+) -> Result[Listing, DomainError]:
+    depth = 0 if category is None else len(category.segments)
+    known_here = [k for k in described if category is None or _under(k, category)]
+    if category is not None and not memories and not known_here:
+        return Failure(
+            DomainError(
+                ErrorCode.CATEGORY_NOT_FOUND,
+                f"Category '{category}' does not exist: create it, or add a memory under it.",
+                path=str(category),
+            )
+        )
+    counts: dict[str, int] = {}
+    for memory in memories:
+        if memory.path is not None and len(memory.path.segments) - 1 > depth:
+            child = "/".join(memory.path.segments[: depth + 1])
+            counts[child] = counts.get(child, 0) + 1
+    for known in known_here:
+        parts = known.split("/")
+        if len(parts) > depth:
+            counts.setdefault("/".join(parts[: depth + 1]), 0)
+    subcategories = tuple(CategorySummary(path, counts[path], described.get(path, "")) for path in sorted(counts))
+    ordered = sorted(memories, key=lambda m: m.updated_at, reverse=True)
+    views = tuple(view(m) for m in ordered)
+    description = described.get(str(category), "") if category is not None else ""
+    return Success(Listing(None if category is None else str(category), views, subcategories, description))

@@ -1,0 +1,224 @@
+"""The use cases of scoped memories (spec 001): create, get, search, reinforce, soft delete, status."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from attrs import evolve, frozen
+from returns.iterables import Fold
+from returns.result import Failure, Result, Success
+
+from domain.base import UseCaseBase, attempt, optional_category, optional_path
+from domain.commands import CreateMemory, SearchMemories
+from domain.decay import oldest_anchor_for
+from domain.errors import DomainError, ErrorCode, invalid_input
+from domain.filters import MemoryFilter
+from domain.model import (
+    DecayPolicy,
+    Memory,
+    ScoredMemory,
+    check_namespace,
+    check_store_name,
+    new_memory_id,
+    parse_decay_policy,
+)
+from domain.ports import Vector, VectorStore
+from domain.views import MemoryView, SearchResults, Status
+
+MAX_SEARCH_LIMIT = 1000
+
+
+class ScopedUseCases(UseCaseBase):
+    """create, get, search, reinforce, delete (soft) and status."""
+
+    # --- create -----------------------------------------------------------------------------
+
+    def create(self, command: CreateMemory) -> Result[MemoryView, DomainError]:
+        """Store a new memory with a fresh UUID; its confidence starts at 1.0."""
+        return self.create_many([command]).map(lambda views: views[0])
+
+    def create_many(self, commands: Sequence[CreateMemory]) -> Result[list[MemoryView], DomainError]:
+        """Store a batch with one embedding call per store; all are validated before any is written."""
+        now = self.clock.now()
+        built = Fold.collect([self._new_memory(command, now) for command in commands], Success(()))
+        return built.bind(self._write_batch)
+
+    def _new_memory(self, command: CreateMemory, now: datetime) -> Result[Memory, DomainError]:
+        created = command.created_at or now
+        return optional_path(command.path).bind(
+            lambda path: attempt(
+                lambda: Memory(
+                    id=new_memory_id(),
+                    content=command.content,
+                    created_at=created,
+                    updated_at=created,
+                    store=check_store_name(command.store or self.policy.default_store),
+                    namespace=check_namespace(command.namespace),
+                    path=path,
+                    agent=command.agent,
+                    personality=command.personality,
+                    project=command.project,
+                    type=command.type,
+                    global_=bool(command.global_),
+                    tags=command.tags,
+                    source=command.source,
+                    citations=command.citations,
+                    decay_policy=parse_decay_policy(command.decay_policy),
+                    expires_at=command.expires_at,
+                )
+            )
+        )
+
+    def _write_batch(self, memories: tuple[Memory, ...]) -> Result[list[MemoryView], DomainError]:
+        by_store: dict[str, list[Memory]] = {}
+        for memory in memories:
+            by_store.setdefault(memory.store, []).append(memory)
+        for store_name, group in by_store.items():
+            written = self._write_new(store_name, group)
+            if isinstance(written, Failure):
+                return written
+        return Success([self._view(memory) for memory in memories])
+
+    def _write_new(self, store_name: str, memories: list[Memory]) -> Result[None, DomainError]:
+        return (
+            self._open(store_name, create=True)
+            .bind(self._check_model)
+            .bind(
+                lambda store: self.embedder.embed_documents([m.content for m in memories]).bind(
+                    lambda vectors: store.add(memories, vectors)
+                )
+            )
+        )
+
+    # --- read -------------------------------------------------------------------------------
+
+    def get(
+        self, memory_id: str, *, store: str | None = None, include_expired: bool = False
+    ) -> Result[MemoryView, DomainError]:
+        """A live memory by id with its confidence now; soft-deleted ones are not found."""
+        return self._load_live(memory_id, store, include_expired=include_expired).map(self._view)
+
+    def search(self, command: SearchMemories) -> Result[SearchResults, DomainError]:
+        """Semantic search under the filters; fetches more until `limit` hits qualify or none are left."""
+        return self._search_plan(command).bind(self._run_search)
+
+    def _run_search(self, plan: _SearchPlan) -> Result[SearchResults, DomainError]:
+        return (
+            self._open(plan.store, create=False)
+            .bind(self._check_model)
+            .bind(
+                lambda store: self.embedder.embed_query(plan.query).bind(
+                    lambda vector: self._fetch(store, vector, plan, max(plan.limit * 2, 20))
+                )
+            )
+        )
+
+    def _fetch(
+        self, store: VectorStore, vector: Vector, plan: _SearchPlan, want: int
+    ) -> Result[SearchResults, DomainError]:
+        def qualify(pairs: list[tuple[Memory, float]]) -> Result[SearchResults, DomainError]:
+            qualified = [
+                ScoredMemory(memory, round(similarity, 4), conf, round(similarity, 4))
+                for memory, similarity in pairs
+                if (conf := self._confidence(memory)) >= plan.floor
+            ]
+            if len(qualified) >= plan.limit or len(pairs) < want:
+                return Success(SearchResults(tuple(qualified[: plan.limit])))
+            return self._fetch(store, vector, plan, want * 4)
+
+        return store.query(vector, plan.where, want).bind(qualify)
+
+    def _search_plan(self, command: SearchMemories) -> Result[_SearchPlan, DomainError]:
+        if not isinstance(command.query, str) or not command.query.strip():
+            return Failure(invalid_input("The search query is empty: say what to look for."))
+        limit = self.policy.default_limit if command.limit is None else command.limit
+        if not 1 <= limit <= MAX_SEARCH_LIMIT:
+            return Failure(invalid_input(f"limit must be between 1 and {MAX_SEARCH_LIMIT}, got {limit}."))
+        floor = self.policy.min_confidence if command.min_confidence is None else command.min_confidence
+        if not 0.0 <= floor <= 1.0:
+            return Failure(invalid_input(f"min-confidence must be between 0 and 1, got {floor}."))
+        now = self.clock.now()
+        return optional_category(command.path_prefix).bind(
+            lambda prefix: attempt(
+                lambda: _SearchPlan(
+                    query=command.query,
+                    store=check_store_name(command.store or self.policy.default_store),
+                    limit=limit,
+                    floor=floor,
+                    where=MemoryFilter(
+                        namespace=None if command.namespace is None else check_namespace(command.namespace),
+                        agent=command.agent,
+                        personality=command.personality,
+                        project=command.project,
+                        type=command.type,
+                        global_=command.global_,
+                        tags=tuple(command.tags),
+                        path_prefix=prefix,
+                        alive_at=None if command.include_expired else now,
+                        oldest_anchor=oldest_anchor_for(floor, now, self.policy.decay_window_hours),
+                    ),
+                )
+            )
+        )
+
+    # --- change -----------------------------------------------------------------------------
+
+    def reinforce(self, memory_id: str, *, store: str | None = None) -> Result[MemoryView, DomainError]:
+        """Reset a reinforceable memory's decay to now; stable and contextual ones refuse."""
+        return self._load_live(memory_id, store, include_expired=False).bind(self._reinforced)
+
+    def _reinforced(self, memory: Memory) -> Result[MemoryView, DomainError]:
+        if memory.decay_policy is DecayPolicy.STABLE:
+            return Failure(
+                DomainError(
+                    ErrorCode.INVALID_OPERATION,
+                    "Stable memories cannot be reinforced: their confidence is always 1.0.",
+                    path=memory.id,
+                )
+            )
+        if memory.decay_policy is DecayPolicy.CONTEXTUAL:
+            return Failure(
+                DomainError(
+                    ErrorCode.INVALID_OPERATION,
+                    "Contextual memories cannot be reinforced: they decay from creation. "
+                    "Use --decay reinforceable for memories that should stay fresh while used.",
+                    path=memory.id,
+                )
+            )
+        reinforced = evolve(memory, last_reinforced_at=self.clock.now())
+        return self._save_metadata(reinforced).map(lambda _: self._view(reinforced))
+
+    def delete(self, memory_id: str, *, store: str | None = None) -> Result[Memory, DomainError]:
+        """Soft delete: the memory stays stored with deleted=true and never surfaces again."""
+        return self._load_ref(memory_id, store).bind(self._soft_deleted)
+
+    def _soft_deleted(self, memory: Memory) -> Result[Memory, DomainError]:
+        if memory.deleted:
+            return Failure(
+                DomainError(ErrorCode.INVALID_OPERATION, f"Memory {memory.id} is already deleted.", path=memory.id)
+            )
+        gone = evolve(memory, deleted=True, deleted_at=self.clock.now())
+        return self._save_metadata(gone).map(lambda _: gone)
+
+    # --- status -----------------------------------------------------------------------------
+
+    def status(self, *, store: str | None = None) -> Result[Status, DomainError]:
+        """Reach the backend and count the store's memories (soft-deleted ones included)."""
+        name = store or self.policy.default_store
+        return self.catalog.health().bind(
+            lambda location: (
+                self._open(name, create=False)
+                .bind(lambda opened: opened.count())
+                .map(lambda count: Status(self.catalog.backend, name, count, location))
+            )
+        )
+
+
+@frozen(kw_only=True)
+class _SearchPlan:
+    query: str
+    store: str
+    limit: int
+    floor: float
+    where: MemoryFilter
