@@ -11,7 +11,16 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 from domain.errors import DomainError
 from domain.model import DecayPolicy, Memory, ScoredMemory
 from domain.paths import MemoryPath, memory_path
-from domain.views import MemoryView, SearchResults, Status
+from domain.views import (
+    CategorySummary,
+    Listing,
+    MemoryView,
+    PruneReport,
+    ReindexReport,
+    SearchResults,
+    Status,
+    StoreSummary,
+)
 
 
 def iso_z(moment: datetime) -> str:
@@ -84,3 +93,45 @@ def status_json(status: Status) -> dict[str, Any]:
 def error_json(error: DomainError) -> dict[str, Any]:
     """The CLI's error body: exactly {"error": message}, as spec 000 shows it."""
     return {"error": error.message}
+
+
+def category_json(summary: CategorySummary) -> dict[str, Any]:
+    return {"path": summary.path, "memory_count": summary.memory_count, "description": summary.description}
+
+
+def listing_json(listing: Listing) -> dict[str, Any]:
+    return {
+        "category": listing.category,
+        "description": listing.description,
+        "memories": [view_json(v) for v in listing.memories],
+        "count": len(listing.memories),
+        "subcategories": [category_json(s) for s in listing.subcategories],
+    }
+
+
+def recent_json(views: tuple[MemoryView, ...]) -> dict[str, Any]:
+    return {"memories": [view_json(v) for v in views], "count": len(views)}
+
+
+def prune_json(report: PruneReport) -> dict[str, Any]:
+    pruned = [
+        {
+            "id": m.id,
+            "path": None if m.path is None else str(m.path),
+            "expires_at": m.expires_at and iso_z(m.expires_at),
+        }
+        for m in report.memories
+    ]
+    return {"dry_run": report.dry_run, "pruned": pruned, "count": len(pruned)}
+
+
+def reindex_json(report: ReindexReport) -> dict[str, Any]:
+    return {"store": report.store, "memory_count": report.memory_count, "embedding_model": report.embedding_model}
+
+
+def stores_json(stores: tuple[StoreSummary, ...]) -> dict[str, Any]:
+    return {"stores": [{"name": s.name, "memory_count": s.memory_count} for s in stores], "count": len(stores)}
+
+
+def removed_json(memory: Memory) -> dict[str, Any]:
+    return {"id": memory.id, "path": None if memory.path is None else str(memory.path), "removed": True}

@@ -33,6 +33,10 @@ def default_config_path(env: Mapping[str, str]) -> Path:
     return Path(base) / "agent-memory" / "config.toml"
 
 
+def _as_path(value: str | Path) -> Path:
+    return Path(value).expanduser()
+
+
 def _backend(_i: object, _a: object, value: str) -> None:
     if value not in BACKENDS:
         raise InvalidValue(f"Unknown backend {value!r}: use one of {', '.join(BACKENDS)}.")
@@ -61,7 +65,7 @@ def _store(_i: object, _a: object, value: str) -> None:
 class Settings:
     """Everything the composition root needs to build the product; immutable once loaded."""
 
-    data_dir: Path = field(converter=lambda p: Path(p).expanduser())
+    data_dir: Path = field(converter=_as_path)
     backend: str = field(default="chroma", validator=_backend)
     store: str = field(default="default", validator=_store)
     collection: str = "memories"

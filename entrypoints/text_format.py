@@ -58,3 +58,58 @@ def search(payload: dict[str, Any]) -> str:
 def status(payload: dict[str, Any]) -> str:
     details = "  ".join(f"{k}: {v}" for k, v in payload.items() if k != "status")
     return f"agent-memory is {payload['status']}  {details}"
+
+
+def removed(payload: dict[str, Any]) -> str:
+    return f"Removed memory {payload['id']}" + (f" ({payload['path']})" if payload.get("path") else "")
+
+
+def listing(payload: dict[str, Any]) -> str:
+    title = payload["category"] or "(all categories)"
+    lines = [
+        f"{title}: {payload['count']} memories" + (f" — {payload['description']}" if payload["description"] else "")
+    ]
+    for sub in payload["subcategories"]:
+        note = f" — {sub['description']}" if sub["description"] else ""
+        lines.append(f"  {sub['path']}/  ({sub['memory_count']}){note}")
+    for m in payload["memories"]:
+        lines.append(f"  {m['path'] or m['id']}: {_first_line(m['content'])}")
+    return "\n".join(lines)
+
+
+def recent(payload: dict[str, Any]) -> str:
+    if not payload["memories"]:
+        return "No memories yet."
+    return "\n".join(
+        f"{m['updated_at']}  {m['path'] or m['id']}: {_first_line(m['content'])}" for m in payload["memories"]
+    )
+
+
+def prune(payload: dict[str, Any]) -> str:
+    verb = "Would prune" if payload["dry_run"] else "Pruned"
+    lines = [f"{verb} {payload['count']} expired memories"]
+    lines.extend(f"  {p['path'] or p['id']} (expired {p['expires_at']})" for p in payload["pruned"])
+    return "\n".join(lines)
+
+
+def generic(payload: dict[str, Any]) -> str:
+    """key: value lines, lists one item per line; for the small administrative payloads."""
+    lines: list[str] = []
+    for key, value in payload.items():
+        if isinstance(value, list):
+            lines.append(f"{key}:")
+            lines.extend(f"  - {_flat(item)}" for item in value)
+        else:
+            lines.append(f"{key}: {value}")
+    return "\n".join(lines)
+
+
+def _flat(item: object) -> str:
+    if isinstance(item, dict):
+        return "  ".join(f"{k}={v}" for k, v in item.items())
+    return str(item)
+
+
+def _first_line(content: str, width: int = 100) -> str:
+    line = content.strip().splitlines()[0] if content.strip() else ""
+    return line if len(line) <= width else line[: width - 1] + "…"

@@ -1,0 +1,274 @@
+"""One small function per CLI command: argparse namespace in, the use case's Result as a JSON payload out."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from returns.result import Failure, Result, Success
+
+from domain.commands import CreateMemory, SearchMemories, UpdateMemory
+from domain.errors import DomainError, invalid_input
+from domain.model import check_namespace
+from domain.service import MemoryService
+from entrypoints import json_codec as out
+from entrypoints import text_format as text
+from entrypoints.json_codec import JSON
+
+Payload = dict[str, Any]
+Outcome = Result[Payload, DomainError]
+Handler = Callable[[MemoryService, argparse.Namespace], Outcome]
+
+
+def _read_stdin(what: str) -> Result[str, DomainError]:
+    if sys.stdin is None or sys.stdin.isatty():
+        return Failure(invalid_input(f"No {what} given: pass it as an argument or pipe it on stdin."))
+    return Success(sys.stdin.read())
+
+
+def _namespace(raw: str | None) -> tuple[str, ...]:
+    return () if raw is None else check_namespace(raw)
+
+
+def create(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    if args.jsonl is not None:
+        return _create_jsonl(service, args)
+    content: Result[str, DomainError] = (
+        Success(args.content) if args.content not in (None, "-") else _read_stdin("content")
+    )
+    return content.bind(
+        lambda text_: service.create(
+            CreateMemory(
+                content=text_,
+                agent=args.agent,
+                personality=args.personality,
+                project=args.project,
+                type=args.type,
+                global_=args.global_,
+                decay_policy=args.decay,
+                store=getattr(args, "store", None),
+                namespace=tuple((args.namespace or "").split("/")) if args.namespace else (),
+                tags=tuple(args.tags or ()),
+                citations=tuple(args.citations or ()),
+                source=args.source or "",
+                expires_at=args.expires_at,
+            )
+        )
+    ).map(out.view_json)
+
+
+def _create_jsonl(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    """Many memories in one batch: one JSON object per line with the fields of `create`."""
+    if args.jsonl == "-":
+        source = _read_stdin("JSON Lines")
+    else:
+        try:
+            with open(args.jsonl, encoding="utf-8") as handle:
+                source = Success(handle.read())
+        except OSError as error:
+            source = Failure(invalid_input(f"Cannot read {args.jsonl}: {error.strerror}."))
+    return (
+        source.bind(lambda body: _commands_from_jsonl(body, getattr(args, "store", None)))
+        .bind(lambda commands: service.create_many(commands))
+        .map(lambda views: {"created": [v.memory.id for v in views], "count": len(views)})
+    )
+
+
+_JSONL_FIELDS = {
+    "content",
+    "agent",
+    "personality",
+    "project",
+    "type",
+    "global",
+    "decay_policy",
+    "namespace",
+    "path",
+    "tags",
+    "source",
+    "citations",
+    "expires_at",
+    "created_at",
+    "store",
+}
+
+
+def _commands_from_jsonl(body: str, store: str | None) -> Result[list[CreateMemory], DomainError]:
+    commands: list[CreateMemory] = []
+    for number, line in enumerate(body.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as error:
+            return Failure(invalid_input(f"Line {number} is not valid JSON: {error.msg}."))
+        if not isinstance(item, dict) or not isinstance(item.get("content"), str):
+            return Failure(invalid_input(f"Line {number} must be a JSON object with a 'content' string."))
+        unknown = sorted(set(item) - _JSONL_FIELDS)
+        if unknown:
+            return Failure(invalid_input(f"Line {number} has unknown field(s) {', '.join(unknown)}."))
+        try:
+            fields = {("global_" if k == "global" else k): v for k, v in item.items()}
+            fields.setdefault("store", store)
+            for key in ("namespace", "tags", "citations"):
+                if key in fields:
+                    fields[key] = tuple(fields[key])
+            commands.append(JSON.structure(fields, CreateMemory))
+        except Exception as error:
+            return Failure(invalid_input(f"Line {number} has a field of the wrong type: {error}."))
+    if not commands:
+        return Failure(invalid_input("The JSON Lines input holds no memories."))
+    return Success(commands)
+
+
+def add(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    content: Result[str, DomainError] = (
+        Success(args.content) if args.content not in (None, "-") else _read_stdin("content")
+    )
+    return content.bind(
+        lambda text_: service.add(
+            CreateMemory(
+                content=text_,
+                path=args.path,
+                agent=args.agent,
+                personality=args.personality,
+                project=args.project,
+                type=args.type,
+                decay_policy=args.decay,
+                store=getattr(args, "store", None),
+                tags=tuple(args.tags or ()),
+                citations=tuple(args.citations or ()),
+                source=args.source or "",
+                expires_at=args.expires_at,
+            )
+        )
+    ).map(out.view_json)
+
+
+def search(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    command = SearchMemories(
+        query=args.query,
+        agent=args.agent,
+        personality=args.personality,
+        project=args.project,
+        type=args.type,
+        global_=args.global_,
+        tags=tuple(args.tags or ()),
+        namespace=None if args.namespace is None else tuple(p for p in args.namespace.split("/") if p),
+        path_prefix=args.category,
+        limit=args.limit,
+        min_confidence=args.min_confidence,
+        store=getattr(args, "store", None),
+        include_expired=args.include_expired,
+    )
+    return service.search(command).map(out.search_json)
+
+
+def get(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    return service.get(args.id, store=getattr(args, "store", None), include_expired=args.include_expired).map(
+        out.view_json
+    )
+
+
+def reinforce(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    return service.reinforce(args.id, store=getattr(args, "store", None)).map(out.view_json)
+
+
+def delete(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    return service.delete(args.id, store=getattr(args, "store", None)).map(
+        lambda memory: {"id": memory.id, "deleted": True}
+    )
+
+
+def remove(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    return service.remove(args.id, store=getattr(args, "store", None)).map(out.removed_json)
+
+
+def update(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    if (args.tags and args.clear_tags) or (args.citations and args.clear_citations):
+        return Failure(invalid_input("Give new values or --clear-…, not both."))
+    command = UpdateMemory(
+        ref=args.id,
+        store=getattr(args, "store", None),
+        content=args.content,
+        tags=() if args.clear_tags else (tuple(args.tags) if args.tags else None),
+        citations=() if args.clear_citations else (tuple(args.citations) if args.citations else None),
+        source=args.source,
+        expires_at=args.expires_at,
+        clear_expiry=args.clear_expiry,
+        agent=args.agent,
+        personality=args.personality,
+        project=args.project,
+        type=args.type,
+        decay_policy=args.decay,
+    )
+    return service.update(command).map(out.view_json)
+
+
+def move(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    return service.move(args.id, args.destination, store=getattr(args, "store", None)).map(out.view_json)
+
+
+def listing(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    return service.list(args.category, store=getattr(args, "store", None), include_expired=args.include_expired).map(
+        out.listing_json
+    )
+
+
+def recent(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    return service.recent(
+        store=getattr(args, "store", None),
+        limit=args.limit,
+        category=args.category,
+        include_expired=args.include_expired,
+    ).map(out.recent_json)
+
+
+def prune(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    return service.prune(store=getattr(args, "store", None), dry_run=args.dry_run).map(out.prune_json)
+
+
+def reindex(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    return service.reindex(store=getattr(args, "store", None)).map(out.reindex_json)
+
+
+def status(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    return service.status(store=getattr(args, "store", None)).map(out.status_json)
+
+
+def store(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    if args.store_command == "list":
+        return service.list_stores().map(out.stores_json)
+    return service.create_store(args.name).map(lambda s: {"name": s.name, "memory_count": 0, "created": True})
+
+
+def category(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    where = getattr(args, "store", None)
+    if args.category_command == "create":
+        return service.create_category(args.path, description=args.description, store=where).map(out.category_json)
+    if args.category_command == "describe":
+        return service.describe_category(args.path, args.description, store=where).map(out.category_json)
+    return service.delete_category(args.path, store=where).map(lambda s: {**out.category_json(s), "deleted": True})
+
+
+HANDLERS: dict[str, tuple[Handler, Callable[[Payload], str]]] = {
+    "create": (create, text.created),
+    "add": (add, text.created),
+    "search": (search, text.search),
+    "get": (get, text.memory),
+    "reinforce": (reinforce, text.reinforced),
+    "delete": (delete, text.deleted),
+    "remove": (remove, text.removed),
+    "update": (update, text.memory),
+    "move": (move, text.memory),
+    "list": (listing, text.listing),
+    "recent": (recent, text.recent),
+    "prune": (prune, text.prune),
+    "reindex": (reindex, text.generic),
+    "status": (status, text.status),
+    "store": (store, text.generic),
+    "category": (category, text.generic),
+}

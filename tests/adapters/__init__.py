@@ -1,0 +1,1 @@
+"""Tests of the adapters: format, storage and embedding implementations of the ports."""
