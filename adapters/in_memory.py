@@ -76,6 +76,8 @@ class InMemoryVectorStore:
     def rebuild(
         self, memories: Sequence[Memory], embeddings: Sequence[Vector], embedding_model: str
     ) -> Result[None, DomainError]:
+        if len(memories) != len(embeddings):
+            return Failure(DomainError(ErrorCode.STORAGE_ERROR, "memories and embeddings differ in number"))
         self.records = {m.id: (m, tuple(v)) for m, v in zip(memories, embeddings, strict=True)}
         self.model = embedding_model
         return Success(None)

@@ -94,6 +94,10 @@ def _labels(_i: object, attribute: object, value: tuple[str, ...]) -> None:
         _label(_i, attribute, item)
 
 
+def _namespace(_i: object, _a: object, value: tuple[str, ...]) -> None:
+    check_namespace(value)
+
+
 def _aware(_i: object, attribute: object, value: Any) -> None:
     if value is None:
         return
@@ -126,7 +130,7 @@ class Memory:
     created_at: datetime = field(validator=_aware)
     updated_at: datetime = field(validator=_aware)
     store: str = field(default=DEFAULT_STORE, validator=_store)
-    namespace: tuple[str, ...] = field(default=(), converter=_tuple, validator=_labels)
+    namespace: tuple[str, ...] = field(default=(), converter=_tuple, validator=_namespace)
     path: MemoryPath | None = None
     agent: str = field(default="", validator=_label)
     personality: str = field(default="", validator=_label)

@@ -1,0 +1,851 @@
+"""ChromaDB adapter: a StoreCatalog of collections (embedded or server) and the VectorStore over one collection."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import pathlib
+import socket
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from functools import partial
+from typing import Any, TypeVar, cast
+
+import chromadb
+import httpx
+from attrs import define, evolve, field, frozen
+from chromadb.api import ClientAPI
+from chromadb.api.models.Collection import Collection
+from chromadb.config import Settings
+from chromadb.errors import ChromaError, NotFoundError, UniqueConstraintError
+from returns.result import Failure, Result, Success
+
+from domain.errors import DomainError, ErrorCode, InvalidValue
+from domain.filters import MemoryFilter
+from domain.model import DEFAULT_STORE, DecayPolicy, Memory, check_store_name
+from domain.paths import CategoryPath, MemoryPath
+from domain.ports import Vector
+
+T = TypeVar("T")
+
+STORE_SEPARATOR = "--"  # store names never contain "--" (domain.model.STORE_NAME), so this is reversible
+NAMESPACE_JOIN = "\x1f"  # labels cannot hold control characters (domain.model._label), so joins are unambiguous
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MICROSECOND = timedelta(microseconds=1)
+NEVER_EXPIRES_US = 2**62  # beyond datetime.max (≈2.5e17 µs): "no expiry" compares later than any moment
+NEXT_SUFFIX = ".next"  # a rebuild in progress; "." never occurs in store names, so names() skips these
+PREV_SUFFIX = ".prev"  # the contents a rebuild is replacing, until the swap is done
+CATEGORIES_SUFFIX = ".categories"  # a store's category registry
+REBUILDING = "rebuilding"  # collection-metadata flag of a .next collection that is not filled yet
+COSINE: Any = {"hnsw": {"space": "cosine"}}  # a chromadb CreateCollectionConfiguration
+SCAN_PAGE = 5000
+FALLBACK_BATCH = 1000
+CONNECT_TIMEOUT_S = 3.0
+MetadataDict = dict[str, Any]
+
+
+# --- timestamps -------------------------------------------------------------------------------
+
+
+def _micros(moment: datetime) -> int:
+    """Exact integer microseconds since the epoch (Chroma ints are i64, so range filters stay exact)."""
+    return (moment - EPOCH) // MICROSECOND
+
+
+def _iso(moment: datetime | None) -> str:
+    return "" if moment is None else moment.isoformat(timespec="microseconds")
+
+
+def _parse_iso(text: object) -> datetime | None:
+    if not isinstance(text, str):
+        raise ValueError(f"expected an ISO timestamp string, got {text!r}")
+    return None if text == "" else datetime.fromisoformat(text).astimezone(UTC)
+
+
+def _required_iso(text: object) -> datetime:
+    moment = _parse_iso(text)
+    if moment is None:
+        raise ValueError("a required timestamp is empty")
+    return moment
+
+
+# --- Memory <-> Chroma record -----------------------------------------------------------------
+
+
+def namespace_prefixes(namespace: tuple[str, ...]) -> list[str]:
+    """Every prefix of the namespace, "" first: ("user", "a") → ["", "user", "user␟a"]."""
+    return [NAMESPACE_JOIN.join(namespace[:depth]) for depth in range(len(namespace) + 1)]
+
+
+def path_prefixes(path: MemoryPath) -> list[str]:
+    """Every category a path lies under, itself included (CategoryPath.contains accepts equal segments)."""
+    return ["/".join(path.segments[:depth]) for depth in range(1, len(path.segments) + 1)]
+
+
+def memory_metadata(memory: Memory) -> MetadataDict:
+    """Chroma metadata holding every field but id and content; None deletes a list key on upsert/update."""
+    return {
+        "store": memory.store,
+        "namespace": json.dumps(list(memory.namespace), ensure_ascii=False),
+        "namespace_prefixes": namespace_prefixes(memory.namespace),
+        "path": "" if memory.path is None else str(memory.path),
+        "path_prefixes": None if memory.path is None else path_prefixes(memory.path),
+        "agent": memory.agent,
+        "personality": memory.personality,
+        "project": memory.project,
+        "type": memory.type,
+        "global": memory.global_,
+        "tags": list(dict.fromkeys(memory.tags)) or None,
+        "tags_json": json.dumps(list(memory.tags), ensure_ascii=False),
+        "source": memory.source,
+        "citations": json.dumps(list(memory.citations), ensure_ascii=False),
+        "decay_policy": memory.decay_policy.value,
+        "created_at": _iso(memory.created_at),
+        "updated_at": _iso(memory.updated_at),
+        "last_reinforced_at": _iso(memory.last_reinforced_at),
+        "expires_at": _iso(memory.expires_at),
+        "deleted": memory.deleted,
+        "deleted_at": _iso(memory.deleted_at),
+        "created_us": _micros(memory.created_at),
+        "anchor_us": _micros(memory.decay_anchor),
+        "expires_us": NEVER_EXPIRES_US if memory.expires_at is None else _micros(memory.expires_at),
+    }
+
+
+def new_record_metadata(memory: Memory) -> MetadataDict:
+    """The metadata for `add`, where Chroma refuses None values: absent list keys are left out."""
+    return {key: value for key, value in memory_metadata(memory).items() if value is not None}
+
+
+def _labels(raw: object) -> tuple[str, ...]:
+    if not isinstance(raw, str):
+        raise ValueError(f"expected a JSON list, got {raw!r}")
+    items = json.loads(raw)
+    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+        raise ValueError(f"expected a JSON list of strings, got {raw!r}")
+    return tuple(items)
+
+
+def memory_from_record(memory_id: str, document: str | None, meta: Mapping[str, Any]) -> Memory:
+    """The Memory a record holds; ValueError/KeyError/TypeError when it was not written by this adapter."""
+    path = str(meta.get("path", ""))
+    return Memory(
+        id=memory_id,
+        content=document if document is not None else "",
+        created_at=_required_iso(meta["created_at"]),
+        updated_at=_required_iso(meta["updated_at"]),
+        store=str(meta["store"]),
+        namespace=_labels(meta.get("namespace", "[]")),
+        path=MemoryPath(tuple(path.split("/"))) if path else None,
+        agent=str(meta.get("agent", "")),
+        personality=str(meta.get("personality", "")),
+        project=str(meta.get("project", "")),
+        type=str(meta.get("type", "")),
+        global_=bool(meta.get("global", False)),
+        tags=_labels(meta.get("tags_json", "[]")),
+        source=str(meta.get("source", "")),
+        citations=_labels(meta.get("citations", "[]")),
+        decay_policy=DecayPolicy(meta.get("decay_policy", DecayPolicy.STABLE.value)),
+        last_reinforced_at=_parse_iso(meta.get("last_reinforced_at", "")),
+        expires_at=_parse_iso(meta.get("expires_at", "")),
+        deleted=bool(meta.get("deleted", False)),
+        deleted_at=_parse_iso(meta.get("deleted_at", "")),
+    )
+
+
+# --- MemoryFilter -> where --------------------------------------------------------------------
+
+
+def where_clauses(where: MemoryFilter) -> list[MetadataDict]:
+    """One Chroma condition per active field of the filter, in the semantics of MemoryFilter.matches."""
+    clauses: list[MetadataDict] = []
+    if where.namespace:
+        clauses.append({"namespace_prefixes": {"$contains": NAMESPACE_JOIN.join(where.namespace)}})
+    for name in ("agent", "personality", "project", "type"):
+        wanted = getattr(where, name)
+        if wanted is not None:
+            clauses.append({name: {"$eq": wanted}})
+    if where.global_ is not None:
+        clauses.append({"global": {"$eq": where.global_}})
+    clauses.extend({"tags": {"$contains": tag}} for tag in dict.fromkeys(where.tags))
+    if where.path is not None:
+        clauses.append({"path": {"$eq": str(where.path)}})
+    if where.path_prefix is not None:
+        clauses.append({"path_prefixes": {"$contains": str(where.path_prefix)}})
+    if not where.include_deleted:
+        clauses.append({"deleted": {"$eq": False}})
+    if where.alive_at is not None:
+        clauses.append({"expires_us": {"$gt": _micros(where.alive_at)}})
+    if where.oldest_anchor is not None:
+        clauses.append(
+            {
+                "$or": [
+                    {"decay_policy": {"$eq": DecayPolicy.STABLE.value}},
+                    {"anchor_us": {"$gte": _micros(where.oldest_anchor)}},
+                ]
+            }
+        )
+    return clauses
+
+
+def to_where(where: MemoryFilter) -> MetadataDict | None:
+    """The Chroma `where` for a filter: None, the single clause, or an `$and` of two or more."""
+    clauses = where_clauses(where)
+    if not clauses:
+        return None
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+def similarity_from_distance(distance: float, space: str) -> float:
+    """1 − cosine distance; for unit vectors (the Embedder's promise) l2 and ip convert exactly."""
+    if space == "l2":  # squared euclidean: |a−b|² = 2 − 2·cos
+        return 1.0 - distance / 2.0
+    return 1.0 - distance  # cosine: 1 − cos; ip: 1 − a·b
+
+
+# --- the error boundary -----------------------------------------------------------------------
+
+
+@frozen
+class Boundary:
+    """Where the library meets the domain: runs a Chroma call and turns its exceptions into DomainErrors."""
+
+    location: str
+    server: bool
+
+    def unavailable(self, cause: BaseException | str) -> DomainError:
+        if self.server:
+            message = f"Cannot connect to ChromaDB at {self.location}. Is Docker running?"
+        else:
+            message = f"Cannot open the ChromaDB data at {self.location}."
+        return DomainError(ErrorCode.BACKEND_UNAVAILABLE, message, cause=str(cause))
+
+    def run(self, doing: str, call: Callable[[], T]) -> Result[T, DomainError]:
+        """`call()` as a Result: network failures → BACKEND_UNAVAILABLE, library errors → STORAGE_ERROR."""
+        try:
+            return Success(call())
+        except (httpx.TransportError, ConnectionError) as error:
+            return Failure(self.unavailable(error))
+        except (ChromaError, ValueError, TypeError, KeyError) as error:
+            return Failure(storage_error(doing, error))
+        except Exception as error:
+            # Boundary catch-all, narrowed: chromadb's HTTP client raises a plain `Exception(response.text)`
+            # for server errors it cannot classify (chromadb/api/base_http_client.py). Only that exact
+            # type is turned into STORAGE_ERROR; any subclass is a bug and propagates.
+            if type(error) is not Exception:
+                raise
+            return Failure(storage_error(doing, error))
+
+
+def storage_error(doing: str, error: BaseException) -> DomainError:
+    return DomainError(
+        ErrorCode.STORAGE_ERROR, f"ChromaDB failed to {doing}.", cause=f"{type(error).__name__}: {error}"
+    )
+
+
+def _chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:
+    return [items[start : start + size] for start in range(0, len(items), max(1, size))]
+
+
+def _last_wins(memories: Sequence[Memory]) -> dict[str, Memory]:
+    return {memory.id: memory for memory in memories}
+
+
+# --- collections ------------------------------------------------------------------------------
+
+
+def collection_metadata(model: str, dimension: int) -> MetadataDict:
+    return {"embedding_model": model, "dimension": dimension}
+
+
+def _space(collection: Collection) -> str:
+    """The distance space of a collection: its configuration, else legacy metadata, else Chroma's default l2."""
+    configuration = cast(Mapping[str, Any], collection.configuration_json or {})  # `.configuration` warns
+    for index in ("hnsw", "spann"):
+        settings = configuration.get(index)
+        if isinstance(settings, Mapping) and isinstance(settings.get("space"), str):
+            return str(settings["space"])
+    legacy = (collection.metadata or {}).get("hnsw:space")
+    return str(legacy) if isinstance(legacy, str) else "l2"
+
+
+def _recorded_dimension(collection: Collection) -> int | None:
+    recorded = (collection.metadata or {}).get("dimension")
+    return recorded if isinstance(recorded, int) and not isinstance(recorded, bool) else None
+
+
+def _recorded_model(collection: Collection) -> str | None:
+    recorded = (collection.metadata or {}).get("embedding_model")
+    return recorded if isinstance(recorded, str) else None
+
+
+def _find(client: ClientAPI, name: str) -> Collection | None:
+    try:
+        return client.get_collection(name, embedding_function=None)
+    except NotFoundError:
+        return None
+
+
+def _drop(client: ClientAPI, name: str) -> None:
+    with contextlib.suppress(NotFoundError):
+        client.delete_collection(name)
+
+
+def _recover(client: ClientAPI, name: str) -> Collection | None:
+    """Finish or undo a rebuild that stopped between its two renames (the only moment `name` is missing).
+
+    A filled `.next` wins (the rebuild had finished writing); otherwise `.prev` goes back in place.
+    """
+    staged = _find(client, name + NEXT_SUFFIX)
+    if staged is not None and not (staged.metadata or {}).get(REBUILDING):
+        staged.modify(name=name)
+        return staged
+    previous = _find(client, name + PREV_SUFFIX)
+    if previous is not None:
+        previous.modify(name=name)
+        return previous
+    return None
+
+
+# --- the store --------------------------------------------------------------------------------
+
+
+@define(kw_only=True)
+class ChromaVectorStore:
+    """One store = one Chroma collection; memories are records (id, content as document, fields as metadata)."""
+
+    client: ClientAPI
+    name: str
+    collection: Collection
+    boundary: Boundary
+    batch_size: int = FALLBACK_BATCH
+    space: str = "cosine"
+    model: str | None = None
+    dimension: int | None = None
+
+    @classmethod
+    def over(cls, client: ClientAPI, collection: Collection, boundary: Boundary, batch_size: int) -> ChromaVectorStore:
+        """The store over an existing collection, reading its space, model and dimension."""
+        return cls(
+            client=client,
+            name=collection.name,
+            collection=collection,
+            boundary=boundary,
+            batch_size=batch_size,
+            space=_space(collection),
+            model=_recorded_model(collection),
+            dimension=_recorded_dimension(collection),
+        )
+
+    # --- writes
+
+    def add(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
+        """Upsert (so a re-added id is overwritten, as in the reference store), in client-sized batches."""
+        if len(memories) != len(embeddings):
+            return Failure(DomainError(ErrorCode.STORAGE_ERROR, "memories and embeddings differ in number"))
+        latest = {memory.id: (memory, list(vector)) for memory, vector in zip(memories, embeddings, strict=True)}
+        pairs = list(latest.values())
+        checked = self._check_dimension([vector for _, vector in pairs])
+        if isinstance(checked, Failure):
+            return checked
+        for batch in _chunks(pairs, self.batch_size):
+            written = self._upsert([m for m, _ in batch], [v for _, v in batch])
+            if isinstance(written, Failure):
+                return written
+        return Success(None)
+
+    def replace(self, memory: Memory, embedding: Vector) -> Result[None, DomainError]:
+        return self._check_dimension([embedding]).bind(lambda _: self._upsert([memory], [list(embedding)]))
+
+    def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
+        """Rewrite fields of existing memories, keeping their vectors; MEMORY_NOT_FOUND before any write."""
+        latest = _last_wins(memories)
+        if not latest:
+            return Success(None)
+        ids = list(latest)
+        documents: dict[str, str | None] = {}
+        for id_batch in _chunks(ids, self.batch_size):
+            stored = self.boundary.run(
+                "read memories", partial(self.collection.get, ids=list(id_batch), include=["documents"])
+            )
+            if isinstance(stored, Failure):
+                return stored
+            found = stored.unwrap()
+            documents.update(zip(found["ids"], found["documents"] or [], strict=False))
+        missing = [memory_id for memory_id in ids if memory_id not in documents]
+        if missing:
+            return Failure(DomainError(ErrorCode.MEMORY_NOT_FOUND, "Memory not found", path=missing[0]))
+        same = [latest[i] for i in ids if documents[i] == latest[i].content]
+        changed = [latest[i] for i in ids if documents[i] != latest[i].content]
+        for batch in _chunks(same, self.batch_size):
+            written = self._update_fields(batch)
+            if isinstance(written, Failure):
+                return written
+        for batch in _chunks(changed, self.batch_size):
+            written = self._update_content(batch)
+            if isinstance(written, Failure):
+                return written
+        return Success(None)
+
+    def remove(self, ids: Sequence[str]) -> Result[None, DomainError]:
+        for batch in _chunks(list(dict.fromkeys(ids)), self.batch_size):
+            done = self.boundary.run("delete memories", partial(self.collection.delete, ids=list(batch)))
+            if isinstance(done, Failure):
+                return done
+        return Success(None)
+
+    def rebuild(
+        self, memories: Sequence[Memory], embeddings: Sequence[Vector], embedding_model: str
+    ) -> Result[None, DomainError]:
+        """Fill a fresh `.next` collection, then swap it in by two renames (see `_recover` for a crash between)."""
+        if len(memories) != len(embeddings):
+            return Failure(DomainError(ErrorCode.STORAGE_ERROR, "memories and embeddings differ in number"))
+        dimensions = {len(vector) for vector in embeddings}
+        if len(dimensions) > 1:
+            return Failure(
+                DomainError(
+                    ErrorCode.EMBEDDING_MISMATCH,
+                    f"A rebuild got embeddings of several dimensions: {sorted(dimensions)}.",
+                )
+            )
+        dimension = dimensions.pop() if dimensions else self.dimension
+        staged = self._stage(memories, embeddings, embedding_model, dimension)
+        return staged.bind(self._swap_in)
+
+    # --- reads
+
+    def get(self, ids: Sequence[str]) -> Result[list[Memory], DomainError]:
+        """The memories with these ids, in the order asked, unknown ids left out."""
+        found: dict[str, Memory] = {}
+        for batch in _chunks(list(dict.fromkeys(ids)), self.batch_size):
+            page = self.boundary.run(
+                "read memories",
+                partial(self.collection.get, ids=list(batch), include=["documents", "metadatas"]),
+            ).bind(self._memories)
+            if isinstance(page, Failure):
+                return page
+            found.update((memory.id, memory) for memory in page.unwrap())
+        return Success([found[i] for i in ids if i in found])
+
+    def query(
+        self, embedding: Vector, where: MemoryFilter, limit: int
+    ) -> Result[list[tuple[Memory, float]], DomainError]:
+        """One Chroma query: the filter is applied by Chroma before ranking; at most `limit` pairs, best first."""
+        if limit < 1:
+            return Success([])
+        checked = self._check_dimension([embedding])
+        if isinstance(checked, Failure):
+            return checked
+        clause = to_where(where)
+        answer = self.boundary.run(
+            "search memories",
+            lambda: self.collection.query(
+                query_embeddings=cast(Any, [list(embedding)]),
+                n_results=limit,
+                where=cast(Any, clause),
+                include=["documents", "metadatas", "distances"],
+            ),
+        )
+        if isinstance(answer, Failure):
+            return answer
+        result = answer.unwrap()
+        ids = result["ids"][0] if result["ids"] else []
+        documents = (result["documents"] or [[]])[0]
+        metadatas = (result["metadatas"] or [[]])[0]
+        distances = (result["distances"] or [[]])[0]
+        built = self._build(ids, documents, metadatas)
+        if isinstance(built, Failure):
+            return built
+        pairs = [
+            (memory, similarity_from_distance(float(distance), self.space))
+            for memory, distance in zip(built.unwrap(), distances, strict=True)
+        ]
+        pairs.sort(key=lambda pair: pair[1], reverse=True)
+        return Success(pairs[:limit])
+
+    def scan(self, where: MemoryFilter) -> Result[list[Memory], DomainError]:
+        """Every memory the filter keeps, read in pages of SCAN_PAGE."""
+        clause = to_where(where)
+        memories: list[Memory] = []
+        offset = 0
+        while True:
+            page = self.boundary.run(
+                "scan memories",
+                partial(
+                    self.collection.get,
+                    where=cast(Any, clause),
+                    limit=SCAN_PAGE,
+                    offset=offset,
+                    include=["documents", "metadatas"],
+                ),
+            ).bind(self._memories)
+            if isinstance(page, Failure):
+                return page
+            batch = page.unwrap()
+            memories.extend(batch)
+            if len(batch) < SCAN_PAGE:
+                return Success(memories)
+            offset += SCAN_PAGE
+
+    def count(self) -> Result[int, DomainError]:
+        return self.boundary.run("count memories", self.collection.count)
+
+    def embedding_model(self) -> Result[str | None, DomainError]:
+        return Success(self.model)
+
+    # --- helpers
+
+    def _check_dimension(self, vectors: Sequence[Vector]) -> Result[None, DomainError]:
+        for vector in vectors:
+            if self.dimension is not None and len(vector) != self.dimension:
+                return Failure(
+                    DomainError(
+                        ErrorCode.EMBEDDING_MISMATCH,
+                        f"This store holds {self.dimension}-dimensional embeddings but got {len(vector)} "
+                        "dimensions. Run `memory reindex` after changing the embedding model.",
+                    )
+                )
+        return Success(None)
+
+    def _upsert(self, memories: Sequence[Memory], vectors: Sequence[list[float]]) -> Result[None, DomainError]:
+        return self.boundary.run(
+            "write memories",
+            lambda: self.collection.upsert(
+                ids=[m.id for m in memories],
+                embeddings=cast(Any, list(vectors)),
+                documents=[m.content for m in memories],
+                metadatas=cast(Any, [memory_metadata(m) for m in memories]),
+            ),
+        )
+
+    def _update_fields(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
+        return self.boundary.run(
+            "update memories",
+            lambda: self.collection.update(
+                ids=[m.id for m in memories], metadatas=cast(Any, [memory_metadata(m) for m in memories])
+            ),
+        )
+
+    def _update_content(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
+        """New content with the stored vector: Chroma wants embeddings with documents when it has no embedder."""
+        ids = [m.id for m in memories]
+        stored = self.boundary.run("read embeddings", lambda: self.collection.get(ids=ids, include=["embeddings"]))
+        if isinstance(stored, Failure):
+            return stored
+        found = stored.unwrap()
+        vectors = dict(zip(found["ids"], found["embeddings"] if found["embeddings"] is not None else [], strict=False))
+        return self.boundary.run(
+            "update memories",
+            lambda: self.collection.update(
+                ids=ids,
+                embeddings=cast(Any, [[float(x) for x in vectors[i]] for i in ids]),
+                documents=[m.content for m in memories],
+                metadatas=cast(Any, [memory_metadata(m) for m in memories]),
+            ),
+        )
+
+    def _stage(
+        self, memories: Sequence[Memory], embeddings: Sequence[Vector], model: str, dimension: int | None
+    ) -> Result[ChromaVectorStore, DomainError]:
+        """A filled `.next` collection, flagged REBUILDING until its last write succeeded."""
+        staged_name = self.name + NEXT_SUFFIX
+        final = collection_metadata(model, dimension) if dimension is not None else {"embedding_model": model}
+
+        def create() -> Collection:
+            _drop(self.client, staged_name)
+            return self.client.create_collection(
+                staged_name, configuration=COSINE, metadata={**final, REBUILDING: True}, embedding_function=None
+            )
+
+        created = self.boundary.run(f"create collection '{staged_name}'", create)
+        if isinstance(created, Failure):
+            return created
+        staging = ChromaVectorStore.over(self.client, created.unwrap(), self.boundary, self.batch_size)
+        return (
+            staging.add(memories, embeddings)
+            .bind(lambda _: self.boundary.run("finish a rebuild", partial(staging.collection.modify, metadata=final)))
+            .map(lambda _: evolve(staging, model=model, dimension=dimension))
+        )
+
+    def _swap_in(self, staged: ChromaVectorStore) -> Result[None, DomainError]:
+        """Old → `.prev`, `.next` → the store's name, drop `.prev`; then this store reads the new collection."""
+        previous_name = self.name + PREV_SUFFIX
+
+        def swap() -> None:
+            _drop(self.client, previous_name)
+            self.collection.modify(name=previous_name)
+            staged.collection.modify(name=self.name)
+            _drop(self.client, previous_name)
+
+        swapped = self.boundary.run(f"swap in the rebuilt collection '{self.name}'", swap)
+        if isinstance(swapped, Success):
+            self.collection, self.space = staged.collection, staged.space
+            self.model, self.dimension = staged.model, staged.dimension
+        return swapped
+
+    def _memories(self, found: Any) -> Result[list[Memory], DomainError]:
+        return self._build(found["ids"], found["documents"] or [], found["metadatas"] or [])
+
+    def _build(
+        self, ids: Sequence[str], documents: Sequence[Any], metadatas: Sequence[Any]
+    ) -> Result[list[Memory], DomainError]:
+        try:
+            return Success(
+                [
+                    memory_from_record(memory_id, document, meta or {})
+                    for memory_id, document, meta in zip(ids, documents, metadatas, strict=True)
+                ]
+            )
+        except (KeyError, ValueError, TypeError) as error:  # InvalidValue is a ValueError
+            return Failure(
+                DomainError(
+                    ErrorCode.STORAGE_ERROR,
+                    "A ChromaDB record is not a memory this program can read "
+                    "(was the collection written by another tool?).",
+                    cause=f"{type(error).__name__}: {error}",
+                )
+            )
+
+
+# --- categories -------------------------------------------------------------------------------
+
+UNIT_1D = [1.0]  # registry records are looked up by id only; Chroma still wants a vector for each
+
+
+@define(kw_only=True)
+class ChromaCategories:
+    """A store's CategoryRegistry: the `<collection>.categories` collection, one record per category.
+
+    The record id is the category path ("a/b"), its metadata holds the description. The collection is
+    created on the first `put`; reading or removing before that sees an empty registry.
+    """
+
+    client: ClientAPI
+    name: str
+    boundary: Boundary
+    batch_size: int = FALLBACK_BATCH
+
+    def describe_all(self) -> Result[Mapping[str, str], DomainError]:
+        found = self.boundary.run("read categories", partial(_find, self.client, self.name))
+        if isinstance(found, Failure):
+            return found
+        collection = found.unwrap()
+        if collection is None:
+            return Success({})
+        described: dict[str, str] = {}
+        offset = 0
+        while True:
+            page = self.boundary.run(
+                "read categories",
+                partial(collection.get, limit=SCAN_PAGE, offset=offset, include=["metadatas"]),
+            )
+            if isinstance(page, Failure):
+                return page
+            records = page.unwrap()
+            metadatas = records["metadatas"] or []
+            described.update(
+                (path, str((meta or {}).get("description", "")))
+                for path, meta in zip(records["ids"], metadatas, strict=False)
+            )
+            if len(records["ids"]) < SCAN_PAGE:
+                return Success(described)
+            offset += SCAN_PAGE
+
+    def put(self, category: CategoryPath, description: str) -> Result[None, DomainError]:
+        def write() -> None:
+            collection = self.client.get_or_create_collection(self.name, embedding_function=None)
+            collection.upsert(
+                ids=[str(category)],
+                embeddings=cast(Any, [UNIT_1D]),
+                documents=[str(category)],
+                metadatas=[{"description": description}],
+            )
+
+        return self.boundary.run("write a category", write)
+
+    def remove(self, categories: Sequence[CategoryPath]) -> Result[None, DomainError]:
+        ids = list(dict.fromkeys(str(category) for category in categories))
+        if not ids:
+            return Success(None)
+
+        def delete() -> None:
+            collection = _find(self.client, self.name)
+            if collection is not None:
+                for batch in _chunks(ids, self.batch_size):
+                    collection.delete(ids=list(batch))
+
+        return self.boundary.run("remove categories", delete)
+
+
+# --- the catalog ------------------------------------------------------------------------------
+
+
+def _bound_connect_timeout(client: ClientAPI) -> None:
+    """chromadb's HTTP client waits forever (httpx timeout=None) and has no setting; bound the connect phase."""
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if isinstance(session, httpx.Client):
+        session.timeout = httpx.Timeout(None, connect=CONNECT_TIMEOUT_S)
+
+
+def _is_store_name(text: str) -> bool:
+    try:
+        check_store_name(text)
+    except InvalidValue:
+        return False
+    return True
+
+
+@define(kw_only=True)
+class ChromaCatalog:
+    """The stores of one Chroma database: store "default" is `collection`, store s is `collection--s`.
+
+    Talks to a Chroma server when `host` is set, else opens the embedded database at `path`. The client
+    is created on first use; every failure comes back as a DomainError, never an exception.
+    """
+
+    path: pathlib.Path | None = None
+    host: str | None = None
+    port: int = 8000
+    collection: str = "memories"
+    embedder_name: str
+    dimension: int
+    _client: ClientAPI | None = field(default=None, init=False, repr=False)
+    _stores: dict[str, ChromaVectorStore] = field(factory=dict, init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.host is None and self.path is None:
+            raise ValueError("ChromaCatalog needs a data `path` (embedded) or a server `host`.")
+
+    @property
+    def backend(self) -> str:
+        return "chroma"
+
+    @property
+    def location(self) -> str:
+        return f"{self.host}:{self.port}" if self.host is not None else str(self.path)
+
+    @property
+    def boundary(self) -> Boundary:
+        return Boundary(self.location, server=self.host is not None)
+
+    # --- StoreCatalog
+
+    def health(self) -> Result[Mapping[str, str], DomainError]:
+        return (
+            self._connect()
+            .bind(lambda client: self.boundary.run("answer a heartbeat", client.heartbeat))
+            .map(lambda _: {"chromadb_host": self.location, "collection": self.collection})
+        )
+
+    def names(self) -> Result[list[str], DomainError]:
+        listed = self._connect().bind(lambda client: self.boundary.run("list collections", client.list_collections))
+        return listed.map(
+            lambda collections: sorted(n for c in collections if (n := self.store_of(c.name)) is not None)
+        )
+
+    def open(self, name: str, *, create: bool) -> Result[ChromaVectorStore, DomainError]:
+        if name in self._stores:
+            return Success(self._stores[name])
+        try:
+            check_store_name(name)
+        except InvalidValue as error:
+            return Failure(error.to_error())
+        opened = self._connect().bind(lambda client: self._open_store(client, name, create=create))
+        if isinstance(opened, Success):
+            self._stores[name] = opened.unwrap()
+        return opened
+
+    def categories(self, name: str) -> Result[ChromaCategories, DomainError]:
+        return self.open(name, create=False).map(
+            lambda store: ChromaCategories(
+                client=store.client,
+                name=store.name + CATEGORIES_SUFFIX,
+                boundary=self.boundary,
+                batch_size=store.batch_size,
+            )
+        )
+
+    # --- naming
+
+    def collection_of(self, store: str) -> str:
+        return self.collection if store == DEFAULT_STORE else f"{self.collection}{STORE_SEPARATOR}{store}"
+
+    def store_of(self, collection: str) -> str | None:
+        """The store a collection name belongs to; None for internal collections and other catalogs'."""
+        if collection == self.collection:
+            return DEFAULT_STORE
+        prefix = f"{self.collection}{STORE_SEPARATOR}"
+        if not collection.startswith(prefix):
+            return None
+        store = collection[len(prefix) :]
+        return store if _is_store_name(store) else None
+
+    # --- helpers
+
+    def _open_store(self, client: ClientAPI, name: str, *, create: bool) -> Result[ChromaVectorStore, DomainError]:
+        """The store's collection (after any interrupted rebuild is settled), created when asked to."""
+        collection_name = self.collection_of(name)
+
+        def get_or_maybe_create() -> ChromaVectorStore | None:
+            collection = _find(client, collection_name) or _recover(client, collection_name)
+            if collection is None:
+                if not create:
+                    return None
+                try:
+                    collection = client.create_collection(
+                        collection_name,
+                        configuration=COSINE,
+                        metadata=collection_metadata(self.embedder_name, self.dimension),
+                        embedding_function=None,
+                    )
+                except UniqueConstraintError:  # another process created it meanwhile
+                    collection = client.get_collection(collection_name, embedding_function=None)
+            return ChromaVectorStore.over(client, collection, self.boundary, client.get_max_batch_size())
+
+        found = self.boundary.run(f"open collection '{collection_name}'", get_or_maybe_create)
+        if isinstance(found, Failure):
+            return found
+        store = found.unwrap()
+        if store is None:
+            return Failure(
+                DomainError(
+                    ErrorCode.STORE_NOT_FOUND,
+                    f"Store '{name}' does not exist. Create it with `memory store create {name}` or add a memory to it.",
+                )
+            )
+        return Success(store)
+
+    def _connect(self) -> Result[ClientAPI, DomainError]:
+        """The client, created on first success (a failed attempt is retried on the next call)."""
+        if self._client is not None:
+            return Success(self._client)
+        made = self._server_client() if self.host is not None else self._embedded_client()
+        if isinstance(made, Success):
+            self._client = made.unwrap()
+        return made
+
+    def _server_client(self) -> Result[ClientAPI, DomainError]:
+        host, port = str(self.host), self.port
+        try:  # a quick TCP probe: chromadb would wait for the OS connect timeout (minutes) on a silent host
+            socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
+        except OSError as error:
+            return Failure(self.boundary.unavailable(error))
+        try:
+            client = chromadb.HttpClient(host=host, port=port, settings=Settings(anonymized_telemetry=False))
+        except (httpx.TransportError, ConnectionError, ValueError) as error:
+            # chromadb turns a refused connection during the handshake into ValueError("Could not connect…")
+            return Failure(self.boundary.unavailable(error))
+        except ChromaError as error:
+            return Failure(storage_error("start a client", error))
+        _bound_connect_timeout(client)
+        return Success(client)
+
+    def _embedded_client(self) -> Result[ClientAPI, DomainError]:
+        data = pathlib.Path(str(self.path))
+        try:
+            data.mkdir(parents=True, exist_ok=True)
+            return Success(chromadb.PersistentClient(path=str(data), settings=Settings(anonymized_telemetry=False)))
+        except (ChromaError, OSError, ValueError, TypeError, AttributeError) as error:
+            # AttributeError: chromadb 1.5.9 masks a failed start of its Rust bindings with
+            # AttributeError('bindings') while cleaning up (chromadb/api/rust.py stop()).
+            return Failure(self.boundary.unavailable(error))

@@ -1,0 +1,1 @@
+"""Contract tests: every storage adapter runs the same VectorStore/StoreCatalog suite."""
