@@ -1,0 +1,62 @@
+"""Bad input through the CLI: each a clear JSON error on stderr with exit 1, or a correct result; never a traceback."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.conftest import MemoryCli
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["create", "x", "--decay", "forever"], "Unknown decay policy 'forever'"),
+        (["create", "x", "--format", "yaml"], "invalid choice: 'yaml'"),
+        (["create", ""], "Content is empty"),
+        (["create", "   "], "Content is empty"),
+        (["search", "x", "--limit", "many"], "invalid int value"),
+        (["search", "x", "--limit", "0"], "limit must be between"),
+        (["search", "x", "--min-confidence", "2"], "min-confidence must be between 0 and 1"),
+        (["get"], "the following arguments are required"),
+        (["frobnicate"], "invalid choice"),
+        ([], "the following arguments are required"),
+        (["create", "x", "--backend", "mongo"], "Unknown backend 'mongo'"),
+        (["create", "x", "--store", "../etc"], "Invalid store name"),
+        (["add", "../../etc/passwd", "--content", "x"], "a path can never leave its store"),
+    ],
+)
+def test_bad_arguments_are_json_errors(cli: MemoryCli, args: list[str], words: str) -> None:
+    error = cli.fails(*args)
+    assert set(error) == {"error"} and words in error["error"]
+
+
+def test_a_malformed_id_is_not_found(cli: MemoryCli) -> None:
+    for command in ("get", "reinforce", "delete"):
+        assert cli.fails(command, "not a uuid at all") == {"error": "Memory not found"}
+
+
+def test_oversized_content_is_refused_and_stores_nothing(cli: MemoryCli) -> None:
+    error = cli.fails("create", "-", stdin="x" * 200_000)  # argv cannot carry 200 KB: stdin can
+    assert "the limit is 100000" in error["error"]
+    assert cli.ok("status")["memory_count"] == 0
+
+
+def test_content_just_under_the_limit_and_unicode_are_stored_exactly(cli: MemoryCli) -> None:
+    big = ("Grüße 🌍 数据 " * 12_000)[:100_000]
+    created = cli.ok("create", "-", stdin=big)
+    assert cli.ok("get", created["id"])["content"] == big
+    emoji = cli.ok("create", "Nutzer mag 🐍 und — «guillemets» \u200b zero-width")
+    assert cli.ok("get", emoji["id"])["content"] == "Nutzer mag 🐍 und — «guillemets» \u200b zero-width"
+
+
+def test_a_broken_config_file_is_a_json_error(cli: MemoryCli, tmp_path: object) -> None:
+    config = cli.env["MEMORY_CONFIG"]
+    with open(config, "w", encoding="utf-8") as handle:
+        handle.write("backend = = chroma\n")
+    assert "Cannot read the config file" in cli.fails("status")["error"]
+
+
+def test_a_bad_environment_value_is_a_json_error(cli: MemoryCli) -> None:
+    assert "CHROMADB_PORT must be a whole number" in cli.fails("status", env={"CHROMADB_PORT": "eighty"})["error"]
