@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from attrs import frozen
@@ -41,6 +41,15 @@ def is_memory_id(ref: str) -> bool:
     except InvalidValue:
         return False
     return True
+
+
+def _inside(memory: Memory, namespace: Sequence[str] | None) -> Result[Memory, DomainError]:
+    if namespace is None:
+        return Success(memory)
+    wanted = tuple(namespace)
+    if memory.namespace[: len(wanted)] == wanted:
+        return Success(memory)
+    return Failure(not_found(memory.id))
 
 
 @frozen(kw_only=True)
@@ -94,9 +103,13 @@ class UseCaseBase:
             )
         )
 
-    def _load_live(self, ref: str, store: str | None, *, include_expired: bool) -> Result[Memory, DomainError]:
+    def _load_live(
+        self, ref: str, store: str | None, *, include_expired: bool, namespace: Sequence[str] | None = None
+    ) -> Result[Memory, DomainError]:
         """A memory by id or path that is neither soft-deleted nor (unless asked) expired."""
-        return self._load_ref(ref, store).bind(lambda memory: self._visible(memory, include_expired=include_expired))
+        return self._load_ref(ref, store, namespace=namespace).bind(
+            lambda memory: self._visible(memory, include_expired=include_expired)
+        )
 
     def _save_metadata(self, memory: Memory) -> Result[None, DomainError]:
         return self._open(memory.store, create=False).bind(lambda s: s.update_metadata([memory]))
@@ -107,8 +120,17 @@ class UseCaseBase:
     def _view(self, memory: Memory) -> MemoryView:
         return MemoryView(memory, self._confidence(memory))
 
-    def _load_ref(self, ref: str, store: str | None) -> Result[Memory, DomainError]:
-        """A memory by id (a UUID) or by path (anything else), soft-deleted ones included."""
+    def _load_ref(
+        self, ref: str, store: str | None, *, namespace: Sequence[str] | None = None
+    ) -> Result[Memory, DomainError]:
+        """A memory by id (a UUID) or path (anything else), soft-deleted ones included.
+
+        With a namespace, a memory outside it (or its sub-namespaces) is not found: tenants never
+        reach each other's memories, even by id.
+        """
+        return self._load_unguarded(ref, store).bind(lambda memory: _inside(memory, namespace))
+
+    def _load_unguarded(self, ref: str, store: str | None) -> Result[Memory, DomainError]:
         if is_memory_id(ref):
             return self._load_any(ref, store)
         return (

@@ -53,6 +53,7 @@ class UpdateMemory:
 
     ref: str
     store: str | None = None
+    namespace: tuple[str, ...] | None = None
     content: str | None = None
     tags: tuple[str, ...] | None = None
     source: str | None = None

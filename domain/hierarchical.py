@@ -57,9 +57,9 @@ class HierarchicalUseCases(UseCaseBase):
             return changes
         return (
             changes.bind(
-                lambda fields: self._load_live(command.ref, command.store, include_expired=True).map(
-                    lambda memory: (memory, fields)
-                )
+                lambda fields: self._load_live(
+                    command.ref, command.store, include_expired=True, namespace=command.namespace
+                ).map(lambda memory: (memory, fields))
             )
             .bind(lambda pair: attempt(lambda: evolve(pair[0], **pair[1], updated_at=self.clock.now())))
             .bind(self._save_changed)
@@ -80,9 +80,11 @@ class HierarchicalUseCases(UseCaseBase):
             .map(lambda _: memory)
         )
 
-    def remove(self, ref: str, *, store: str | None = None) -> Result[Memory, DomainError]:
+    def remove(
+        self, ref: str, *, store: str | None = None, namespace: Sequence[str] | None = None
+    ) -> Result[Memory, DomainError]:
         """Delete for good (MCP remove_memory), soft-deleted or not."""
-        return self._load_ref(ref, store).bind(
+        return self._load_ref(ref, store, namespace=namespace).bind(
             lambda memory: (
                 self._open(memory.store, create=False)
                 .bind(lambda opened: opened.remove([memory.id]))
@@ -90,7 +92,9 @@ class HierarchicalUseCases(UseCaseBase):
             )
         )
 
-    def move(self, ref: str, destination: str, *, store: str | None = None) -> Result[MemoryView, DomainError]:
+    def move(
+        self, ref: str, destination: str, *, store: str | None = None, namespace: Sequence[str] | None = None
+    ) -> Result[MemoryView, DomainError]:
         """Give a memory a new path; DESTINATION_EXISTS if taken; moving onto itself changes nothing."""
 
         def relocate(memory: Memory, target: MemoryPath) -> Result[MemoryView, DomainError]:
@@ -105,7 +109,7 @@ class HierarchicalUseCases(UseCaseBase):
             )
 
         return parse_memory_path(destination).bind(
-            lambda target: self._load_live(ref, store, include_expired=True).bind(
+            lambda target: self._load_live(ref, store, include_expired=True, namespace=namespace).bind(
                 lambda memory: relocate(memory, target)
             )
         )
@@ -130,18 +134,32 @@ class HierarchicalUseCases(UseCaseBase):
     # --- list / recent / prune ----------------------------------------------------------------
 
     def list(
-        self, category: str | None = None, *, store: str | None = None, include_expired: bool = False
+        self,
+        category: str | None = None,
+        *,
+        store: str | None = None,
+        include_expired: bool = False,
+        namespace: Sequence[str] | None = None,
     ) -> Result[Listing, DomainError]:
         """A category's memories (recursively) and direct subcategories with counts and descriptions."""
         return optional_category(category).bind(
-            lambda parsed: self._listing(parsed, store, include_expired=include_expired)
+            lambda parsed: self._listing(parsed, store, include_expired=include_expired, namespace=namespace)
         )
 
     def _listing(
-        self, category: CategoryPath | None, store: str | None, *, include_expired: bool
+        self,
+        category: CategoryPath | None,
+        store: str | None,
+        *,
+        include_expired: bool,
+        namespace: Sequence[str] | None,
     ) -> Result[Listing, DomainError]:
         name = store or self.policy.default_store
-        where = MemoryFilter(path_prefix=category, alive_at=None if include_expired else self.clock.now())
+        where = MemoryFilter(
+            path_prefix=category,
+            alive_at=None if include_expired else self.clock.now(),
+            namespace=None if namespace is None else tuple(namespace),
+        )
         return (
             self._open(name, create=False)
             .bind(lambda opened: opened.scan(where))
@@ -153,12 +171,18 @@ class HierarchicalUseCases(UseCaseBase):
         )
 
     def recent(
-        self, *, store: str | None = None, limit: int = 5, category: str | None = None, include_expired: bool = False
+        self,
+        *,
+        store: str | None = None,
+        limit: int = 5,
+        category: str | None = None,
+        include_expired: bool = False,
+        namespace: Sequence[str] | None = None,
     ) -> Result[tuple[MemoryView, ...], DomainError]:
         """The most recently updated memories, newest first (limit 1–100, default 5)."""
         if not 1 <= limit <= MAX_RECENT:
             return Failure(invalid_input(f"limit must be between 1 and {MAX_RECENT}, got {limit}."))
-        return self.list(category, store=store, include_expired=include_expired).map(
+        return self.list(category, store=store, include_expired=include_expired, namespace=namespace).map(
             lambda listing: listing.memories[:limit]
         )
 

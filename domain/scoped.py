@@ -94,10 +94,15 @@ class ScopedUseCases(UseCaseBase):
     # --- read -------------------------------------------------------------------------------
 
     def get(
-        self, memory_id: str, *, store: str | None = None, include_expired: bool = False
+        self,
+        memory_id: str,
+        *,
+        store: str | None = None,
+        include_expired: bool = False,
+        namespace: Sequence[str] | None = None,
     ) -> Result[MemoryView, DomainError]:
-        """A live memory by id with its confidence now; soft-deleted ones are not found."""
-        return self._load_live(memory_id, store, include_expired=include_expired).map(self._view)
+        """A live memory by id or path with its confidence now; soft-deleted ones are not found."""
+        return self._load_live(memory_id, store, include_expired=include_expired, namespace=namespace).map(self._view)
 
     def search(self, command: SearchMemories) -> Result[SearchResults, DomainError]:
         """Semantic search under the filters; fetches more until `limit` hits qualify or none are left."""
@@ -164,9 +169,11 @@ class ScopedUseCases(UseCaseBase):
 
     # --- change -----------------------------------------------------------------------------
 
-    def reinforce(self, memory_id: str, *, store: str | None = None) -> Result[MemoryView, DomainError]:
+    def reinforce(
+        self, memory_id: str, *, store: str | None = None, namespace: Sequence[str] | None = None
+    ) -> Result[MemoryView, DomainError]:
         """Reset a reinforceable memory's decay to now; stable and contextual ones refuse."""
-        return self._load_live(memory_id, store, include_expired=False).bind(self._reinforced)
+        return self._load_live(memory_id, store, include_expired=False, namespace=namespace).bind(self._reinforced)
 
     def _reinforced(self, memory: Memory) -> Result[MemoryView, DomainError]:
         if memory.decay_policy is DecayPolicy.STABLE:
@@ -189,9 +196,11 @@ class ScopedUseCases(UseCaseBase):
         reinforced = evolve(memory, last_reinforced_at=self.clock.now())
         return self._save_metadata(reinforced).map(lambda _: self._view(reinforced))
 
-    def delete(self, memory_id: str, *, store: str | None = None) -> Result[Memory, DomainError]:
+    def delete(
+        self, memory_id: str, *, store: str | None = None, namespace: Sequence[str] | None = None
+    ) -> Result[Memory, DomainError]:
         """Soft delete: the memory stays stored with deleted=true and never surfaces again."""
-        return self._load_ref(memory_id, store).bind(self._soft_deleted)
+        return self._load_ref(memory_id, store, namespace=namespace).bind(self._soft_deleted)
 
     def _soft_deleted(self, memory: Memory) -> Result[Memory, DomainError]:
         if memory.deleted:

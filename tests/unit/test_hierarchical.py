@@ -233,3 +233,23 @@ def test_stores_are_listed_created_once_and_isolated(service: MemoryService) -> 
     service.remove("notes/a", store="work").unwrap()
     assert service.get("notes/a", store="home").unwrap()
     assert code_of(service.list(store="nope")) is ErrorCode.STORE_NOT_FOUND
+
+
+def test_a_namespace_guard_hides_other_tenants_even_by_id(service: MemoryService) -> None:
+    mine = service.create(CreateMemory(content="mine", namespace=("user", "a"))).unwrap().memory.id
+    theirs = service.create(CreateMemory(content="theirs", namespace=("user", "b"))).unwrap().memory.id
+    a = ("user", "a")
+    assert service.get(mine, namespace=a).unwrap().memory.content == "mine"
+    assert service.get(mine, namespace=("user",)).unwrap()  # a parent sees its children
+    for result in (
+        service.get(theirs, namespace=a),
+        service.update(UpdateMemory(ref=theirs, namespace=a, content="hijacked")),
+        service.delete(theirs, namespace=a),
+        service.remove(theirs, namespace=a),
+        service.reinforce(theirs, namespace=a),
+        service.move(theirs, "stolen/x", namespace=a),
+    ):
+        assert code_of(result) is ErrorCode.MEMORY_NOT_FOUND
+    assert service.get(theirs).unwrap().memory.content == "theirs"
+    assert [v.memory.id for v in service.list(namespace=a).unwrap().memories] == [mine]
+    assert [v.memory.id for v in service.recent(namespace=a).unwrap()] == [mine]
