@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from returns.result import Failure, Result, Success
 
 from domain.errors import DomainError, ErrorCode
@@ -17,24 +19,49 @@ def build_embedder(settings: Settings) -> Result[Embedder, DomainError]:
     return make_embedder(settings.embedder)
 
 
+def _chroma(settings: Settings, embedder: Embedder, *, path: Path) -> StoreCatalog:
+    from adapters.chroma_store import ChromaCatalog
+
+    return ChromaCatalog(
+        path=None if settings.chroma_host else path,
+        host=settings.chroma_host,
+        port=settings.chroma_port,
+        collection=settings.collection,
+        embedder_name=embedder.name,
+        dimension=embedder.dimension,
+    )
+
+
+def _qdrant(settings: Settings, embedder: Embedder) -> StoreCatalog:
+    from adapters.qdrant_store import QdrantCatalog
+
+    return QdrantCatalog(
+        path=None if settings.qdrant_url else settings.data_dir / "qdrant",
+        url=settings.qdrant_url,
+        api_key=settings.qdrant_api_key,
+        collection=settings.collection,
+        embedder_name=embedder.name,
+        dimension=embedder.dimension,
+    )
+
+
+def _files(settings: Settings, embedder: Embedder) -> StoreCatalog:
+    from adapters.files_store import FilesCatalog
+
+    # the markdown files are the record; the search index beside them is an embedded Chroma
+    index = _chroma(settings, embedder, path=settings.data_dir / "files-index")
+    return FilesCatalog(root=settings.data_dir / "files", index=index)
+
+
 def build_catalog(settings: Settings, embedder: Embedder) -> Result[StoreCatalog, DomainError]:
     """The configured backend's store catalog; only that backend's library is imported."""
     if settings.backend == "chroma":
-        from adapters.chroma_store import ChromaCatalog
-
-        return Success(
-            ChromaCatalog(
-                path=None if settings.chroma_host else settings.data_dir / "chroma",
-                host=settings.chroma_host,
-                port=settings.chroma_port,
-                collection=settings.collection,
-                embedder_name=embedder.name,
-                dimension=embedder.dimension,
-            )
-        )
-    return Failure(
-        DomainError(ErrorCode.INVALID_INPUT, f"The {settings.backend!r} backend is not available in this version.")
-    )
+        return Success(_chroma(settings, embedder, path=settings.data_dir / "chroma"))
+    if settings.backend == "qdrant":
+        return Success(_qdrant(settings, embedder))
+    if settings.backend == "files":
+        return Success(_files(settings, embedder))
+    return Failure(DomainError(ErrorCode.INVALID_INPUT, f"Unknown backend {settings.backend!r}."))
 
 
 def build_service(
