@@ -8,12 +8,13 @@ from domain.base import SearchPolicy
 from domain.hierarchical import HierarchicalUseCases
 from domain.ports import Clock, Embedder, StoreCatalog
 from domain.scoped import ScopedUseCases
+from domain.transfer import TransferUseCases
 
 __all__ = ["MemoryService", "SearchPolicy"]
 
 
 @frozen(kw_only=True)
-class MemoryService(ScopedUseCases, HierarchicalUseCases):
+class MemoryService(ScopedUseCases, HierarchicalUseCases, TransferUseCases):
     """The use cases over the ports. Every method returns a Result; none raises for bad input."""
 
     catalog: StoreCatalog

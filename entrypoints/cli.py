@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from returns.methods import unwrap_or_failure
@@ -35,6 +35,8 @@ def run(argv: Sequence[str]) -> int:
         args = build_parser().parse_args(list(argv))
     except UsageError as error:
         return _fail({"error": str(error)})
+    if args.command in SERVERS:
+        return SERVERS[args.command](args)
 
     from entrypoints.bootstrap import build_service
     from entrypoints.cli_handlers import HANDLERS
@@ -63,8 +65,27 @@ def run(argv: Sequence[str]) -> int:
     return unwrap_or_failure(outcome)
 
 
+def _serve_mcp(args: Any) -> int:
+    """`memory mcp`: runs a server until its client goes away instead of printing one payload."""
+    from entrypoints.mcp_server import run_mcp
+    from entrypoints.settings import load_settings
+
+    outcome: Result[int, int] = (
+        load_settings(_settings_flags(args))
+        .alt(lambda error: _fail(error_json(error)))
+        .map(lambda settings: run_mcp(settings, transport=args.transport, host=args.host, port=args.port))
+    )
+    return unwrap_or_failure(outcome)
+
+
+# commands that run a server: dispatched before the one-payload handler path
+SERVERS: dict[str, Callable[[Any], int]] = {"mcp": _serve_mcp}
+
+
 def _emit(payload: dict[str, Any], fmt: str, render: Any) -> int:
-    _print(sys.stdout, render(payload) if fmt == "text" else payload)
+    from entrypoints.cli_handlers import RAW_RENDERERS
+
+    _print(sys.stdout, render(payload) if fmt == "text" or render in RAW_RENDERERS else payload)
     return 0
 
 

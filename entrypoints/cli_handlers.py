@@ -12,7 +12,7 @@ from returns.result import Failure, Result, Success
 
 from domain.commands import CreateMemory, SearchMemories, UpdateMemory
 from domain.errors import DomainError, invalid_input
-from domain.model import check_namespace
+from domain.model import Memory, check_namespace
 from domain.service import MemoryService
 from entrypoints import json_codec as out
 from entrypoints import text_format as text
@@ -254,6 +254,97 @@ def category(service: MemoryService, args: argparse.Namespace) -> Outcome:
     return service.delete_category(args.path, store=where).map(lambda s: {**out.category_json(s), "deleted": True})
 
 
+def export(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    chosen = getattr(args, "store", None)
+    lines = service.export(stores=None if chosen is None else [chosen]).map(
+        lambda memories: [json.dumps(out.memory_json(m), ensure_ascii=False) for m in memories]
+    )
+    if args.output == "-":
+        return lines.map(lambda body: {"lines": body})
+    return lines.bind(lambda body: _write_file(args.output, body))
+
+
+def _write_file(target: str, lines: list[str]) -> Outcome:
+    try:
+        with open(target, "w", encoding="utf-8") as handle:
+            handle.writelines(line + "\n" for line in lines)
+    except OSError as error:
+        return Failure(invalid_input(f"Cannot write {target}: {error.strerror}."))
+    return Success({"lines": [], "exported": len(lines), "output": target})
+
+
+def import_(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    if args.input == "-":
+        body = _read_stdin("JSON Lines")
+    else:
+        try:
+            with open(args.input, encoding="utf-8") as handle:
+                body = Success(handle.read())
+        except OSError as error:
+            body = Failure(invalid_input(f"Cannot read {args.input}: {error.strerror}."))
+    target = getattr(args, "store", None)
+    return (
+        body.bind(lambda text_: _memories_from_jsonl(text_, target))
+        .bind(lambda memories: service.import_memories(memories, progress=_progress_bar("imported")))
+        .map(
+            lambda report: {
+                "created": report.created,
+                "replaced": report.replaced,
+                "count": report.created + report.replaced,
+            }
+        )
+    )
+
+
+def _memories_from_jsonl(body: str, store: str | None) -> Result[list[Memory], DomainError]:
+    memories: list[Memory] = []
+    for number, line in enumerate(body.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+            if not isinstance(item, dict):
+                return Failure(invalid_input(f"Line {number} is not a JSON object."))
+            if store is not None:
+                item["store"] = store
+            memories.append(JSON.structure(item, Memory))
+        except json.JSONDecodeError as error:
+            return Failure(invalid_input(f"Line {number} is not valid JSON: {error.msg}."))
+        except Exception as error:
+            return Failure(
+                invalid_input(f"Line {number} is not a memory as `memory export` writes them: {_reason(error)}")
+            )
+    return Success(memories)
+
+
+def _reason(error: BaseException) -> str:
+    inner = getattr(error, "exceptions", None)
+    if inner:
+        return _reason(inner[0])
+    return str(error) or type(error).__name__
+
+
+def _progress_bar(verb: str) -> Callable[[int, int], None]:
+    """A one-line progress counter on stderr, only when stderr is a terminal."""
+    if not sys.stderr.isatty():
+        return lambda _done, _total: None
+
+    def show(done: int, total: int) -> None:
+        sys.stderr.write(f"\r{verb} {done}/{total}" + ("\n" if done >= total else ""))
+        sys.stderr.flush()
+
+    return show
+
+
+def jsonl(payload: Payload) -> str:
+    """export's output: one memory per line on stdout whatever --format says, or a summary for --output."""
+    if "output" in payload:
+        return json.dumps({"exported": payload["exported"], "output": payload["output"]})
+    return "\n".join(payload["lines"])
+
+
+RAW_RENDERERS = {jsonl}
+
 HANDLERS: dict[str, tuple[Handler, Callable[[Payload], str]]] = {
     "create": (create, text.created),
     "add": (add, text.created),
@@ -271,4 +362,6 @@ HANDLERS: dict[str, tuple[Handler, Callable[[Payload], str]]] = {
     "status": (status, text.status),
     "store": (store, text.generic),
     "category": (category, text.generic),
+    "export": (export, jsonl),
+    "import": (import_, text.generic),
 }

@@ -8,6 +8,7 @@ from typing import NoReturn
 
 FORMATS = ("json", "text")
 MODES = ("hybrid", "semantic", "keyword")
+MCP_TRANSPORTS = ("stdio", "http")
 
 
 class UsageError(Exception):
@@ -138,6 +139,14 @@ def _add_collection_commands(commands: argparse._SubParsersAction) -> None:  # t
     status = commands.add_parser("status", help="check the backend and count memories")
     _common(status)
 
+    export = commands.add_parser("export", help="write memories as JSON Lines (all stores unless --store)")
+    export.add_argument("--output", default="-", help="file to write ('-' for stdout, the default)")
+    _common(export)
+
+    importing = commands.add_parser("import", help="read JSON Lines from export; idempotent by id")
+    importing.add_argument("input", nargs="?", default="-", help="file to read ('-' for stdin, the default)")
+    _common(importing)
+
     store = commands.add_parser("store", help="list or create stores")
     store_commands = store.add_subparsers(dest="store_command", metavar="ACTION", parser_class=JsonArgumentParser)
     store_commands.required = True
@@ -162,6 +171,14 @@ def _add_collection_commands(commands: argparse._SubParsersAction) -> None:  # t
     _common(cat_delete)
 
 
+def _add_server_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    mcp = commands.add_parser("mcp", help="serve every memory tool to MCP clients (stdio by default)")
+    mcp.add_argument("--transport", choices=MCP_TRANSPORTS, default="stdio", help="stdio (default) or http")
+    mcp.add_argument("--host", default="127.0.0.1", help="the address to listen on with http (default 127.0.0.1)")
+    mcp.add_argument("--port", type=int, default=8765, help="the port to listen on with http (default 8765)")
+    _common(mcp)
+
+
 def build_parser() -> JsonArgumentParser:
     parser = JsonArgumentParser(prog="memory", description="Long-term memory for AI agents.")
     _common(parser)
@@ -169,4 +186,5 @@ def build_parser() -> JsonArgumentParser:
     commands.required = True
     _add_memory_commands(commands)
     _add_collection_commands(commands)
+    _add_server_commands(commands)
     return parser

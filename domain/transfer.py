@@ -1,0 +1,113 @@
+"""Export and import: every memory of a store with all its fields, and idempotent import by id."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from attrs import frozen
+from returns.result import Failure, Result, Success
+
+from domain.base import UseCaseBase
+from domain.errors import DomainError, ErrorCode
+from domain.filters import MemoryFilter
+from domain.model import Memory
+from domain.ports import VectorStore
+
+IMPORT_BATCH = 256
+Progress = Callable[[int, int], None]
+
+
+@frozen
+class ImportReport:
+    """How many memories an import created and how many it replaced (same id seen before)."""
+
+    created: int
+    replaced: int
+
+
+def _quiet(_done: int, _total: int) -> None:
+    return None
+
+
+class _Tally:
+    """Counts an import's progress and reports it after each batch."""
+
+    def __init__(self, total: int, progress: Progress) -> None:
+        self.total, self.progress = total, progress
+        self.created = self.replaced = 0
+
+    def add(self, counts: tuple[int, int]) -> None:
+        self.created += counts[0]
+        self.replaced += counts[1]
+        self.progress(self.created + self.replaced, self.total)
+
+
+class TransferUseCases(UseCaseBase):
+    """export and import (issue: moving between backends loses nothing)."""
+
+    def export(self, *, stores: Sequence[str] | None = None) -> Result[list[Memory], DomainError]:
+        """Every memory of the given stores (all stores when None): soft-deleted and expired ones too."""
+        names: Result[list[str], DomainError] = Success(list(stores)) if stores is not None else self.catalog.names()
+
+        def dump(store_names: list[str]) -> Result[list[Memory], DomainError]:
+            everything: list[Memory] = []
+            for name in store_names:
+                scanned = self._open(name, create=False).bind(lambda s: s.scan(MemoryFilter(include_deleted=True)))
+                if isinstance(scanned, Failure):
+                    return scanned
+                everything.extend(sorted(scanned.value_or([]), key=lambda m: (m.created_at, m.id)))
+            return Success(everything)
+
+        return names.bind(dump)
+
+    def import_memories(
+        self, memories: Sequence[Memory], *, progress: Progress = _quiet
+    ) -> Result[ImportReport, DomainError]:
+        """Write memories exactly as given (ids, timestamps, flags); an id already present is replaced."""
+        by_store: dict[str, list[Memory]] = {}
+        for memory in memories:
+            by_store.setdefault(memory.store, []).append(memory)
+        tally = _Tally(total=len(memories), progress=progress)
+        for name, group in by_store.items():
+            outcome = (
+                self._open(name, create=True)
+                .bind(self._check_model)
+                .bind(lambda store, group=group: self._import_group(store, group, tally))  # type: ignore[misc]
+            )
+            if isinstance(outcome, Failure):
+                return outcome
+        return Success(ImportReport(tally.created, tally.replaced))
+
+    def _import_group(self, store: VectorStore, group: list[Memory], tally: _Tally) -> Result[None, DomainError]:
+        for start in range(0, len(group), IMPORT_BATCH):
+            batch = group[start : start + IMPORT_BATCH]
+            written = self._import_batch(store, batch).map(tally.add)
+            if isinstance(written, Failure):
+                return written
+        return Success(None)
+
+    def _import_batch(self, store: VectorStore, batch: list[Memory]) -> Result[tuple[int, int], DomainError]:
+        def write(existing: list[Memory], vectors: list[Sequence[float]]) -> Result[tuple[int, int], DomainError]:
+            known = {m.id for m in existing}
+            fresh = [(m, v) for m, v in zip(batch, vectors, strict=True) if m.id not in known]
+            for memory, vector in zip(batch, vectors, strict=True):
+                if memory.id in known:
+                    replaced = store.replace(memory, vector)
+                    if isinstance(replaced, Failure):
+                        return replaced
+            if fresh:
+                added = store.add([m for m, _ in fresh], [v for _, v in fresh])
+                if isinstance(added, Failure):
+                    return added
+            return Success((len(fresh), len(batch) - len(fresh)))
+
+        duplicates = {m.id for m in batch if sum(1 for o in batch if o.id == m.id) > 1}
+        if duplicates:
+            return Failure(
+                DomainError(ErrorCode.INVALID_INPUT, f"The import holds the same id twice: {sorted(duplicates)[0]}.")
+            )
+        return store.get([m.id for m in batch]).bind(
+            lambda existing: self.embedder.embed_documents([m.content for m in batch]).bind(
+                lambda vectors: write(existing, list(vectors))
+            )
+        )

@@ -1,0 +1,86 @@
+"""Export and import over fakes: every field survives, import is idempotent by id, bad input writes nothing."""
+
+from datetime import timedelta
+
+from adapters.clock import FixedClock
+from adapters.in_memory import HashingEmbedder, InMemoryCatalog
+from domain.commands import CreateMemory, SearchMemories, UpdateMemory
+from domain.errors import ErrorCode
+from domain.service import MemoryService
+from tests.unit.conftest import T0
+
+
+def fresh_service(clock: FixedClock) -> MemoryService:
+    return MemoryService(
+        catalog=InMemoryCatalog(embedder_name="hashing-bow"), embedder=HashingEmbedder(), clock=clock
+    )
+
+
+def fill(service: MemoryService, clock: FixedClock) -> None:
+    service.add(
+        CreateMemory(
+            content="full memory",
+            path="a/b/c",
+            store="work",
+            namespace=("user", "u1"),
+            agent="claude",
+            personality="engineer",
+            project="p",
+            type="fact",
+            global_=True,
+            tags=("t1", "t2"),
+            source="chat",
+            citations=("x.py:1",),
+            decay_policy="reinforceable",
+            expires_at=T0 + timedelta(days=3),
+        )
+    ).unwrap()
+    clock.advance(hours=1)
+    service.reinforce("a/b/c", store="work").unwrap()
+    gone = service.create(CreateMemory(content="soft deleted")).unwrap().memory.id
+    service.delete(gone).unwrap()
+    service.create(CreateMemory(content="expired", expires_at=T0 + timedelta(minutes=1))).unwrap()
+    service.update(UpdateMemory(ref="a/b/c", store="work", content="full memory, edited")).unwrap()
+
+
+def test_export_then_import_into_another_backend_keeps_every_field(clock: FixedClock) -> None:
+    source = fresh_service(clock)
+    fill(source, clock)
+    exported = source.export().unwrap()
+    assert len(exported) == 3
+    target = fresh_service(clock)
+    report = target.import_memories(exported).unwrap()
+    assert (report.created, report.replaced) == (3, 0)
+    assert sorted(target.export().unwrap(), key=lambda m: m.id) == sorted(exported, key=lambda m: m.id)
+    assert target.search(SearchMemories(query="edited", store="work", namespace=("user",))).unwrap().count == 1
+
+
+def test_import_is_idempotent_by_id(clock: FixedClock) -> None:
+    source = fresh_service(clock)
+    fill(source, clock)
+    exported = source.export().unwrap()
+    target = fresh_service(clock)
+    target.import_memories(exported).unwrap()
+    again = target.import_memories(exported).unwrap()
+    assert (again.created, again.replaced) == (0, 3)
+    assert len(target.export().unwrap()) == 3
+
+
+def test_import_reports_progress_and_refuses_duplicate_ids(clock: FixedClock) -> None:
+    source = fresh_service(clock)
+    for i in range(5):
+        source.create(CreateMemory(content=f"m{i}")).unwrap()
+    exported = source.export().unwrap()
+    seen: list[tuple[int, int]] = []
+    fresh_service(clock).import_memories(exported, progress=lambda done, total: seen.append((done, total))).unwrap()
+    assert seen[-1] == (5, 5)
+    result = fresh_service(clock).import_memories([exported[0], exported[0]])
+    assert result.failure().code is ErrorCode.INVALID_INPUT
+
+
+def test_export_of_chosen_stores_and_of_a_missing_store(clock: FixedClock) -> None:
+    service = fresh_service(clock)
+    service.create(CreateMemory(content="home", store="home")).unwrap()
+    service.create(CreateMemory(content="work", store="work")).unwrap()
+    assert [m.content for m in service.export(stores=["work"]).unwrap()] == ["work"]
+    assert service.export(stores=["nope"]).failure().code is ErrorCode.STORE_NOT_FOUND
