@@ -13,7 +13,7 @@ import pytest
 from attrs import frozen
 
 MEMORY = Path(sys.executable).parent / "memory"
-BACKENDS = ("chroma", "files")
+BACKENDS = ("chroma", "files", "qdrant")
 
 
 @frozen
