@@ -884,6 +884,9 @@ class FilesVectorStore:
     def embedding_model(self) -> Result[str | None, DomainError]:
         return self.index.embedding_model()
 
+    def embeddings(self, ids: Sequence[str]) -> Result[dict[str, Vector], DomainError]:
+        return self.index.embeddings(ids)
+
     # --- plumbing
 
     def _finder(self, ids: Sequence[str], *, walk_for_unindexed: bool) -> _Finder:

@@ -14,7 +14,7 @@ from domain.errors import DomainError, ErrorCode
 from domain.filters import MemoryFilter
 from domain.model import Memory
 from domain.paths import CategoryPath
-from domain.ports import Vector
+from domain.ports import KeywordEntry, Vector
 
 
 def _cosine(a: Vector, b: Vector) -> float:
@@ -72,6 +72,9 @@ class InMemoryVectorStore:
 
     def embedding_model(self) -> Result[str | None, DomainError]:
         return Success(self.model)
+
+    def embeddings(self, ids: Sequence[str]) -> Result[dict[str, Vector], DomainError]:
+        return Success({i: self.records[i][1] for i in ids if i in self.records})
 
     def rebuild(
         self, memories: Sequence[Memory], embeddings: Sequence[Vector], embedding_model: str
@@ -162,3 +165,57 @@ class HashingEmbedder:
 
     def embed_query(self, text: str) -> Result[Vector, DomainError]:
         return Success(self._vector(text))
+
+
+@define
+class InMemoryKeywordIndex:
+    """A KeywordIndex in dicts: scores by the rarer query words a memory (or, at half weight, a neighbour) holds."""
+
+    entries: dict[str, dict[str, KeywordEntry]] = field(factory=dict)
+
+    def _ordered(self, store: str, thread: str) -> list[str]:
+        return [i for i, e in self.entries.get(store, {}).items() if e.thread == thread]
+
+    def upsert(self, store: str, entries: Sequence[KeywordEntry]) -> Result[None, DomainError]:
+        for entry in entries:
+            self.entries.setdefault(store, {})[entry.id] = entry
+        return Success(None)
+
+    def remove(self, store: str, ids: Sequence[str]) -> Result[None, DomainError]:
+        for memory_id in ids:
+            self.entries.get(store, {}).pop(memory_id, None)
+        return Success(None)
+
+    def neighbours(
+        self, store: str, ids: Sequence[str]
+    ) -> Result[dict[str, tuple[str | None, str | None]], DomainError]:
+        found: dict[str, tuple[str | None, str | None]] = {}
+        for memory_id in ids:
+            entry = self.entries.get(store, {}).get(memory_id)
+            if entry is None:
+                continue
+            order = self._ordered(store, entry.thread)
+            at = order.index(memory_id)
+            found[memory_id] = (order[at - 1] if at > 0 else None, order[at + 1] if at + 1 < len(order) else None)
+        return Success(found)
+
+    def search(self, store: str, query: str, limit: int) -> Result[list[tuple[str, float]], DomainError]:
+        texts = {i: set(_WORD.findall(e.text.lower())) for i, e in self.entries.get(store, {}).items()}
+        words = set(_WORD.findall(query.lower()))
+        total = len(texts) or 1
+        weight = {w: math.log(1 + total / (1 + sum(w in d for d in texts.values()))) for w in words}
+        links = self.neighbours(store, list(texts)).value_or({})
+
+        def score(memory_id: str) -> float:
+            own = sum(weight[w] for w in words & texts[memory_id])
+            near = [n for n in links.get(memory_id, (None, None)) if n is not None]
+            return own + 0.5 * sum(sum(weight[w] for w in words & texts[n]) for n in near)
+
+        scored = sorted(((i, score(i)) for i in texts), key=lambda pair: (-pair[1], pair[0]))
+        hits = [(i, s) for i, s in scored if s > 0][:limit]
+        best = hits[0][1] if hits else 1.0
+        return Success([(i, s / best) for i, s in hits])
+
+    def rebuild(self, store: str, entries: Sequence[KeywordEntry]) -> Result[None, DomainError]:
+        self.entries[store] = {e.id: e for e in entries}
+        return Success(None)

@@ -611,6 +611,22 @@ class QdrantVectorStore:
     def embedding_model(self) -> Result[str | None, DomainError]:
         return Success(self.model)
 
+    def embeddings(self, ids: Sequence[str]) -> Result[dict[str, Vector], DomainError]:
+        """The stored dense vectors of these ids, unknown ids left out."""
+        if not ids:
+            return Success({})
+        retrieve = partial(self.client.retrieve, self.collection, ids=point_ids(ids), with_vectors=[DENSE])
+
+        def vectors(points: Any) -> dict[str, Vector]:
+            found: dict[str, Vector] = {}
+            for point in points:
+                vector = point.vector.get(DENSE) if isinstance(point.vector, dict) else point.vector
+                if vector is not None:
+                    found[str(point.id)] = list(vector)
+            return found
+
+        return self.boundary.run("read vectors", retrieve).map(vectors)
+
     # --- helpers
 
     def _check_dimension(self, vectors: Sequence[Vector]) -> Result[None, DomainError]:

@@ -13,7 +13,7 @@ from domain.errors import DomainError, ErrorCode, InvalidValue, not_found
 from domain.filters import MemoryFilter
 from domain.model import DEFAULT_STORE, Memory, check_memory_id, check_store_name
 from domain.paths import CategoryPath, MemoryPath, parse_category_path, parse_memory_path
-from domain.ports import Clock, Embedder, StoreCatalog, VectorStore
+from domain.ports import Clock, Embedder, KeywordEntry, KeywordIndex, StoreCatalog, VectorStore
 from domain.views import MemoryView
 
 T = TypeVar("T")
@@ -52,6 +52,13 @@ def _inside(memory: Memory, namespace: Sequence[str] | None) -> Result[Memory, D
     return Failure(not_found(memory.id))
 
 
+def keyword_entry(memory: Memory) -> KeywordEntry:
+    """What the keyword index sees: the content plus the path's words and the tags, in its namespace's thread."""
+    extras = [*(memory.path.segments if memory.path else ()), *memory.tags]
+    text = memory.content if not extras else memory.content + "\n" + " ".join(extras).replace("-", " ")
+    return KeywordEntry(memory.id, text, "/".join(memory.namespace))
+
+
 @frozen(kw_only=True)
 class SearchPolicy:
     """The tunable rules of search and decay (decisions 5 and 7)."""
@@ -69,6 +76,7 @@ class UseCaseBase:
     embedder: Embedder
     clock: Clock
     policy: SearchPolicy
+    keywords: KeywordIndex | None
 
     # --- helpers ----------------------------------------------------------------------------
 
@@ -119,6 +127,17 @@ class UseCaseBase:
 
     def _view(self, memory: Memory) -> MemoryView:
         return MemoryView(memory, self._confidence(memory))
+
+    def _index_keywords(self, store: str, memories: Sequence[Memory]) -> Result[None, DomainError]:
+        """Keep the keyword index in step after a write (no-op without one)."""
+        if self.keywords is None or not memories:
+            return Success(None)
+        return self.keywords.upsert(store, [keyword_entry(m) for m in memories])
+
+    def _unindex_keywords(self, store: str, ids: Sequence[str]) -> Result[None, DomainError]:
+        if self.keywords is None or not ids:
+            return Success(None)
+        return self.keywords.remove(store, ids)
 
     def _load_ref(
         self, ref: str, store: str | None, *, namespace: Sequence[str] | None = None

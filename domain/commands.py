@@ -45,6 +45,7 @@ class SearchMemories:
     min_confidence: float | None = None
     store: str | None = None
     include_expired: bool = False
+    mode: str = "hybrid"
 
 
 @frozen(kw_only=True)

@@ -9,7 +9,7 @@ from attrs import evolve
 from returns.iterables import Fold
 from returns.result import Failure, Result, Success
 
-from domain.base import UseCaseBase, attempt, optional_category
+from domain.base import UseCaseBase, attempt, keyword_entry, optional_category
 from domain.commands import CreateMemory, UpdateMemory
 from domain.errors import DomainError, ErrorCode, invalid_input
 from domain.filters import MemoryFilter
@@ -70,8 +70,10 @@ class HierarchicalUseCases(UseCaseBase):
         def save(store: VectorStore, before: Memory) -> Result[None, DomainError]:
             if before.content == memory.content:
                 return store.update_metadata([memory])
-            return self.embedder.embed_documents([memory.content]).bind(
-                lambda vectors: store.replace(memory, vectors[0])
+            return (
+                self.embedder.embed_documents([memory.content])
+                .bind(lambda vectors: store.replace(memory, vectors[0]))
+                .bind(lambda _: self._index_keywords(memory.store, [memory]))
             )
 
         return (
@@ -88,6 +90,7 @@ class HierarchicalUseCases(UseCaseBase):
             lambda memory: (
                 self._open(memory.store, create=False)
                 .bind(lambda opened: opened.remove([memory.id]))
+                .bind(lambda _: self._unindex_keywords(memory.store, [memory.id]))
                 .map(lambda _: memory)
             )
         )
@@ -195,7 +198,12 @@ class HierarchicalUseCases(UseCaseBase):
                 expired = tuple(m for m in memories if m.is_expired(now))
                 if dry_run or not expired:
                     return Success(PruneReport(dry_run, expired))
-                return opened.remove([m.id for m in expired]).map(lambda _: PruneReport(False, expired))
+                ids = [m.id for m in expired]
+                return (
+                    opened.remove(ids)
+                    .bind(lambda _: self._unindex_keywords(expired[0].store, ids))
+                    .map(lambda _: PruneReport(False, expired))
+                )
 
             return opened.scan(MemoryFilter(include_deleted=True)).bind(report)
 
@@ -210,15 +218,25 @@ class HierarchicalUseCases(UseCaseBase):
             vectors = Fold.collect(
                 [self.embedder.embed_documents([m.content for m in batch]) for batch in batches], Success(())
             )
-            return vectors.bind(
-                lambda parts: opened.rebuild(memories, [v for part in parts for v in part], self.embedder.name)
-            ).map(lambda _: ReindexReport(name, len(memories), self.embedder.name))
+            return (
+                vectors.bind(
+                    lambda parts: opened.rebuild(memories, [v for part in parts for v in part], self.embedder.name)
+                )
+                .bind(lambda _: self._rebuild_keywords(name, memories))
+                .map(lambda _: ReindexReport(name, len(memories), self.embedder.name))
+            )
 
         return self._open(name, create=False).bind(
             lambda opened: opened.scan(MemoryFilter(include_deleted=True)).bind(
                 lambda memories: rebuild(opened, memories)
             )
         )
+
+    def _rebuild_keywords(self, store: str, memories: Sequence[Memory]) -> Result[None, DomainError]:
+        if self.keywords is None:
+            return Success(None)
+        ordered = sorted(memories, key=lambda m: (m.created_at, m.id))  # threads follow creation order
+        return self.keywords.rebuild(store, [keyword_entry(m) for m in ordered])
 
     # --- categories ---------------------------------------------------------------------------
 
@@ -274,7 +292,9 @@ class HierarchicalUseCases(UseCaseBase):
                     self._open(name, create=False)
                     .bind(
                         lambda opened: opened.scan(MemoryFilter(path_prefix=path, include_deleted=True)).bind(
-                            lambda memories: opened.remove([m.id for m in memories])
+                            lambda memories: opened.remove([m.id for m in memories]).bind(
+                                lambda _: self._unindex_keywords(name, [m.id for m in memories])
+                            )
                         )
                     )
                     .bind(lambda _: self._registry(name))

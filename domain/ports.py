@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
+from attrs import frozen
 from returns.result import Result
 
 from domain.errors import DomainError
@@ -72,6 +73,10 @@ class VectorStore(Protocol):
 
     def embedding_model(self) -> Result[str | None, DomainError]: ...
 
+    def embeddings(self, ids: Sequence[str]) -> Result[dict[str, Vector], DomainError]:
+        """The stored vectors of the given ids (unknown ids omitted), to score keyword-only hits."""
+        ...
+
     def rebuild(
         self, memories: Sequence[Memory], embeddings: Sequence[Vector], embedding_model: str
     ) -> Result[None, DomainError]:
@@ -80,6 +85,44 @@ class VectorStore(Protocol):
         A crash part-way must leave either the old contents or the new ones readable, never neither.
         """
         ...
+
+
+@frozen
+class KeywordEntry:
+    """What the keyword index holds for one memory: its text and the thread it was written in.
+
+    A thread is the (store, namespace) a memory belongs to; within a thread the index remembers the
+    order memories arrived in, so each memory has a previous and a next neighbour (conversation turns).
+    """
+
+    id: str
+    text: str
+    thread: str
+
+
+class KeywordIndex(Protocol):
+    """Full-text search (bm25) over memory contents, one index per store, kept beside the vectors.
+
+    Promises: `search` returns up to `limit` (id, score) pairs, best first, scores in (0, 1] with the
+    best hit at 1.0, ranking a memory by its own words and (with half the weight) its neighbours';
+    `upsert` appends new ids at the end of their thread and replaces the text of known ids in place;
+    `neighbours` gives each known id's previous and next id in its thread; `remove` forgets ids and
+    joins their neighbours; `rebuild` replaces a store's whole index, in the order given.
+    Leaves out: filters, deletion flags and expiry (the use cases check every hit against the
+    VectorStore's record), and typo tolerance.
+    """
+
+    def upsert(self, store: str, entries: Sequence[KeywordEntry]) -> Result[None, DomainError]: ...
+
+    def remove(self, store: str, ids: Sequence[str]) -> Result[None, DomainError]: ...
+
+    def search(self, store: str, query: str, limit: int) -> Result[list[tuple[str, float]], DomainError]: ...
+
+    def neighbours(
+        self, store: str, ids: Sequence[str]
+    ) -> Result[dict[str, tuple[str | None, str | None]], DomainError]: ...
+
+    def rebuild(self, store: str, entries: Sequence[KeywordEntry]) -> Result[None, DomainError]: ...
 
 
 class CategoryRegistry(Protocol):

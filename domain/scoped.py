@@ -12,8 +12,9 @@ from returns.result import Failure, Result, Success
 from domain.base import UseCaseBase, attempt, optional_category, optional_path
 from domain.commands import CreateMemory, SearchMemories
 from domain.decay import oldest_anchor_for
-from domain.errors import DomainError, ErrorCode, invalid_input
+from domain.errors import DomainError, ErrorCode, InvalidValue, invalid_input
 from domain.filters import MemoryFilter
+from domain.hybrid import DEPTH, SearchMode, cosine, fuse
 from domain.model import (
     DecayPolicy,
     Memory,
@@ -89,6 +90,7 @@ class ScopedUseCases(UseCaseBase):
                     lambda vectors: store.add(memories, vectors)
                 )
             )
+            .bind(lambda _: self._index_keywords(store_name, memories))
         )
 
     # --- read -------------------------------------------------------------------------------
@@ -105,23 +107,26 @@ class ScopedUseCases(UseCaseBase):
         return self._load_live(memory_id, store, include_expired=include_expired, namespace=namespace).map(self._view)
 
     def search(self, command: SearchMemories) -> Result[SearchResults, DomainError]:
-        """Semantic search under the filters; fetches more until `limit` hits qualify or none are left."""
+        """Search under the filters: hybrid (default), semantic or keyword; `limit` hits whenever that many qualify."""
         return self._search_plan(command).bind(self._run_search)
 
     def _run_search(self, plan: _SearchPlan) -> Result[SearchResults, DomainError]:
+        def ranked(store: VectorStore, vector: Vector) -> Result[SearchResults, DomainError]:
+            if plan.mode is SearchMode.SEMANTIC or self.keywords is None:
+                return self._fetch(store, vector, plan, max(plan.limit * 2, 20))
+            return self._blend(store, vector, plan, max(plan.limit, DEPTH))
+
         return (
             self._open(plan.store, create=False)
             .bind(self._check_model)
-            .bind(
-                lambda store: self.embedder.embed_query(plan.query).bind(
-                    lambda vector: self._fetch(store, vector, plan, max(plan.limit * 2, 20))
-                )
-            )
+            .bind(lambda store: self.embedder.embed_query(plan.query).bind(lambda vector: ranked(store, vector)))
         )
 
     def _fetch(
         self, store: VectorStore, vector: Vector, plan: _SearchPlan, want: int
     ) -> Result[SearchResults, DomainError]:
+        """Semantic: the store's nearest memories, asking for more until enough pass the confidence floor."""
+
         def qualify(pairs: list[tuple[Memory, float]]) -> Result[SearchResults, DomainError]:
             qualified = [
                 ScoredMemory(memory, round(similarity, 4), conf, round(similarity, 4))
@@ -133,6 +138,82 @@ class ScopedUseCases(UseCaseBase):
             return self._fetch(store, vector, plan, want * 4)
 
         return store.query(vector, plan.where, want).bind(qualify)
+
+    def _blend(
+        self, store: VectorStore, vector: Vector, plan: _SearchPlan, depth: int
+    ) -> Result[SearchResults, DomainError]:
+        """Hybrid and keyword: candidates from both sides, filtered, then ranked (domain.hybrid)."""
+        keywords = self.keywords
+        assert keywords is not None  # _run_search routes here only with a keyword index
+        dense: Result[list[tuple[Memory, float]], DomainError] = (
+            store.query(vector, plan.where, depth) if plan.mode is SearchMode.HYBRID else Success([])
+        )
+        return dense.bind(
+            lambda pairs: keywords.search(plan.store, plan.query, depth).bind(
+                lambda hits: self._keyword_memories(store, plan, hits).bind(
+                    lambda found: self._rank(store, vector, plan, depth, pairs, dict(hits), found)
+                )
+            )
+        )
+
+    def _keyword_memories(
+        self, store: VectorStore, plan: _SearchPlan, hits: list[tuple[str, float]]
+    ) -> Result[list[Memory], DomainError]:
+        """The keyword hits' records, kept only if they pass every filter (deleted, expired, scope…)."""
+        return store.get([memory_id for memory_id, _ in hits]).map(
+            lambda memories: [m for m in memories if plan.where.matches(m)]
+        )
+
+    def _rank(
+        self,
+        store: VectorStore,
+        vector: Vector,
+        plan: _SearchPlan,
+        depth: int,
+        pairs: list[tuple[Memory, float]],
+        keyword: dict[str, float],
+        keyword_memories: list[Memory],
+    ) -> Result[SearchResults, DomainError]:
+        keywords = self.keywords
+        assert keywords is not None
+        memories = {m.id: m for m in keyword_memories} | {m.id: m for m, _ in pairs}
+        candidates = [i for i, m in memories.items() if self._confidence(m) >= plan.floor]
+        similarity = {m.id: s for m, s in pairs}
+
+        def score(links: dict[str, tuple[str | None, str | None]]) -> Result[SearchResults, DomainError]:
+            wanted = {n for i in candidates for n in links.get(i, (None, None)) if n} | set(candidates)
+            return store.embeddings([i for i in wanted if i not in similarity]).map(
+                lambda vectors: self._results(
+                    plan, memories, candidates, similarity | _cosines(vector, vectors), keyword, links
+                )
+            )
+
+        exhausted = len(pairs) < depth and len(keyword) < depth
+        if len(candidates) < plan.limit and not exhausted:
+            return self._blend(store, vector, plan, depth * 4)
+        return keywords.neighbours(plan.store, candidates).bind(score)
+
+    def _results(
+        self,
+        plan: _SearchPlan,
+        memories: dict[str, Memory],
+        candidates: list[str],
+        similarity: dict[str, float],
+        keyword: dict[str, float],
+        links: dict[str, tuple[str | None, str | None]],
+    ) -> SearchResults:
+        if plan.mode is SearchMode.KEYWORD:
+            ranking = sorted(((i, keyword.get(i, 0.0)) for i in candidates), key=lambda p: (-p[1], p[0]))
+        else:
+            ranking = fuse(candidates, similarity, keyword, links)
+        return SearchResults(
+            tuple(
+                ScoredMemory(
+                    memories[i], round(similarity.get(i, 0.0), 4), self._confidence(memories[i]), round(score, 4)
+                )
+                for i, score in ranking[: plan.limit]
+            )
+        )
 
     def _search_plan(self, command: SearchMemories) -> Result[_SearchPlan, DomainError]:
         if not isinstance(command.query, str) or not command.query.strip():
@@ -147,6 +228,7 @@ class ScopedUseCases(UseCaseBase):
         return optional_category(command.path_prefix).bind(
             lambda prefix: attempt(
                 lambda: _SearchPlan(
+                    mode=parse_mode(command.mode),
                     query=command.query,
                     store=check_store_name(command.store or self.policy.default_store),
                     limit=limit,
@@ -226,8 +308,21 @@ class ScopedUseCases(UseCaseBase):
 
 @frozen(kw_only=True)
 class _SearchPlan:
+    mode: SearchMode
     query: str
     store: str
     limit: int
     floor: float
     where: MemoryFilter
+
+
+def parse_mode(raw: str) -> SearchMode:
+    try:
+        return SearchMode(str(raw).strip().lower())
+    except ValueError:
+        names = ", ".join(m.value for m in SearchMode)
+        raise InvalidValue(f"Unknown search mode {raw!r}: use one of {names}.") from None
+
+
+def _cosines(query: Vector, vectors: dict[str, Vector]) -> dict[str, float]:
+    return {memory_id: cosine(query, vector) for memory_id, vector in vectors.items()}

@@ -6,7 +6,7 @@ from attrs import field, frozen
 
 from domain.base import SearchPolicy
 from domain.hierarchical import HierarchicalUseCases
-from domain.ports import Clock, Embedder, StoreCatalog
+from domain.ports import Clock, Embedder, KeywordIndex, StoreCatalog
 from domain.scoped import ScopedUseCases
 from domain.transfer import TransferUseCases
 
@@ -21,3 +21,4 @@ class MemoryService(ScopedUseCases, HierarchicalUseCases, TransferUseCases):
     embedder: Embedder
     clock: Clock
     policy: SearchPolicy = field(factory=SearchPolicy)
+    keywords: KeywordIndex | None = None

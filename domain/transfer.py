@@ -99,7 +99,8 @@ class TransferUseCases(UseCaseBase):
                 added = store.add([m for m, _ in fresh], [v for _, v in fresh])
                 if isinstance(added, Failure):
                     return added
-            return Success((len(fresh), len(batch) - len(fresh)))
+            counts = (len(fresh), len(batch) - len(fresh))
+            return self._index_keywords(batch[0].store, batch).map(lambda _: counts)
 
         duplicates = {m.id for m in batch if sum(1 for o in batch if o.id == m.id) > 1}
         if duplicates:

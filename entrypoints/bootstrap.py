@@ -7,7 +7,7 @@ from pathlib import Path
 from returns.result import Failure, Result, Success
 
 from domain.errors import DomainError, ErrorCode
-from domain.ports import Clock, Embedder, StoreCatalog
+from domain.ports import Clock, Embedder, KeywordIndex, StoreCatalog
 from domain.service import MemoryService, SearchPolicy
 from entrypoints.settings import Settings
 
@@ -70,6 +70,7 @@ def build_service(
     catalog: StoreCatalog | None = None,
     embedder: Embedder | None = None,
     clock: Clock | None = None,
+    keywords: KeywordIndex | None = None,
 ) -> Result[MemoryService, DomainError]:
     """Wire the service; pass any port to override the configured adapter (tests, other apps)."""
     if embedder is None:
@@ -92,4 +93,11 @@ def build_service(
         default_limit=settings.default_limit,
         default_store=settings.store,
     )
-    return Success(MemoryService(catalog=catalog, embedder=embedder, clock=clock, policy=policy))
+    if keywords is None:
+        from adapters.sqlite_keywords import SqliteKeywordIndex
+
+        # beside the data of the backend it indexes, so switching backends never mixes indexes
+        keywords = SqliteKeywordIndex(settings.data_dir / f"{settings.backend}-keywords.sqlite3")
+    return Success(
+        MemoryService(catalog=catalog, embedder=embedder, clock=clock, policy=policy, keywords=keywords)
+    )

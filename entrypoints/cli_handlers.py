@@ -163,6 +163,7 @@ def search(service: MemoryService, args: argparse.Namespace) -> Outcome:
         min_confidence=args.min_confidence,
         store=getattr(args, "store", None),
         include_expired=args.include_expired,
+        mode=args.mode,
     )
     return service.search(command).map(out.search_json)
 

@@ -82,6 +82,7 @@ def _add_memory_commands(commands: argparse._SubParsersAction) -> None:  # type:
     search.add_argument("--limit", type=int, help="most results to return (default 10)")
     search.add_argument("--min-confidence", type=float, help="confidence floor, 0 to 1 (default 0.3)")
     search.add_argument("--include-expired", action="store_true")
+    search.add_argument("--mode", choices=MODES, default="hybrid", help="hybrid (default), semantic or keyword")
     _common(search)
 
     get = commands.add_parser("get", help="show one memory by id or path")
@@ -177,6 +178,15 @@ def _add_server_commands(commands: argparse._SubParsersAction) -> None:  # type:
     mcp.add_argument("--host", default="127.0.0.1", help="the address to listen on with http (default 127.0.0.1)")
     mcp.add_argument("--port", type=int, default=8765, help="the port to listen on with http (default 8765)")
     _common(mcp)
+
+    serve = commands.add_parser("serve", help="serve every use case as a REST API with OpenAPI docs at /docs")
+    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8080, help="the port to listen on (default 8080)")
+    serve.add_argument(
+        "--api-token",
+        help="require 'Authorization: Bearer <token>' (default: $MEMORY_API_TOKEN; the variable keeps it out of ps)",
+    )
+    _common(serve)
 
 
 def build_parser() -> JsonArgumentParser:

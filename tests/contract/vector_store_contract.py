@@ -616,6 +616,17 @@ class VectorStoreContract:
         assert_scan_matches(loaded, after, MemoryFilter(tags=memory.tags[:1], include_deleted=True))
         assert ok(loaded.count()) == len(pairs)
 
+    def test_embeddings_returns_stored_vectors_and_omits_unknown_ids(
+        self, loaded: VectorStore, pairs: list[tuple[Memory, list[float]]]
+    ) -> None:
+        chosen = pairs[:3]
+        unknown = "00000000-0000-4000-8000-000000000000"
+        found = ok(loaded.embeddings([m.id for m, _ in chosen] + [unknown]))
+        assert set(found) == {m.id for m, _ in chosen}
+        for memory, vector in chosen:
+            assert cosine(found[memory.id], vector) == pytest.approx(1.0, abs=SIMILARITY_TOLERANCE)
+        assert ok(loaded.embeddings([])) == {}
+
     def test_remove_deletes_for_good(self, loaded: VectorStore, pairs: list[tuple[Memory, list[float]]]) -> None:
         gone = [m.id for m, _ in pairs[:5]]
         ok(loaded.remove([*gone, "00000000-0000-4000-8000-00000000dead"]))

@@ -1,0 +1,388 @@
+"""The keyword side of hybrid search: SQLite FTS5 (bm25) per store, each memory beside its thread neighbours."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+from returns.result import Failure, Result, Success
+
+from domain.errors import DomainError, ErrorCode
+from domain.ports import KeywordEntry
+
+T = TypeVar("T")
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+NEIGHBOUR_WEIGHT = 0.5  # bm25 column weight of the previous and next memories' words (own words: 1.0)
+
+# English function words: they match nearly every memory and only dilute bm25 ranking
+STOP_WORDS = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "aren",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "couldn",
+        "d",
+        "did",
+        "didn",
+        "do",
+        "does",
+        "doesn",
+        "doing",
+        "don",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "hadn",
+        "has",
+        "hasn",
+        "have",
+        "haven",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "isn",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "ll",
+        "m",
+        "ma",
+        "me",
+        "mightn",
+        "more",
+        "most",
+        "mustn",
+        "my",
+        "myself",
+        "needn",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "o",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "re",
+        "s",
+        "same",
+        "shan",
+        "she",
+        "should",
+        "shouldn",
+        "so",
+        "some",
+        "such",
+        "t",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "ve",
+        "very",
+        "was",
+        "wasn",
+        "we",
+        "were",
+        "weren",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "won",
+        "wouldn",
+        "y",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "would",
+        "might",
+        "may",
+        "shall",
+        "also",
+        "ever",
+    ]
+)
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)  # what FTS5's unicode61 tokenizer treats as a word
+
+
+def query_terms(query: str) -> list[str]:
+    """The query's content words: lower-cased, stop words and one-letter tokens dropped, de-duplicated."""
+    words = [w for w in _TOKEN.findall(query.lower()) if w not in STOP_WORDS and len(w) > 1]
+    return list(dict.fromkeys(words))
+
+
+def match_expression(query: str) -> str:
+    """The FTS5 MATCH expression: every content word quoted (so no syntax can leak in), joined by OR."""
+    terms = query_terms(query)
+    return "{content prev next} : (" + " OR ".join(f'"{t}"' for t in terms) + ")" if terms else ""
+
+
+def _table(store: str) -> str:
+    return "kw_" + store.replace("-", "_")
+
+
+class SqliteKeywordIndex:
+    """KeywordIndex over one SQLite file: per store an FTS5 table (content, prev, next) and a link table."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._connection: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        self._ready: set[str] = set()
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._connection is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
+            connection.execute("PRAGMA journal_mode=WAL")
+            self._connection = connection
+        return self._connection
+
+    def _ensure(self, connection: sqlite3.Connection, store: str) -> str:
+        table = _table(store)
+        if table not in self._ready:
+            connection.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5(content, prev, next, tokenize='{TOKENIZER}')"
+            )
+            connection.execute(
+                f"CREATE TABLE IF NOT EXISTS {table}_links (id TEXT PRIMARY KEY, row INTEGER NOT NULL UNIQUE, "
+                "thread TEXT NOT NULL, prev_id TEXT, next_id TEXT)"
+            )
+            connection.execute(f"CREATE INDEX IF NOT EXISTS {table}_thread ON {table}_links(thread, row)")
+            self._ready.add(table)
+        return table
+
+    def _run(self, doing: str, work: Callable[[sqlite3.Connection], T], *, write: bool) -> Result[T, DomainError]:
+        try:
+            with self._lock:
+                connection = self._connect()
+                if not write:
+                    return Success(work(connection))
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    result = work(connection)
+                except BaseException:
+                    connection.execute("ROLLBACK")
+                    raise
+                connection.execute("COMMIT")
+                return Success(result)
+        except sqlite3.Error as error:
+            return Failure(
+                DomainError(
+                    ErrorCode.STORAGE_ERROR,
+                    f"The keyword index at {self.path} failed while {doing}; `memory reindex` rebuilds it.",
+                    cause=str(error),
+                )
+            )
+
+    # --- rows -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _text(connection: sqlite3.Connection, table: str, memory_id: str | None) -> str:
+        if memory_id is None:
+            return ""
+        found = connection.execute(
+            f"SELECT t.content FROM {table} AS t JOIN {table}_links AS l ON l.row = t.rowid WHERE l.id = ?",
+            (memory_id,),
+        ).fetchone()
+        return str(found[0]) if found else ""
+
+    @staticmethod
+    def _set(connection: sqlite3.Connection, table: str, memory_id: str | None, column: str, value: str) -> None:
+        if memory_id is not None:
+            connection.execute(
+                f"UPDATE {table} SET {column} = ? WHERE rowid = (SELECT row FROM {table}_links WHERE id = ?)",
+                (value, memory_id),
+            )
+
+    def _append(self, connection: sqlite3.Connection, table: str, entry: KeywordEntry) -> None:
+        tail = connection.execute(
+            f"SELECT id FROM {table}_links WHERE thread = ? ORDER BY row DESC LIMIT 1", (entry.thread,)
+        ).fetchone()
+        tail_id = None if tail is None else str(tail[0])
+        row = connection.execute(
+            f"INSERT INTO {table}(content, prev, next) VALUES (?, ?, '')",
+            (entry.text, self._text(connection, table, tail_id)),
+        ).lastrowid
+        connection.execute(
+            f"INSERT INTO {table}_links(id, row, thread, prev_id, next_id) VALUES (?, ?, ?, ?, NULL)",
+            (entry.id, row, entry.thread, tail_id),
+        )
+        if tail_id is not None:
+            connection.execute(f"UPDATE {table}_links SET next_id = ? WHERE id = ?", (entry.id, tail_id))
+            self._set(connection, table, tail_id, "next", entry.text)
+
+    def _links(
+        self, connection: sqlite3.Connection, table: str, memory_id: str
+    ) -> tuple[str | None, str | None] | None:
+        found = connection.execute(f"SELECT prev_id, next_id FROM {table}_links WHERE id = ?", (memory_id,)).fetchone()
+        return None if found is None else (found[0], found[1])
+
+    def _retext(self, connection: sqlite3.Connection, table: str, entry: KeywordEntry) -> None:
+        links = self._links(connection, table, entry.id)
+        if links is None:
+            self._append(connection, table, entry)
+            return
+        self._set(connection, table, entry.id, "content", entry.text)
+        self._set(connection, table, links[0], "next", entry.text)
+        self._set(connection, table, links[1], "prev", entry.text)
+
+    def _unlink(self, connection: sqlite3.Connection, table: str, memory_id: str) -> None:
+        links = self._links(connection, table, memory_id)
+        if links is None:
+            return
+        before, after = links
+        if before is not None:
+            connection.execute(f"UPDATE {table}_links SET next_id = ? WHERE id = ?", (after, before))
+            self._set(connection, table, before, "next", self._text(connection, table, after))
+        if after is not None:
+            connection.execute(f"UPDATE {table}_links SET prev_id = ? WHERE id = ?", (before, after))
+            self._set(connection, table, after, "prev", self._text(connection, table, before))
+        connection.execute(
+            f"DELETE FROM {table} WHERE rowid = (SELECT row FROM {table}_links WHERE id = ?)", (memory_id,)
+        )
+        connection.execute(f"DELETE FROM {table}_links WHERE id = ?", (memory_id,))
+
+    # --- the port ---------------------------------------------------------------------------
+
+    def upsert(self, store: str, entries: Sequence[KeywordEntry]) -> Result[None, DomainError]:
+        def write(connection: sqlite3.Connection) -> None:
+            table = self._ensure(connection, store)
+            for entry in entries:
+                self._retext(connection, table, entry)
+
+        return self._run("indexing", write, write=True)
+
+    def remove(self, store: str, ids: Sequence[str]) -> Result[None, DomainError]:
+        def delete(connection: sqlite3.Connection) -> None:
+            table = self._ensure(connection, store)
+            for memory_id in ids:
+                self._unlink(connection, table, memory_id)
+
+        return self._run("removing", delete, write=True)
+
+    def search(self, store: str, query: str, limit: int) -> Result[list[tuple[str, float]], DomainError]:
+        expression = match_expression(query)
+        if not expression:
+            return Success([])
+
+        def find(connection: sqlite3.Connection) -> list[tuple[str, float]]:
+            table = self._ensure(connection, store)
+            weight = NEIGHBOUR_WEIGHT
+            rows = connection.execute(
+                f"SELECT l.id, bm25({table}, 1.0, {weight}, {weight}) AS rank FROM {table} "
+                f"JOIN {table}_links AS l ON l.row = {table}.rowid WHERE {table} MATCH ? ORDER BY rank LIMIT ?",
+                (expression, limit),
+            ).fetchall()
+            if not rows or -rows[0][1] <= 0:
+                return [(str(memory_id), 1.0) for memory_id, _ in rows]
+            best = -float(rows[0][1])
+            return [(str(memory_id), -float(rank) / best) for memory_id, rank in rows]
+
+        return self._run("searching", find, write=False)
+
+    def neighbours(
+        self, store: str, ids: Sequence[str]
+    ) -> Result[dict[str, tuple[str | None, str | None]], DomainError]:
+        def find(connection: sqlite3.Connection) -> dict[str, tuple[str | None, str | None]]:
+            table = self._ensure(connection, store)
+            found: dict[str, tuple[str | None, str | None]] = {}
+            for memory_id in ids:
+                links = self._links(connection, table, memory_id)
+                if links is not None:
+                    found[memory_id] = links
+            return found
+
+        return self._run("reading neighbours", find, write=False)
+
+    def rebuild(self, store: str, entries: Sequence[KeywordEntry]) -> Result[None, DomainError]:
+        def replace(connection: sqlite3.Connection) -> None:
+            table = self._ensure(connection, store)
+            connection.execute(f"DELETE FROM {table}")
+            connection.execute(f"DELETE FROM {table}_links")
+            for entry in entries:
+                self._append(connection, table, entry)
+
+        return self._run("rebuilding", replace, write=True)
