@@ -11,9 +11,7 @@ from tests.unit.conftest import T0
 
 
 def fresh_service(clock: FixedClock) -> MemoryService:
-    return MemoryService(
-        catalog=InMemoryCatalog(embedder_name="hashing-bow"), embedder=HashingEmbedder(), clock=clock
-    )
+    return MemoryService(catalog=InMemoryCatalog(embedder_name="hashing-bow"), embedder=HashingEmbedder(), clock=clock)
 
 
 def fill(service: MemoryService, clock: FixedClock) -> None:

