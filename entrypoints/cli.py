@@ -78,8 +78,24 @@ def _serve_mcp(args: Any) -> int:
     return unwrap_or_failure(outcome)
 
 
+def _serve_rest(args: Any) -> int:
+    """`memory serve`: the REST API until interrupted; the token comes from --api-token or $MEMORY_API_TOKEN."""
+    import os
+
+    from entrypoints.rest import run_rest
+    from entrypoints.settings import load_settings
+
+    token = args.api_token or os.environ.get("MEMORY_API_TOKEN") or None
+    outcome: Result[int, int] = (
+        load_settings(_settings_flags(args))
+        .alt(lambda error: _fail(error_json(error)))
+        .map(lambda settings: run_rest(settings, host=args.host, port=args.port, api_token=token))
+    )
+    return unwrap_or_failure(outcome)
+
+
 # commands that run a server: dispatched before the one-payload handler path
-SERVERS: dict[str, Callable[[Any], int]] = {"mcp": _serve_mcp}
+SERVERS: dict[str, Callable[[Any], int]] = {"mcp": _serve_mcp, "serve": _serve_rest}
 
 
 def _emit(payload: dict[str, Any], fmt: str, render: Any) -> int:

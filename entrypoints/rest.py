@@ -1,0 +1,715 @@
+"""The REST door (`memory serve`): every use case over HTTP and JSON on Litestar, failures as {"error", "code"}."""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import logging
+import sys
+import threading
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import replace
+from datetime import datetime
+from http import HTTPStatus
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated, Any, Generic, TypeVar
+
+import anyio
+import attrs
+from litestar import Litestar, Request, Response, Router, delete, get, patch, post, put
+from litestar.connection import ASGIConnection
+from litestar.di import NamedDependency, Provide
+from litestar.dto import AbstractDTO, DTOConfig, DTOData, DTOField
+from litestar.dto.data_structures import DTOFieldDefinition
+from litestar.enums import OpenAPIMediaType
+from litestar.exceptions import HTTPException, NotAuthorizedException, ValidationException
+from litestar.handlers.base import BaseRouteHandler
+from litestar.openapi import OpenAPIConfig, ResponseSpec
+from litestar.openapi.plugins import SwaggerRenderPlugin
+from litestar.openapi.spec import Components, SecurityScheme, Tag
+from litestar.params import FromPath, JSONBody, Parameter, PathParameter
+from litestar.types import Guard
+from litestar.types.empty import Empty
+from litestar.typing import FieldDefinition
+from returns.methods import unwrap_or_failure
+from returns.result import Failure, Result, Success
+
+from domain.base import attempt
+from domain.commands import CreateMemory, SearchMemories, UpdateMemory
+from domain.errors import DomainError, ErrorCode, invalid_input
+from domain.model import check_namespace
+from domain.service import MemoryService
+from domain.views import Listing, MemoryView
+from entrypoints import json_codec as out
+from entrypoints.json_codec import parse_iso
+from entrypoints.settings import Settings
+
+T = TypeVar("T")
+Payload = dict[str, Any]
+
+MAX_BODY_BYTES = 1_048_576
+DEFAULT_PAGE = 100
+MAX_PAGE = 1000
+DOCS_PATH = "/docs"
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+LOG = logging.getLogger("agent_memory.rest")
+
+# --- the HTTP status of every domain failure ------------------------------------------------------
+
+STATUS: Mapping[ErrorCode, int] = {
+    ErrorCode.MEMORY_NOT_FOUND: 404,
+    ErrorCode.CATEGORY_NOT_FOUND: 404,
+    ErrorCode.STORE_NOT_FOUND: 404,
+    ErrorCode.MEMORY_EXPIRED: 410,
+    ErrorCode.DESTINATION_EXISTS: 409,
+    ErrorCode.INVALID_OPERATION: 409,
+    ErrorCode.EMBEDDING_MISMATCH: 409,
+    ErrorCode.INVALID_INPUT: 422,
+    ErrorCode.INVALID_PATH: 422,
+    ErrorCode.BACKEND_UNAVAILABLE: 503,
+    ErrorCode.STORAGE_ERROR: 503,
+    ErrorCode.EMBEDDING_ERROR: 503,
+}
+
+# codes of the failures Litestar raises before a use case runs (routing, auth, parsing)
+HTTP_CODES: Mapping[int, str] = {
+    400: "INVALID_INPUT",
+    401: "UNAUTHORIZED",
+    404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED",
+    413: "REQUEST_TOO_LARGE",
+    415: "UNSUPPORTED_MEDIA_TYPE",
+}
+
+
+@attrs.frozen(kw_only=True)
+class ErrorBody:
+    """Every failure's JSON: a message, a stable code, and the path or the fields concerned when known."""
+
+    error: str
+    code: str
+    path: str | None = None
+    cause: str | None = None
+    details: list[dict[str, Any]] | None = None
+
+
+_MEANING: Mapping[int, str] = {
+    400: "Malformed request: not JSON, a wrong type, an unknown enum value, a missing or unknown field (INVALID_INPUT)",
+    401: "No or a wrong API token (UNAUTHORIZED); only when the server has one",
+    404: "MEMORY_NOT_FOUND, CATEGORY_NOT_FOUND or STORE_NOT_FOUND",
+    409: "DESTINATION_EXISTS, INVALID_OPERATION (already deleted, cannot reinforce) or EMBEDDING_MISMATCH",
+    410: "MEMORY_EXPIRED: pass include_expired=true to read it anyway",
+    413: "The body is larger than 1 MiB (REQUEST_TOO_LARGE)",
+    422: "INVALID_INPUT or INVALID_PATH: a value the use case refuses; the message says how to fix it",
+    503: "BACKEND_UNAVAILABLE, STORAGE_ERROR or EMBEDDING_ERROR: retry later",
+}
+
+
+def _errors(*statuses: int) -> dict[int, ResponseSpec]:
+    """The documented failures of one route (401 on every route, for servers with a token)."""
+    return {
+        status: ResponseSpec(data_container=ErrorBody, description=_MEANING[status], generate_examples=False)
+        for status in sorted({401, *statuses})
+    }
+
+
+def error_body(error: DomainError) -> Payload:
+    """{"error", "code"} plus the path and, for the caller's own mistakes, the cause."""
+    body: Payload = {"error": error.message, "code": error.code.value}
+    if error.path is not None:
+        body["path"] = error.path
+    if error.cause is not None and STATUS.get(error.code, 500) < 500:
+        body["cause"] = error.cause
+    return body
+
+
+def _failure(error: DomainError) -> Response[Payload]:
+    return Response(error_body(error), status_code=STATUS.get(error.code, 500))
+
+
+def _no_route(message: str) -> Response[Payload]:
+    return Response({"error": message, "code": "NOT_FOUND"}, status_code=404)
+
+
+def _reply(outcome: Result[T, DomainError], render: Callable[[T], Payload], status: int = 200) -> Response[Payload]:
+    """The thin door's last step: a success rendered with the CLI's JSON shapes, a failure as its error body."""
+    return unwrap_or_failure(outcome.map(lambda value: Response(render(value), status_code=status)).alt(_failure))
+
+
+# --- the service, one call at a time ---------------------------------------------------------------
+
+Use = Callable[[MemoryService], Result[T, DomainError]]
+
+
+class Door:
+    """The service behind a lock, called in a worker thread: the event loop stays free (/health answers during a
+    reindex) and read-check-write steps of concurrent requests never interleave."""
+
+    def __init__(self, service: MemoryService) -> None:
+        self.service = service
+        self._lock = threading.Lock()
+
+    def _locked(self, use: Use[T]) -> Result[T, DomainError]:
+        with self._lock:
+            return use(self.service)
+
+    async def run(self, use: Use[T]) -> Result[T, DomainError]:
+        return await anyio.to_thread.run_sync(self._locked, use)
+
+    async def reply(self, use: Use[T], render: Callable[[T], Payload], status: int = 200) -> Response[Payload]:
+        """Run one use case and answer with its JSON (the CLI's shapes) or its error body."""
+        return _reply(await self.run(use), render, status)
+
+
+def _guarded(
+    namespace: str | None, call: Callable[[MemoryService, tuple[str, ...] | None], Result[T, DomainError]]
+) -> Use[T]:
+    """A use case behind the `?namespace=a/b` tenant guard (INVALID_INPUT if the labels are not valid)."""
+    return lambda service: _namespace(namespace).bind(lambda guard: call(service, guard))
+
+
+# --- request bodies: attrs classes read by a small attrs DTO ---------------------------------------
+
+
+class AttrsDTO(AbstractDTO[T], Generic[T]):
+    """Litestar's DTO over attrs classes, so the domain commands are the request bodies (no pydantic twins)."""
+
+    @classmethod
+    def generate_field_definitions(cls, model_type: type[Any]) -> Generator[DTOFieldDefinition, None, None]:
+        hints = cls.get_model_type_hints(model_type)
+        for attribute in attrs.fields(model_type):
+            factory = attribute.default.factory if isinstance(attribute.default, attrs.Factory) else None  # type: ignore[arg-type]
+            plain = attribute.default is attrs.NOTHING or factory is not None
+            yield replace(
+                DTOFieldDefinition.from_field_definition(
+                    field_definition=hints[attribute.name],
+                    model_name=model_type.__name__,
+                    default_factory=factory,
+                    dto_field=DTOField(),
+                ),
+                name=attribute.name,
+                default=Empty if plain else attribute.default,
+            )
+
+    @classmethod
+    def detect_nested_field(cls, field_definition: FieldDefinition) -> bool:
+        annotation = field_definition.annotation
+        return isinstance(annotation, type) and attrs.has(annotation)
+
+
+def _config(*exclude: str) -> DTOConfig:
+    # `global` is a Python keyword: the commands spell it global_, the JSON (like the MCP tools) `global`
+    return DTOConfig(exclude=set(exclude), rename_fields={"global_": "global"}, forbid_unknown_fields=True)
+
+
+class CreateBody(AttrsDTO[CreateMemory]):
+    config = _config("store")
+
+
+class UpdateBody(AttrsDTO[UpdateMemory]):
+    config = _config("ref", "store", "namespace")
+
+
+class SearchBody(AttrsDTO[SearchMemories]):
+    config = _config("store")
+
+
+@attrs.frozen(kw_only=True)
+class MoveRequest:
+    """POST /memories/{ref}/move: the new path."""
+
+    destination: str
+
+
+@attrs.frozen(kw_only=True)
+class PruneRequest:
+    """POST /prune: with dry_run, only list what would go."""
+
+    dry_run: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class StoreRequest:
+    """POST /stores: the new store's name."""
+
+    name: str
+
+
+@attrs.frozen(kw_only=True)
+class CategoryRequest:
+    """POST /categories: the category path and an optional description (at most 500 characters)."""
+
+    path: str
+    description: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class DescriptionRequest:
+    """PUT /categories/{path}/description: the new description (at most 500 characters)."""
+
+    description: str
+
+
+# --- query parameters ------------------------------------------------------------------------------
+
+StoreQuery = Annotated[str | None, Parameter(description="The store to use; omit for the configured default.")]
+NamespaceQuery = Annotated[
+    str | None,
+    Parameter(description="Tenant guard: only act on memories in this namespace or below it, e.g. 'user/u-123'."),
+]
+IncludeExpired = Annotated[bool, Parameter(description="Also return memories whose expiry has passed.")]
+CategoryQuery = Annotated[str | None, Parameter(description="Only memories under this category path.")]
+
+
+def _ref(raw: str) -> str:
+    """A `{name:path}` parameter arrives with its leading slash."""
+    return raw.lstrip("/")
+
+
+def _namespace(raw: str | None) -> Result[tuple[str, ...] | None, DomainError]:
+    return Success(None) if raw is None else attempt(lambda: check_namespace(raw))
+
+
+def _utc(name: str, moment: datetime | None) -> Result[datetime | None, DomainError]:
+    """A JSON timestamp with any offset (naive means UTC) as an aware UTC datetime, as the CLI reads it."""
+    try:
+        return Success(None if moment is None else parse_iso(moment))
+    except (ValueError, OverflowError):
+        return Failure(
+            invalid_input(f"{name} {moment} cannot be expressed in UTC: give a timestamp between 0001 and 9999.")
+        )
+
+
+def _create_in_utc(command: CreateMemory) -> Result[CreateMemory, DomainError]:
+    return _utc("expires_at", command.expires_at).bind(
+        lambda expires: _utc("created_at", command.created_at).map(
+            lambda made: attrs.evolve(command, expires_at=expires, created_at=made)
+        )
+    )
+
+
+def _update_in_utc(command: UpdateMemory) -> Result[UpdateMemory, DomainError]:
+    return _utc("expires_at", command.expires_at).map(lambda expires: attrs.evolve(command, expires_at=expires))
+
+
+# --- memories --------------------------------------------------------------------------------------
+
+
+@post(
+    "/memories",
+    dto=CreateBody,
+    return_dto=None,
+    status_code=201,
+    tags=["memories"],
+    responses=_errors(400, 409, 413, 422, 503),
+)
+async def create_memory(
+    data: JSONBody[DTOData[CreateMemory]], door: NamedDependency[Door], store: StoreQuery = None
+) -> Response[Payload]:
+    """Store a new memory. With `path` it is created at that path (409 DESTINATION_EXISTS if taken)."""
+    command = data.create_instance(store=store)
+    use = MemoryService.create if command.path is None else MemoryService.add
+    return await door.reply(
+        lambda service: _create_in_utc(command).bind(lambda ready: use(service, ready)), out.view_json, 201
+    )
+
+
+@get("/memories/{ref:path}", tags=["memories"], responses=_errors(404, 410, 422, 503))
+async def get_memory(
+    ref: FromPath[str],
+    door: NamedDependency[Door],
+    store: StoreQuery = None,
+    include_expired: IncludeExpired = False,
+    namespace: NamespaceQuery = None,
+) -> Response[Payload]:
+    """One memory by id or path; an expired one is 410 MEMORY_EXPIRED unless include_expired."""
+    return await door.reply(
+        _guarded(
+            namespace,
+            lambda service, guard: service.get(
+                _ref(ref), store=store, include_expired=include_expired, namespace=guard
+            ),
+        ),
+        out.view_json,
+    )
+
+
+@patch(
+    "/memories/{ref:path}",
+    dto=UpdateBody,
+    return_dto=None,
+    tags=["memories"],
+    responses=_errors(400, 404, 409, 413, 422, 503),
+)
+async def update_memory(
+    ref: FromPath[str],
+    data: JSONBody[DTOData[UpdateMemory]],
+    door: NamedDependency[Door],
+    store: StoreQuery = None,
+    namespace: NamespaceQuery = None,
+) -> Response[Payload]:
+    """Change content or metadata. Omitted or null fields are kept; tags/citations replace, [] clears them."""
+
+    def update(service: MemoryService, guard: tuple[str, ...] | None) -> Result[MemoryView, DomainError]:
+        return _update_in_utc(data.create_instance(ref=_ref(ref), store=store, namespace=guard)).bind(service.update)
+
+    return await door.reply(_guarded(namespace, update), out.view_json)
+
+
+@delete("/memories/{ref:path}", status_code=200, tags=["memories"], responses=_errors(400, 404, 409, 422, 503))
+async def delete_memory(
+    ref: FromPath[str],
+    door: NamedDependency[Door],
+    store: StoreQuery = None,
+    namespace: NamespaceQuery = None,
+    hard: Annotated[bool, Parameter(description="Remove it for good instead of soft-deleting it.")] = False,
+) -> Response[Payload]:
+    """Soft-delete a memory (409 if already deleted); with ?hard=true remove it for good, deleted or not."""
+    if hard:
+        return await door.reply(
+            _guarded(namespace, lambda service, guard: service.remove(_ref(ref), store=store, namespace=guard)),
+            out.removed_json,
+        )
+    return await door.reply(
+        _guarded(namespace, lambda service, guard: service.delete(_ref(ref), store=store, namespace=guard)),
+        lambda memory: {"id": memory.id, "deleted": True},
+    )
+
+
+@post(
+    "/memories/{ref:path}",
+    status_code=200,
+    tags=["memories"],
+    summary="Reinforce or move a memory",
+    responses=_errors(400, 404, 409, 413, 422, 503),
+)
+async def memory_action(
+    ref: Annotated[str, PathParameter(description="The memory's id or path, then '/reinforce' or '/move'.")],
+    door: NamedDependency[Door],
+    data: JSONBody[MoveRequest | None] = None,
+    store: StoreQuery = None,
+    namespace: NamespaceQuery = None,
+) -> Response[Payload]:
+    """POST /memories/{ref}/reinforce resets a reinforceable memory's decay (409 for stable or contextual ones).
+    POST /memories/{ref}/move with {"destination": "category/slug"} gives it a new path (409 if taken).
+    """
+    # one route for both actions: a ref may be a path of several segments, and Litestar's path parameter
+    # must come last, so the action is the last segment (POST on a memory itself means nothing else)
+    memory, _, action = _ref(ref).rpartition("/")
+    if action == "reinforce" and memory:
+        return await door.reply(
+            _guarded(namespace, lambda service, guard: service.reinforce(memory, store=store, namespace=guard)),
+            out.view_json,
+        )
+    if action == "move" and memory:
+        if data is None:
+            return _failure(invalid_input('move needs a JSON body like {"destination": "category/slug"}.'))
+        destination = data.destination
+        return await door.reply(
+            _guarded(namespace, lambda service, guard: service.move(memory, destination, store=store, namespace=guard)),
+            out.view_json,
+        )
+    return _no_route(f"POST /memories/{_ref(ref)} names no action: use /memories/<id or path>/reinforce or …/move.")
+
+
+@get("/memories", tags=["memories"], responses=_errors(400, 404, 422, 503))
+async def list_memories(
+    door: NamedDependency[Door],
+    category: CategoryQuery = None,
+    store: StoreQuery = None,
+    include_expired: IncludeExpired = False,
+    namespace: NamespaceQuery = None,
+    limit: Annotated[int, Parameter(ge=1, le=MAX_PAGE, description="Page size.")] = DEFAULT_PAGE,
+    offset: Annotated[int, Parameter(ge=0, description="How many memories to skip.")] = 0,
+) -> Response[Payload]:
+    """A category's memories (recursively, newest update first), one page of them, and its subcategories."""
+
+    def page(listing: Listing) -> Payload:
+        shown = attrs.evolve(listing, memories=listing.memories[offset : offset + limit])
+        return {**out.listing_json(shown), "total": len(listing.memories), "limit": limit, "offset": offset}
+
+    return await door.reply(
+        _guarded(
+            namespace,
+            lambda service, guard: service.list(
+                category, store=store, include_expired=include_expired, namespace=guard
+            ),
+        ),
+        page,
+    )
+
+
+@get("/recent", tags=["memories"], responses=_errors(400, 404, 422, 503))
+async def recent_memories(
+    door: NamedDependency[Door],
+    limit: Annotated[int, Parameter(description="How many, 1 to 100.")] = 5,
+    category: CategoryQuery = None,
+    store: StoreQuery = None,
+    include_expired: IncludeExpired = False,
+    namespace: NamespaceQuery = None,
+) -> Response[Payload]:
+    """The most recently updated memories, newest first."""
+    return await door.reply(
+        _guarded(
+            namespace,
+            lambda service, guard: service.recent(
+                store=store, limit=limit, category=category, include_expired=include_expired, namespace=guard
+            ),
+        ),
+        out.recent_json,
+    )
+
+
+@post(
+    "/search",
+    dto=SearchBody,
+    return_dto=None,
+    status_code=200,
+    tags=["memories"],
+    responses=_errors(400, 404, 409, 413, 422, 503),
+)
+async def search_memories(
+    data: JSONBody[DTOData[SearchMemories]], door: NamedDependency[Door], store: StoreQuery = None
+) -> Response[Payload]:
+    """Find memories by meaning, best first, under the filters; each hit has similarity, confidence and score."""
+    command = data.create_instance(store=store)
+    return await door.reply(lambda service: service.search(command), out.search_json)
+
+
+# --- maintenance, stores, categories, health ------------------------------------------------------
+
+
+@post("/prune", status_code=200, tags=["maintenance"], responses=_errors(400, 404, 422, 503))
+async def prune(
+    door: NamedDependency[Door], data: JSONBody[PruneRequest | None] = None, store: StoreQuery = None
+) -> Response[Payload]:
+    """Remove every expired memory for good; {"dry_run": true} only lists them."""
+    dry_run = data is not None and data.dry_run
+    return await door.reply(lambda service: service.prune(store=store, dry_run=dry_run), out.prune_json)
+
+
+@post("/reindex", status_code=200, tags=["maintenance"], responses=_errors(404, 422, 503))
+async def reindex(door: NamedDependency[Door], store: StoreQuery = None) -> Response[Payload]:
+    """Re-embed every memory of the store with the configured embedder."""
+    return await door.reply(lambda service: service.reindex(store=store), out.reindex_json)
+
+
+@get(
+    "/stores",
+    tags=["stores"],
+    responses=_errors(
+        503,
+    ),
+)
+async def list_stores(door: NamedDependency[Door]) -> Response[Payload]:
+    """Every store with its memory count."""
+    return await door.reply(lambda service: service.list_stores(), out.stores_json)
+
+
+@post("/stores", status_code=201, tags=["stores"], responses=_errors(400, 409, 413, 422, 503))
+async def create_store(data: JSONBody[StoreRequest], door: NamedDependency[Door]) -> Response[Payload]:
+    """Create an empty store; 409 DESTINATION_EXISTS if there is one by that name."""
+    return await door.reply(
+        lambda service: service.create_store(data.name),
+        lambda summary: {"name": summary.name, "memory_count": 0, "created": True},
+        201,
+    )
+
+
+@post("/categories", status_code=201, tags=["categories"], responses=_errors(400, 413, 422, 503))
+async def create_category(
+    data: JSONBody[CategoryRequest], door: NamedDependency[Door], store: StoreQuery = None
+) -> Response[Payload]:
+    """Register a category (a no-op if it exists), optionally with a description."""
+    return await door.reply(
+        lambda service: service.create_category(data.path, description=data.description, store=store),
+        out.category_json,
+        201,
+    )
+
+
+@put(
+    "/categories/{path:path}",
+    tags=["categories"],
+    summary="Set a category's description",
+    responses=_errors(400, 404, 413, 422, 503),
+)
+async def describe_category(
+    path: Annotated[str, PathParameter(description="The category path, then '/description'.")],
+    data: JSONBody[DescriptionRequest],
+    door: NamedDependency[Door],
+    store: StoreQuery = None,
+) -> Response[Payload]:
+    """PUT /categories/{path}/description with {"description": "..."} (at most 500 characters)."""
+    category, _, leaf = _ref(path).rpartition("/")
+    if leaf != "description" or not category:
+        return _no_route("Set a description with PUT /categories/<category path>/description.")
+    return await door.reply(
+        lambda service: service.describe_category(category, data.description, store=store), out.category_json
+    )
+
+
+@delete("/categories/{path:path}", status_code=200, tags=["categories"], responses=_errors(404, 422, 503))
+async def delete_category(
+    path: FromPath[str], door: NamedDependency[Door], store: StoreQuery = None
+) -> Response[Payload]:
+    """Delete a non-root category with its subcategories and memories, for good."""
+    return await door.reply(
+        lambda service: service.delete_category(_ref(path), store=store),
+        lambda summary: {**out.category_json(summary), "deleted": True},
+    )
+
+
+@get("/status", tags=["health"], responses=_errors(404, 422, 503))
+async def status(door: NamedDependency[Door], store: StoreQuery = None) -> Response[Payload]:
+    """Reach the backend and count the store's memories; a failure adds "status": "unhealthy" (503 if it is down)."""
+    outcome = await door.run(lambda service: service.status(store=store))
+    return unwrap_or_failure(
+        outcome.map(lambda found: Response(out.status_json(found))).alt(
+            lambda error: Response({"status": "unhealthy", **error_body(error)}, status_code=STATUS[error.code])
+        )
+    )
+
+
+@get("/health", tags=["health"], opt={"public": True})
+async def health() -> Payload:
+    """Liveness: the server answers (without touching the backend; /status does). Never needs the token."""
+    return {"status": "ok"}
+
+
+@get("/openapi.json", include_in_schema=False, opt={"public": True}, media_type=OpenAPIMediaType.OPENAPI_JSON)
+async def openapi_json(request: Request[Any, Any, Any]) -> Payload:
+    """The OpenAPI document (also at /docs/openapi.json, next to the Swagger UI)."""
+    return request.app.openapi_schema.to_schema()
+
+
+HANDLERS = [
+    create_memory,
+    get_memory,
+    update_memory,
+    delete_memory,
+    memory_action,
+    list_memories,
+    recent_memories,
+    search_memories,
+    prune,
+    reindex,
+    list_stores,
+    create_store,
+    create_category,
+    describe_category,
+    delete_category,
+    status,
+    health,
+    openapi_json,
+]
+
+
+# --- errors Litestar raises, and the ones nobody expected ----------------------------------------
+
+
+def _http_error(_request: Request[Any, Any, Any], error: HTTPException) -> Response[Payload]:
+    """Routing, auth, size and parsing failures in the same {"error", "code"} shape as the domain's."""
+    status_code = error.status_code
+    code = HTTP_CODES.get(status_code) or HTTPStatus(status_code).name
+    message = str(error.detail) or HTTPStatus(status_code).phrase
+    body: Payload = {"error": message, "code": code}
+    if isinstance(error, ValidationException) and isinstance(error.extra, list) and error.extra:
+        body["details"] = error.extra
+        problems = "; ".join(_problem(item) for item in error.extra if isinstance(item, dict))
+        body["error"] = f"Invalid request: {problems}." if problems else message
+    return Response(body, status_code=status_code, headers=error.headers)
+
+
+def _problem(item: Mapping[str, Any]) -> str:
+    if item.get("key") == "data" and item.get("message") == "'data'":
+        return "the request needs a JSON body"  # Litestar's words for a missing body
+    return f"{item.get('key')}: {item.get('message')}"
+
+
+def _unexpected(request: Request[Any, Any, Any], error: Exception) -> Response[Payload]:
+    """A bug: logged with its traceback, answered with a JSON 500 that shows none of it."""
+    LOG.exception("Unexpected error on %s %s", request.method, request.url.path, exc_info=error)
+    return Response(
+        {"error": "Unexpected server error; it has been logged. Please report it.", "code": "INTERNAL_ERROR"},
+        status_code=500,
+    )
+
+
+# --- the app ---------------------------------------------------------------------------------------
+
+
+def _token_guard(token: str) -> Guard:
+    expected = token.encode()
+
+    def guard(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
+        if handler.opt.get("public"):
+            return
+        scheme, _, presented = connection.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(presented.strip().encode(), expected):
+            raise NotAuthorizedException(
+                "Missing or wrong API token: send 'Authorization: Bearer <token>'.",
+                headers={"WWW-Authenticate": 'Bearer realm="agent-memory"'},
+            )
+
+    return guard
+
+
+def _version() -> str:
+    try:
+        return version("agent-memory")
+    except PackageNotFoundError:  # pragma: no cover - running from a checkout that is not installed
+        return "0"
+
+
+def _openapi(secured: bool) -> OpenAPIConfig:
+    return OpenAPIConfig(
+        title="agent-memory",
+        version=_version(),
+        description='Long-term memory for AI agents. Every failure is {"error": message, "code": CODE}.',
+        path=DOCS_PATH,
+        render_plugins=[SwaggerRenderPlugin(path="/")],
+        openapi_router=Router(DOCS_PATH, route_handlers=[], opt={"public": True}, include_in_schema=False),
+        use_handler_docstrings=True,
+        tags=[Tag(name=name) for name in ("memories", "maintenance", "stores", "categories", "health")],
+        components=Components(security_schemes={"bearer": SecurityScheme(type="http", scheme="bearer")}),
+        security=[{"bearer": []}] if secured else None,
+    )
+
+
+def build_app(service: MemoryService, *, api_token: str | None = None) -> Litestar:
+    """The ASGI app over a ready service; with a token, every route but /health and the docs needs it."""
+    door = Door(service)
+    return Litestar(
+        route_handlers=HANDLERS,
+        dependencies={"door": Provide(lambda: door, use_cache=True, sync_to_thread=False)},
+        guards=[_token_guard(api_token)] if api_token else [],
+        exception_handlers={HTTPException: _http_error, Exception: _unexpected},
+        openapi_config=_openapi(bool(api_token)),
+        request_max_body_size=MAX_BODY_BYTES,
+        logging_config=None,  # the host process owns logging; failures go to the "agent_memory.rest" logger
+        debug=False,
+    )
+
+
+def run_rest(settings: Settings, host: str = "127.0.0.1", port: int = 8080, api_token: str | None = None) -> int:
+    """Build the service from the settings and serve until interrupted; the exit code."""
+    import json
+
+    import uvicorn
+
+    from entrypoints.bootstrap import build_service
+
+    match build_service(settings):
+        case Success(service):
+            app = build_app(service, api_token=api_token)
+        case Failure(error):
+            sys.stderr.write(json.dumps(error_body(error), ensure_ascii=False) + "\n")
+            return 1
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s:%(name)s: %(message)s")
+    if not api_token and host not in LOOPBACK:
+        LOG.warning("Serving on %s without an API token: anyone who can reach it can read and change memories.", host)
+    # on Ctrl-C uvicorn shuts down cleanly, then re-raises the signal (so SIGTERM ends the process as -15)
+    with contextlib.suppress(KeyboardInterrupt):
+        uvicorn.run(app, host=host, port=port, log_level="info")
+    return 0

@@ -1,0 +1,160 @@
+"""`memory serve` end to end: the installed command as a real HTTP server, driven with httpx over loopback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.e2e.conftest import MEMORY
+
+pytestmark = [pytest.mark.slow, pytest.mark.server]
+
+TOKEN = "e2e-" + uuid.uuid4().hex
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+STARTUP_SECONDS = 120
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def server_env(home: Path) -> dict[str, str]:
+    return {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(home),
+        "MEMORY_CONFIG": str(home / "no-config.toml"),
+        "MEMORY_DATA_DIR": str(home / "data"),
+        "MEMORY_BACKEND": "chroma",
+        "MEMORY_API_TOKEN": TOKEN,
+        "ANONYMIZED_TELEMETRY": "False",
+    }
+
+
+def wait_until_healthy(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"`memory serve` exited with {process.returncode}:\n{log.read_text()}")
+        try:
+            if httpx.get(f"{base}/health", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    pytest.fail(f"`memory serve` did not answer /health within {STARTUP_SECONDS}s:\n{log.read_text()}")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One `memory serve` process for the module (each start loads the embedding model); yields its base URL."""
+    home = tmp_path_factory.mktemp("rest-home")
+    port = free_port()
+    log = home / "server.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [str(MEMORY), "serve", "--port", str(port)], env=server_env(home), stdout=output, stderr=output
+        )
+        base = f"http://127.0.0.1:{port}"
+        try:
+            wait_until_healthy(base, process, log)
+            yield base
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+    text = log.read_text()
+    assert process.returncode in (0, -signal.SIGTERM), text  # uvicorn re-raises SIGTERM after a clean shutdown
+    assert "Finished server process" in text
+    assert "Traceback" not in text
+
+
+@pytest.fixture
+def api(server: str) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server, headers=AUTH, timeout=120) as client:
+        yield client
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    body: dict[str, Any] = response.json()
+    assert body["code"] == code and body["error"]
+    assert "Traceback" not in response.text
+    return body
+
+
+def test_a_memory_round_trip(api: httpx.Client) -> None:
+    category = unique("prefs")
+    path = f"{category}/editor"
+
+    created = api.post("/memories", json={"content": "The user edits code in Neovim.", "path": path, "tags": ["tool"]})
+    assert created.status_code == 201, created.text
+    memory = created.json()
+    assert memory["path"] == path and memory["confidence"] == 1.0
+
+    assert api.get(f"/memories/{path}").json()["id"] == memory["id"]
+    assert api.get(f"/memories/{memory['id']}").json()["path"] == path
+
+    hits = api.post("/search", json={"query": "which text editor does the user like", "tags": ["tool"]}).json()
+    assert memory["id"] in [hit["id"] for hit in hits["results"]]
+
+    updated = api.patch(f"/memories/{path}", json={"tags": ["tool", "editor"], "citations": ["chat:42"]})
+    assert updated.status_code == 200 and updated.json()["tags"] == ["tool", "editor"]
+
+    moved = api.post(f"/memories/{path}/move", json={"destination": f"{category}/ide"})
+    assert moved.status_code == 200 and moved.json()["path"] == f"{category}/ide"
+
+    listing = api.get("/memories", params={"category": category, "limit": 1}).json()
+    assert listing["total"] == 1 and listing["memories"][0]["id"] == memory["id"]
+
+    status = api.get("/status").json()
+    assert status["status"] == "healthy" and status["backend"] == "chroma" and status["memory_count"] >= 1
+
+    removed = api.delete(f"/memories/{category}/ide", params={"hard": "true"})
+    assert removed.status_code == 200 and removed.json()["removed"] is True
+    error(api.get(f"/memories/{memory['id']}"), 404, "MEMORY_NOT_FOUND")
+
+
+def test_failures_are_json_with_the_documented_status(api: httpx.Client) -> None:
+    path = f"{unique('notes')}/taken"
+    assert api.post("/memories", json={"content": "first", "path": path}).status_code == 201
+
+    assert error(api.get(f"/memories/{unique('notes')}/missing"), 404, "MEMORY_NOT_FOUND")["path"]
+    assert (
+        error(api.post("/memories", json={"content": "again", "path": path}), 409, "DESTINATION_EXISTS")["path"] == path
+    )
+    error(api.post("/memories", json={"content": "x", "path": "../escape"}), 422, "INVALID_PATH")
+    error(api.post("/memories", json={"content": " "}), 422, "INVALID_INPUT")
+    error(api.post(f"/memories/{path}/reinforce"), 409, "INVALID_OPERATION")
+    error(
+        api.post("/memories", content=b"{not json", headers={"content-type": "application/json"}), 400, "INVALID_INPUT"
+    )
+    error(api.get("/nowhere"), 404, "NOT_FOUND")
+
+
+def test_the_token_is_enforced(server: str) -> None:
+    assert httpx.get(f"{server}/health").status_code == 200
+    assert httpx.get(f"{server}/openapi.json").json()["paths"]["/memories"]
+    for headers in ({}, {"Authorization": "Bearer wrong"}):
+        response = httpx.get(f"{server}/memories", headers=headers)
+        error(response, 401, "UNAUTHORIZED")
+        assert response.headers["www-authenticate"].startswith("Bearer")
