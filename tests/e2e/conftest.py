@@ -6,14 +6,19 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from attrs import frozen
 
+from tests.chroma_server import chroma_server
+
 MEMORY = Path(sys.executable).parent / "memory"
 BACKENDS = ("chroma", "files", "qdrant")
+# where the CLI suite runs: every backend embedded, and Chroma as a real `chroma run` server
+TARGETS = (*BACKENDS, "chroma-server")
 
 
 @frozen
@@ -73,6 +78,14 @@ class MemoryCli:
         return ran.error
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=TARGETS)
 def cli(request: pytest.FixtureRequest, tmp_path: Path) -> MemoryCli:
-    return MemoryCli(tmp_path, request.param)
+    if request.param != "chroma-server":
+        return MemoryCli(tmp_path, request.param)
+    server = request.getfixturevalue("chroma_server")
+    collection = f"e2e-{uuid.uuid4().hex[:12]}"  # one server for the session; each test its own collections
+    env = {"CHROMADB_HOST": server.host, "CHROMADB_PORT": str(server.port), "MEMORY_COLLECTION": collection}
+    return MemoryCli(tmp_path, "chroma", env)
+
+
+__all__ = ["BACKENDS", "MEMORY", "TARGETS", "MemoryCli", "Ran", "chroma_server", "cli"]

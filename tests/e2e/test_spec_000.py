@@ -146,7 +146,9 @@ def test_status_healthy(cli: MemoryCli) -> None:
     status = cli.ok("status")
     assert status["status"] == "healthy" and status["memory_count"] == 1
     if cli.backend == "chroma":
-        assert status["collection"] == "memories" and status["chromadb_host"]
+        assert status["collection"] == cli.env.get("MEMORY_COLLECTION", "memories") and status["chromadb_host"]
+        if "CHROMADB_HOST" in cli.env:
+            assert status["chromadb_host"] == f"{cli.env['CHROMADB_HOST']}:{cli.env['CHROMADB_PORT']}"
 
 
 def _free_port() -> int:
