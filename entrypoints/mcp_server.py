@@ -1,0 +1,641 @@
+"""The MCP door (`memory mcp`): every use case as an MCP tool on the official SDK, over stdio or HTTP."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
+from returns.result import Failure, Result, Success
+
+from domain.commands import CreateMemory, SearchMemories, UpdateMemory
+from domain.errors import DomainError, ErrorCode, invalid_input
+from domain.namespaces import ConfigurationError, resolve_namespace
+from domain.service import MemoryService
+from entrypoints import json_codec as out
+from entrypoints.agent_tools import MemoryToolError, error_text, run_manage, run_search
+from entrypoints.settings import Settings
+
+TRANSPORTS = ("stdio", "http")
+SERVER_NAME = "agent-memory"
+
+INSTRUCTIONS = """\
+Long-term memory that persists across conversations.
+A memory has an id (a UUID) and usually a path 'category/…/slug' (e.g. 'preferences/editor'); every tool that
+takes `path_or_id` accepts either. Memories live in stores (default store unless `store` is given) and may carry
+tags, citations (source references), an expiry and a namespace (tenant labels such as ["user", "u-123"]).
+Use add_memory / get_memory / update_memory to work by path, search_memories to find memories by meaning and
+keywords, list_memories and get_recent_memories to browse. manage_memory and search_memory are the namespaced
+agent tools: give them `namespace`, or `user_id`, or `org_id` and `agent_id`.
+Errors start with a code (MEMORY_NOT_FOUND, INVALID_PATH, INVALID_INPUT, …) followed by what to do."""
+
+# what to do next, for codes whose domain message says only what went wrong
+_HINTS: Mapping[ErrorCode, str] = {
+    ErrorCode.MEMORY_NOT_FOUND: "Check the path or id: list_memories and search_memories show what exists.",
+    ErrorCode.STORE_NOT_FOUND: "list_stores shows the stores; create_store or add_memory creates one.",
+    ErrorCode.BACKEND_UNAVAILABLE: "The storage backend is not reachable: retry later or tell the user.",
+}
+
+Payload = dict[str, Any]
+Outcome = Result[Payload, DomainError]
+
+# --- argument types: their descriptions become the tools' JSON schemas ---------------------------
+
+PathOrId = Annotated[str, Field(description="The memory's path ('category/…/slug') or its id (a UUID).", min_length=1)]
+MemoryPathArg = Annotated[
+    str,
+    Field(
+        description="Where the memory lives: 'category/…/slug', at least two segments, e.g. 'preferences/editor'. "
+        "Segments are normalised to lowercase slugs.",
+        min_length=1,
+    ),
+]
+CategoryArg = Annotated[
+    str, Field(description="A category path such as 'projects' or 'projects/agent-memory'.", min_length=1)
+]
+OptionalCategory = Annotated[
+    str | None, Field(description="Only memories under this category path, e.g. 'projects'. Omit for all.")
+]
+StoreArg = Annotated[
+    str | None,
+    Field(description="The store to use (lowercase letters, digits and '-'). Omit for the default store."),
+]
+NamespaceArg = Annotated[
+    list[str] | None,
+    Field(description='Tenant labels, e.g. ["user", "u-123"]. Omit for none (add) or any (reads).'),
+]
+NamespaceGuard = Annotated[
+    list[str] | None,
+    Field(description='Only act on a memory inside this namespace (or below it), e.g. ["user", "u-123"].'),
+]
+TagsArg = Annotated[list[str] | None, Field(description="Labels to find the memory by later.")]
+CitationsArg = Annotated[
+    list[str] | None,
+    Field(description='References to source material, e.g. ["src/core/types.ts:17", "https://docs.example.com"].'),
+]
+ExpiresArg = Annotated[
+    str | None,
+    Field(description="ISO 8601 time after which the memory is hidden, e.g. 2026-12-31T23:59:00Z."),
+]
+DecayArg = Annotated[
+    Literal["stable", "contextual", "reinforceable"],
+    Field(
+        description="How confidence falls with age: stable (always 1.0, default), contextual (fades from creation) "
+        "or reinforceable (fades from the last reinforce_memory)."
+    ),
+]
+IncludeExpired = Annotated[bool, Field(description="Also return memories whose expiry has passed.")]
+TenantId = Annotated[str | None, Field(description="Resolves the namespace when `namespace` is omitted.")]
+
+
+# --- results ---------------------------------------------------------------------------------------
+
+
+def tool_error_text(error: DomainError) -> str:
+    """'CODE: message (path p)' plus what to do next, e.g. 'MEMORY_NOT_FOUND: Memory not found (path notes/x). …'."""
+    hint = _HINTS.get(error.code)
+    return error_text(error) + (f". {hint}" if hint else "")
+
+
+def _error(text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+def _text(text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)])
+
+
+def _reply(outcome: Outcome) -> CallToolResult:
+    match outcome:
+        case Success(payload):
+            text = json.dumps(payload, ensure_ascii=False)
+            return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=payload)
+        case Failure(error):
+            return _error(tool_error_text(error))
+    return _error("STORAGE_ERROR: the operation returned no result.")  # pragma: no cover - Result is closed
+
+
+def _validation_text(error: ValidationError) -> str:
+    problems = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"]) or "arguments"
+        problems.append(f"{where}: {item['msg']}")
+    return "INVALID_INPUT: " + "; ".join(problems) + ". Check the tool's input schema and try again."
+
+
+# --- argument parsing --------------------------------------------------------------------------
+
+
+def _timestamp(name: str, raw: str | None) -> Result[datetime | None, DomainError]:
+    if raw is None:
+        return Success(None)
+    try:
+        return Success(out.parse_iso(raw))
+    except ValueError:
+        return Failure(invalid_input(f"{name} {raw!r} is not an ISO 8601 timestamp like 2026-12-31T23:59:00Z."))
+
+
+def _labels(raw: list[str] | None) -> tuple[str, ...] | None:
+    return None if raw is None else tuple(raw)
+
+
+class _Server(MCPServer[Any]):
+    """MCPServer whose argument-validation failures read 'INVALID_INPUT: field: problem' like every other error."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as error:
+            if isinstance(error.__cause__, ValidationError):
+                return _error(_validation_text(error.__cause__))
+            raise
+
+
+# --- the tools -----------------------------------------------------------------------------------
+
+
+class _Tools:
+    """The tool functions over one service; calls are serialised so read-check-write steps never interleave."""
+
+    def __init__(self, service: MemoryService, default_store: str) -> None:
+        self.service = service
+        self.default_store = default_store
+        self._lock = threading.Lock()
+
+    def _store(self, store: str | None) -> str:
+        return store or self.default_store
+
+    def _run(self, step: Callable[[], CallToolResult]) -> CallToolResult:
+        with self._lock:
+            return step()
+
+    # memories by path or id ---------------------------------------------------------------------
+
+    def add_memory(
+        self,
+        path: MemoryPathArg,
+        content: Annotated[str, Field(description="The memory's text.")],
+        tags: TagsArg = None,
+        expires_at: ExpiresArg = None,
+        citations: CitationsArg = None,
+        source: Annotated[str | None, Field(description="Where the memory came from (free text).")] = None,
+        namespace: NamespaceArg = None,
+        decay_policy: DecayArg = "stable",
+        store: StoreArg = None,
+    ) -> CallToolResult:
+        def command(expiry: datetime | None) -> CreateMemory:
+            return CreateMemory(
+                content=content,
+                path=path,
+                decay_policy=decay_policy,
+                store=self._store(store),
+                tags=tuple(tags or ()),
+                citations=tuple(citations or ()),
+                source=source or "",
+                expires_at=expiry,
+                namespace=tuple(namespace or ()),
+            )
+
+        return self._run(
+            lambda: _reply(
+                _timestamp("expires_at", expires_at).bind(lambda e: self.service.add(command(e))).map(out.view_json)
+            )
+        )
+
+    def get_memory(
+        self,
+        path_or_id: PathOrId,
+        include_expired: IncludeExpired = False,
+        store: StoreArg = None,
+        namespace: NamespaceGuard = None,
+    ) -> CallToolResult:
+        return self._run(
+            lambda: _reply(
+                self.service.get(
+                    path_or_id, store=self._store(store), include_expired=include_expired, namespace=namespace
+                ).map(out.view_json)
+            )
+        )
+
+    def update_memory(
+        self,
+        path_or_id: PathOrId,
+        content: Annotated[str | None, Field(description="New text; omit to keep it.")] = None,
+        tags: Annotated[list[str] | None, Field(description="Replaces the tags; [] clears them; omit to keep.")] = None,
+        expires_at: ExpiresArg = None,
+        clear_expiry: Annotated[bool, Field(description="Remove the expiry date.")] = False,
+        citations: Annotated[
+            list[str] | None, Field(description="Replaces the citations; [] clears them; omit to keep them.")
+        ] = None,
+        source: Annotated[str | None, Field(description="New source; omit to keep it.")] = None,
+        store: StoreArg = None,
+        namespace: NamespaceGuard = None,
+    ) -> CallToolResult:
+        def command(expiry: datetime | None) -> UpdateMemory:
+            return UpdateMemory(
+                ref=path_or_id,
+                store=self._store(store),
+                namespace=_labels(namespace),
+                content=content,
+                tags=_labels(tags),
+                citations=_labels(citations),
+                source=source,
+                expires_at=expiry,
+                clear_expiry=clear_expiry,
+            )
+
+        return self._run(
+            lambda: _reply(
+                _timestamp("expires_at", expires_at).bind(lambda e: self.service.update(command(e))).map(out.view_json)
+            )
+        )
+
+    def remove_memory(
+        self, path_or_id: PathOrId, store: StoreArg = None, namespace: NamespaceGuard = None
+    ) -> CallToolResult:
+        return self._run(
+            lambda: _reply(
+                self.service.remove(path_or_id, store=self._store(store), namespace=namespace).map(out.removed_json)
+            )
+        )
+
+    def move_memory(self, arguments: dict[str, Any]) -> CallToolResult:
+        return self._run(
+            lambda: _reply(
+                self.service.move(
+                    arguments["from"],
+                    arguments["to"],
+                    store=self._store(arguments["store"]),
+                    namespace=arguments["namespace"],
+                ).map(out.view_json)
+            )
+        )
+
+    def reinforce_memory(
+        self,
+        id: Annotated[str, Field(description="The id (or path) of a memory with decay policy 'reinforceable'.")],
+        store: StoreArg = None,
+        namespace: NamespaceGuard = None,
+    ) -> CallToolResult:
+        return self._run(
+            lambda: _reply(self.service.reinforce(id, store=self._store(store), namespace=namespace).map(out.view_json))
+        )
+
+    # browsing -------------------------------------------------------------------------------------
+
+    def list_memories(
+        self,
+        category: OptionalCategory = None,
+        include_expired: IncludeExpired = False,
+        store: StoreArg = None,
+        namespace: NamespaceGuard = None,
+    ) -> CallToolResult:
+        return self._run(
+            lambda: _reply(
+                self.service.list(
+                    category, store=self._store(store), include_expired=include_expired, namespace=namespace
+                ).map(out.listing_json)
+            )
+        )
+
+    def get_recent_memories(
+        self,
+        limit: Annotated[int, Field(ge=1, le=100, description="How many, 1 to 100.")] = 5,
+        category: OptionalCategory = None,
+        include_expired: IncludeExpired = False,
+        store: StoreArg = None,
+        namespace: NamespaceGuard = None,
+    ) -> CallToolResult:
+        return self._run(
+            lambda: _reply(
+                self.service.recent(
+                    store=self._store(store),
+                    limit=limit,
+                    category=category,
+                    include_expired=include_expired,
+                    namespace=namespace,
+                ).map(out.recent_json)
+            )
+        )
+
+    def search_memories(self, arguments: dict[str, Any]) -> CallToolResult:
+        command = SearchMemories(
+            query=arguments["query"],
+            limit=arguments["limit"],
+            min_confidence=arguments["min_confidence"],
+            agent=arguments["agent"],
+            personality=arguments["personality"],
+            project=arguments["project"],
+            type=arguments["type"],
+            global_=arguments["global"],
+            tags=tuple(arguments["tags"] or ()),
+            namespace=_labels(arguments["namespace"]),
+            path_prefix=arguments["category"],
+            include_expired=arguments["include_expired"],
+            mode=arguments["mode"],
+            store=self._store(arguments["store"]),
+        )
+        return self._run(lambda: _reply(self.service.search(command).map(out.search_json)))
+
+    # maintenance --------------------------------------------------------------------------------
+
+    def prune_memories(
+        self,
+        dry_run: Annotated[bool, Field(description="Only list the expired memories that would be deleted.")] = False,
+        store: StoreArg = None,
+    ) -> CallToolResult:
+        return self._run(
+            lambda: _reply(self.service.prune(store=self._store(store), dry_run=dry_run).map(out.prune_json))
+        )
+
+    def reindex_store(self, store: StoreArg = None) -> CallToolResult:
+        return self._run(lambda: _reply(self.service.reindex(store=self._store(store)).map(out.reindex_json)))
+
+    def list_stores(self) -> CallToolResult:
+        return self._run(lambda: _reply(self.service.list_stores().map(out.stores_json)))
+
+    def create_store(
+        self, name: Annotated[str, Field(description="The new store's name, e.g. 'work-notes'.", min_length=1)]
+    ) -> CallToolResult:
+        return self._run(
+            lambda: _reply(
+                self.service.create_store(name).map(lambda s: {"name": s.name, "memory_count": 0, "created": True})
+            )
+        )
+
+    def create_category(
+        self,
+        path: CategoryArg,
+        description: Annotated[str, Field(description="What belongs here (at most 500 characters).")] = "",
+        store: StoreArg = None,
+    ) -> CallToolResult:
+        return self._run(
+            lambda: _reply(
+                self.service.create_category(path, description=description, store=self._store(store)).map(
+                    out.category_json
+                )
+            )
+        )
+
+    def set_category_description(
+        self,
+        path: CategoryArg,
+        description: Annotated[str, Field(description="The new description (at most 500 characters).")],
+        store: StoreArg = None,
+    ) -> CallToolResult:
+        return self._run(
+            lambda: _reply(
+                self.service.describe_category(path, description, store=self._store(store)).map(out.category_json)
+            )
+        )
+
+    def delete_category(self, path: CategoryArg, store: StoreArg = None) -> CallToolResult:
+        return self._run(
+            lambda: _reply(
+                self.service.delete_category(path, store=self._store(store)).map(
+                    lambda s: {**out.category_json(s), "deleted": True}
+                )
+            )
+        )
+
+    # the namespaced agent tools (spec 003) --------------------------------------------------------
+
+    def manage_memory(
+        self,
+        action: Annotated[
+            Literal["create", "update", "delete"],
+            Field(description="create (give content), update (give id and the full new content) or delete (give id)."),
+        ] = "create",
+        content: Annotated[str | None, Field(description="The memory's text, for create and update.")] = None,
+        id: Annotated[str | None, Field(description="The memory's id, for update and delete.")] = None,
+        namespace: Annotated[
+            list[str] | None,
+            Field(description='The namespace, e.g. ["user", "u-123"]; or give user_id, or org_id and agent_id.'),
+        ] = None,
+        user_id: TenantId = None,
+        org_id: TenantId = None,
+        agent_id: TenantId = None,
+        store: StoreArg = None,
+    ) -> CallToolResult:
+        def step() -> CallToolResult:
+            resolved = resolve_namespace(_template(namespace), _config(user_id, org_id, agent_id))
+            return _text(
+                run_manage(self.service, resolved, content=content, action=action, id=id, store=self._store(store))
+            )
+
+        return self._run(lambda: _agent_step(step))
+
+    def search_memory(
+        self,
+        query: Annotated[str, Field(description="What to look for, in natural language or keywords.")],
+        limit: Annotated[int, Field(ge=1, le=1000, description="Most results to return.")] = 10,
+        offset: Annotated[int, Field(ge=0, description="Results to skip, for paging.")] = 0,
+        filter: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description='Field conditions, e.g. {"category": "preference"} (category = the memory type), '
+                '{"tags": "work"}, {"created_at": {"$gte": "2026-01-01T00:00:00Z"}}; operators $eq $ne $in $gt '
+                "$gte $lt $lte."
+            ),
+        ] = None,
+        namespace: Annotated[
+            list[str] | None,
+            Field(description="The namespace to search (and those below it); or give user_id, or org_id and agent_id."),
+        ] = None,
+        user_id: TenantId = None,
+        org_id: TenantId = None,
+        agent_id: TenantId = None,
+        store: StoreArg = None,
+    ) -> CallToolResult:
+        def step() -> CallToolResult:
+            resolved = resolve_namespace(_template(namespace), _config(user_id, org_id, agent_id))
+            found, _ = run_search(
+                self.service, resolved, query=query, limit=limit, offset=offset, filter=filter, store=self._store(store)
+            )
+            return _text(found)
+
+        return self._run(lambda: _agent_step(step))
+
+
+def _template(namespace: list[str] | None) -> tuple[str, ...] | None:
+    return None if namespace is None else tuple(namespace)
+
+
+def _config(user_id: str | None, org_id: str | None, agent_id: str | None) -> dict[str, str]:
+    given = {"user_id": user_id, "org_id": org_id, "agent_id": agent_id}
+    return {key: value for key, value in given.items() if value is not None}
+
+
+def _agent_step(step: Callable[[], CallToolResult]) -> CallToolResult:
+    try:
+        return step()
+    except ConfigurationError as error:  # a BaseException: caught by name so the server never dies on it
+        return _error(
+            f"INVALID_INPUT: {error} Pass `namespace` (a list of labels), or `user_id`, or `org_id` and `agent_id`."
+        )
+    except MemoryToolError as error:
+        return _error(str(error))
+
+
+# --- argument models for the tools whose wire names are Python keywords (`from`, `global`) ----------
+
+
+class _MoveArguments(ArgModelBase):
+    source: Annotated[str, Field(alias="from", min_length=1, description="The memory's current path or id.")]
+    to: Annotated[str, Field(min_length=1, description="The new path, 'category/…/slug'. It must be free.")]
+    store: StoreArg = None
+    namespace: NamespaceGuard = None
+
+
+class _SearchArguments(ArgModelBase):
+    query: Annotated[str, Field(description="What to look for, in natural language or keywords.")]
+    limit: Annotated[int | None, Field(ge=1, le=1000, description="Most results (default 10).")] = None
+    min_confidence: Annotated[
+        float | None, Field(ge=0.0, le=1.0, description="Confidence floor, 0 to 1 (default 0.3).")
+    ] = None
+    agent: Annotated[str | None, Field(description="Only memories of this agent.")] = None
+    personality: Annotated[str | None, Field(description="Only memories of this personality.")] = None
+    project: Annotated[str | None, Field(description="Only memories of this project.")] = None
+    type: Annotated[str | None, Field(description="Only memories of this type, e.g. 'preference'.")] = None
+    global_: Annotated[
+        bool | None, Field(alias="global", description="true: only global memories; false: only non-global.")
+    ] = None
+    tags: Annotated[list[str] | None, Field(description="Only memories having all these tags.")] = None
+    namespace: Annotated[list[str] | None, Field(description="Only this namespace and those below it.")] = None
+    category: OptionalCategory = None
+    include_expired: IncludeExpired = False
+    mode: Annotated[
+        Literal["hybrid", "semantic", "keyword"],
+        Field(description="hybrid (meaning and keywords, default), semantic (meaning only) or keyword (words only)."),
+    ] = "hybrid"
+    store: StoreArg = None
+
+
+def _model_tool(name: str, model: type[ArgModelBase], run: Callable[[dict[str, Any]], CallToolResult]) -> Tool:
+    def call(**arguments: Any) -> CallToolResult:
+        return run(arguments)
+
+    return Tool(
+        fn=call,
+        name=name,
+        title=None,
+        description=_DESCRIPTIONS[name],
+        parameters=model.model_json_schema(by_alias=True),
+        fn_metadata=FuncMetadata(arg_model=model),
+        is_async=False,
+        context_kwarg=None,
+        annotations=_annotations(name),
+    )
+
+
+_READ_ONLY = {"get_memory", "list_memories", "get_recent_memories", "list_stores", "search_memories", "search_memory"}
+_DESTRUCTIVE = {"remove_memory", "prune_memories", "delete_category", "manage_memory"}
+
+_DESCRIPTIONS: dict[str, str] = {
+    "add_memory": "Create a memory at a path ('category/…/slug'). The store and categories are created if missing. "
+    "Fails with DESTINATION_EXISTS if the path is taken (use update_memory then).",
+    "get_memory": "Read one memory (content and metadata, citations always included) by path or id. "
+    "Expired memories are hidden unless include_expired is true.",
+    "update_memory": "Change a memory's content or metadata by path or id. Omitted fields are kept; "
+    "tags and citations given replace the old ones ([] clears); clear_expiry removes the expiry.",
+    "remove_memory": "Delete a memory for good, by path or id.",
+    "move_memory": "Give a memory a new path. Fails with DESTINATION_EXISTS if the new path is taken.",
+    "reinforce_memory": "Reset the decay of a memory with decay policy 'reinforceable' (it is being used).",
+    "list_memories": "List a category's memories (recursively, newest first) and its direct subcategories with "
+    "counts and descriptions. Omit category for the whole store.",
+    "get_recent_memories": "The most recently updated memories, newest first (limit 1–100, default 5).",
+    "search_memories": "Find memories by meaning and keywords, best first, with optional filters "
+    "(agent, project, type, global, tags, namespace, category). Each hit has similarity, confidence and score.",
+    "prune_memories": "Delete every expired memory of the store for good; dry_run only lists them.",
+    "reindex_store": "Re-embed every memory of the store (after an embedding-model change or hand-edited files).",
+    "list_stores": "Every store with its memory count.",
+    "create_store": "Create an empty store. Fails with DESTINATION_EXISTS if it exists.",
+    "create_category": "Create a category (a no-op if it exists), optionally with a description.",
+    "set_category_description": "Set a category's description (at most 500 characters).",
+    "delete_category": "Delete a non-root category with its subcategories and memories, for good.",
+    "manage_memory": "Create, update or delete a long-term memory in a namespace so it persists across "
+    "conversations. create: give content (the id is returned). update: give id and the full new content. "
+    "delete: give id. Returns 'created memory <id>', 'updated memory <id>' or 'Deleted memory <id>'. "
+    "Give the namespace as `namespace`, or `user_id` (→ ['user', id]), or `org_id` and `agent_id`.",
+    "search_memory": "Search memories in a namespace and those below it, by meaning and keywords. Returns a JSON "
+    "list of {namespace, id, content, metadata, created_at, updated_at, score}. Give the namespace as "
+    "`namespace`, or `user_id`, or `org_id` and `agent_id`.",
+}
+
+TOOL_NAMES = (
+    "add_memory",
+    "get_memory",
+    "update_memory",
+    "remove_memory",
+    "move_memory",
+    "reinforce_memory",
+    "list_memories",
+    "get_recent_memories",
+    "search_memories",
+    "prune_memories",
+    "reindex_store",
+    "list_stores",
+    "create_store",
+    "create_category",
+    "set_category_description",
+    "delete_category",
+    "manage_memory",
+    "search_memory",
+)
+
+
+def _annotations(name: str) -> ToolAnnotations:
+    return ToolAnnotations(read_only_hint=name in _READ_ONLY, destructive_hint=name in _DESTRUCTIVE)
+
+
+def build_mcp_server(service: MemoryService, *, default_store: str) -> MCPServer[Any]:
+    """The MCP server over a ready service; tools without `store` use `default_store`."""
+    tools = _Tools(service, default_store)
+    by_model: dict[str, tuple[type[ArgModelBase], Callable[[dict[str, Any]], CallToolResult]]] = {
+        "move_memory": (_MoveArguments, tools.move_memory),
+        "search_memories": (_SearchArguments, tools.search_memories),
+    }
+    built = [
+        _model_tool(name, *by_model[name])
+        if name in by_model
+        else Tool.from_function(
+            getattr(tools, name), name=name, description=_DESCRIPTIONS[name], annotations=_annotations(name)
+        )
+        for name in TOOL_NAMES
+    ]
+    return _Server(SERVER_NAME, instructions=INSTRUCTIONS, tools=built)
+
+
+def run_mcp(settings: Settings, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765) -> int:
+    """Build the service from the settings, then serve until the client goes away; the exit code."""
+    from entrypoints.bootstrap import build_service
+
+    if transport not in TRANSPORTS:
+        return _startup_failure(invalid_input(f"Unknown transport {transport!r}: use stdio or http."))
+    match build_service(settings):
+        case Success(service):
+            server = build_mcp_server(service, default_store=settings.store)
+        case Failure(error):
+            return _startup_failure(error)
+    try:
+        if transport == "http":
+            server.run("streamable-http", host=host, port=port)
+        else:
+            server.run("stdio")
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _startup_failure(error: DomainError) -> int:
+    sys.stderr.write(json.dumps(out.error_json(error), ensure_ascii=False) + "\n")
+    return 1

@@ -1,0 +1,428 @@
+"""`memory mcp` end to end: the installed command driven by the official MCP client over stdio and HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+import pytest
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult
+
+from tests.e2e.conftest import MEMORY, MemoryCli
+
+pytestmark = [pytest.mark.slow, pytest.mark.server]
+
+EVERY_TOOL = {
+    "add_memory",
+    "get_memory",
+    "update_memory",
+    "remove_memory",
+    "move_memory",
+    "reinforce_memory",
+    "list_memories",
+    "get_recent_memories",
+    "search_memories",
+    "prune_memories",
+    "reindex_store",
+    "list_stores",
+    "create_store",
+    "create_category",
+    "set_category_description",
+    "delete_category",
+    "manage_memory",
+    "search_memory",
+}
+
+
+def server_env(home: Path) -> dict[str, str]:
+    return {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(home),
+        "MEMORY_CONFIG": str(home / "no-config.toml"),
+        "MEMORY_DATA_DIR": str(home / "data"),
+        "MEMORY_BACKEND": "chroma",
+        "ANONYMIZED_TELEMETRY": "False",
+    }
+
+
+class Mcp:
+    """A connected MCP client session, called synchronously through a blocking portal."""
+
+    def __init__(self, portal: BlockingPortal, session: ClientSession) -> None:
+        self.portal = portal
+        self.session = session
+
+    def call(self, name: str, arguments: dict[str, Any] | None = None) -> CallToolResult:
+        return self.portal.call(lambda: self.session.call_tool(name, arguments or {}, read_timeout_seconds=120))
+
+    def ok(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
+        result = self.call(name, arguments)
+        text = result.content[0].text  # type: ignore[union-attr]
+        assert not result.is_error, text
+        return json.loads(text) if text[:1] in "[{" else text
+
+    def fails(self, name: str, arguments: dict[str, Any] | None = None) -> str:
+        result = self.call(name, arguments)
+        text: str = result.content[0].text  # type: ignore[union-attr]
+        assert result.is_error, text
+        return text
+
+
+@asynccontextmanager
+async def stdio_session(params: StdioServerParameters, errlog: TextIO) -> AsyncIterator[ClientSession]:
+    async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+@pytest.fixture(scope="module")
+def mcp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mcp]:
+    """One `memory mcp` process (stdio) for the whole module: each start loads the embedding model."""
+    home = tmp_path_factory.mktemp("mcp-home")
+    params = StdioServerParameters(command=str(MEMORY), args=["mcp"], env=server_env(home))
+    with (
+        (home / "server.log").open("w") as errlog,
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(stdio_session(params, errlog)) as session,
+    ):
+        yield Mcp(portal, session)
+    assert "Traceback" not in (home / "server.log").read_text()
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+# --- the tool list ---------------------------------------------------------------------------------
+
+
+def test_every_tool_is_listed_with_a_description_and_a_schema(mcp: Mcp) -> None:
+    listed = {tool.name: tool for tool in mcp.portal.call(mcp.session.list_tools).tools}
+    assert set(listed) == EVERY_TOOL
+    for tool in listed.values():
+        assert tool.description and len(tool.description) > 20
+        assert tool.input_schema["type"] == "object"
+    assert set(listed["add_memory"].input_schema["required"]) == {"path", "content"}
+    assert {"tags", "expires_at", "citations", "source", "namespace", "store"} <= set(
+        listed["add_memory"].input_schema["properties"]
+    )
+    assert set(listed["move_memory"].input_schema["required"]) == {"from", "to"}
+    assert "global" in listed["search_memories"].input_schema["properties"]
+    assert listed["manage_memory"].input_schema["properties"]["action"]["enum"] == ["create", "update", "delete"]
+    recent_limit = listed["get_recent_memories"].input_schema["properties"]["limit"]
+    assert (recent_limit["minimum"], recent_limit["maximum"], recent_limit["default"]) == (1, 100, 5)
+    assert listed["get_memory"].annotations.read_only_hint is True  # type: ignore[union-attr]
+    assert listed["remove_memory"].annotations.destructive_hint is True  # type: ignore[union-attr]
+
+
+# --- add / get / update / remove / move / reinforce ------------------------------------------------
+
+
+def test_add_creates_store_and_category_and_get_returns_citations(mcp: Mcp) -> None:
+    store = unique("auto")
+    added = mcp.ok(
+        "add_memory",
+        {
+            "path": "Projects/Agent Memory/Types",
+            "content": "Types live in core",
+            "tags": ["arch"],
+            "expires_at": "2099-01-01T00:00:00Z",
+            "citations": ["src/core/types.ts:17", "https://docs.example.com"],
+            "source": "code review",
+            "store": store,
+        },
+    )
+    assert added["path"] == "projects/agent-memory/types" and added["store"] == store
+    assert store in {s["name"] for s in mcp.ok("list_stores")["stores"]}
+    got = mcp.ok("get_memory", {"path_or_id": "projects/agent-memory/types", "store": store})
+    assert got["citations"] == ["src/core/types.ts:17", "https://docs.example.com"]
+    assert (got["tags"], got["source"], got["expires_at"]) == (["arch"], "code review", "2099-01-01T00:00:00Z")
+    assert mcp.ok("get_memory", {"path_or_id": added["id"], "store": store})["id"] == added["id"]
+    listing = mcp.ok("list_memories", {"category": "projects", "store": store})
+    assert [s["path"] for s in listing["subcategories"]] == ["projects/agent-memory"]
+
+
+def test_get_without_citations_has_an_empty_list_and_missing_is_memory_not_found(mcp: Mcp) -> None:
+    path = f"{unique('plain')}/note"
+    mcp.ok("add_memory", {"path": path, "content": "no sources"})
+    assert mcp.ok("get_memory", {"path_or_id": path})["citations"] == []
+    error = mcp.fails("get_memory", {"path_or_id": "notes/x-does-not-exist"})
+    assert error.startswith("MEMORY_NOT_FOUND: Memory not found (path notes/x-does-not-exist)")
+    assert "list_memories" in error
+    taken = mcp.fails("add_memory", {"path": path, "content": "again"})
+    assert taken.startswith("DESTINATION_EXISTS:")
+    assert mcp.fails("add_memory", {"path": "../etc/passwd", "content": "x"}).startswith("INVALID_PATH:")
+
+
+def test_expired_memories_are_hidden_unless_asked(mcp: Mcp) -> None:
+    path = f"{unique('expiry')}/gone"
+    mcp.ok("add_memory", {"path": path, "content": "old news", "expires_at": "2000-01-01T00:00:00Z"})
+    assert mcp.fails("get_memory", {"path_or_id": path}).startswith("MEMORY_EXPIRED:")
+    assert mcp.ok("get_memory", {"path_or_id": path, "include_expired": True})["content"] == "old news"
+
+
+def test_update_content_metadata_expiry_and_citations(mcp: Mcp) -> None:
+    path = f"{unique('upd')}/note"
+    added = mcp.ok(
+        "add_memory",
+        {"path": path, "content": "v1", "citations": ["a.ts:1"], "tags": ["x"], "expires_at": "2099-01-01T00:00:00Z"},
+    )
+    changed = mcp.ok("update_memory", {"path_or_id": path, "content": "v2"})
+    assert changed["content"] == "v2" and changed["updated_at"] > added["updated_at"]
+    assert changed["citations"] == ["a.ts:1"] and changed["tags"] == ["x"]  # omitted keeps
+    tagged = mcp.ok("update_memory", {"path_or_id": path, "tags": ["y", "z"]})
+    assert tagged["tags"] == ["y", "z"] and tagged["content"] == "v2"
+    assert mcp.ok("update_memory", {"path_or_id": path, "clear_expiry": True})["expires_at"] is None
+    assert mcp.ok("update_memory", {"path_or_id": path, "citations": ["new/path.ts:5"]})["citations"] == [
+        "new/path.ts:5"
+    ]
+    assert mcp.ok("update_memory", {"path_or_id": added["id"], "citations": []})["citations"] == []
+    assert mcp.fails("update_memory", {"path_or_id": path}).startswith("INVALID_INPUT: Nothing to update")
+
+
+def test_remove_deletes_for_good(mcp: Mcp) -> None:
+    path = f"{unique('rm')}/note"
+    added = mcp.ok("add_memory", {"path": path, "content": "bye"})
+    assert mcp.ok("remove_memory", {"path_or_id": path}) == {"id": added["id"], "path": path, "removed": True}
+    assert mcp.fails("get_memory", {"path_or_id": added["id"]}).startswith("MEMORY_NOT_FOUND:")
+    assert mcp.fails("remove_memory", {"path_or_id": path}).startswith("MEMORY_NOT_FOUND:")
+
+
+def test_move_gives_a_new_path_and_refuses_a_taken_one(mcp: Mcp) -> None:
+    category = unique("mv")
+    mcp.ok("add_memory", {"path": f"{category}/a", "content": "first"})
+    mcp.ok("add_memory", {"path": f"{category}/b", "content": "second"})
+    moved = mcp.ok("move_memory", {"from": f"{category}/a", "to": f"{category}/c"})
+    assert moved["path"] == f"{category}/c"
+    assert mcp.fails("move_memory", {"from": f"{category}/c", "to": f"{category}/b"}).startswith("DESTINATION_EXISTS:")
+
+
+def test_reinforce_needs_a_reinforceable_memory(mcp: Mcp) -> None:
+    category = unique("rf")
+    added = mcp.ok("add_memory", {"path": f"{category}/used", "content": "x", "decay_policy": "reinforceable"})
+    reinforced = mcp.ok("reinforce_memory", {"id": added["id"]})
+    assert reinforced["last_reinforced_at"] is not None and reinforced["confidence"] == 1.0
+    mcp.ok("add_memory", {"path": f"{category}/fixed", "content": "y"})
+    assert mcp.fails("reinforce_memory", {"id": f"{category}/fixed"}).startswith("INVALID_OPERATION: Stable")
+
+
+# --- list / recent / search / prune / reindex / stores / categories --------------------------------
+
+
+def test_recent_is_newest_first_within_its_limit(mcp: Mcp) -> None:
+    category = unique("recent")
+    for n in range(3):
+        mcp.ok("add_memory", {"path": f"{category}/n{n}", "content": f"note {n}"})
+    recent = mcp.ok("get_recent_memories", {"limit": 2, "category": category})
+    assert [m["path"] for m in recent["memories"]] == [f"{category}/n2", f"{category}/n1"]
+    assert mcp.fails("get_recent_memories", {"limit": 101}).startswith("INVALID_INPUT: limit")
+    assert mcp.fails("list_memories", {"category": unique("nothing")}).startswith("CATEGORY_NOT_FOUND:")
+
+
+def test_search_memories_finds_by_meaning_and_applies_filters(mcp: Mcp) -> None:
+    category = unique("search")
+    mcp.ok("add_memory", {"path": f"{category}/editor", "content": "The user prefers dark mode in every editor"})
+    mcp.ok("add_memory", {"path": f"{category}/city", "content": "The user lives in Lisbon", "tags": ["home"]})
+    found = mcp.ok("search_memories", {"query": "which colour theme does the user like?", "category": category})
+    assert found["results"][0]["path"] == f"{category}/editor"
+    assert {"similarity", "confidence", "score"} <= set(found["results"][0])
+    tagged = mcp.ok("search_memories", {"query": "where does the user live", "tags": ["home"], "global": False})
+    assert [r["path"] for r in tagged["results"]] == [f"{category}/city"]
+    keyword = mcp.ok("search_memories", {"query": "Lisbon", "mode": "keyword", "category": category})
+    assert keyword["results"][0]["path"] == f"{category}/city"
+    assert mcp.fails("search_memories", {"query": "   "}).startswith("INVALID_INPUT:")
+    assert mcp.fails("search_memories", {"query": "x", "min_confidence": 2}).startswith("INVALID_INPUT: min_confidence")
+
+
+def test_prune_lists_then_removes_expired_memories(mcp: Mcp) -> None:
+    store = unique("prune")
+    mcp.ok(
+        "add_memory", {"path": "old/one", "content": "expired", "expires_at": "2001-01-01T00:00:00Z", "store": store}
+    )
+    mcp.ok("add_memory", {"path": "new/one", "content": "fresh", "store": store})
+    dry = mcp.ok("prune_memories", {"dry_run": True, "store": store})
+    assert dry["dry_run"] is True and [p["path"] for p in dry["pruned"]] == ["old/one"]
+    assert mcp.ok("list_memories", {"store": store, "include_expired": True})["count"] == 2
+    assert mcp.ok("prune_memories", {"store": store})["count"] == 1
+    assert mcp.ok("list_memories", {"store": store, "include_expired": True})["count"] == 1
+
+
+def test_reindex_re_embeds_a_store(mcp: Mcp) -> None:
+    store = unique("reindex")
+    mcp.ok("add_memory", {"path": "a/b", "content": "something", "store": store})
+    report = mcp.ok("reindex_store", {"store": store})
+    assert report["store"] == store and report["memory_count"] == 1 and report["embedding_model"]
+    assert mcp.fails("reindex_store", {"store": unique("missing")}).startswith("STORE_NOT_FOUND:")
+
+
+def test_stores_are_listed_and_created(mcp: Mcp) -> None:
+    name = unique("work")
+    assert mcp.ok("create_store", {"name": name}) == {"name": name, "memory_count": 0, "created": True}
+    assert {"name": name, "memory_count": 0} in mcp.ok("list_stores")["stores"]
+    assert mcp.fails("create_store", {"name": name}).startswith("DESTINATION_EXISTS:")
+    assert mcp.fails("create_store", {"name": "Bad Name!"}).startswith("INVALID_INPUT: Invalid store name")
+
+
+def test_categories_are_created_described_and_deleted(mcp: Mcp) -> None:
+    root = unique("cat")
+    created = mcp.ok("create_category", {"path": f"{root}/sub", "description": "things"})
+    assert created == {"path": f"{root}/sub", "memory_count": 0, "description": "things"}
+    described = mcp.ok("set_category_description", {"path": f"{root}/sub", "description": "better"})
+    assert described["description"] == "better"
+    too_long = mcp.fails("set_category_description", {"path": f"{root}/sub", "description": "x" * 501})
+    assert too_long.startswith("INVALID_INPUT:")
+    mcp.ok("add_memory", {"path": f"{root}/sub/note", "content": "inside"})
+    assert mcp.ok("delete_category", {"path": f"{root}/sub"})["deleted"] is True
+    assert mcp.fails("get_memory", {"path_or_id": f"{root}/sub/note"}).startswith("MEMORY_NOT_FOUND:")
+    assert mcp.fails("delete_category", {"path": root}).startswith("INVALID_INPUT:")
+    assert mcp.fails("delete_category", {"path": f"{root}/sub"}).startswith("CATEGORY_NOT_FOUND:")
+    assert mcp.fails("set_category_description", {"path": unique("none"), "description": "d"}).startswith(
+        "CATEGORY_NOT_FOUND:"
+    )
+
+
+# --- bad arguments -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "expected"),
+    [
+        ("get_memory", {"path_or_id": 5}, "INVALID_INPUT: path_or_id"),
+        ("get_memory", {}, "INVALID_INPUT: path_or_id: Field required"),
+        ("add_memory", {"path": "a/b"}, "INVALID_INPUT: content: Field required"),
+        ("add_memory", {"path": "a/b", "content": "x", "tags": "not-a-list"}, "INVALID_INPUT: tags"),
+        ("add_memory", {"path": "a/b", "content": "x", "decay_policy": "forever"}, "INVALID_INPUT: decay_policy"),
+        ("add_memory", {"path": "a/b", "content": "x", "expires_at": "tomorrow"}, "INVALID_INPUT: expires_at"),
+        ("update_memory", {"path_or_id": "a/b", "expires_at": "2026-13-45"}, "INVALID_INPUT: expires_at"),
+        ("get_recent_memories", {"limit": "many"}, "INVALID_INPUT: limit"),
+        ("search_memories", {"query": "x", "global": "sometimes"}, "INVALID_INPUT: global"),
+        ("search_memories", {"query": "x", "mode": "fuzzy"}, "INVALID_INPUT: mode"),
+        ("manage_memory", {"action": "explode", "user_id": "u"}, "INVALID_INPUT: action"),
+        ("search_memory", {"query": "x", "user_id": "u", "filter": {"colour": "red"}}, "INVALID_INPUT: Unknown filter"),
+        ("no_such_tool", {}, "Unknown tool"),
+    ],
+)
+def test_bad_arguments_are_tool_errors_and_the_server_keeps_answering(
+    mcp: Mcp, tool: str, arguments: dict[str, Any], expected: str
+) -> None:
+    assert expected in mcp.fails(tool, arguments)
+    assert "stores" in mcp.ok("list_stores")
+
+
+# --- the namespaced agent tools (spec 003) --------------------------------------------------------------
+
+
+def test_manage_memory_create_update_delete(mcp: Mcp) -> None:
+    user = {"user_id": unique("u")}
+    created = mcp.ok("manage_memory", {"content": "User prefers green tea", **user})
+    assert created.startswith("created memory ")
+    memory_id = created.removeprefix("created memory ")
+    assert mcp.ok("get_memory", {"path_or_id": memory_id})["namespace"] == ["user", user["user_id"]]
+    updated = mcp.ok("manage_memory", {"action": "update", "id": memory_id, "content": "User prefers oolong", **user})
+    assert updated == f"updated memory {memory_id}"
+    assert mcp.ok("manage_memory", {"action": "delete", "id": memory_id, **user}) == f"Deleted memory {memory_id}"
+    assert mcp.fails("manage_memory", {"action": "delete", **user}).startswith("INVALID_INPUT: delete needs the id")
+    assert mcp.fails("manage_memory", {"content": "no tenant"}).startswith("INVALID_INPUT: No namespace")
+
+
+def test_agent_tools_isolate_tenants(mcp: Mcp) -> None:
+    one, two = {"user_id": unique("u1")}, {"user_id": unique("u2")}
+    mine = mcp.ok("manage_memory", {"content": "My favourite fruit is mango", **one}).removeprefix("created memory ")
+    theirs = mcp.ok("manage_memory", {"content": "My favourite fruit is papaya", **two}).removeprefix("created memory ")
+    assert [f["id"] for f in mcp.ok("search_memory", {"query": "favourite fruit", **one})] == [mine]
+    assert [f["id"] for f in mcp.ok("search_memory", {"query": "favourite fruit", **two})] == [theirs]
+    blocked = mcp.fails("manage_memory", {"action": "update", "id": theirs, "content": "hacked", **one})
+    assert blocked.startswith("MEMORY_NOT_FOUND:")
+    assert mcp.fails("manage_memory", {"action": "delete", "id": theirs, **one}).startswith("MEMORY_NOT_FOUND:")
+    assert mcp.ok("get_memory", {"path_or_id": theirs})["content"] == "My favourite fruit is papaya"
+    guarded = mcp.fails("get_memory", {"path_or_id": theirs, "namespace": ["user", one["user_id"]]})
+    assert guarded.startswith("MEMORY_NOT_FOUND:")
+
+
+def test_search_memory_with_namespace_lists_and_org_agents(mcp: Mcp) -> None:
+    org = unique("acme")
+    for agent, text in (("alpha", "Deploys happen on Tuesday"), ("beta", "Deploys need two approvals")):
+        mcp.ok("manage_memory", {"content": text, "org_id": org, "agent_id": agent})
+    whole_org = mcp.ok("search_memory", {"query": "deploys", "namespace": ["org", org]})
+    assert {tuple(f["namespace"]) for f in whole_org} == {("org", org, "alpha"), ("org", org, "beta")}
+    alpha = mcp.ok("search_memory", {"query": "deploys", "org_id": org, "agent_id": "alpha"})
+    assert [f["content"] for f in alpha] == ["Deploys happen on Tuesday"]
+    keys = set(alpha[0])
+    assert keys == {"namespace", "id", "content", "metadata", "created_at", "updated_at", "score"}
+    page = mcp.ok("search_memory", {"query": "deploys", "namespace": ["org", org], "limit": 1, "offset": 1})
+    assert [f["id"] for f in page] == [whole_org[1]["id"]]
+
+
+# --- streamable HTTP --------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()[1].decode()
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    pytest.fail(f"memory mcp --transport http did not listen on {port} within {timeout} s")
+
+
+@asynccontextmanager
+async def http_session(url: str) -> AsyncIterator[ClientSession]:
+    async with streamable_http_client(url) as (read, write, *_), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+def test_streamable_http_transport(tmp_path: Path) -> None:
+    port = free_port()
+    process = subprocess.Popen(
+        [str(MEMORY), "mcp", "--transport", "http", "--port", str(port)],
+        env=server_env(tmp_path),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_for_port(port, process)
+        with (
+            start_blocking_portal() as portal,
+            portal.wrap_async_context_manager(http_session(f"http://127.0.0.1:{port}/mcp")) as session,
+        ):
+            client = Mcp(portal, session)
+            added = client.ok("add_memory", {"path": "notes/over-http", "content": "HTTP works", "citations": ["x"]})
+            assert client.ok("get_memory", {"path_or_id": added["id"]})["citations"] == ["x"]
+            error = client.fails("get_memory", {"path_or_id": "notes/x"})
+            assert error.startswith("MEMORY_NOT_FOUND: Memory not found (path notes/x)")
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=30)
+    assert b"Traceback" not in stderr
+
+
+# --- starting the server --------------------------------------------------------------------------
+
+
+def test_bad_settings_or_transport_fail_as_json_errors_before_serving(cli: MemoryCli) -> None:
+    assert "Unknown backend" in cli.fails("mcp", env={"MEMORY_BACKEND": "punched-cards"})["error"]
+    assert "invalid choice" in cli.fails("mcp", "--transport", "carrier-pigeon")["error"]
+    assert "invalid int value" in cli.fails("mcp", "--transport", "http", "--port", "eighty")["error"]
