@@ -14,7 +14,7 @@ from typing import Any
 
 from adapters.onnx_embedder import DEFAULT_BATCH_SIZE, OnnxMiniLMEmbedder
 
-DEFAULT_DATA = Path("/work/shared/data/locomo-dev.json")
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev.json"
 LONG_MIN_WORDS = 35
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-DATA = Path(os.environ.get("LOCOMO_DATA", "/work/shared/data/locomo-dev.json"))
+DATA = Path(os.environ.get("LOCOMO_DATA", str(Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo-dev.json")))
 CACHE = Path(os.environ.get("RESEARCH_CACHE", "/tmp/research-cache"))
 SITE = Path(np.__file__).resolve().parent.parent  # site-packages of the running venv
 
