@@ -9,7 +9,6 @@ import pathlib
 import socket
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, TypeVar, cast
 from uuid import UUID
@@ -26,6 +25,7 @@ from chromadb.config import Settings
 from chromadb.errors import ChromaError, NotFoundError, UniqueConstraintError
 from returns.result import Failure, Result, Success
 
+from adapters.record_time import iso, micros, parse_iso, required_iso
 from domain.errors import DomainError, ErrorCode, InvalidValue
 from domain.filters import MemoryFilter
 from domain.model import DEFAULT_STORE, DecayPolicy, Memory, check_store_name
@@ -36,8 +36,6 @@ T = TypeVar("T")
 
 STORE_SEPARATOR = "--"  # store names never contain "--" (domain.model.STORE_NAME), so this is reversible
 NAMESPACE_JOIN = "\x1f"  # labels cannot hold control characters (domain.model._label), so joins are unambiguous
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-MICROSECOND = timedelta(microseconds=1)
 NEVER_EXPIRES_US = 2**62  # beyond datetime.max (≈2.5e17 µs): "no expiry" compares later than any moment
 NEXT_SUFFIX = ".next"  # a rebuild in progress; "." never occurs in store names, so names() skips these
 PREV_SUFFIX = ".prev"  # the contents a rebuild is replacing, until the swap is done
@@ -54,28 +52,6 @@ MetadataDict = dict[str, Any]
 
 
 # --- timestamps -------------------------------------------------------------------------------
-
-
-def _micros(moment: datetime) -> int:
-    """Exact integer microseconds since the epoch (Chroma ints are i64, so range filters stay exact)."""
-    return (moment - EPOCH) // MICROSECOND
-
-
-def _iso(moment: datetime | None) -> str:
-    return "" if moment is None else moment.isoformat(timespec="microseconds")
-
-
-def _parse_iso(text: object) -> datetime | None:
-    if not isinstance(text, str):
-        raise ValueError(f"expected an ISO timestamp string, got {text!r}")
-    return None if text == "" else datetime.fromisoformat(text).astimezone(UTC)
-
-
-def _required_iso(text: object) -> datetime:
-    moment = _parse_iso(text)
-    if moment is None:
-        raise ValueError("a required timestamp is empty")
-    return moment
 
 
 # --- Memory <-> Chroma record -----------------------------------------------------------------
@@ -109,15 +85,15 @@ def memory_metadata(memory: Memory) -> MetadataDict:
         "source": memory.source,
         "citations": json.dumps(list(memory.citations), ensure_ascii=False),
         "decay_policy": memory.decay_policy.value,
-        "created_at": _iso(memory.created_at),
-        "updated_at": _iso(memory.updated_at),
-        "last_reinforced_at": _iso(memory.last_reinforced_at),
-        "expires_at": _iso(memory.expires_at),
+        "created_at": iso(memory.created_at),
+        "updated_at": iso(memory.updated_at),
+        "last_reinforced_at": iso(memory.last_reinforced_at),
+        "expires_at": iso(memory.expires_at),
         "deleted": memory.deleted,
-        "deleted_at": _iso(memory.deleted_at),
-        "created_us": _micros(memory.created_at),
-        "anchor_us": _micros(memory.decay_anchor),
-        "expires_us": NEVER_EXPIRES_US if memory.expires_at is None else _micros(memory.expires_at),
+        "deleted_at": iso(memory.deleted_at),
+        "created_us": micros(memory.created_at),
+        "anchor_us": micros(memory.decay_anchor),
+        "expires_us": NEVER_EXPIRES_US if memory.expires_at is None else micros(memory.expires_at),
     }
 
 
@@ -141,8 +117,8 @@ def memory_from_record(memory_id: str, document: str | None, meta: Mapping[str, 
     return Memory(
         id=memory_id,
         content=document if document is not None else "",
-        created_at=_required_iso(meta["created_at"]),
-        updated_at=_required_iso(meta["updated_at"]),
+        created_at=required_iso(meta["created_at"]),
+        updated_at=required_iso(meta["updated_at"]),
         store=str(meta["store"]),
         namespace=_labels(meta.get("namespace", "[]")),
         path=MemoryPath(tuple(path.split("/"))) if path else None,
@@ -155,10 +131,10 @@ def memory_from_record(memory_id: str, document: str | None, meta: Mapping[str, 
         source=str(meta.get("source", "")),
         citations=_labels(meta.get("citations", "[]")),
         decay_policy=DecayPolicy(meta.get("decay_policy", DecayPolicy.STABLE.value)),
-        last_reinforced_at=_parse_iso(meta.get("last_reinforced_at", "")),
-        expires_at=_parse_iso(meta.get("expires_at", "")),
+        last_reinforced_at=parse_iso(meta.get("last_reinforced_at", "")),
+        expires_at=parse_iso(meta.get("expires_at", "")),
         deleted=bool(meta.get("deleted", False)),
-        deleted_at=_parse_iso(meta.get("deleted_at", "")),
+        deleted_at=parse_iso(meta.get("deleted_at", "")),
     )
 
 
@@ -184,13 +160,13 @@ def where_clauses(where: MemoryFilter) -> list[MetadataDict]:
     if not where.include_deleted:
         clauses.append({"deleted": {"$eq": False}})
     if where.alive_at is not None:
-        clauses.append({"expires_us": {"$gt": _micros(where.alive_at)}})
+        clauses.append({"expires_us": {"$gt": micros(where.alive_at)}})
     if where.oldest_anchor is not None:
         clauses.append(
             {
                 "$or": [
                     {"decay_policy": {"$eq": DecayPolicy.STABLE.value}},
-                    {"anchor_us": {"$gte": _micros(where.oldest_anchor)}},
+                    {"anchor_us": {"$gte": micros(where.oldest_anchor)}},
                 ]
             }
         )

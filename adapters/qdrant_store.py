@@ -8,7 +8,6 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, TypeVar
 
@@ -19,6 +18,7 @@ from qdrant_client.common.client_exceptions import QdrantException
 from qdrant_client.http.exceptions import ApiException, ResponseHandlingException, UnexpectedResponse
 from returns.result import Failure, Result, Success
 
+from adapters.record_time import iso, micros, parse_iso, required_iso
 from domain.errors import DomainError, ErrorCode, InvalidValue
 from domain.filters import MemoryFilter
 from domain.model import DEFAULT_STORE, DecayPolicy, Memory, check_store_name
@@ -51,8 +51,6 @@ UNIT_1D = [1.0]
 RECORD_IDS = uuid.UUID("5d0c7f2e-8a43-4b6e-9f51-3c2a1e7d9b04")  # uuid5 namespace of registry point ids
 
 NAMESPACE_JOIN = "\x1f"  # labels cannot hold control characters (domain.model._label), so joins are unambiguous
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-MICROSECOND = timedelta(microseconds=1)
 NEVER_EXPIRES_US = 2**62  # beyond datetime.max (≈2.5e17 µs), inside i64: "no expiry" is later than any moment
 
 SCAN_PAGE = 1000
@@ -79,31 +77,6 @@ INTEGER_FIELDS = ("created_us", "anchor_us", "expires_us")
 
 
 # --- timestamps -------------------------------------------------------------------------------
-
-
-def _micros(moment: datetime) -> int:
-    """Integer microseconds since the epoch.
-
-    Qdrant range bounds are doubles, so filters on these are exact while |µs| < 2**53 (years 1685–2255).
-    """
-    return (moment - EPOCH) // MICROSECOND
-
-
-def _iso(moment: datetime | None) -> str:
-    return "" if moment is None else moment.isoformat(timespec="microseconds")
-
-
-def _parse_iso(text: object) -> datetime | None:
-    if not isinstance(text, str):
-        raise ValueError(f"expected an ISO timestamp string, got {text!r}")
-    return None if text == "" else datetime.fromisoformat(text).astimezone(UTC)
-
-
-def _required_iso(text: object) -> datetime:
-    moment = _parse_iso(text)
-    if moment is None:
-        raise ValueError("a required timestamp is empty")
-    return moment
 
 
 # --- Memory <-> Qdrant point ------------------------------------------------------------------
@@ -137,15 +110,15 @@ def memory_payload(memory: Memory) -> Payload:
         "source": memory.source,
         "citations": list(memory.citations),
         "decay_policy": memory.decay_policy.value,
-        "created_at": _iso(memory.created_at),
-        "updated_at": _iso(memory.updated_at),
-        "last_reinforced_at": _iso(memory.last_reinforced_at),
-        "expires_at": _iso(memory.expires_at),
+        "created_at": iso(memory.created_at),
+        "updated_at": iso(memory.updated_at),
+        "last_reinforced_at": iso(memory.last_reinforced_at),
+        "expires_at": iso(memory.expires_at),
         "deleted": memory.deleted,
-        "deleted_at": _iso(memory.deleted_at),
-        "created_us": _micros(memory.created_at),
-        "anchor_us": _micros(memory.decay_anchor),
-        "expires_us": NEVER_EXPIRES_US if memory.expires_at is None else _micros(memory.expires_at),
+        "deleted_at": iso(memory.deleted_at),
+        "created_us": micros(memory.created_at),
+        "anchor_us": micros(memory.decay_anchor),
+        "expires_us": NEVER_EXPIRES_US if memory.expires_at is None else micros(memory.expires_at),
     }
 
 
@@ -176,8 +149,8 @@ def memory_from_point(point_id: object, payload: Mapping[str, Any] | None) -> Me
     return Memory(
         id=str(point_id),
         content=_text(data, "content"),
-        created_at=_required_iso(data["created_at"]),
-        updated_at=_required_iso(data["updated_at"]),
+        created_at=required_iso(data["created_at"]),
+        updated_at=required_iso(data["updated_at"]),
         store=_text(data, "store"),
         namespace=_labels(data.get("namespace", [])),
         path=MemoryPath(tuple(path.split("/"))) if path else None,
@@ -190,10 +163,10 @@ def memory_from_point(point_id: object, payload: Mapping[str, Any] | None) -> Me
         source=_text(data, "source"),
         citations=_labels(data.get("citations", [])),
         decay_policy=DecayPolicy(data.get("decay_policy", DecayPolicy.STABLE.value)),
-        last_reinforced_at=_parse_iso(data.get("last_reinforced_at", "")),
-        expires_at=_parse_iso(data.get("expires_at", "")),
+        last_reinforced_at=parse_iso(data.get("last_reinforced_at", "")),
+        expires_at=parse_iso(data.get("expires_at", "")),
         deleted=_flag(data, "deleted"),
-        deleted_at=_parse_iso(data.get("deleted_at", "")),
+        deleted_at=parse_iso(data.get("deleted_at", "")),
     )
 
 
@@ -240,13 +213,13 @@ def filter_conditions(where: MemoryFilter) -> list[models.Condition]:
     if not where.include_deleted:
         must.append(_match("deleted", False))
     if where.alive_at is not None:
-        must.append(models.FieldCondition(key="expires_us", range=models.Range(gt=_micros(where.alive_at))))
+        must.append(models.FieldCondition(key="expires_us", range=models.Range(gt=micros(where.alive_at))))
     if where.oldest_anchor is not None:
         must.append(
             models.Filter(
                 should=[
                     _match("decay_policy", DecayPolicy.STABLE.value),
-                    models.FieldCondition(key="anchor_us", range=models.Range(gte=_micros(where.oldest_anchor))),
+                    models.FieldCondition(key="anchor_us", range=models.Range(gte=micros(where.oldest_anchor))),
                 ]
             )
         )
