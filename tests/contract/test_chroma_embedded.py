@@ -11,14 +11,13 @@ import pytest
 from chromadb.config import Settings
 
 import adapters.chroma_store as chroma_store
+from adapters.chroma_records import memory_metadata, to_where
 from adapters.chroma_store import (
     NEXT_SUFFIX,
     PREV_SUFFIX,
     REBUILDING,
     ChromaCatalog,
     ChromaVectorStore,
-    memory_metadata,
-    to_where,
 )
 from domain.errors import ErrorCode
 from domain.filters import MemoryFilter
