@@ -884,8 +884,8 @@ class FilesVectorStore:
     def embedding_model(self) -> Result[str | None, DomainError]:
         return self.index.embedding_model()
 
-    def embeddings(self, ids: Sequence[str]) -> Result[dict[str, Vector], DomainError]:
-        return self.index.embeddings(ids)
+    def similarities(self, embedding: Vector, ids: Sequence[str]) -> Result[dict[str, float], DomainError]:
+        return self.index.similarities(embedding, ids)
 
     # --- plumbing
 

@@ -73,8 +73,8 @@ class InMemoryVectorStore:
     def embedding_model(self) -> Result[str | None, DomainError]:
         return Success(self.model)
 
-    def embeddings(self, ids: Sequence[str]) -> Result[dict[str, Vector], DomainError]:
-        return Success({i: self.records[i][1] for i in ids if i in self.records})
+    def similarities(self, embedding: Vector, ids: Sequence[str]) -> Result[dict[str, float], DomainError]:
+        return Success({i: _cosine(embedding, self.records[i][1]) for i in ids if i in self.records})
 
     def rebuild(
         self, memories: Sequence[Memory], embeddings: Sequence[Vector], embedding_model: str

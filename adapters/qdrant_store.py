@@ -19,6 +19,7 @@ from qdrant_client.http.exceptions import ApiException, ResponseHandlingExceptio
 from returns.result import Failure, Result, Success
 
 from adapters.record_time import iso, micros, parse_iso, required_iso
+from adapters.vector_math import cosines
 from domain.errors import DomainError, ErrorCode, InvalidValue
 from domain.filters import MemoryFilter
 from domain.model import DEFAULT_STORE, DecayPolicy, Memory, check_store_name
@@ -584,21 +585,21 @@ class QdrantVectorStore:
     def embedding_model(self) -> Result[str | None, DomainError]:
         return Success(self.model)
 
-    def embeddings(self, ids: Sequence[str]) -> Result[dict[str, Vector], DomainError]:
-        """The stored dense vectors of these ids, unknown ids left out."""
+    def similarities(self, embedding: Vector, ids: Sequence[str]) -> Result[dict[str, float], DomainError]:
+        """Cosine of `embedding` against the stored dense vectors of these ids, unknown ids left out."""
         if not ids:
             return Success({})
         retrieve = partial(self.client.retrieve, self.collection, ids=point_ids(ids), with_vectors=[DENSE])
 
-        def vectors(points: Any) -> dict[str, Vector]:
+        def scored(points: Any) -> dict[str, float]:
             found: dict[str, Vector] = {}
             for point in points:
                 vector = point.vector.get(DENSE) if isinstance(point.vector, dict) else point.vector
                 if vector is not None:
                     found[str(point.id)] = list(vector)
-            return found
+            return cosines(embedding, found)
 
-        return self.boundary.run("read vectors", retrieve).map(vectors)
+        return self.boundary.run("read vectors", retrieve).map(scored)
 
     # --- helpers
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 
@@ -17,12 +16,6 @@ class SearchMode(StrEnum):
     HYBRID = "hybrid"
     SEMANTIC = "semantic"
     KEYWORD = "keyword"
-
-
-def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0
 
 
 def dense_score(

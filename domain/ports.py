@@ -73,8 +73,11 @@ class VectorStore(Protocol):
 
     def embedding_model(self) -> Result[str | None, DomainError]: ...
 
-    def embeddings(self, ids: Sequence[str]) -> Result[dict[str, Vector], DomainError]:
-        """The stored vectors of the given ids (unknown ids omitted), to score keyword-only hits."""
+    def similarities(self, embedding: Vector, ids: Sequence[str]) -> Result[dict[str, float], DomainError]:
+        """1 − cosine distance between `embedding` and each given id's stored vector (unknown ids omitted).
+
+        Scores keyword-only hits and thread neighbours on the dense side, as `query` would have.
+        """
         ...
 
     def rebuild(

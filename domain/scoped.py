@@ -14,7 +14,7 @@ from domain.commands import CreateMemory, SearchMemories
 from domain.decay import oldest_anchor_for
 from domain.errors import DomainError, ErrorCode, InvalidValue, invalid_input
 from domain.filters import MemoryFilter
-from domain.hybrid import DEPTH, SearchMode, cosine, fuse
+from domain.hybrid import DEPTH, SearchMode, fuse
 from domain.model import (
     DecayPolicy,
     Memory,
@@ -182,10 +182,8 @@ class ScopedUseCases(UseCaseBase):
 
         def score(links: dict[str, tuple[str | None, str | None]]) -> Result[SearchResults, DomainError]:
             wanted = {n for i in candidates for n in links.get(i, (None, None)) if n} | set(candidates)
-            return store.embeddings([i for i in wanted if i not in similarity]).map(
-                lambda vectors: self._results(
-                    plan, memories, candidates, similarity | _cosines(vector, vectors), keyword, links
-                )
+            return store.similarities(vector, [i for i in wanted if i not in similarity]).map(
+                lambda scored: self._results(plan, memories, candidates, similarity | scored, keyword, links)
             )
 
         exhausted = len(pairs) < depth and len(keyword) < depth
@@ -322,7 +320,3 @@ def parse_mode(raw: str) -> SearchMode:
     except ValueError:
         names = ", ".join(m.value for m in SearchMode)
         raise InvalidValue(f"Unknown search mode {raw!r}: use one of {names}.") from None
-
-
-def _cosines(query: Vector, vectors: dict[str, Vector]) -> dict[str, float]:
-    return {memory_id: cosine(query, vector) for memory_id, vector in vectors.items()}

@@ -616,16 +616,24 @@ class VectorStoreContract:
         assert_scan_matches(loaded, after, MemoryFilter(tags=memory.tags[:1], include_deleted=True))
         assert ok(loaded.count()) == len(pairs)
 
-    def test_embeddings_returns_stored_vectors_and_omits_unknown_ids(
+    def test_similarities_score_stored_vectors_and_omit_unknown_ids(
         self, loaded: VectorStore, pairs: list[tuple[Memory, list[float]]]
     ) -> None:
-        chosen = pairs[:3]
+        chosen = pairs[:4]
         unknown = "00000000-0000-4000-8000-000000000000"
-        found = ok(loaded.embeddings([m.id for m, _ in chosen] + [unknown]))
+        probe = probes()[0]
+        found = ok(loaded.similarities(probe, [m.id for m, _ in chosen] + [unknown]))
         assert set(found) == {m.id for m, _ in chosen}
         for memory, vector in chosen:
-            assert cosine(found[memory.id], vector) == pytest.approx(1.0, abs=SIMILARITY_TOLERANCE)
-        assert ok(loaded.embeddings([])) == {}
+            assert found[memory.id] == pytest.approx(cosine(probe, vector), abs=SIMILARITY_TOLERANCE)
+        assert ok(loaded.similarities(probe, [])) == {}
+
+    def test_similarities_agree_with_query(self, loaded: VectorStore, pairs: list[tuple[Memory, list[float]]]) -> None:
+        probe = probes()[1]
+        hits = ok(loaded.query(probe, MemoryFilter(include_deleted=True), 5))
+        found = ok(loaded.similarities(probe, [m.id for m, _ in hits]))
+        for memory, similarity in hits:
+            assert found[memory.id] == pytest.approx(similarity, abs=SIMILARITY_TOLERANCE)
 
     def test_remove_deletes_for_good(self, loaded: VectorStore, pairs: list[tuple[Memory, list[float]]]) -> None:
         gone = [m.id for m, _ in pairs[:5]]
