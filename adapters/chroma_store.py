@@ -31,6 +31,8 @@ from adapters.chroma_records import (
     similarity_from_distance,
     to_where,
 )
+from adapters.vector_math import cosines
+from adapters.vector_mirror import VectorMirror
 from domain.errors import DomainError, ErrorCode, InvalidValue
 from domain.filters import MemoryFilter
 from domain.model import DEFAULT_STORE, Memory, check_store_name
@@ -51,6 +53,8 @@ CONNECT_TIMEOUT_S = 3.0
 LOCK_FILE = ".agent-memory.lock"  # an embedded data directory's lock, held around every operation on it
 GENERATION_FILE = ".agent-memory.generation"  # how many writes the data directory has seen (see _Session)
 LOCK_TIMEOUT_S = 60.0
+MIRROR_LIMIT = 200_000  # the most records an embedded store mirrors in process (about 1.6 KB of RAM each at 384-d)
+MIRROR_AFTER_SEARCHES = 2  # a store is mirrored at its second search since the last foreign write (see query)
 
 
 # --- the error boundary -----------------------------------------------------------------------
@@ -195,6 +199,10 @@ class _Session:
     _client: ClientAPI | None = field(default=None, init=False)
     _collections: dict[str, Collection] = field(factory=dict, init=False)  # by name, until a write or reload
     _seen: int | None = field(default=None, init=False)  # the generation the client has read up to
+    # per collection id: the in-process mirror of its records, and the searches Chroma answered for it, both
+    # valid only while no other process has written (dropped by _reset); see ChromaVectorStore.query
+    mirrors: dict[UUID, VectorMirror] = field(factory=dict, init=False)
+    searches: dict[UUID, int] = field(factory=dict, init=False)
     _mutex: threading.RLock = field(factory=threading.RLock, init=False)  # this process's threads take turns
     _lock: filelock.FileLock | None = field(default=None, init=False)
 
@@ -283,6 +291,8 @@ class _Session:
     def _reset(self) -> None:
         client, self._client = self._client, None
         self._collections.clear()
+        self.mirrors.clear()
+        self.searches.clear()
         if client is None:  # nothing read yet: a first client reads from disk anyway
             return
         # chromadb 1.5.9 may raise AttributeError('bindings') while stopping a System (chromadb/api/rust.py
@@ -371,10 +381,20 @@ class ChromaVectorStore:
     space: str = "cosine"
     model: str | None = None
     dimension: int | None = None
+    mirror_limit: int = MIRROR_LIMIT  # 0: never mirror, every search goes to Chroma
+    mirror_after_searches: int = MIRROR_AFTER_SEARCHES
     _collection_id: UUID | None = None
 
     @classmethod
-    def over(cls, session: _Session, collection: Collection, boundary: Boundary, batch_size: int) -> ChromaVectorStore:
+    def over(
+        cls,
+        session: _Session,
+        collection: Collection,
+        boundary: Boundary,
+        batch_size: int,
+        mirror_limit: int = 0,
+        mirror_after_searches: int = MIRROR_AFTER_SEARCHES,
+    ) -> ChromaVectorStore:
         """The store over an existing collection, reading its space, model and dimension."""
         return cls(
             session=session,
@@ -384,6 +404,8 @@ class ChromaVectorStore:
             space=_space(collection),
             model=_recorded_model(collection),
             dimension=_recorded_dimension(collection),
+            mirror_limit=mirror_limit,
+            mirror_after_searches=mirror_after_searches,
             collection_id=collection.id,
         )
 
@@ -413,8 +435,10 @@ class ChromaVectorStore:
             for batch in _chunks(pairs, self.batch_size):
                 written = self._upsert(collection, [m for m, _ in batch], [v for _, v in batch])
                 if isinstance(written, Failure):
-                    return written
-            return Success(None)
+                    return self._mirror_written(collection, written, None)
+            return self._mirror_written(
+                collection, Success(None), lambda mirror: mirror.upsert([m for m, _ in pairs], [v for _, v in pairs])
+            )
 
         return self._on_collection("write memories", write, write=True)
 
@@ -422,7 +446,11 @@ class ChromaVectorStore:
         return self._on_collection(
             "write memories",
             lambda collection: self._check_dimension([embedding]).bind(
-                lambda _: self._upsert(collection, [memory], [list(embedding)])
+                lambda _: self._mirror_written(
+                    collection,
+                    self._upsert(collection, [memory], [list(embedding)]),
+                    lambda mirror: mirror.upsert([memory], [embedding]),
+                )
             ),
             write=True,
         )
@@ -452,12 +480,12 @@ class ChromaVectorStore:
             for batch in _chunks(same, self.batch_size):
                 written = self._update_fields(collection, batch)
                 if isinstance(written, Failure):
-                    return written
+                    return self._mirror_written(collection, written, None)
             for batch in _chunks(changed, self.batch_size):
                 written = self._update_content(collection, batch)
                 if isinstance(written, Failure):
-                    return written
-            return Success(None)
+                    return self._mirror_written(collection, written, None)
+            return self._mirror_written(collection, Success(None), lambda mirror: mirror.update(list(latest.values())))
 
         return self._on_collection("update memories", update, write=True)
 
@@ -470,8 +498,8 @@ class ChromaVectorStore:
             for batch in _chunks(unique, self.batch_size):
                 done = self.boundary.run("delete memories", partial(collection.delete, ids=list(batch)))
                 if isinstance(done, Failure):
-                    return done
-            return Success(None)
+                    return self._mirror_written(collection, done, None)
+            return self._mirror_written(collection, Success(None), lambda mirror: mirror.remove(unique))
 
         return self._on_collection("delete memories", delete, write=True)
 
@@ -507,6 +535,9 @@ class ChromaVectorStore:
         unique = list(dict.fromkeys(ids))
 
         def read(collection: Collection) -> Result[dict[str, Memory], DomainError]:
+            mirror = self.session.mirrors.get(collection.id)
+            if mirror is not None:
+                return Success({memory.id: memory for memory in mirror.get(unique)})
             found: dict[str, Memory] = {}
             for batch in _chunks(unique, self.batch_size):
                 page = self.boundary.run(
@@ -522,12 +553,15 @@ class ChromaVectorStore:
             return Success([])
         return self._on_collection("read memories", read).map(lambda found: [found[i] for i in ids if i in found])
 
-    def embeddings(self, ids: Sequence[str]) -> Result[dict[str, Vector], DomainError]:
-        """The stored vectors of these ids, unknown ids left out."""
+    def similarities(self, embedding: Vector, ids: Sequence[str]) -> Result[dict[str, float], DomainError]:
+        """Cosine of `embedding` against the stored vectors of these ids, unknown ids left out."""
         unique = list(dict.fromkeys(ids))
 
-        def read(collection: Collection) -> Result[dict[str, Vector], DomainError]:
-            vectors: dict[str, Vector] = {}
+        def read(collection: Collection) -> Result[dict[str, float], DomainError]:
+            mirror = self.session.mirrors.get(collection.id)
+            if mirror is not None:
+                return Success(mirror.similarities(embedding, unique))
+            vectors: dict[str, Any] = {}
             for batch in _chunks(unique, self.batch_size):
                 page = self.boundary.run(
                     "read vectors", partial(collection.get, ids=list(batch), include=["embeddings"])
@@ -536,11 +570,8 @@ class ChromaVectorStore:
                     return page
                 found = page.unwrap()
                 stored = found["embeddings"] if found["embeddings"] is not None else []
-                vectors.update(
-                    (memory_id, [float(x) for x in vector])
-                    for memory_id, vector in zip(found["ids"], stored, strict=False)
-                )
-            return Success(vectors)
+                vectors.update(zip(found["ids"], stored, strict=False))
+            return Success(cosines(embedding, vectors))
 
         if not unique:
             return Success({})
@@ -549,15 +580,26 @@ class ChromaVectorStore:
     def query(
         self, embedding: Vector, where: MemoryFilter, limit: int
     ) -> Result[list[tuple[Memory, float]], DomainError]:
-        """One Chroma query: the filter is applied by Chroma before ranking; at most `limit` pairs, best first."""
+        """The `limit` nearest memories `where` keeps, best first: from the mirror when there is one, else Chroma.
+
+        Embedded stores are mirrored in process (adapters.vector_mirror) at their MIRROR_AFTER_SEARCHES-th
+        search since another process last wrote: a process that searches once (a CLI call) never pays
+        for reading the whole collection; a server or an agent loop pays once, then searches in numpy.
+        """
         if limit < 1:
             return Success([])
-        clause = to_where(where)
 
-        def search(collection: Collection) -> Result[tuple[Any, str], DomainError]:
+        def search(collection: Collection) -> Result[list[tuple[Memory, float]], DomainError]:
             checked = self._check_dimension([embedding])
             if isinstance(checked, Failure):
                 return checked
+            mirrored = self._mirrored(collection)
+            if isinstance(mirrored, Failure):
+                return mirrored
+            mirror = mirrored.unwrap()
+            if mirror is not None:
+                return Success(mirror.query(embedding, where, limit))
+            clause = to_where(where)
             return self.boundary.run(
                 "search memories",
                 lambda: collection.query(
@@ -566,9 +608,9 @@ class ChromaVectorStore:
                     where=cast(Any, clause),
                     include=["documents", "metadatas", "distances"],
                 ),
-            ).map(lambda result: (result, self.space))
+            ).bind(lambda result: self._ranked(result, self.space, limit))
 
-        return self._on_collection("search memories", search).bind(lambda answer: self._ranked(*answer, limit))
+        return self._on_collection("search memories", search)
 
     def scan(self, where: MemoryFilter) -> Result[list[Memory], DomainError]:
         """Every memory the filter keeps, read in pages of SCAN_PAGE."""
@@ -631,6 +673,64 @@ class ChromaVectorStore:
             self.space, self.model = _space(collection), _recorded_model(collection)
             self.dimension, self._collection_id = _recorded_dimension(collection), collection.id
         return Success(collection)
+
+    def _mirrored(self, collection: Collection) -> Result[VectorMirror | None, DomainError]:
+        """The collection's current mirror; built now when this is a repeated search of an embedded store."""
+        mirror = self.session.mirrors.get(collection.id)
+        if mirror is not None or self.session.directory is None or self.mirror_limit <= 0:
+            return Success(mirror)
+        searches = self.session.searches.get(collection.id, 0) + 1
+        self.session.searches[collection.id] = searches
+        if searches < self.mirror_after_searches:
+            return Success(None)
+        return self._build_mirror(collection)
+
+    def _build_mirror(self, collection: Collection) -> Result[VectorMirror | None, DomainError]:
+        """Read the whole collection into a mirror (None when it is too large or its dimension is unknown)."""
+        counted = self.boundary.run("count memories", collection.count)
+        if isinstance(counted, Failure):
+            return counted
+        if counted.unwrap() > self.mirror_limit:
+            return Success(None)
+        memories: list[Memory] = []
+        vectors: list[Any] = []
+        offset = 0
+        while True:
+            page = self.boundary.run(
+                "read the store into memory",
+                partial(
+                    collection.get, limit=SCAN_PAGE, offset=offset, include=["embeddings", "documents", "metadatas"]
+                ),
+            )
+            if isinstance(page, Failure):
+                return page
+            found = page.unwrap()
+            built = self._memories(found)
+            if isinstance(built, Failure):
+                return built
+            memories.extend(built.unwrap())
+            vectors.extend(found["embeddings"] if found["embeddings"] is not None else [])
+            if len(found["ids"]) < SCAN_PAGE:
+                break
+            offset += SCAN_PAGE
+        dimension = self.dimension or (len(vectors[0]) if vectors else None)
+        if dimension is None or len(vectors) != len(memories):
+            return Success(None)
+        mirror = VectorMirror.of(dimension, memories, vectors)
+        self.session.mirrors[collection.id] = mirror
+        return Success(mirror)
+
+    def _mirror_written(
+        self,
+        collection: Collection,
+        written: Result[None, DomainError],
+        change: Callable[[VectorMirror], bool | None] | None,
+    ) -> Result[None, DomainError]:
+        """Apply a finished write to the collection's mirror; a failed (maybe partial) write drops it."""
+        mirror = self.session.mirrors.get(collection.id)
+        if mirror is not None and (isinstance(written, Failure) or change is None or change(mirror) is False):
+            del self.session.mirrors[collection.id]
+        return written
 
     def _check_dimension(self, vectors: Sequence[Vector]) -> Result[None, DomainError]:
         for vector in vectors:
@@ -721,6 +821,7 @@ class ChromaVectorStore:
         doing = f"swap in the rebuilt collection '{self.name}'"
 
         def swap(client: ClientAPI, current: Collection) -> None:
+            self.session.mirrors.pop(current.id, None)
             replacement = client.get_collection(staged.name, embedding_function=None)
             _drop(client, previous_name)
             current.modify(name=previous_name)
@@ -917,6 +1018,8 @@ class ChromaCatalog:
     collection: str = "memories"
     embedder_name: str
     dimension: int
+    mirror_limit: int = MIRROR_LIMIT  # see ChromaVectorStore.query; 0 sends every search to Chroma
+    mirror_after_searches: int = MIRROR_AFTER_SEARCHES
     _session: _Session | None = field(default=None, init=False, repr=False)
     _stores: dict[str, ChromaVectorStore] = field(factory=dict, init=False, repr=False)
 
@@ -1041,6 +1144,8 @@ class ChromaCatalog:
             )
             if isinstance(batch, Failure):
                 return batch
-            store = ChromaVectorStore.over(self.session, collection, self.boundary, batch.unwrap())
+            store = ChromaVectorStore.over(
+                self.session, collection, self.boundary, batch.unwrap(), self.mirror_limit, self.mirror_after_searches
+            )
             self._stores[name] = store
         return Success(store)

@@ -69,6 +69,33 @@ def test_a_long_lived_catalog_sees_another_process_s_writes_without_reopening(tm
     assert ok(categories.describe_all()) == {"projects/alpha": "written elsewhere"}
 
 
+def test_a_mirrored_store_sees_its_own_writes_and_drops_its_mirror_on_another_process_s(tmp_path: Path) -> None:
+    catalog = attrs.evolve(embedded(tmp_path), mirror_after_searches=1)
+    store = ok(catalog.open("default", create=True))
+    mine, theirs, later = sample(5, seed=1), sample(5, seed=2), sample(5, seed=3)
+    ok(store.add([m for m, _ in mine], [v for _, v in mine]))
+    renamed = MemoryFilter(include_deleted=True, agent="renamed")
+    assert ok(store.query(mine[0][1], renamed, 3)) == []  # builds the mirror and its mask for this agent
+    mirror = catalog.session.mirrors[store.collection.id]
+    assert len(mirror) == 5
+
+    ok(store.add([m for m, _ in later], [v for _, v in later]))  # applied to the mirror, not re-read
+    ok(store.update_metadata([attrs.evolve(mine[0][0], agent="renamed")]))
+    ok(store.remove([mine[1][0].id]))
+    assert catalog.session.mirrors[store.collection.id] is mirror and len(mirror) == 9
+    (best, _), *_ = ok(store.query(later[2][1], EVERYTHING, 1))
+    assert best == later[2][0]
+    assert [m.agent for m in ok(store.get([mine[0][0].id]))] == ["renamed"]
+    assert [m.id for m, _ in ok(store.query(mine[0][1], renamed, 3))] == [mine[0][0].id]
+    assert mine[1][0].id not in {m.id for m, _ in ok(store.query(mine[1][1], EVERYTHING, 20))}
+
+    other_process("add", str(tmp_path), "2", "5")
+    (best, similarity), *_ = ok(store.query(theirs[0][1], EVERYTHING, 1))
+    assert best == theirs[0][0] and similarity == pytest.approx(1.0, abs=1e-5)
+    assert catalog.session.mirrors[store.collection.id] is not mirror  # read again from disk
+    assert len(catalog.session.mirrors[store.collection.id]) == 14
+
+
 def test_a_write_after_another_process_s_writes_keeps_them(tmp_path: Path) -> None:
     catalog = embedded(tmp_path)
     store = ok(catalog.open("default", create=True))
@@ -205,7 +232,8 @@ def main(command: str, path: str, *args: str) -> None:
     elif command == "dump":
         store = ok(catalog.open("default", create=False))
         memories = ok(store.scan(EVERYTHING))
-        vectors = ok(store.embeddings([m.id for m in memories]))
+        stored = store.collection.get(ids=[m.id for m in memories], include=["embeddings"])
+        vectors = dict(zip(stored["ids"], [list(v) for v in stored["embeddings"]], strict=True))
         nearest = [hit.id for m in memories for hit, _ in ok(store.query(vectors[m.id], EVERYTHING, 1))]
         agents = {m.id: m.agent for m in memories}
         contents = {m.id: m.content for m in memories}

@@ -54,6 +54,22 @@ class TestChromaEmbedded(VectorStoreContract):
         return attrs.evolve(catalog)
 
 
+class TestChromaEmbeddedWithoutMirror(TestChromaEmbedded):
+    """Every search answered by Chroma's own filtered query."""
+
+    @pytest.fixture
+    def catalog(self, tmp_path: Path) -> StoreCatalog:
+        return attrs.evolve(embedded(tmp_path / "chroma"), mirror_limit=0)
+
+
+class TestChromaEmbeddedMirrored(TestChromaEmbedded):
+    """Every search answered by the in-process mirror (adapters.vector_mirror), built at the first search."""
+
+    @pytest.fixture
+    def catalog(self, tmp_path: Path) -> StoreCatalog:
+        return attrs.evolve(embedded(tmp_path / "chroma"), mirror_after_searches=1)
+
+
 def raw_client(path: Path) -> chromadb.api.ClientAPI:
     return chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
 
