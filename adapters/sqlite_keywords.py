@@ -17,6 +17,7 @@ from domain.ports import KeywordEntry
 T = TypeVar("T")
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 NEIGHBOUR_WEIGHT = 0.5  # bm25 column weight of the previous and next memories' words (own words: 1.0)
+ID_BATCH = 500  # ids per `IN (…)` lookup, well under SQLite's bound-parameter limit
 
 # English function words: they match nearly every memory and only dilute bm25 ranking
 STOP_WORDS = frozenset(
@@ -351,9 +352,10 @@ class SqliteKeywordIndex:
         def find(connection: sqlite3.Connection) -> list[tuple[str, float]]:
             table = self._ensure(connection, store)
             weight = NEIGHBOUR_WEIGHT
-            rows = connection.execute(
-                f"SELECT l.id, bm25({table}, 1.0, {weight}, {weight}) AS rank FROM {table} "
-                f"JOIN {table}_links AS l ON l.row = {table}.rowid WHERE {table} MATCH ? ORDER BY rank LIMIT ?",
+            rows = connection.execute(  # rank first, then join only the best `limit` rows to their ids
+                f"SELECT l.id, hit.rank FROM (SELECT rowid, bm25({table}, 1.0, {weight}, {weight}) AS rank "
+                f"FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?) AS hit "
+                f"JOIN {table}_links AS l ON l.row = hit.rowid ORDER BY hit.rank",
                 (expression, limit),
             ).fetchall()
             if not rows or -rows[0][1] <= 0:
@@ -369,11 +371,15 @@ class SqliteKeywordIndex:
         def find(connection: sqlite3.Connection) -> dict[str, tuple[str | None, str | None]]:
             table = self._ensure(connection, store)
             found: dict[str, tuple[str | None, str | None]] = {}
-            for memory_id in ids:
-                links = self._links(connection, table, memory_id)
-                if links is not None:
-                    found[memory_id] = links
-            return found
+            unique = list(dict.fromkeys(ids))
+            for start in range(0, len(unique), ID_BATCH):
+                batch = unique[start : start + ID_BATCH]
+                marks = ",".join("?" * len(batch))
+                rows = connection.execute(
+                    f"SELECT id, prev_id, next_id FROM {table}_links WHERE id IN ({marks})", batch
+                ).fetchall()
+                found.update((str(i), (before, after)) for i, before, after in rows)
+            return {memory_id: found[memory_id] for memory_id in ids if memory_id in found}
 
         return self._run("reading neighbours", find, write=False)
 
