@@ -107,8 +107,8 @@ def run_manage(
         command = UpdateMemory(ref=ref, content=content, namespace=namespace, store=store)
         view = _guarded(service.update(command), ref, namespace)
         return f"updated memory {view.memory.id}"
-    removed = _guarded(service.remove(ref, store=store, namespace=namespace), ref, namespace)
-    return f"Deleted memory {removed.id}"
+    deleted = _guarded(service.delete(ref, store=store, namespace=namespace), ref, namespace)  # soft (decision 13)
+    return f"Deleted memory {deleted.id}"
 
 
 def _check_action(action: str, permitted: Sequence[str]) -> None:
@@ -460,7 +460,7 @@ def create_manage_memory_tool(
 
     `namespace` is a template like ("{user_id}", "memories"); without one, config["user_id"] gives
     ("user", id) and config["org_id"] + config["agent_id"] give ("org", org, agent) (decision 18).
-    Delete removes the memory for good.
+    Delete is the soft delete of spec 001 (decision 13): the memory never surfaces again but stays stored.
     """
     permitted = tuple(actions_permitted)
     if not permitted:

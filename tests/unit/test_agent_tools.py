@@ -73,11 +73,15 @@ def test_update_returns_updated_memory_and_changes_the_content(manage: MemoryToo
     assert stored(service, memory_id).content == "User likes coffee"
 
 
-def test_delete_returns_deleted_memory_and_removes_it_for_good(manage: MemoryTool, service: MemoryService) -> None:
-    memory_id = created_id(manage(content="temporary", config=U1))
+def test_delete_is_the_soft_delete(manage: MemoryTool, search: MemoryTool, service: MemoryService) -> None:
+    memory_id = created_id(manage(content="temporary parking spot B7", config=U1))
     assert manage(action="delete", id=memory_id, config=U1) == f"Deleted memory {memory_id}"
     assert service.get(memory_id).failure().code.value == "MEMORY_NOT_FOUND"
-    with pytest.raises(ValueError, match="MEMORY_NOT_FOUND"):
+    assert "B7" not in search(query="parking spot B7", config=U1)
+    store = service.catalog.open("default", create=False).unwrap()
+    (kept,) = store.get([memory_id]).unwrap()  # still stored, flagged (decision 13)
+    assert kept.deleted and kept.deleted_at is not None
+    with pytest.raises(ValueError, match="INVALID_OPERATION"):
         manage(action="delete", id=memory_id, config=U1)
 
 
