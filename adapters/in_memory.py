@@ -14,7 +14,7 @@ from domain.errors import DomainError, ErrorCode
 from domain.filters import MemoryFilter
 from domain.model import Memory
 from domain.paths import CategoryPath
-from domain.ports import KeywordEntry, Vector
+from domain.ports import THREAD_JOIN, KeywordEntry, Vector
 
 
 def _cosine(a: Vector, b: Vector) -> float:
@@ -199,8 +199,14 @@ class InMemoryKeywordIndex:
             found[memory_id] = (order[at - 1] if at > 0 else None, order[at + 1] if at + 1 < len(order) else None)
         return Success(found)
 
-    def search(self, store: str, query: str, limit: int) -> Result[list[tuple[str, float]], DomainError]:
-        texts = {i: set(_WORD.findall(e.text.lower())) for i, e in self.entries.get(store, {}).items()}
+    def search(
+        self, store: str, query: str, limit: int, *, thread_prefix: str | None = None
+    ) -> Result[list[tuple[str, float]], DomainError]:
+        texts = {
+            i: set(_WORD.findall(e.text.lower()))
+            for i, e in self.entries.get(store, {}).items()
+            if thread_prefix is None or e.thread == thread_prefix or e.thread.startswith(thread_prefix + THREAD_JOIN)
+        }
         words = set(_WORD.findall(query.lower()))
         total = len(texts) or 1
         weight = {w: math.log(1 + total / (1 + sum(w in d for d in texts.values()))) for w in words}

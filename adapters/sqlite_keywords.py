@@ -12,7 +12,7 @@ from typing import TypeVar
 from returns.result import Failure, Result, Success
 
 from domain.errors import DomainError, ErrorCode
-from domain.ports import KeywordEntry
+from domain.ports import THREAD_JOIN, KeywordEntry
 
 T = TypeVar("T")
 TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -344,7 +344,9 @@ class SqliteKeywordIndex:
 
         return self._run("removing", delete, write=True)
 
-    def search(self, store: str, query: str, limit: int) -> Result[list[tuple[str, float]], DomainError]:
+    def search(
+        self, store: str, query: str, limit: int, *, thread_prefix: str | None = None
+    ) -> Result[list[tuple[str, float]], DomainError]:
         expression = match_expression(query)
         if not expression:
             return Success([])
@@ -352,12 +354,21 @@ class SqliteKeywordIndex:
         def find(connection: sqlite3.Connection) -> list[tuple[str, float]]:
             table = self._ensure(connection, store)
             weight = NEIGHBOUR_WEIGHT
-            rows = connection.execute(  # rank first, then join only the best `limit` rows to their ids
-                f"SELECT l.id, hit.rank FROM (SELECT rowid, bm25({table}, 1.0, {weight}, {weight}) AS rank "
-                f"FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?) AS hit "
-                f"JOIN {table}_links AS l ON l.row = hit.rowid ORDER BY hit.rank",
-                (expression, limit),
-            ).fetchall()
+            rank = f"bm25({table}, 1.0, {weight}, {weight})"
+            if thread_prefix is None:  # rank first, then join only the best `limit` rows to their ids
+                sql = (
+                    f"SELECT l.id, hit.rank FROM (SELECT rowid, {rank} AS rank FROM {table} WHERE {table} MATCH ? "
+                    f"ORDER BY rank LIMIT ?) AS hit JOIN {table}_links AS l ON l.row = hit.rowid ORDER BY hit.rank"
+                )
+                arguments: tuple[object, ...] = (expression, limit)
+            else:  # substr, not LIKE: labels may hold % and _
+                under = thread_prefix + THREAD_JOIN
+                sql = (
+                    f"SELECT l.id, {rank} AS rank FROM {table} JOIN {table}_links AS l ON l.row = {table}.rowid "
+                    f"WHERE {table} MATCH ? AND (l.thread = ? OR substr(l.thread, 1, ?) = ?) ORDER BY rank LIMIT ?"
+                )
+                arguments = (expression, thread_prefix, len(under), under, limit)
+            rows = connection.execute(sql, arguments).fetchall()
             if not rows or -rows[0][1] <= 0:
                 return [(str(memory_id), 1.0) for memory_id, _ in rows]
             best = -float(rows[0][1])

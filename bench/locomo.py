@@ -1,9 +1,9 @@
 """LoCoMo evidence recall through the product's public Python API (protocol: shared BENCHMARK.md).
 
-    python bench/locomo.py --data PATH [--backend chroma] [--modes hybrid,semantic,keyword]
+    python bench/locomo.py --data PATH [--backend chroma] [--modes hybrid,semantic,keyword] [--space store]
 
-Each conversation goes into its own namespace of one store, one memory per turn (batch create, one
-embedding call per conversation); the turn's dia_id is kept as the memory's `source`. Prints one JSON
+Each conversation goes into its own namespace of one store (or, with --space store, its own store), one
+memory per turn (batch create, one embedding call per conversation); the turn's dia_id is kept as the memory's `source`. Prints one JSON
 object on stdout, progress on stderr.
 """
 
@@ -52,13 +52,20 @@ def turns(conversation: dict[str, Any]) -> list[tuple[str, str, datetime | None]
     return found
 
 
-def ingest(service: MemoryService, conversations: list[dict[str, Any]]) -> float:
+def space(conversation: dict[str, Any], kind: str) -> dict[str, Any]:
+    """Where a conversation lives: its own namespace of the default store, or its own store."""
+    name = str(conversation["sample_id"])
+    if kind == "store":
+        return {"store": "locomo-" + "".join(c if c.isalnum() else "-" for c in name.lower())}
+    return {"namespace": ("locomo", name)}
+
+
+def ingest(service: MemoryService, conversations: list[dict[str, Any]], kind: str) -> float:
     """Create every turn; returns memories per second, embedding included."""
     total, started = 0, time.perf_counter()
     for conversation in conversations:
-        namespace = ("locomo", conversation["sample_id"])
         commands = [
-            CreateMemory(content=text, source=dia_id, namespace=namespace, created_at=when)
+            CreateMemory(content=text, source=dia_id, created_at=when, **space(conversation, kind))
             for text, dia_id, when in turns(conversation)
         ]
         service.create_many(commands).unwrap()
@@ -67,20 +74,20 @@ def ingest(service: MemoryService, conversations: list[dict[str, Any]]) -> float
     return total / (time.perf_counter() - started)
 
 
-def evaluate(service: MemoryService, conversations: list[dict[str, Any]], mode: str) -> dict[str, Any]:
+def evaluate(service: MemoryService, conversations: list[dict[str, Any]], mode: str, kind: str) -> dict[str, Any]:
     recall5: list[float] = []
     recall10: list[float] = []
     reciprocal: list[float] = []
     per_category: dict[str, list[float]] = {}
     latencies: list[float] = []
     for conversation in conversations:
-        namespace = ("locomo", conversation["sample_id"])
+        where = space(conversation, kind)
         for qa in conversation["qa"]:
             if qa.get("category") not in (1, 2, 3, 4) or not qa.get("evidence"):
                 continue
             started = time.perf_counter()
             results = service.search(
-                SearchMemories(query=qa["question"], namespace=namespace, limit=10, min_confidence=0.0, mode=mode)
+                SearchMemories(query=qa["question"], limit=10, min_confidence=0.0, mode=mode, **where)
             ).unwrap()
             latencies.append((time.perf_counter() - started) * 1000)
             got = [hit.memory.source for hit in results.results]
@@ -107,13 +114,19 @@ def main() -> None:
     parser.add_argument("--data", required=True, type=Path)
     parser.add_argument("--backend", default="chroma")
     parser.add_argument("--modes", default="hybrid,semantic,keyword")
+    parser.add_argument(
+        "--space",
+        default="namespace",
+        choices=("namespace", "store"),
+        help="one namespace or one store per conversation",
+    )
     args = parser.parse_args()
     conversations = json.loads(args.data.read_text(encoding="utf-8"))
     with tempfile.TemporaryDirectory() as home:
         settings = load_settings({"data_dir": home, "backend": args.backend}, {"HOME": home}).unwrap()
         service = build_service(settings).unwrap()
-        per_second = ingest(service, conversations)
-        modes = {mode: evaluate(service, conversations, mode) for mode in args.modes.split(",")}
+        per_second = ingest(service, conversations, args.space)
+        modes = {mode: evaluate(service, conversations, mode, args.space) for mode in args.modes.split(",")}
     default = modes.get("hybrid") or next(iter(modes.values()))
     report = {
         "recall@5": default["recall@5"],
@@ -126,6 +139,7 @@ def main() -> None:
         "search_ms_p50": default["search_ms_p50"],
         "search_ms_p95": default["search_ms_p95"],
         "backend": args.backend,
+        "space": args.space,
     }
     print(json.dumps(report, indent=1))
 

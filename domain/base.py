@@ -13,7 +13,7 @@ from domain.errors import DomainError, ErrorCode, InvalidValue, not_found
 from domain.filters import MemoryFilter
 from domain.model import DEFAULT_STORE, Memory, check_memory_id, check_store_name
 from domain.paths import CategoryPath, MemoryPath, parse_category_path, parse_memory_path
-from domain.ports import Clock, Embedder, KeywordEntry, KeywordIndex, StoreCatalog, VectorStore
+from domain.ports import Clock, Embedder, KeywordEntry, KeywordIndex, StoreCatalog, VectorStore, thread_of
 from domain.views import MemoryView
 
 T = TypeVar("T")
@@ -56,7 +56,7 @@ def keyword_entry(memory: Memory) -> KeywordEntry:
     """What the keyword index sees: the content plus the path's words and the tags, in its namespace's thread."""
     extras = [*(memory.path.segments if memory.path else ()), *memory.tags]
     text = memory.content if not extras else memory.content + "\n" + " ".join(extras).replace("-", " ")
-    return KeywordEntry(memory.id, text, "/".join(memory.namespace))
+    return KeywordEntry(memory.id, text, thread_of(memory.namespace))
 
 
 @frozen(kw_only=True)

@@ -103,6 +103,14 @@ class KeywordEntry:
     thread: str
 
 
+THREAD_JOIN = "/"  # a thread is a namespace's labels joined by this (a "/" inside a label only widens a prefix)
+
+
+def thread_of(namespace: Sequence[str]) -> str:
+    """The keyword index's thread of a namespace: ("user", "a") → "user/a"."""
+    return THREAD_JOIN.join(namespace)
+
+
 class KeywordIndex(Protocol):
     """Full-text search (bm25) over memory contents, one index per store, kept beside the vectors.
 
@@ -119,7 +127,15 @@ class KeywordIndex(Protocol):
 
     def remove(self, store: str, ids: Sequence[str]) -> Result[None, DomainError]: ...
 
-    def search(self, store: str, query: str, limit: int) -> Result[list[tuple[str, float]], DomainError]: ...
+    def search(
+        self, store: str, query: str, limit: int, *, thread_prefix: str | None = None
+    ) -> Result[list[tuple[str, float]], DomainError]:
+        """The best `limit` hits; with `thread_prefix`, only among memories whose thread is it or lies under it.
+
+        Ranking (and the best-hit normalisation) happens after that restriction, so one tenant's hits are
+        never crowded out by another's. The thread of a namespace is `thread_of(namespace)`.
+        """
+        ...
 
     def neighbours(
         self, store: str, ids: Sequence[str]

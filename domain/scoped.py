@@ -24,7 +24,7 @@ from domain.model import (
     new_memory_id,
     parse_decay_policy,
 )
-from domain.ports import Vector, VectorStore
+from domain.ports import Vector, VectorStore, thread_of
 from domain.views import MemoryView, SearchResults, Status
 
 MAX_SEARCH_LIMIT = 1000
@@ -149,7 +149,7 @@ class ScopedUseCases(UseCaseBase):
             store.query(vector, plan.where, depth) if plan.mode is SearchMode.HYBRID else Success([])
         )
         return dense.bind(
-            lambda pairs: keywords.search(plan.store, plan.query, depth).bind(
+            lambda pairs: keywords.search(plan.store, plan.query, depth, thread_prefix=plan.thread_prefix).bind(
                 lambda hits: self._keyword_memories(store, plan, hits).bind(
                     lambda found: self._rank(store, vector, plan, depth, pairs, dict(hits), found)
                 )
@@ -312,6 +312,11 @@ class _SearchPlan:
     limit: int
     floor: float
     where: MemoryFilter
+
+    @property
+    def thread_prefix(self) -> str | None:
+        """The keyword side's restriction to the filter's namespace (None: the whole store)."""
+        return thread_of(self.where.namespace) if self.where.namespace else None
 
 
 def parse_mode(raw: str) -> SearchMode:
