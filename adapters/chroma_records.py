@@ -1,4 +1,4 @@
-"""Memory <-> ChromaDB record: the metadata a memory is stored as, and MemoryFilter as a Chroma `where`."""
+"""Memory <-> ChromaDB record: filterable keys plus one JSON `record` key, and MemoryFilter as a Chroma `where`."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from domain.paths import MemoryPath
 
 NAMESPACE_JOIN = "\x1f"  # labels cannot hold control characters (domain.model._label), so joins are unambiguous
 NEVER_EXPIRES_US = 2**62  # beyond datetime.max (≈2.5e17 µs): "no expiry" compares later than any moment
+RECORD_KEY = "record"  # the JSON string holding every field no `where` needs
+RECORD_VERSION = 1
 MetadataDict = dict[str, Any]
 
 
@@ -30,10 +32,12 @@ def path_prefixes(path: MemoryPath) -> list[str]:
 
 
 def memory_metadata(memory: Memory) -> MetadataDict:
-    """Chroma metadata holding every field but id and content; None deletes a list key on upsert/update."""
+    """The keys `where` filters on, plus every other field as one JSON string; None deletes a key on update/upsert.
+
+    Chroma keeps one SQLite row per metadata key and list item, so fewer keys make reads and writes cheaper.
+    The scope strings stay even when empty: a search may ask for agent == "" (MemoryFilter passes it through).
+    """
     return {
-        "store": memory.store,
-        "namespace": json.dumps(list(memory.namespace), ensure_ascii=False),
         "namespace_prefixes": namespace_prefixes(memory.namespace),
         "path": "" if memory.path is None else str(memory.path),
         "path_prefixes": None if memory.path is None else path_prefixes(memory.path),
@@ -43,25 +47,100 @@ def memory_metadata(memory: Memory) -> MetadataDict:
         "type": memory.type,
         "global": memory.global_,
         "tags": list(dict.fromkeys(memory.tags)) or None,
-        "tags_json": json.dumps(list(memory.tags), ensure_ascii=False),
-        "source": memory.source,
-        "citations": json.dumps(list(memory.citations), ensure_ascii=False),
         "decay_policy": memory.decay_policy.value,
+        "deleted": memory.deleted,
+        "expires_us": NEVER_EXPIRES_US if memory.expires_at is None else micros(memory.expires_at),
+        "anchor_us": micros(memory.decay_anchor),
+        RECORD_KEY: record_json(memory),
+    }
+
+
+def record_json(memory: Memory) -> str:
+    """The fields no filter needs, as compact JSON: tags keep their order and duplicates, timestamps are ISO."""
+    fields = {
+        "v": RECORD_VERSION,
+        "store": memory.store,
+        "namespace": list(memory.namespace),
+        "tags": list(memory.tags),
+        "source": memory.source,
+        "citations": list(memory.citations),
         "created_at": iso(memory.created_at),
         "updated_at": iso(memory.updated_at),
         "last_reinforced_at": iso(memory.last_reinforced_at),
         "expires_at": iso(memory.expires_at),
-        "deleted": memory.deleted,
         "deleted_at": iso(memory.deleted_at),
-        "created_us": micros(memory.created_at),
-        "anchor_us": micros(memory.decay_anchor),
-        "expires_us": NEVER_EXPIRES_US if memory.expires_at is None else micros(memory.expires_at),
     }
+    return json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
 
 
 def new_record_metadata(memory: Memory) -> MetadataDict:
     """The metadata for `add`, where Chroma refuses None values: absent list keys are left out."""
     return {key: value for key, value in memory_metadata(memory).items() if value is not None}
+
+
+def memory_from_record(memory_id: str, document: str | None, meta: Mapping[str, Any]) -> Memory:
+    """The Memory a record holds; ValueError/KeyError/TypeError when it was not written by this adapter.
+
+    Records with a `record` key are in the current format; those without were written by earlier
+    versions, which kept every field as its own key, and are read as they always were.
+    """
+    if RECORD_KEY not in meta:
+        return _legacy_memory(memory_id, document, meta)
+    fields = _record_fields(meta[RECORD_KEY])
+    path = str(meta.get("path", ""))
+    return Memory(
+        id=memory_id,
+        content=document if document is not None else "",
+        created_at=required_iso(_text(fields, "created_at")),
+        updated_at=required_iso(_text(fields, "updated_at")),
+        store=_text(fields, "store"),
+        namespace=_strings(fields, "namespace"),
+        path=MemoryPath(tuple(path.split("/"))) if path else None,
+        agent=str(meta.get("agent", "")),
+        personality=str(meta.get("personality", "")),
+        project=str(meta.get("project", "")),
+        type=str(meta.get("type", "")),
+        global_=bool(meta.get("global", False)),
+        tags=_strings(fields, "tags"),
+        source=_text(fields, "source"),
+        citations=_strings(fields, "citations"),
+        decay_policy=DecayPolicy(meta.get("decay_policy", DecayPolicy.STABLE.value)),
+        last_reinforced_at=parse_iso(_text(fields, "last_reinforced_at")),
+        expires_at=parse_iso(_text(fields, "expires_at")),
+        deleted=bool(meta.get("deleted", False)),
+        deleted_at=parse_iso(_text(fields, "deleted_at")),
+    )
+
+
+def _record_fields(raw: object) -> dict[str, Any]:
+    if not isinstance(raw, str):
+        raise TypeError(f"expected the record as a JSON string, got {type(raw).__name__}")
+    try:
+        fields = json.loads(raw)
+    except RecursionError:  # absurdly nested JSON: malformed like any other
+        raise ValueError("the record JSON is nested too deeply") from None
+    if not isinstance(fields, dict):
+        raise ValueError(f"expected the record as a JSON object, got {type(fields).__name__}")
+    if fields.get("v") != RECORD_VERSION:
+        raise ValueError(f"unknown record format version {fields.get('v')!r}")
+    return fields
+
+
+def _text(fields: Mapping[str, Any], key: str) -> str:
+    value = fields[key]
+    if not isinstance(value, str):
+        raise TypeError(f"record field {key!r} should be a string, got {type(value).__name__}")
+    return value
+
+
+def _strings(fields: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    value = fields[key]
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise TypeError(f"record field {key!r} should be a list of strings, got {value!r}")
+    return tuple(value)
+
+
+# --- the format before the `record` key (read only) -------------------------------------------
 
 
 def _labels(raw: object) -> tuple[str, ...]:
@@ -73,8 +152,8 @@ def _labels(raw: object) -> tuple[str, ...]:
     return tuple(items)
 
 
-def memory_from_record(memory_id: str, document: str | None, meta: Mapping[str, Any]) -> Memory:
-    """The Memory a record holds; ValueError/KeyError/TypeError when it was not written by this adapter."""
+def _legacy_memory(memory_id: str, document: str | None, meta: Mapping[str, Any]) -> Memory:
+    """A record of the earlier format: one metadata key per field, lists as JSON strings."""
     path = str(meta.get("path", ""))
     return Memory(
         id=memory_id,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, cast
 
@@ -122,8 +123,9 @@ def test_unset_timestamps_are_stored_as_empty_strings(tmp_path: Path) -> None:
     memory = full_memory(last_reinforced_at=None, expires_at=None, deleted=False, deleted_at=None)
     ok(store.add([memory], [axis(0)]))
     meta = (raw_client(tmp_path).get_collection("memories").get(ids=[memory.id])["metadatas"] or [{}])[0]
-    assert meta["last_reinforced_at"] == "" and meta["expires_at"] == "" and meta["deleted_at"] == ""
-    assert meta["created_at"] == "2024-05-06T07:08:09.123456+00:00"
+    record = json.loads(str(meta["record"]))
+    assert record["last_reinforced_at"] == "" and record["expires_at"] == "" and record["deleted_at"] == ""
+    assert record["created_at"] == "2024-05-06T07:08:09.123456+00:00"
     assert meta["deleted"] is False and meta["global"] is True
 
 
