@@ -249,7 +249,7 @@ class SqliteKeywordIndex:
                     raise
                 connection.execute("COMMIT")
                 return Success(result)
-        except sqlite3.Error as error:
+        except (sqlite3.Error, OSError) as error:  # OSError: the folder cannot be made (a file is in the way)
             return Failure(
                 DomainError(
                     ErrorCode.STORAGE_ERROR,

@@ -1,0 +1,168 @@
+"""The KeywordIndex contract against SQLite FTS5 on a real file, plus the tokenizer's and the file's own promises."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from adapters.sqlite_keywords import ID_BATCH, STOP_WORDS, TOKENIZER, SqliteKeywordIndex, query_terms
+from domain.errors import ErrorCode
+from domain.ports import KeywordIndex
+from tests.contract.keyword_index_contract import (
+    MANY_IDS,
+    STORE,
+    KeywordIndexContract,
+    entry,
+    filler,
+    found,
+    ids_of,
+    search,
+)
+from tests.contract.vector_store_contract import failed_with, ok
+
+
+class TestSqliteKeywords(KeywordIndexContract):
+    @pytest.fixture
+    def index(self, tmp_path: Path) -> KeywordIndex:
+        return SqliteKeywordIndex(tmp_path / "data" / "keywords.sqlite3")
+
+    def reopen(self, index: KeywordIndex) -> KeywordIndex:
+        assert isinstance(index, SqliteKeywordIndex)
+        return SqliteKeywordIndex(index.path)
+
+    # --- the tokenizer: porter unicode61 remove_diacritics 2
+
+    def test_the_tokenizer_is_the_documented_one(self) -> None:
+        assert TOKENIZER == "porter unicode61 remove_diacritics 2"
+
+    def test_diacritics_are_folded_both_ways(self, index: KeywordIndex) -> None:
+        ok(
+            index.upsert(
+                STORE,
+                [
+                    entry("cafe-accent", "un café noir", "t1"),
+                    entry("cafe-plain", "the cafe round the corner", "t2"),
+                    entry("angstrom", "Ångström units", "t3"),
+                    entry("zurich", "Zurich office", "t4"),
+                    *filler(),
+                ],
+            )
+        )
+        for query in ["cafe", "café", "CAFÉ", "cafè"]:
+            assert found(index, query) == {"cafe-accent", "cafe-plain"}, query
+        assert ids_of(search(index, "angstrom")) == ["angstrom"]
+        assert ids_of(search(index, "ÅNGSTRÖM")) == ["angstrom"]
+        assert ids_of(search(index, "zürich")) == ["zurich"]
+
+    def test_letters_with_several_diacritics_are_folded_too(self, index: KeywordIndex) -> None:
+        """What `remove_diacritics 2` adds over 1: "ệ" (circumflex and dot below) folds to "e"."""
+        ok(index.upsert(STORE, [entry("vn", "Việt Nam trip", "t1"), entry("u", "ǖber cool", "t2"), *filler()]))
+        assert ids_of(search(index, "viet")) == ["vn"]
+        assert ids_of(search(index, "VIỆT")) == ["vn"]
+        assert ids_of(search(index, "uber")) == ["u"]
+
+    def test_words_are_stemmed(self, index: KeywordIndex) -> None:
+        ok(index.upsert(STORE, [entry("run", "she was running late", "t1"), entry("x", "nothing here", "t2")]))
+        ok(index.upsert(STORE, filler()))
+        for query in ["run", "runs", "running", "RUNNING"]:
+            assert ids_of(search(index, query)) == ["run"], query
+
+    def test_repeated_words_rank_higher(self, index: KeywordIndex) -> None:
+        """bm25 counts occurrences (the in-memory fake does not)."""
+        ok(
+            index.upsert(
+                STORE,
+                [
+                    entry("once", "banana cake word word", "t1"),
+                    entry("thrice", "banana banana banana cake", "t2"),
+                    entry("twice", "banana banana cake word", "t3"),
+                    *filler(),
+                ],
+            )
+        )
+        hits = search(index, "banana")
+        assert ids_of(hits) == ["thrice", "twice", "once"]
+        assert hits[1][1] < 1.0 and hits[2][1] < hits[1][1]
+
+    def test_a_query_of_stop_words_finds_nothing(self, index: KeywordIndex) -> None:
+        ok(index.upsert(STORE, [entry("a", "what is the name of the cat and where is it"), *filler()]))
+        for query in ["the", "what is the", "And, OR; not!", "where is it", "a b c x y z", "I", "the ?"]:
+            assert search(index, query) == [], query
+        assert query_terms("What IS the cat's name?") == ["cat", "name"]
+        assert {"the", "and", "or", "not", "what"} <= STOP_WORDS
+
+    def test_stop_words_do_not_change_the_ranking(self, index: KeywordIndex) -> None:
+        ok(
+            index.upsert(
+                STORE,
+                [entry("cat", "the cat sat on the mat", "t1"), entry("dog", "a dog on a log", "t2"), *filler()],
+            )
+        )
+        assert search(index, "where is the cat and the dog?") == search(index, "cat dog")
+        assert ids_of(search(index, "the cat")) == ["cat"]
+
+    def test_neighbours_work_past_the_id_batch(self) -> None:
+        assert MANY_IDS > 2 * ID_BATCH
+
+    # --- the file
+
+    def test_parent_folders_are_made_at_the_first_call(self, tmp_path: Path) -> None:
+        path = tmp_path / "a" / "b" / "keywords.sqlite3"
+        index = SqliteKeywordIndex(path)
+        assert not path.parent.exists()
+        ok(index.upsert(STORE, [entry("a", "banana")]))
+        assert path.is_file()
+
+    def test_a_fresh_index_on_the_same_file_sees_prior_writes(self, tmp_path: Path) -> None:
+        path = tmp_path / "keywords.sqlite3"
+        first = SqliteKeywordIndex(path)
+        ok(first.upsert(STORE, [entry("a", "banana"), entry("b", "cherry")]))
+        second = SqliteKeywordIndex(path)
+        assert found(second, "banana") == {"a", "b"}
+        ok(second.remove(STORE, ["a"]))
+        assert found(first, "banana") == set()  # and the first sees the second's writes
+        assert ok(first.neighbours(STORE, ["a", "b"])) == {"b": (None, None)}
+
+
+CALLS: dict[str, Callable[[SqliteKeywordIndex], object]] = {
+    "upsert": lambda index: index.upsert(STORE, [entry("a", "banana")]),
+    "remove": lambda index: index.remove(STORE, ["a"]),
+    "search": lambda index: index.search(STORE, "banana", 5),
+    "search-prefix": lambda index: index.search(STORE, "banana", 5, thread_prefix="user"),
+    "neighbours": lambda index: index.neighbours(STORE, ["a"]),
+    "rebuild": lambda index: index.rebuild(STORE, [entry("a", "banana")]),
+}
+
+
+def unwritable_parent(tmp_path: Path) -> Path:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    return blocker / "keywords.sqlite3"
+
+
+def a_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    return folder
+
+
+def corrupt(tmp_path: Path) -> Path:
+    path = tmp_path / "keywords.sqlite3"
+    path.write_bytes(b"this is not an SQLite database " * 200)
+    return path
+
+
+@pytest.mark.parametrize("call", sorted(CALLS))
+@pytest.mark.parametrize(
+    "bad_path", [unwritable_parent, a_folder, corrupt], ids=["parent-is-a-file", "folder", "corrupt"]
+)
+def test_a_bad_file_is_a_storage_error_not_an_exception(
+    tmp_path: Path, bad_path: Callable[[Path], Path], call: str
+) -> None:
+    path = bad_path(tmp_path)
+    result = CALLS[call](SqliteKeywordIndex(path))
+    error = failed_with(result, ErrorCode.STORAGE_ERROR)  # type: ignore[arg-type]
+    assert str(path) in error.message and "memory reindex" in error.message
+    assert error.cause
