@@ -134,6 +134,12 @@ class UseCaseBase:
             return Success(None)
         return self.keywords.upsert(store, [keyword_entry(m) for m in memories])
 
+    def _reindex_words(self, before: Memory, after: Memory) -> Result[None, DomainError]:
+        """Re-index a memory whose indexed words (content, tags, path) changed without a new embedding."""
+        if keyword_entry(before).text == keyword_entry(after).text:
+            return Success(None)
+        return self._index_keywords(after.store, [after])
+
     def _unindex_keywords(self, store: str, ids: Sequence[str]) -> Result[None, DomainError]:
         if self.keywords is None or not ids:
             return Success(None)

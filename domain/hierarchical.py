@@ -69,7 +69,7 @@ class HierarchicalUseCases(UseCaseBase):
     def _save_changed(self, memory: Memory) -> Result[Memory, DomainError]:
         def save(store: VectorStore, before: Memory) -> Result[None, DomainError]:
             if before.content == memory.content:
-                return store.update_metadata([memory])
+                return store.update_metadata([memory]).bind(lambda _: self._reindex_words(before, memory))
             return (
                 self.embedder.embed_documents([memory.content])
                 .bind(lambda vectors: store.replace(memory, vectors[0]))
@@ -108,6 +108,7 @@ class HierarchicalUseCases(UseCaseBase):
                 self._path_free(target, memory.store)
                 .bind(lambda _: self._open(memory.store, create=False))
                 .bind(lambda opened: opened.update_metadata([moved]))
+                .bind(lambda _: self._reindex_words(memory, moved))
                 .map(lambda _: self._view(moved))
             )
 

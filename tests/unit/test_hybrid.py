@@ -73,6 +73,15 @@ def test_updated_and_removed_memories_leave_the_keyword_index(hybrid: MemoryServ
     assert contents(hybrid, query="dirigible", mode="keyword") == []
 
 
+def test_new_tags_and_a_new_path_are_found_by_keyword(hybrid: MemoryService) -> None:
+    hybrid.add(CreateMemory(content="the launch checklist", path="notes/plain")).unwrap()
+    hybrid.update(UpdateMemory(ref="notes/plain", tags=["rocketry"])).unwrap()
+    assert contents(hybrid, query="rocketry", mode="keyword") == ["the launch checklist"]
+    hybrid.move("notes/plain", "aerospace/checklist").unwrap()
+    assert contents(hybrid, query="aerospace", mode="keyword") == ["the launch checklist"]
+    assert contents(hybrid, query="plain", mode="keyword") == []
+
+
 def test_reindex_rebuilds_the_keyword_index(hybrid: MemoryService) -> None:
     hybrid.create(CreateMemory(content="walrus facts")).unwrap()
     assert hybrid.keywords is not None
