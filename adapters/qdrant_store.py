@@ -852,6 +852,10 @@ class QdrantCatalog:
     def boundary(self) -> Boundary:
         return self._boundary
 
+    def connect(self) -> Result[QdrantClient, DomainError]:
+        """The catalog's one client (made on first use), for adapters that share it (local mode admits one)."""
+        return self._connect()
+
     # --- StoreCatalog
 
     def health(self) -> Result[Mapping[str, str], DomainError]:

@@ -64,6 +64,20 @@ def build_catalog(settings: Settings, embedder: Embedder) -> Result[StoreCatalog
     return Failure(DomainError(ErrorCode.INVALID_INPUT, f"Unknown backend {settings.backend!r}."))
 
 
+def build_keywords(settings: Settings, catalog: StoreCatalog) -> KeywordIndex:
+    """The keyword side: inside a Qdrant server (shared by every machine using it), else SQLite FTS5 beside the data."""
+    if settings.backend == "qdrant" and settings.qdrant_url:
+        from adapters.qdrant_keywords import keyword_index_for
+        from adapters.qdrant_store import QdrantCatalog
+
+        if isinstance(catalog, QdrantCatalog):
+            return keyword_index_for(catalog)
+    from adapters.sqlite_keywords import SqliteKeywordIndex
+
+    # beside the data of the backend it indexes, so switching backends never mixes indexes
+    return SqliteKeywordIndex(settings.data_dir / f"{settings.backend}-keywords.sqlite3")
+
+
 def build_service(
     settings: Settings,
     *,
@@ -94,8 +108,5 @@ def build_service(
         default_store=settings.store,
     )
     if keywords is None:
-        from adapters.sqlite_keywords import SqliteKeywordIndex
-
-        # beside the data of the backend it indexes, so switching backends never mixes indexes
-        keywords = SqliteKeywordIndex(settings.data_dir / f"{settings.backend}-keywords.sqlite3")
+        keywords = build_keywords(settings, catalog)
     return Success(MemoryService(catalog=catalog, embedder=embedder, clock=clock, policy=policy, keywords=keywords))

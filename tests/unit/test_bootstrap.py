@@ -1,0 +1,31 @@
+"""The composition root picks each port's adapter from the settings, without connecting to anything."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from adapters.in_memory import HashingEmbedder
+from adapters.qdrant_keywords import QdrantKeywordIndex
+from adapters.sqlite_keywords import SqliteKeywordIndex
+from entrypoints.bootstrap import build_service
+from entrypoints.settings import load_settings
+
+
+def service_with(tmp_path: Path, **flags: str):  # type: ignore[no-untyped-def]
+    settings = load_settings({"data_dir": str(tmp_path), **flags}, {"HOME": str(tmp_path)}).unwrap()
+    return build_service(settings, embedder=HashingEmbedder()).unwrap()
+
+
+@pytest.mark.parametrize("backend", ["chroma", "files", "qdrant"])
+def test_embedded_backends_keep_keywords_in_sqlite_beside_their_data(tmp_path: Path, backend: str) -> None:
+    keywords = service_with(tmp_path, backend=backend).keywords
+    assert isinstance(keywords, SqliteKeywordIndex)
+    assert keywords.path == tmp_path / f"{backend}-keywords.sqlite3"
+
+
+def test_a_qdrant_server_keeps_keywords_in_its_own_sparse_vectors(tmp_path: Path) -> None:
+    service = service_with(tmp_path, backend="qdrant", qdrant_url="http://127.0.0.1:9")  # never contacted here
+    assert isinstance(service.keywords, QdrantKeywordIndex)
+    assert not list(tmp_path.glob("*.sqlite3"))
