@@ -7,6 +7,7 @@ import os
 import pathlib
 import socket
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, TypeVar, cast
@@ -54,7 +55,7 @@ LOCK_FILE = ".agent-memory.lock"  # an embedded data directory's lock, held arou
 GENERATION_FILE = ".agent-memory.generation"  # how many writes the data directory has seen (see _Session)
 LOCK_TIMEOUT_S = 60.0
 MIRROR_LIMIT = 200_000  # the most records an embedded store mirrors in process (about 1.6 KB of RAM each at 384-d)
-MIRROR_AFTER_SEARCHES = 2  # a store is mirrored at its second search since the last foreign write (see query)
+MIRROR_BUILD_S_PER_RECORD = 3e-4  # a first guess at a mirror's build cost (measured: 0.2-0.3 ms); see _mirrored
 
 
 # --- the error boundary -----------------------------------------------------------------------
@@ -199,10 +200,11 @@ class _Session:
     _client: ClientAPI | None = field(default=None, init=False)
     _collections: dict[str, Collection] = field(factory=dict, init=False)  # by name, until a write or reload
     _seen: int | None = field(default=None, init=False)  # the generation the client has read up to
-    # per collection id: the in-process mirror of its records, and the searches Chroma answered for it, both
-    # valid only while no other process has written (dropped by _reset); see ChromaVectorStore.query
+    # per collection id: the in-process mirror of its records, and the seconds Chroma spent on its searches,
+    # both valid only while no other process has written (dropped by _reset); see ChromaVectorStore.query
     mirrors: dict[UUID, VectorMirror] = field(factory=dict, init=False)
-    searches: dict[UUID, int] = field(factory=dict, init=False)
+    search_seconds: dict[UUID, float] = field(factory=dict, init=False)
+    build_s_per_record: float = field(default=MIRROR_BUILD_S_PER_RECORD, init=False)  # learnt from each build
     _mutex: threading.RLock = field(factory=threading.RLock, init=False)  # this process's threads take turns
     _lock: filelock.FileLock | None = field(default=None, init=False)
 
@@ -292,7 +294,7 @@ class _Session:
         client, self._client = self._client, None
         self._collections.clear()
         self.mirrors.clear()
-        self.searches.clear()
+        self.search_seconds.clear()
         if client is None:  # nothing read yet: a first client reads from disk anyway
             return
         # chromadb 1.5.9 may raise AttributeError('bindings') while stopping a System (chromadb/api/rust.py
@@ -382,7 +384,7 @@ class ChromaVectorStore:
     model: str | None = None
     dimension: int | None = None
     mirror_limit: int = MIRROR_LIMIT  # 0: never mirror, every search goes to Chroma
-    mirror_after_searches: int = MIRROR_AFTER_SEARCHES
+    mirror_eagerly: bool = False  # build the mirror at the first search (tests), not by the rule of _mirrored
     _collection_id: UUID | None = None
 
     @classmethod
@@ -393,7 +395,7 @@ class ChromaVectorStore:
         boundary: Boundary,
         batch_size: int,
         mirror_limit: int = 0,
-        mirror_after_searches: int = MIRROR_AFTER_SEARCHES,
+        mirror_eagerly: bool = False,
     ) -> ChromaVectorStore:
         """The store over an existing collection, reading its space, model and dimension."""
         return cls(
@@ -405,7 +407,7 @@ class ChromaVectorStore:
             model=_recorded_model(collection),
             dimension=_recorded_dimension(collection),
             mirror_limit=mirror_limit,
-            mirror_after_searches=mirror_after_searches,
+            mirror_eagerly=mirror_eagerly,
             collection_id=collection.id,
         )
 
@@ -582,9 +584,10 @@ class ChromaVectorStore:
     ) -> Result[list[tuple[Memory, float]], DomainError]:
         """The `limit` nearest memories `where` keeps, best first: from the mirror when there is one, else Chroma.
 
-        Embedded stores are mirrored in process (adapters.vector_mirror) at their MIRROR_AFTER_SEARCHES-th
-        search since another process last wrote: a process that searches once (a CLI call) never pays
-        for reading the whole collection; a server or an agent loop pays once, then searches in numpy.
+        Embedded stores are mirrored in process (adapters.vector_mirror) once Chroma's searches of the store
+        since another process last wrote have cost as much as reading it would (see `_mirrored`): a
+        process that searches once (a CLI call) never pays for reading the whole collection; a server or
+        an agent loop pays once, then searches in numpy.
         """
         if limit < 1:
             return Success([])
@@ -600,7 +603,8 @@ class ChromaVectorStore:
             if mirror is not None:
                 return Success(mirror.query(embedding, where, limit))
             clause = to_where(where)
-            return self.boundary.run(
+            started = time.perf_counter()
+            answer = self.boundary.run(
                 "search memories",
                 lambda: collection.query(
                     query_embeddings=cast(Any, [list(embedding)]),
@@ -609,6 +613,9 @@ class ChromaVectorStore:
                     include=["documents", "metadatas", "distances"],
                 ),
             ).bind(lambda result: self._ranked(result, self.space, limit))
+            spent = self.session.search_seconds
+            spent[collection.id] = spent.get(collection.id, 0.0) + time.perf_counter() - started
+            return answer
 
         return self._on_collection("search memories", search)
 
@@ -675,18 +682,31 @@ class ChromaVectorStore:
         return Success(collection)
 
     def _mirrored(self, collection: Collection) -> Result[VectorMirror | None, DomainError]:
-        """The collection's current mirror; built now when this is a repeated search of an embedded store."""
+        """The collection's current mirror, or a new one when renting Chroma's searches has cost as much as buying.
+
+        The rule is the ski-rental one: keep answering from Chroma until the time its searches of this
+        store took (since another process last wrote) reaches the estimated time to read the store into
+        a mirror, then build it. Whatever the pattern of searches and foreign writes, that spends at most
+        about twice what the best choice made in hindsight would.
+        """
         mirror = self.session.mirrors.get(collection.id)
         if mirror is not None or self.session.directory is None or self.mirror_limit <= 0:
             return Success(mirror)
-        searches = self.session.searches.get(collection.id, 0) + 1
-        self.session.searches[collection.id] = searches
-        if searches < self.mirror_after_searches:
+        if self.mirror_eagerly:
+            return self._build_mirror(collection)
+        counted = self.boundary.run("count memories", collection.count)
+        if isinstance(counted, Failure):
+            return counted
+        records = counted.unwrap()
+        if records > self.mirror_limit:
+            return Success(None)
+        if self.session.search_seconds.get(collection.id, 0.0) < records * self.session.build_s_per_record:
             return Success(None)
         return self._build_mirror(collection)
 
     def _build_mirror(self, collection: Collection) -> Result[VectorMirror | None, DomainError]:
         """Read the whole collection into a mirror (None when it is too large or its dimension is unknown)."""
+        started = time.perf_counter()
         counted = self.boundary.run("count memories", collection.count)
         if isinstance(counted, Failure):
             return counted
@@ -718,6 +738,8 @@ class ChromaVectorStore:
             return Success(None)
         mirror = VectorMirror.of(dimension, memories, vectors)
         self.session.mirrors[collection.id] = mirror
+        if memories:
+            self.session.build_s_per_record = (time.perf_counter() - started) / len(memories)
         return Success(mirror)
 
     def _mirror_written(
@@ -1019,7 +1041,7 @@ class ChromaCatalog:
     embedder_name: str
     dimension: int
     mirror_limit: int = MIRROR_LIMIT  # see ChromaVectorStore.query; 0 sends every search to Chroma
-    mirror_after_searches: int = MIRROR_AFTER_SEARCHES
+    mirror_eagerly: bool = False  # tests: mirror every store at its first search
     _session: _Session | None = field(default=None, init=False, repr=False)
     _stores: dict[str, ChromaVectorStore] = field(factory=dict, init=False, repr=False)
 
@@ -1145,7 +1167,7 @@ class ChromaCatalog:
             if isinstance(batch, Failure):
                 return batch
             store = ChromaVectorStore.over(
-                self.session, collection, self.boundary, batch.unwrap(), self.mirror_limit, self.mirror_after_searches
+                self.session, collection, self.boundary, batch.unwrap(), self.mirror_limit, self.mirror_eagerly
             )
             self._stores[name] = store
         return Success(store)

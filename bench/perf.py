@@ -121,10 +121,16 @@ def bench_search(backend: str, n: int, repeat: int) -> dict[str, Any]:
             store.add(memories[start : start + 1000], vectors[start : start + 1000].tolist()).unwrap()
             service.keywords.upsert("default", [keyword_entry(m) for m in memories[start : start + 1000]]).unwrap()
         figures: dict[str, Any] = {"backend": backend, "memories": n}
-        for label in ("first_search_ms", "second_search_ms"):  # a fresh process: Chroma, then the mirror's build
-            started = time.perf_counter()
-            service.search(SearchMemories(query=QUERIES[1], project="p3", namespace=("user",))).unwrap()
-            figures[label] = round((time.perf_counter() - started) * 1000, 1)
+        if backend == "chroma":  # a fresh process: Chroma answers until renting it has cost as much as a mirror
+            searches, elapsed = 0, 0.0
+            while not store.session.mirrors and searches < 500:
+                started = time.perf_counter()
+                service.search(SearchMemories(query=QUERIES[searches % 5], project="p3", namespace=("user",))).unwrap()
+                elapsed = round((time.perf_counter() - started) * 1000, 1)
+                figures.setdefault("first_search_ms", elapsed)
+                searches += 1
+            figures["searches_until_mirrored"] = searches
+            figures["search_that_built_the_mirror_ms"] = elapsed
         embed_ms: list[float] = []
         brute_ms: list[float] = []
         for _ in range(repeat):

@@ -70,7 +70,7 @@ def test_a_long_lived_catalog_sees_another_process_s_writes_without_reopening(tm
 
 
 def test_a_mirrored_store_sees_its_own_writes_and_drops_its_mirror_on_another_process_s(tmp_path: Path) -> None:
-    catalog = attrs.evolve(embedded(tmp_path), mirror_after_searches=1)
+    catalog = attrs.evolve(embedded(tmp_path), mirror_eagerly=True)
     store = ok(catalog.open("default", create=True))
     mine, theirs, later = sample(5, seed=1), sample(5, seed=2), sample(5, seed=3)
     ok(store.add([m for m, _ in mine], [v for _, v in mine]))
@@ -94,6 +94,23 @@ def test_a_mirrored_store_sees_its_own_writes_and_drops_its_mirror_on_another_pr
     assert best == theirs[0][0] and similarity == pytest.approx(1.0, abs=1e-5)
     assert catalog.session.mirrors[store.collection.id] is not mirror  # read again from disk
     assert len(catalog.session.mirrors[store.collection.id]) == 14
+
+
+def test_a_store_is_mirrored_once_chroma_s_searches_cost_as_much_as_reading_it(tmp_path: Path) -> None:
+    catalog = embedded(tmp_path)
+    store = ok(catalog.open("default", create=True))
+    pairs = sample(20, seed=4)
+    ok(store.add([m for m, _ in pairs], [v for _, v in pairs]))
+    catalog.session.build_s_per_record = 1e9  # reading the store would cost more than any number of searches
+    for memory, vector in pairs[:5]:
+        (best, _), *_ = ok(store.query(vector, EVERYTHING, 1))
+        assert best == memory
+    assert catalog.session.mirrors == {}
+    assert catalog.session.search_seconds[store.collection.id] > 0
+    catalog.session.build_s_per_record = 0.0  # now the searches so far have cost more than a build
+    (best, _), *_ = ok(store.query(pairs[7][1], EVERYTHING, 1))
+    assert best == pairs[7][0] and len(catalog.session.mirrors[store.collection.id]) == 20
+    assert catalog.session.build_s_per_record > 0  # learnt from that build
 
 
 def test_a_write_after_another_process_s_writes_keeps_them(tmp_path: Path) -> None:

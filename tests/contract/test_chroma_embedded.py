@@ -68,7 +68,7 @@ class TestChromaEmbeddedMirrored(TestChromaEmbedded):
 
     @pytest.fixture
     def catalog(self, tmp_path: Path) -> StoreCatalog:
-        return attrs.evolve(embedded(tmp_path / "chroma"), mirror_after_searches=1)
+        return attrs.evolve(embedded(tmp_path / "chroma"), mirror_eagerly=True)
 
 
 def raw_client(path: Path) -> chromadb.api.ClientAPI:
