@@ -18,7 +18,8 @@ from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ApiException
 from returns.result import Result, Success
 
-from adapters.qdrant_store import GENERATION, SCAN_PAGE, QdrantCatalog
+from adapters import qdrant_store
+from adapters.qdrant_store import GENERATION, SCAN_PAGE, QdrantCatalog, request_batches
 from adapters.sqlite_keywords import STOP_WORDS, query_terms
 from domain.errors import DomainError
 from domain.ports import THREAD_JOIN, KeywordEntry
@@ -72,8 +73,6 @@ NEIGHBOUR_WEIGHT = 0.5  # the previous and next memories' words (own words: 1.0)
 INDEX_MASK = 0x7FFFFFFF
 
 KEYWORD_POINT_IDS = uuid.UUID("0b6f3a52-9c1e-4d8a-b7e4-2f5d9a1c8e63")  # uuid5 namespace for ids that are no UUID
-POINTS_PER_REQUEST = 256
-BYTES_PER_REQUEST = 16 * 1024 * 1024  # well under the server's default 32 MiB request limit
 TAIL_CANDIDATES = 16  # a thread has one tail; more only after racing writers, and the latest one wins
 
 KEYWORD_PAYLOAD_FIELDS = ("id", "thread", "thread_prefixes", "next_id")  # indexed on a server
@@ -217,21 +216,10 @@ def link_from_payload(payload: Payload | None) -> Link:
     )
 
 
-def _requests(points: Sequence[models.PointStruct]) -> Iterator[list[models.PointStruct]]:
-    """Points in requests of at most POINTS_PER_REQUEST and about BYTES_PER_REQUEST of JSON."""
-    batch: list[models.PointStruct] = []
-    size = 0
-    for point in points:
-        vector = point.vector.get(TERMS) if isinstance(point.vector, dict) else None
-        terms = len(vector.indices) if isinstance(vector, models.SparseVector) else 0
-        estimate = 6 * len(str((point.payload or {}).get("content", ""))) + 40 * terms + 1024
-        if batch and (len(batch) >= POINTS_PER_REQUEST or size + estimate > BYTES_PER_REQUEST):
-            yield batch
-            batch, size = [], 0
-        batch.append(point)
-        size += estimate
-    if batch:
-        yield batch
+def _sparse_point_size(point: models.PointStruct) -> int:
+    vector = point.vector.get(TERMS) if isinstance(point.vector, dict) else None
+    terms = len(vector.indices) if isinstance(vector, models.SparseVector) else 0
+    return 6 * len(str((point.payload or {}).get("content", ""))) + 40 * terms + 1024
 
 
 def _pages(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
@@ -379,10 +367,10 @@ class Window:
 
     def flush(self) -> None:
         """Write the changed points, then delete the removed ones."""
-        for batch in _requests(self.points()):
+        for batch in request_batches(self.points(), _sparse_point_size):
             self.client.upsert(self.collection, points=batch, wait=True)
         gone = [point_id(i) for i in self.removed]
-        for page in _pages(gone, POINTS_PER_REQUEST):
+        for page in _pages(gone, qdrant_store.MAX_BATCH_POINTS):
             self.client.delete(self.collection, points_selector=models.PointIdsList(points=list(page)), wait=True)
         self.changed.clear()
         self.removed.clear()

@@ -305,20 +305,26 @@ class Boundary:
             return Failure(storage_error(doing, error))
 
 
-def _batches(points: Sequence[models.PointStruct], dimension: int) -> Iterator[list[models.PointStruct]]:
-    """Points in requests of at most MAX_BATCH_POINTS and about MAX_BATCH_BYTES of JSON."""
+def request_batches(
+    points: Sequence[models.PointStruct], estimate: Callable[[models.PointStruct], int]
+) -> Iterator[list[models.PointStruct]]:
+    """Points in requests of at most MAX_BATCH_POINTS and about MAX_BATCH_BYTES of JSON, as `estimate` sizes them."""
     batch: list[models.PointStruct] = []
     size = 0
     for point in points:
-        content = (point.payload or {}).get("content", "")
-        estimate = 6 * len(str(content)) + 24 * dimension + 4096  # \uXXXX escapes at worst, floats as text
-        if batch and (len(batch) >= MAX_BATCH_POINTS or size + estimate > MAX_BATCH_BYTES):
+        cost = estimate(point)
+        if batch and (len(batch) >= MAX_BATCH_POINTS or size + cost > MAX_BATCH_BYTES):
             yield batch
             batch, size = [], 0
         batch.append(point)
-        size += estimate
+        size += cost
     if batch:
         yield batch
+
+
+def _dense_point_size(dimension: int, point: models.PointStruct) -> int:
+    content = (point.payload or {}).get("content", "")
+    return 6 * len(str(content)) + 24 * dimension + 4096  # \uXXXX escapes at worst, floats as text
 
 
 def _chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:
@@ -621,7 +627,9 @@ class QdrantVectorStore:
                 "write memories", partial(self.client.upsert, self.collection, points=batch, wait=True)
             )
 
-        return _each(_batches(points, self.dimension or 0), write).map(lambda _: None)
+        return _each(request_batches(points, partial(_dense_point_size, self.dimension or 0)), write).map(
+            lambda _: None
+        )
 
     def _existing(self, ids: Sequence[str]) -> Result[set[str], DomainError]:
         def read(batch: Sequence[str]) -> Result[list[models.Record], DomainError]:

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from qdrant_client import QdrantClient, models
 
 import adapters.qdrant_keywords as qdrant_keywords
+import adapters.qdrant_store as qdrant_store
 from adapters.qdrant_keywords import (
     AVERAGE_LENGTH,
     K1,
@@ -246,7 +247,7 @@ def test_writes_page_through_small_requests(
     catalog: QdrantCatalog, index: QdrantKeywordIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(qdrant_keywords, "SCAN_PAGE", 3)
-    monkeypatch.setattr(qdrant_keywords, "POINTS_PER_REQUEST", 2)
+    monkeypatch.setattr(qdrant_store, "MAX_BATCH_POINTS", 2)
     ids = [f"m{i}" for i in range(9)]
     ok(index.upsert(STORE, [entry(i, f"word{n} banana") for n, i in enumerate(ids)]))
     ok(index.upsert(STORE, [entry(i, f"word{n} cherry") for n, i in enumerate(ids)]))
