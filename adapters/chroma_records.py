@@ -6,13 +6,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from adapters.record_time import iso, micros, parse_iso, required_iso
+from adapters.record_time import NEVER_EXPIRES_US, iso, micros, parse_iso, required_iso
 from domain.filters import MemoryFilter
 from domain.model import DecayPolicy, Memory
 from domain.paths import MemoryPath
 
 NAMESPACE_JOIN = "\x1f"  # labels cannot hold control characters (domain.model._label), so joins are unambiguous
-NEVER_EXPIRES_US = 2**62  # beyond datetime.max (≈2.5e17 µs): "no expiry" compares later than any moment
 RECORD_KEY = "record"  # the JSON string holding every field no `where` needs
 RECORD_VERSION = 1
 MetadataDict = dict[str, Any]
@@ -87,7 +86,6 @@ def memory_from_record(memory_id: str, document: str | None, meta: Mapping[str, 
     if RECORD_KEY not in meta:
         return _legacy_memory(memory_id, document, meta)
     fields = _record_fields(meta[RECORD_KEY])
-    path = str(meta.get("path", ""))
     return Memory(
         id=memory_id,
         content=document if document is not None else "",
@@ -95,21 +93,29 @@ def memory_from_record(memory_id: str, document: str | None, meta: Mapping[str, 
         updated_at=required_iso(_text(fields, "updated_at")),
         store=_text(fields, "store"),
         namespace=_strings(fields, "namespace"),
-        path=MemoryPath(tuple(path.split("/"))) if path else None,
-        agent=str(meta.get("agent", "")),
-        personality=str(meta.get("personality", "")),
-        project=str(meta.get("project", "")),
-        type=str(meta.get("type", "")),
-        global_=bool(meta.get("global", False)),
+        **_filter_fields(meta),
         tags=_strings(fields, "tags"),
         source=_text(fields, "source"),
         citations=_strings(fields, "citations"),
-        decay_policy=DecayPolicy(meta.get("decay_policy", DecayPolicy.STABLE.value)),
         last_reinforced_at=parse_iso(_text(fields, "last_reinforced_at")),
         expires_at=parse_iso(_text(fields, "expires_at")),
-        deleted=bool(meta.get("deleted", False)),
         deleted_at=parse_iso(_text(fields, "deleted_at")),
     )
+
+
+def _filter_fields(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The Memory fields both formats keep as top-level keys (the ones `where` filters on)."""
+    path = str(meta.get("path", ""))
+    return {
+        "path": MemoryPath(tuple(path.split("/"))) if path else None,
+        "agent": str(meta.get("agent", "")),
+        "personality": str(meta.get("personality", "")),
+        "project": str(meta.get("project", "")),
+        "type": str(meta.get("type", "")),
+        "global_": bool(meta.get("global", False)),
+        "decay_policy": DecayPolicy(meta.get("decay_policy", DecayPolicy.STABLE.value)),
+        "deleted": bool(meta.get("deleted", False)),
+    }
 
 
 def _record_fields(raw: object) -> dict[str, Any]:
@@ -154,7 +160,6 @@ def _labels(raw: object) -> tuple[str, ...]:
 
 def _legacy_memory(memory_id: str, document: str | None, meta: Mapping[str, Any]) -> Memory:
     """A record of the earlier format: one metadata key per field, lists as JSON strings."""
-    path = str(meta.get("path", ""))
     return Memory(
         id=memory_id,
         content=document if document is not None else "",
@@ -162,19 +167,12 @@ def _legacy_memory(memory_id: str, document: str | None, meta: Mapping[str, Any]
         updated_at=required_iso(meta["updated_at"]),
         store=str(meta["store"]),
         namespace=_labels(meta.get("namespace", "[]")),
-        path=MemoryPath(tuple(path.split("/"))) if path else None,
-        agent=str(meta.get("agent", "")),
-        personality=str(meta.get("personality", "")),
-        project=str(meta.get("project", "")),
-        type=str(meta.get("type", "")),
-        global_=bool(meta.get("global", False)),
+        **_filter_fields(meta),
         tags=_labels(meta.get("tags_json", "[]")),
         source=str(meta.get("source", "")),
         citations=_labels(meta.get("citations", "[]")),
-        decay_policy=DecayPolicy(meta.get("decay_policy", DecayPolicy.STABLE.value)),
         last_reinforced_at=parse_iso(meta.get("last_reinforced_at", "")),
         expires_at=parse_iso(meta.get("expires_at", "")),
-        deleted=bool(meta.get("deleted", False)),
         deleted_at=parse_iso(meta.get("deleted_at", "")),
     )
 

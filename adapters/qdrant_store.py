@@ -18,7 +18,7 @@ from qdrant_client.common.client_exceptions import QdrantException
 from qdrant_client.http.exceptions import ApiException, ResponseHandlingException, UnexpectedResponse
 from returns.result import Failure, Result, Success
 
-from adapters.record_time import iso, micros, parse_iso, required_iso
+from adapters.record_time import NEVER_EXPIRES_US, iso, micros, parse_iso, required_iso
 from adapters.vector_math import cosines
 from domain.errors import DomainError, ErrorCode, InvalidValue
 from domain.filters import MemoryFilter
@@ -52,7 +52,6 @@ UNIT_1D = [1.0]
 RECORD_IDS = uuid.UUID("5d0c7f2e-8a43-4b6e-9f51-3c2a1e7d9b04")  # uuid5 namespace of registry point ids
 
 NAMESPACE_JOIN = "\x1f"  # labels cannot hold control characters (domain.model._label), so joins are unambiguous
-NEVER_EXPIRES_US = 2**62  # beyond datetime.max (≈2.5e17 µs), inside i64: "no expiry" is later than any moment
 
 SCAN_PAGE = 1000
 MAX_BATCH_POINTS = 256

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MICROSECOND = timedelta(microseconds=1)
+NEVER_EXPIRES_US = 2**62  # beyond datetime.max (≈2.5e17 µs), inside i64: "no expiry" is later than any moment
 
 
 def micros(moment: datetime) -> int:

@@ -18,12 +18,11 @@ from typing import Any
 import numpy as np
 from attrs import define, field
 
-from adapters.record_time import micros
+from adapters.record_time import NEVER_EXPIRES_US, micros
 from adapters.vector_math import unit_rows
 from domain.filters import MemoryFilter
 from domain.model import DecayPolicy, Memory
 
-NEVER_US = 2**62  # "no expiry": later than any moment micros() can give
 MAX_CACHED_MASKS = 256  # condition masks kept between searches (one per scope value, tag, prefix… asked for)
 
 Condition = tuple[str, Any]  # (field, wanted value): one equality / prefix / tag test of a MemoryFilter
@@ -195,7 +194,7 @@ class VectorMirror:
         self._memories[row] = memory
         self._live[row] = True
         self._deleted[row] = memory.deleted
-        self._expires_us[row] = NEVER_US if memory.expires_at is None else micros(memory.expires_at)
+        self._expires_us[row] = NEVER_EXPIRES_US if memory.expires_at is None else micros(memory.expires_at)
         self._anchor_us[row] = micros(memory.decay_anchor)
         self._stable[row] = memory.decay_policy is DecayPolicy.STABLE
         for condition, mask in self._masks.items():
