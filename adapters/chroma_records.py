@@ -6,10 +6,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from adapters.record_time import NEVER_EXPIRES_US, iso, micros, parse_iso, required_iso
-from domain.filters import MemoryFilter
-from domain.model import DecayPolicy, Memory
-from domain.paths import MemoryPath
+from agent_memory.adapters.record_time import NEVER_EXPIRES_US, iso, micros, parse_iso, required_iso
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.model import DecayPolicy, Memory
+from agent_memory.domain.paths import MemoryPath
 
 NAMESPACE_JOIN = "\x1f"  # labels cannot hold control characters (domain.model._label), so joins are unambiguous
 RECORD_KEY = "record"  # the JSON string holding every field no `where` needs

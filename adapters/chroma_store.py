@@ -25,20 +25,20 @@ from chromadb.config import Settings
 from chromadb.errors import ChromaError, NotFoundError, UniqueConstraintError
 from returns.result import Failure, Result, Success
 
-from adapters.chroma_records import (
+from agent_memory.adapters.chroma_records import (
     MetadataDict,
     memory_from_record,
     memory_metadata,
     similarity_from_distance,
     to_where,
 )
-from adapters.vector_math import cosines
-from adapters.vector_mirror import VectorMirror
-from domain.errors import DomainError, ErrorCode, InvalidValue
-from domain.filters import MemoryFilter
-from domain.model import DEFAULT_STORE, Memory, check_store_name
-from domain.paths import CategoryPath
-from domain.ports import Vector
+from agent_memory.adapters.vector_math import cosines
+from agent_memory.adapters.vector_mirror import VectorMirror
+from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.model import DEFAULT_STORE, Memory, check_store_name
+from agent_memory.domain.paths import CategoryPath
+from agent_memory.domain.ports import Vector
 
 T = TypeVar("T")
 

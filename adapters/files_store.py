@@ -41,18 +41,18 @@ import yaml
 from attrs import define, evolve, field, frozen
 from returns.result import Failure, Result, Success
 
-from adapters.frontmatter import (
+from agent_memory.adapters.frontmatter import (
     load_block,
     parse_frontmatter,
     serialize_frontmatter,
     split_frontmatter,
     to_domain_error,
 )
-from domain.errors import DomainError, ErrorCode, InvalidValue
-from domain.filters import MemoryFilter
-from domain.model import Memory, check_memory_id, check_store_name
-from domain.paths import MAX_DEPTH, MAX_SEGMENT_LENGTH, CategoryPath, MemoryPath, normalise_segment
-from domain.ports import StoreCatalog, Vector, VectorStore
+from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.model import Memory, check_memory_id, check_store_name
+from agent_memory.domain.paths import MAX_DEPTH, MAX_SEGMENT_LENGTH, CategoryPath, MemoryPath, normalise_segment
+from agent_memory.domain.ports import StoreCatalog, Vector, VectorStore
 
 T = TypeVar("T")
 

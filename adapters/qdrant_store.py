@@ -18,13 +18,13 @@ from qdrant_client.common.client_exceptions import QdrantException
 from qdrant_client.http.exceptions import ApiException, ResponseHandlingException, UnexpectedResponse
 from returns.result import Failure, Result, Success
 
-from adapters.record_time import NEVER_EXPIRES_US, iso, micros, parse_iso, required_iso
-from adapters.vector_math import cosines
-from domain.errors import DomainError, ErrorCode, InvalidValue
-from domain.filters import MemoryFilter
-from domain.model import DEFAULT_STORE, DecayPolicy, Memory, check_store_name
-from domain.paths import CategoryPath, MemoryPath
-from domain.ports import Vector
+from agent_memory.adapters.record_time import NEVER_EXPIRES_US, iso, micros, parse_iso, required_iso
+from agent_memory.adapters.vector_math import cosines
+from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.model import DEFAULT_STORE, DecayPolicy, Memory, check_store_name
+from agent_memory.domain.paths import CategoryPath, MemoryPath
+from agent_memory.domain.ports import Vector
 
 T = TypeVar("T")
 U = TypeVar("U")

@@ -11,8 +11,8 @@ from typing import TypeVar
 
 from returns.result import Failure, Result, Success
 
-from domain.errors import DomainError, ErrorCode
-from domain.ports import THREAD_JOIN, KeywordEntry
+from agent_memory.domain.errors import DomainError, ErrorCode
+from agent_memory.domain.ports import THREAD_JOIN, KeywordEntry
 
 T = TypeVar("T")
 TOKENIZER = "porter unicode61 remove_diacritics 2"

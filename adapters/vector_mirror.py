@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 from attrs import define, field
 
-from adapters.record_time import NEVER_EXPIRES_US, micros
-from adapters.vector_math import unit_rows
-from domain.filters import MemoryFilter
-from domain.model import DecayPolicy, Memory
+from agent_memory.adapters.record_time import NEVER_EXPIRES_US, micros
+from agent_memory.adapters.vector_math import unit_rows
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.model import DecayPolicy, Memory
 
 MAX_CACHED_MASKS = 256  # condition masks kept between searches (one per scope value, tag, prefix… asked for)
 

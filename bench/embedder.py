@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from adapters.onnx_embedder import DEFAULT_BATCH_SIZE, OnnxMiniLMEmbedder
+from agent_memory.adapters.onnx_embedder import DEFAULT_BATCH_SIZE, OnnxMiniLMEmbedder
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev.json"
 LONG_MIN_WORDS = 35

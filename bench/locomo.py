@@ -19,10 +19,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from domain.commands import CreateMemory, SearchMemories
-from domain.service import MemoryService
-from entrypoints.bootstrap import build_service
-from entrypoints.settings import load_settings
+from agent_memory.domain.commands import CreateMemory, SearchMemories
+from agent_memory.domain.service import MemoryService
+from agent_memory.entrypoints.bootstrap import build_service
+from agent_memory.entrypoints.settings import load_settings
 
 
 def session_date(raw: str | None) -> datetime | None:

@@ -28,11 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from domain.base import keyword_entry
-from domain.commands import CreateMemory, SearchMemories
-from domain.model import Memory
-from entrypoints.bootstrap import build_service
-from entrypoints.settings import load_settings
+from agent_memory.domain.base import keyword_entry
+from agent_memory.domain.commands import CreateMemory, SearchMemories
+from agent_memory.domain.model import Memory
+from agent_memory.entrypoints.bootstrap import build_service
+from agent_memory.entrypoints.settings import load_settings
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev.json"
 MEMORY = Path(sys.executable).parent / "memory"

@@ -8,13 +8,13 @@ from typing import TypeVar
 from attrs import frozen
 from returns.result import Failure, Result, Success
 
-from domain.decay import DEFAULT_DECAY_WINDOW_HOURS, confidence
-from domain.errors import DomainError, ErrorCode, InvalidValue, not_found
-from domain.filters import MemoryFilter
-from domain.model import DEFAULT_STORE, Memory, check_memory_id, check_store_name
-from domain.paths import CategoryPath, MemoryPath, parse_category_path, parse_memory_path
-from domain.ports import Clock, Embedder, KeywordEntry, KeywordIndex, StoreCatalog, VectorStore, thread_of
-from domain.views import MemoryView
+from agent_memory.domain.decay import DEFAULT_DECAY_WINDOW_HOURS, confidence
+from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue, not_found
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.model import DEFAULT_STORE, Memory, check_memory_id, check_store_name
+from agent_memory.domain.paths import CategoryPath, MemoryPath, parse_category_path, parse_memory_path
+from agent_memory.domain.ports import Clock, Embedder, KeywordEntry, KeywordIndex, StoreCatalog, VectorStore, thread_of
+from agent_memory.domain.views import MemoryView
 
 T = TypeVar("T")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from domain.model import DecayPolicy, Memory
+from agent_memory.domain.model import DecayPolicy, Memory
 
 DEFAULT_DECAY_WINDOW_HOURS = 720.0
 

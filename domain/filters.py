@@ -6,8 +6,8 @@ from datetime import datetime
 
 from attrs import frozen
 
-from domain.model import DecayPolicy, Memory
-from domain.paths import CategoryPath, MemoryPath
+from agent_memory.domain.model import DecayPolicy, Memory
+from agent_memory.domain.paths import CategoryPath, MemoryPath
 
 
 @frozen(kw_only=True)

@@ -9,14 +9,14 @@ from attrs import evolve
 from returns.iterables import Fold
 from returns.result import Failure, Result, Success
 
-from domain.base import UseCaseBase, attempt, keyword_entry, optional_category
-from domain.commands import CreateMemory, UpdateMemory
-from domain.errors import DomainError, ErrorCode, invalid_input
-from domain.filters import MemoryFilter
-from domain.model import Memory, check_store_name, parse_decay_policy
-from domain.paths import CategoryPath, MemoryPath, parse_category_path, parse_memory_path
-from domain.ports import CategoryRegistry, VectorStore
-from domain.views import (
+from agent_memory.domain.base import UseCaseBase, attempt, keyword_entry, optional_category
+from agent_memory.domain.commands import CreateMemory, UpdateMemory
+from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.model import Memory, check_store_name, parse_decay_policy
+from agent_memory.domain.paths import CategoryPath, MemoryPath, parse_category_path, parse_memory_path
+from agent_memory.domain.ports import CategoryRegistry, VectorStore
+from agent_memory.domain.views import (
     CategorySummary,
     Listing,
     MemoryView,

@@ -11,8 +11,8 @@ from typing import Any
 
 from attrs import field, frozen
 
-from domain.errors import InvalidValue
-from domain.paths import MemoryPath
+from agent_memory.domain.errors import InvalidValue
+from agent_memory.domain.paths import MemoryPath
 
 MAX_CONTENT_CHARS = 100_000
 MAX_LABEL_CHARS = 256

@@ -6,8 +6,8 @@ import string
 from collections.abc import Mapping
 from typing import Any
 
-from domain.errors import InvalidValue
-from domain.model import check_namespace
+from agent_memory.domain.errors import InvalidValue
+from agent_memory.domain.model import check_namespace
 
 __all__ = ["ConfigurationError", "resolve_namespace"]
 

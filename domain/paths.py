@@ -8,7 +8,7 @@ import unicodedata
 from attrs import field, frozen
 from returns.result import Failure, Result, Success
 
-from domain.errors import DomainError, ErrorCode, InvalidValue
+from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
 
 MAX_SEGMENT_LENGTH = 120
 MAX_PATH_LENGTH = 512

@@ -9,10 +9,10 @@ from typing import Protocol
 from attrs import frozen
 from returns.result import Result
 
-from domain.errors import DomainError
-from domain.filters import MemoryFilter
-from domain.model import Memory
-from domain.paths import CategoryPath
+from agent_memory.domain.errors import DomainError
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.model import Memory
+from agent_memory.domain.paths import CategoryPath
 
 Vector = Sequence[float]
 

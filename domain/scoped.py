@@ -9,13 +9,13 @@ from attrs import evolve, frozen
 from returns.iterables import Fold
 from returns.result import Failure, Result, Success
 
-from domain.base import UseCaseBase, attempt, optional_category, optional_path
-from domain.commands import CreateMemory, SearchMemories
-from domain.decay import oldest_anchor_for
-from domain.errors import DomainError, ErrorCode, InvalidValue, invalid_input
-from domain.filters import MemoryFilter
-from domain.hybrid import DEPTH, SearchMode, fuse
-from domain.model import (
+from agent_memory.domain.base import UseCaseBase, attempt, optional_category, optional_path
+from agent_memory.domain.commands import CreateMemory, SearchMemories
+from agent_memory.domain.decay import oldest_anchor_for
+from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue, invalid_input
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.hybrid import DEPTH, SearchMode, fuse
+from agent_memory.domain.model import (
     DecayPolicy,
     Memory,
     ScoredMemory,
@@ -24,8 +24,8 @@ from domain.model import (
     new_memory_id,
     parse_decay_policy,
 )
-from domain.ports import Vector, VectorStore, thread_of
-from domain.views import MemoryView, SearchResults, Status
+from agent_memory.domain.ports import Vector, VectorStore, thread_of
+from agent_memory.domain.views import MemoryView, SearchResults, Status
 
 MAX_SEARCH_LIMIT = 1000
 

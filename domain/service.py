@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from attrs import field, frozen
 
-from domain.base import SearchPolicy
-from domain.hierarchical import HierarchicalUseCases
-from domain.ports import Clock, Embedder, KeywordIndex, StoreCatalog
-from domain.scoped import ScopedUseCases
-from domain.transfer import TransferUseCases
+from agent_memory.domain.base import SearchPolicy
+from agent_memory.domain.hierarchical import HierarchicalUseCases
+from agent_memory.domain.ports import Clock, Embedder, KeywordIndex, StoreCatalog
+from agent_memory.domain.scoped import ScopedUseCases
+from agent_memory.domain.transfer import TransferUseCases
 
 __all__ = ["MemoryService", "SearchPolicy"]
 

@@ -7,11 +7,11 @@ from collections.abc import Callable, Sequence
 from attrs import frozen
 from returns.result import Failure, Result, Success
 
-from domain.base import UseCaseBase
-from domain.errors import DomainError, ErrorCode
-from domain.filters import MemoryFilter
-from domain.model import Memory
-from domain.ports import VectorStore
+from agent_memory.domain.base import UseCaseBase
+from agent_memory.domain.errors import DomainError, ErrorCode
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.model import Memory
+from agent_memory.domain.ports import VectorStore
 
 IMPORT_BATCH = 256
 Progress = Callable[[int, int], None]

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from attrs import frozen
 
-from domain.model import Memory, ScoredMemory
+from agent_memory.domain.model import Memory, ScoredMemory
 
 
 @frozen

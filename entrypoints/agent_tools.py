@@ -10,13 +10,13 @@ from typing import Any
 from attrs import frozen
 from returns.result import Failure, Result
 
-from domain.base import is_memory_id
-from domain.commands import CreateMemory, SearchMemories, UpdateMemory
-from domain.errors import DomainError, ErrorCode
-from domain.model import Memory, ScoredMemory
-from domain.namespaces import ConfigurationError, resolve_namespace
-from domain.service import MemoryService
-from entrypoints.json_codec import memory_json, parse_iso
+from agent_memory.domain.base import is_memory_id
+from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
+from agent_memory.domain.errors import DomainError, ErrorCode
+from agent_memory.domain.model import Memory, ScoredMemory
+from agent_memory.domain.namespaces import ConfigurationError, resolve_namespace
+from agent_memory.domain.service import MemoryService
+from agent_memory.entrypoints.json_codec import memory_json, parse_iso
 
 __all__ = [
     "ACTIONS",
@@ -394,8 +394,8 @@ class _Services:
 
 
 def _build_default_service() -> MemoryService:
-    from entrypoints.bootstrap import build_service
-    from entrypoints.settings import load_settings
+    from agent_memory.entrypoints.bootstrap import build_service
+    from agent_memory.entrypoints.settings import load_settings
 
     built = load_settings().bind(build_service)
     if isinstance(built, Failure):
@@ -554,14 +554,14 @@ def create_search_memory_tool(
 
 def to_langchain_tools(*tools: MemoryTool) -> list[Any]:
     """The tools as langchain_core StructuredTools; the runnable's config reaches them as `config`."""
-    try:
-        from langchain_core.runnables import RunnableConfig
-        from langchain_core.tools import StructuredTool
-    except ImportError as error:
-        raise ImportError(
-            "to_langchain_tools needs langchain-core, which is not installed: "
-            "run `pip install 'agent-memory[langchain]'` (or `pip install langchain-core`)."
-        ) from error
+    from agent_memory.entrypoints.extras import missing_extra
+
+    absent = missing_extra("langchain", "to_langchain_tools")
+    if absent is not None:
+        raise ImportError(absent.message)
+    from langchain_core.runnables import RunnableConfig
+    from langchain_core.tools import StructuredTool
+
     return [_structured(tool, StructuredTool, RunnableConfig) for tool in tools]
 
 

@@ -6,21 +6,21 @@ from pathlib import Path
 
 from returns.result import Failure, Result, Success
 
-from domain.errors import DomainError, ErrorCode
-from domain.ports import Clock, Embedder, KeywordIndex, StoreCatalog
-from domain.service import MemoryService, SearchPolicy
-from entrypoints.settings import Settings
+from agent_memory.domain.errors import DomainError, ErrorCode
+from agent_memory.domain.ports import Clock, Embedder, KeywordIndex, StoreCatalog
+from agent_memory.domain.service import MemoryService, SearchPolicy
+from agent_memory.entrypoints.settings import Settings
 
 
 def build_embedder(settings: Settings) -> Result[Embedder, DomainError]:
     """The configured local embedder; its model loads on first use, not here."""
-    from adapters.onnx_embedder import make_embedder
+    from agent_memory.adapters.onnx_embedder import make_embedder
 
     return make_embedder(settings.embedder)
 
 
 def _chroma(settings: Settings, embedder: Embedder, *, path: Path) -> StoreCatalog:
-    from adapters.chroma_store import ChromaCatalog
+    from agent_memory.adapters.chroma_store import ChromaCatalog
 
     return ChromaCatalog(
         path=None if settings.chroma_host else path,
@@ -33,7 +33,7 @@ def _chroma(settings: Settings, embedder: Embedder, *, path: Path) -> StoreCatal
 
 
 def _qdrant(settings: Settings, embedder: Embedder) -> StoreCatalog:
-    from adapters.qdrant_store import QdrantCatalog
+    from agent_memory.adapters.qdrant_store import QdrantCatalog
 
     return QdrantCatalog(
         path=None if settings.qdrant_url else settings.data_dir / "qdrant",
@@ -46,7 +46,7 @@ def _qdrant(settings: Settings, embedder: Embedder) -> StoreCatalog:
 
 
 def _files(settings: Settings, embedder: Embedder) -> StoreCatalog:
-    from adapters.files_store import FilesCatalog
+    from agent_memory.adapters.files_store import FilesCatalog
 
     # the markdown files are the record; the search index beside them is an embedded Chroma
     index = _chroma(settings, embedder, path=settings.data_dir / "files-index")
@@ -58,7 +58,10 @@ def build_catalog(settings: Settings, embedder: Embedder) -> Result[StoreCatalog
     if settings.backend == "chroma":
         return Success(_chroma(settings, embedder, path=settings.data_dir / "chroma"))
     if settings.backend == "qdrant":
-        return Success(_qdrant(settings, embedder))
+        from agent_memory.entrypoints.extras import missing_extra
+
+        absent = missing_extra("qdrant", "The qdrant backend")
+        return Success(_qdrant(settings, embedder)) if absent is None else Failure(absent)
     if settings.backend == "files":
         return Success(_files(settings, embedder))
     return Failure(DomainError(ErrorCode.INVALID_INPUT, f"Unknown backend {settings.backend!r}."))
@@ -67,12 +70,12 @@ def build_catalog(settings: Settings, embedder: Embedder) -> Result[StoreCatalog
 def build_keywords(settings: Settings, catalog: StoreCatalog) -> KeywordIndex:
     """The keyword side: inside a Qdrant server (shared by every machine using it), else SQLite FTS5 beside the data."""
     if settings.backend == "qdrant" and settings.qdrant_url:
-        from adapters.qdrant_keywords import keyword_index_for
-        from adapters.qdrant_store import QdrantCatalog
+        from agent_memory.adapters.qdrant_keywords import keyword_index_for
+        from agent_memory.adapters.qdrant_store import QdrantCatalog
 
         if isinstance(catalog, QdrantCatalog):
             return keyword_index_for(catalog)
-    from adapters.sqlite_keywords import SqliteKeywordIndex
+    from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
 
     # beside the data of the backend it indexes, so switching backends never mixes indexes
     return SqliteKeywordIndex(settings.data_dir / f"{settings.backend}-keywords.sqlite3")
@@ -98,7 +101,7 @@ def build_service(
             return built_catalog
         catalog = built_catalog.unwrap()
     if clock is None:
-        from adapters.clock import SystemClock
+        from agent_memory.adapters.clock import SystemClock
 
         clock = SystemClock()
     policy = SearchPolicy(

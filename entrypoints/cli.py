@@ -10,9 +10,9 @@ from typing import Any
 from returns.methods import unwrap_or_failure
 from returns.result import Result
 
-from domain.errors import DomainError, ErrorCode
-from entrypoints.cli_parser import UsageError, build_parser
-from entrypoints.json_codec import error_json
+from agent_memory.domain.errors import DomainError, ErrorCode
+from agent_memory.entrypoints.cli_parser import UsageError, build_parser
+from agent_memory.entrypoints.json_codec import error_json
 
 
 def _print(stream: Any, payload: dict[str, Any] | str) -> None:
@@ -38,9 +38,9 @@ def run(argv: Sequence[str]) -> int:
     if args.command in SERVERS:
         return SERVERS[args.command](args)
 
-    from entrypoints.bootstrap import build_service
-    from entrypoints.cli_handlers import HANDLERS
-    from entrypoints.settings import load_settings
+    from agent_memory.entrypoints.bootstrap import build_service
+    from agent_memory.entrypoints.cli_handlers import HANDLERS
+    from agent_memory.entrypoints.settings import load_settings
 
     fmt: str = getattr(args, "format", "json")
     handler, render = HANDLERS[args.command]
@@ -67,8 +67,8 @@ def run(argv: Sequence[str]) -> int:
 
 def _serve_mcp(args: Any) -> int:
     """`memory mcp`: runs a server until its client goes away instead of printing one payload."""
-    from entrypoints.mcp_server import run_mcp
-    from entrypoints.settings import load_settings
+    from agent_memory.entrypoints.mcp_server import run_mcp
+    from agent_memory.entrypoints.settings import load_settings
 
     outcome: Result[int, int] = (
         load_settings(_settings_flags(args))
@@ -82,8 +82,14 @@ def _serve_rest(args: Any) -> int:
     """`memory serve`: the REST API until interrupted; the token comes from --api-token or $MEMORY_API_TOKEN."""
     import os
 
-    from entrypoints.rest import run_rest
-    from entrypoints.settings import load_settings
+    from agent_memory.entrypoints.extras import missing_extra
+
+    absent = missing_extra("rest", "`memory serve` (the REST API)")
+    if absent is not None:
+        return _fail(error_json(absent))
+
+    from agent_memory.entrypoints.rest import run_rest
+    from agent_memory.entrypoints.settings import load_settings
 
     token = args.api_token or os.environ.get("MEMORY_API_TOKEN") or None
     outcome: Result[int, int] = (
@@ -99,7 +105,7 @@ SERVERS: dict[str, Callable[[Any], int]] = {"mcp": _serve_mcp, "serve": _serve_r
 
 
 def _emit(payload: dict[str, Any], fmt: str, render: Any) -> int:
-    from entrypoints.cli_handlers import RAW_RENDERERS
+    from agent_memory.entrypoints.cli_handlers import RAW_RENDERERS
 
     _print(sys.stdout, render(payload) if fmt == "text" or render in RAW_RENDERERS else payload)
     return 0

@@ -10,13 +10,13 @@ from typing import Any
 
 from returns.result import Failure, Result, Success
 
-from domain.commands import CreateMemory, SearchMemories, UpdateMemory
-from domain.errors import DomainError, invalid_input
-from domain.model import Memory, check_namespace
-from domain.service import MemoryService
-from entrypoints import json_codec as out
-from entrypoints import text_format as text
-from entrypoints.json_codec import JSON
+from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
+from agent_memory.domain.errors import DomainError, invalid_input
+from agent_memory.domain.model import Memory, check_namespace
+from agent_memory.domain.service import MemoryService
+from agent_memory.entrypoints import json_codec as out
+from agent_memory.entrypoints import text_format as text
+from agent_memory.entrypoints.json_codec import JSON
 
 Payload = dict[str, Any]
 Outcome = Result[Payload, DomainError]

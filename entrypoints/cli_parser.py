@@ -24,7 +24,7 @@ class JsonArgumentParser(argparse.ArgumentParser):
 
 def timestamp(raw: str) -> datetime:
     """An ISO 8601 timestamp for --expires-at (naive means UTC)."""
-    from entrypoints.json_codec import parse_iso
+    from agent_memory.entrypoints.json_codec import parse_iso
 
     try:
         return parse_iso(raw)
@@ -190,7 +190,10 @@ def _add_server_commands(commands: argparse._SubParsersAction) -> None:  # type:
 
 
 def build_parser() -> JsonArgumentParser:
+    from agent_memory._version import __version__
+
     parser = JsonArgumentParser(prog="memory", description="Long-term memory for AI agents.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     _common(parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=JsonArgumentParser)
     commands.required = True

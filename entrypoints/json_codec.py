@@ -8,10 +8,10 @@ from typing import Any
 from cattrs import Converter
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from domain.errors import DomainError
-from domain.model import DecayPolicy, Memory, ScoredMemory
-from domain.paths import MemoryPath, memory_path
-from domain.views import (
+from agent_memory.domain.errors import DomainError
+from agent_memory.domain.model import DecayPolicy, Memory, ScoredMemory
+from agent_memory.domain.paths import MemoryPath, memory_path
+from agent_memory.domain.views import (
     CategorySummary,
     Listing,
     MemoryView,

@@ -17,13 +17,14 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 from returns.result import Failure, Result, Success
 
-from domain.commands import CreateMemory, SearchMemories, UpdateMemory
-from domain.errors import DomainError, ErrorCode, invalid_input
-from domain.namespaces import ConfigurationError, resolve_namespace
-from domain.service import MemoryService
-from entrypoints import json_codec as out
-from entrypoints.agent_tools import MemoryToolError, error_text, run_manage, run_search
-from entrypoints.settings import Settings
+from agent_memory._version import __version__
+from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
+from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
+from agent_memory.domain.namespaces import ConfigurationError, resolve_namespace
+from agent_memory.domain.service import MemoryService
+from agent_memory.entrypoints import json_codec as out
+from agent_memory.entrypoints.agent_tools import MemoryToolError, error_text, run_manage, run_search
+from agent_memory.entrypoints.settings import Settings
 
 TRANSPORTS = ("stdio", "http")
 SERVER_NAME = "agent-memory"
@@ -612,12 +613,12 @@ def build_mcp_server(service: MemoryService, *, default_store: str) -> MCPServer
         )
         for name in TOOL_NAMES
     ]
-    return _Server(SERVER_NAME, instructions=INSTRUCTIONS, tools=built)
+    return _Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, tools=built)
 
 
 def run_mcp(settings: Settings, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765) -> int:
     """Build the service from the settings, then serve until the client goes away; the exit code."""
-    from entrypoints.bootstrap import build_service
+    from agent_memory.entrypoints.bootstrap import build_service
 
     if transport not in TRANSPORTS:
         return _startup_failure(invalid_input(f"Unknown transport {transport!r}: use stdio or http."))

@@ -11,7 +11,6 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import replace
 from datetime import datetime
 from http import HTTPStatus
-from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any, Generic, TypeVar
 
 import anyio
@@ -34,15 +33,16 @@ from litestar.typing import FieldDefinition
 from returns.methods import unwrap_or_failure
 from returns.result import Failure, Result, Success
 
-from domain.base import attempt
-from domain.commands import CreateMemory, SearchMemories, UpdateMemory
-from domain.errors import DomainError, ErrorCode, invalid_input
-from domain.model import check_namespace
-from domain.service import MemoryService
-from domain.views import Listing, MemoryView
-from entrypoints import json_codec as out
-from entrypoints.json_codec import parse_iso
-from entrypoints.settings import Settings
+from agent_memory._version import __version__
+from agent_memory.domain.base import attempt
+from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
+from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
+from agent_memory.domain.model import check_namespace
+from agent_memory.domain.service import MemoryService
+from agent_memory.domain.views import Listing, MemoryView
+from agent_memory.entrypoints import json_codec as out
+from agent_memory.entrypoints.json_codec import parse_iso
+from agent_memory.entrypoints.settings import Settings
 
 T = TypeVar("T")
 Payload = dict[str, Any]
@@ -655,17 +655,10 @@ def _token_guard(token: str) -> Guard:
     return guard
 
 
-def _version() -> str:
-    try:
-        return version("agent-memory")
-    except PackageNotFoundError:  # pragma: no cover - running from a checkout that is not installed
-        return "0"
-
-
 def _openapi(secured: bool) -> OpenAPIConfig:
     return OpenAPIConfig(
         title="agent-memory",
-        version=_version(),
+        version=__version__,
         description='Long-term memory for AI agents. Every failure is {"error": message, "code": CODE}.',
         path=DOCS_PATH,
         render_plugins=[SwaggerRenderPlugin(path="/")],
@@ -698,7 +691,7 @@ def run_rest(settings: Settings, host: str = "127.0.0.1", port: int = 8080, api_
 
     import uvicorn
 
-    from entrypoints.bootstrap import build_service
+    from agent_memory.entrypoints.bootstrap import build_service
 
     match build_service(settings):
         case Success(service):

@@ -11,8 +11,8 @@ from typing import Any
 from attrs import field, fields, frozen
 from returns.result import Failure, Result, Success
 
-from domain.errors import DomainError, ErrorCode, InvalidValue
-from domain.model import check_store_name
+from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
+from agent_memory.domain.model import check_store_name
 
 BACKENDS = ("chroma", "qdrant", "files")
 

@@ -16,11 +16,11 @@ import attrs
 import filelock
 import pytest
 
-import adapters.chroma_store as chroma_store
-from adapters.chroma_store import GENERATION_FILE, LOCK_FILE, ChromaCatalog
-from domain.errors import ErrorCode
-from domain.filters import MemoryFilter
-from domain.paths import CategoryPath
+import agent_memory.adapters.chroma_store as chroma_store
+from agent_memory.adapters.chroma_store import GENERATION_FILE, LOCK_FILE, ChromaCatalog
+from agent_memory.domain.errors import ErrorCode
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.paths import CategoryPath
 from tests.contract.vector_store_contract import DIM, MODEL, failed_with, ok, sample
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ import pytest
 from chromadb.config import Settings
 from hypothesis import HealthCheck, given, settings
 
-from adapters.chroma_records import (
+from agent_memory.adapters.chroma_records import (
     NEVER_EXPIRES_US,
     RECORD_KEY,
     memory_from_record,
@@ -21,11 +21,11 @@ from adapters.chroma_records import (
     new_record_metadata,
     path_prefixes,
 )
-from adapters.chroma_store import ChromaCatalog, ChromaVectorStore
-from adapters.record_time import iso, micros
-from domain.errors import ErrorCode
-from domain.filters import MemoryFilter
-from domain.model import DecayPolicy, Memory
+from agent_memory.adapters.chroma_store import ChromaCatalog, ChromaVectorStore
+from agent_memory.adapters.record_time import iso, micros
+from agent_memory.domain.errors import ErrorCode
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.model import DecayPolicy, Memory
 from tests.contract.vector_store_contract import (
     DIM,
     MODEL,

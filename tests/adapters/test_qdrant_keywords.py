@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from qdrant_client import QdrantClient, models
 
-import adapters.qdrant_keywords as qdrant_keywords
-import adapters.qdrant_store as qdrant_store
-from adapters.qdrant_keywords import (
+import agent_memory.adapters.qdrant_keywords as qdrant_keywords
+import agent_memory.adapters.qdrant_store as qdrant_store
+from agent_memory.adapters.qdrant_keywords import (
     AVERAGE_LENGTH,
     K1,
     KEYWORD_PAYLOAD_FIELDS,
@@ -37,10 +37,10 @@ from adapters.qdrant_keywords import (
     term_of,
     thread_prefixes,
 )
-from adapters.qdrant_store import QdrantCatalog
-from adapters.sqlite_keywords import query_terms
-from domain.errors import ErrorCode
-from domain.ports import KeywordEntry
+from agent_memory.adapters.qdrant_store import QdrantCatalog
+from agent_memory.adapters.sqlite_keywords import query_terms
+from agent_memory.domain.errors import ErrorCode
+from agent_memory.domain.ports import KeywordEntry
 from tests.contract.keyword_index_contract import chain, entry, filler
 from tests.contract.vector_store_contract import DIM, MODEL, failed_with, ok, sample
 

@@ -19,8 +19,8 @@ import pytest
 from qdrant_client import QdrantClient, models
 from returns.result import Result
 
-import adapters.qdrant_store as qdrant_store
-from adapters.qdrant_store import (
+import agent_memory.adapters.qdrant_store as qdrant_store
+from agent_memory.adapters.qdrant_store import (
     BOOL_FIELDS,
     DENSE,
     GENERATION,
@@ -35,10 +35,10 @@ from adapters.qdrant_store import (
     point_ids,
     to_filter,
 )
-from domain.errors import DomainError, ErrorCode
-from domain.filters import MemoryFilter
-from domain.model import Memory
-from domain.paths import CategoryPath
+from agent_memory.domain.errors import DomainError, ErrorCode
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.model import Memory
+from agent_memory.domain.paths import CategoryPath
 from tests.contract.vector_store_contract import (
     DIM,
     MODEL,
@@ -175,7 +175,7 @@ def test_a_foreign_collection_with_the_store_name_is_left_alone(catalog: QdrantC
 HOLDER = """
 import sys
 from pathlib import Path
-from adapters.qdrant_store import QdrantCatalog
+from agent_memory.adapters.qdrant_store import QdrantCatalog
 catalog = QdrantCatalog(path=Path(sys.argv[1]), embedder_name="m", dimension=8)
 catalog.health().unwrap()
 print("ready", flush=True)

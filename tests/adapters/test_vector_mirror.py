@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from returns.result import Result, Success
 
-from adapters.vector_mirror import VectorMirror
-from domain.errors import DomainError
-from domain.filters import MemoryFilter
-from domain.model import Memory
+from agent_memory.adapters.vector_mirror import VectorMirror
+from agent_memory.domain.errors import DomainError
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.model import Memory
 from tests.contract.vector_store_contract import DIM, assert_query_matches, filters_strategy, probes, sample
 
 PAIRS = sample(150, seed=5)  # more than the first allocation (64 rows): the mirror grows twice

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from domain.ports import KeywordEntry, KeywordIndex, thread_of
+from agent_memory.domain.ports import KeywordEntry, KeywordIndex, thread_of
 from tests.contract.vector_store_contract import ok
 
 STORE = "default"

@@ -11,20 +11,20 @@ import chromadb
 import pytest
 from chromadb.config import Settings
 
-import adapters.chroma_store as chroma_store
-from adapters.chroma_records import memory_metadata, to_where
-from adapters.chroma_store import (
+import agent_memory.adapters.chroma_store as chroma_store
+from agent_memory.adapters.chroma_records import memory_metadata, to_where
+from agent_memory.adapters.chroma_store import (
     NEXT_SUFFIX,
     PREV_SUFFIX,
     REBUILDING,
     ChromaCatalog,
     ChromaVectorStore,
 )
-from domain.errors import ErrorCode
-from domain.filters import MemoryFilter
-from domain.model import Memory
-from domain.paths import CategoryPath, MemoryPath
-from domain.ports import StoreCatalog
+from agent_memory.domain.errors import ErrorCode
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.model import Memory
+from agent_memory.domain.paths import CategoryPath, MemoryPath
+from agent_memory.domain.ports import StoreCatalog
 from tests.contract.vector_store_contract import (
     DIM,
     MODEL,

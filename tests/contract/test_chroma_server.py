@@ -9,10 +9,10 @@ from pathlib import Path
 import attrs
 import pytest
 
-from adapters.chroma_store import ChromaCatalog
-from domain.errors import ErrorCode
-from domain.filters import MemoryFilter
-from domain.ports import StoreCatalog
+from agent_memory.adapters.chroma_store import ChromaCatalog
+from agent_memory.domain.errors import ErrorCode
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.ports import StoreCatalog
 from tests.chroma_server import ChromaServer, free_port, running_chroma
 from tests.contract.vector_store_contract import DIM, MODEL, VectorStoreContract, axis, full_memory, ok, sample
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters.files_store import FilesCatalog, FilesVectorStore
-from adapters.in_memory import InMemoryCatalog
-from domain.ports import StoreCatalog
+from agent_memory.adapters.files_store import FilesCatalog, FilesVectorStore
+from agent_memory.adapters.in_memory import InMemoryCatalog
+from agent_memory.domain.ports import StoreCatalog
 from tests.contract.vector_store_contract import MODEL, VectorStoreContract, ok, sample
 
 

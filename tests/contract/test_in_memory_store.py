@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.in_memory import InMemoryCatalog
-from domain.ports import StoreCatalog
+from agent_memory.adapters.in_memory import InMemoryCatalog
+from agent_memory.domain.ports import StoreCatalog
 from tests.contract.vector_store_contract import MODEL, VectorStoreContract
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.in_memory import InMemoryKeywordIndex
-from domain.ports import KeywordIndex
+from agent_memory.adapters.in_memory import InMemoryKeywordIndex
+from agent_memory.domain.ports import KeywordIndex
 from tests.contract.keyword_index_contract import STORE, KeywordIndexContract, entry, filler, ids_of, search
 from tests.contract.vector_store_contract import ok
 

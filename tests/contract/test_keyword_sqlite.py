@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters.sqlite_keywords import ID_BATCH, STOP_WORDS, TOKENIZER, SqliteKeywordIndex, query_terms
-from domain.errors import ErrorCode
-from domain.ports import KeywordIndex
+from agent_memory.adapters.sqlite_keywords import ID_BATCH, STOP_WORDS, TOKENIZER, SqliteKeywordIndex, query_terms
+from agent_memory.domain.errors import ErrorCode
+from agent_memory.domain.ports import KeywordIndex
 from tests.contract.keyword_index_contract import (
     MANY_IDS,
     STORE,

@@ -8,8 +8,8 @@ from pathlib import Path
 import attrs
 import pytest
 
-from adapters.qdrant_store import QdrantCatalog
-from domain.ports import StoreCatalog
+from agent_memory.adapters.qdrant_store import QdrantCatalog
+from agent_memory.domain.ports import StoreCatalog
 from tests.contract.vector_store_contract import DIM, MODEL, VectorStoreContract
 
 

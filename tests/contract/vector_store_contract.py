@@ -19,11 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from returns.result import Failure, Result, Success
 
-from domain.errors import DomainError, ErrorCode
-from domain.filters import MemoryFilter
-from domain.model import DecayPolicy, Memory
-from domain.paths import CategoryPath, MemoryPath
-from domain.ports import CategoryRegistry, StoreCatalog, VectorStore
+from agent_memory.domain.errors import DomainError, ErrorCode
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.model import DecayPolicy, Memory
+from agent_memory.domain.paths import CategoryPath, MemoryPath
+from agent_memory.domain.ports import CategoryRegistry, StoreCatalog, VectorStore
 
 DIM = 8
 MODEL = "contract-embedder"

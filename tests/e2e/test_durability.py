@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from adapters.frontmatter import parse_frontmatter
-from adapters.in_memory import HashingEmbedder
-from domain.filters import MemoryFilter
-from domain.service import MemoryService
-from entrypoints.bootstrap import build_service
-from entrypoints.settings import load_settings
+from agent_memory.adapters.frontmatter import parse_frontmatter
+from agent_memory.adapters.in_memory import HashingEmbedder
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.service import MemoryService
+from agent_memory.entrypoints.bootstrap import build_service
+from agent_memory.entrypoints.settings import load_settings
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from adapters.in_memory import HashingEmbedder
-from domain.commands import CreateMemory, UpdateMemory
-from entrypoints.bootstrap import build_service
-from entrypoints.settings import load_settings
+from agent_memory.adapters.in_memory import HashingEmbedder
+from agent_memory.domain.commands import CreateMemory, UpdateMemory
+from agent_memory.entrypoints.bootstrap import build_service
+from agent_memory.entrypoints.settings import load_settings
 
 
 def main(data_dir: str, backend: str, worker: str, count: int) -> None:

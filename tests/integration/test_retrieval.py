@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from domain.commands import CreateMemory, SearchMemories
-from domain.service import MemoryService
-from entrypoints.bootstrap import build_service
-from entrypoints.settings import load_settings
+from agent_memory.domain.commands import CreateMemory, SearchMemories
+from agent_memory.domain.service import MemoryService
+from agent_memory.entrypoints.bootstrap import build_service
+from agent_memory.entrypoints.settings import load_settings
 
 pytestmark = pytest.mark.slow
 

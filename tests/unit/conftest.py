@@ -4,9 +4,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from adapters.clock import FixedClock
-from adapters.in_memory import HashingEmbedder, InMemoryCatalog
-from domain.service import MemoryService
+from agent_memory.adapters.clock import FixedClock
+from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog
+from agent_memory.domain.service import MemoryService
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

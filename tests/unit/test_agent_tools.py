@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from adapters.clock import FixedClock
-from domain.commands import CreateMemory, SearchMemories
-from domain.model import Memory
-from domain.namespaces import ConfigurationError
-from domain.service import MemoryService
-from entrypoints import agent_tools
-from entrypoints.agent_tools import (
+from agent_memory.adapters.clock import FixedClock
+from agent_memory.domain.commands import CreateMemory, SearchMemories
+from agent_memory.domain.model import Memory
+from agent_memory.domain.namespaces import ConfigurationError
+from agent_memory.domain.service import MemoryService
+from agent_memory.entrypoints import agent_tools
+from agent_memory.entrypoints.agent_tools import (
     MemoryTool,
     MemoryToolError,
     create_manage_memory_tool,

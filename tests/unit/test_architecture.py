@@ -10,15 +10,28 @@ ALLOWED_THIRD_PARTY = {"attrs", "returns"}
 FORBIDDEN_STDLIB = {"sqlite3", "argparse", "http", "urllib", "socket", "asyncio", "subprocess", "tomllib", "json"}
 
 
-def imported_modules(path: Path) -> set[str]:
+PACKAGES = ("domain", "adapters", "entrypoints")  # mapped into agent_memory.* by the build (pyproject.toml)
+
+
+def imported_names(path: Path) -> set[str]:
+    """Every absolute module name a file imports, in full."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found.update(alias.name.split(".")[0] for alias in node.names)
+            found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.add(node.module.split(".")[0])
+            found.add(node.module)
     return found
+
+
+def imported_modules(path: Path) -> set[str]:
+    return {name.split(".")[0] for name in imported_names(path)}
+
+
+def python_files() -> list[Path]:
+    roots = [ROOT / name for name in (*PACKAGES, "src", "tests", "bench")]
+    return [path for root in roots for path in root.rglob("*.py") if "research" not in path.parts]
 
 
 def test_domain_imports_only_the_standard_library_attrs_and_returns() -> None:
@@ -27,8 +40,12 @@ def test_domain_imports_only_the_standard_library_attrs_and_returns() -> None:
         bad = {
             name
             for name in imported_modules(path)
-            if name not in ALLOWED_THIRD_PARTY | {"domain", "__future__"}
+            if name not in ALLOWED_THIRD_PARTY | {"agent_memory", "__future__"}
             and (name not in sys.stdlib_module_names or name in FORBIDDEN_STDLIB)
+        } | {
+            name
+            for name in imported_names(path)
+            if name.startswith("agent_memory") and not name.startswith("agent_memory.domain")
         }
         if bad:
             offenders[path.name] = bad
@@ -38,7 +55,7 @@ def test_domain_imports_only_the_standard_library_attrs_and_returns() -> None:
 def test_every_module_opens_with_a_docstring_saying_its_role() -> None:
     missing = [
         str(path.relative_to(ROOT))
-        for package in ("domain", "adapters", "entrypoints")
+        for package in (*PACKAGES, "src")
         for path in (ROOT / package).rglob("*.py")
         if ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) is None
     ]
@@ -47,9 +64,19 @@ def test_every_module_opens_with_a_docstring_saying_its_role() -> None:
 
 def test_importing_the_cli_loads_no_storage_or_model_library() -> None:
     probe = (
-        "import sys, entrypoints.cli, entrypoints.bootstrap;"
+        "import sys, agent_memory, agent_memory.entrypoints.cli, agent_memory.entrypoints.bootstrap;"
         "heavy = {'chromadb', 'qdrant_client', 'onnxruntime', 'tokenizers', 'numpy', 'mcp', 'litestar'};"
         "print(sorted(heavy & set(sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
+
+
+def test_nothing_imports_the_folders_as_top_level_packages() -> None:
+    """`domain`, `adapters` and `entrypoints` are other projects' names on the registry: only agent_memory.* is ours."""
+    offenders = {
+        str(path.relative_to(ROOT)): found
+        for path in python_files()
+        if (found := imported_modules(path) & set(PACKAGES))
+    }
+    assert offenders == {}

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from adapters.in_memory import HashingEmbedder
-from adapters.qdrant_keywords import QdrantKeywordIndex
-from adapters.sqlite_keywords import SqliteKeywordIndex
-from entrypoints.bootstrap import build_service
-from entrypoints.settings import load_settings
+from agent_memory.adapters.in_memory import HashingEmbedder
+from agent_memory.adapters.qdrant_keywords import QdrantKeywordIndex
+from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
+from agent_memory.entrypoints.bootstrap import build_service
+from agent_memory.entrypoints.settings import load_settings
 
 
 def service_with(tmp_path: Path, **flags: str):  # type: ignore[no-untyped-def]

@@ -4,8 +4,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from domain.decay import confidence, confidence_at, oldest_anchor_for
-from domain.model import DecayPolicy, Memory
+from agent_memory.domain.decay import confidence, confidence_at, oldest_anchor_for
+from agent_memory.domain.model import DecayPolicy, Memory
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

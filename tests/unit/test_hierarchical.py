@@ -5,11 +5,11 @@ from datetime import timedelta
 import pytest
 from returns.result import Failure
 
-from adapters.clock import FixedClock
-from adapters.in_memory import InMemoryCatalog
-from domain.commands import CreateMemory, SearchMemories, UpdateMemory
-from domain.errors import ErrorCode
-from domain.service import MemoryService
+from agent_memory.adapters.clock import FixedClock
+from agent_memory.adapters.in_memory import InMemoryCatalog
+from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
+from agent_memory.domain.errors import ErrorCode
+from agent_memory.domain.service import MemoryService
 from tests.unit.conftest import T0
 
 

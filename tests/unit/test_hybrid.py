@@ -4,12 +4,12 @@ from datetime import timedelta
 
 import pytest
 
-from adapters.clock import FixedClock
-from adapters.in_memory import HashingEmbedder, InMemoryCatalog, InMemoryKeywordIndex
-from domain.commands import CreateMemory, SearchMemories, UpdateMemory
-from domain.errors import ErrorCode
-from domain.hybrid import dense_score, fuse
-from domain.service import MemoryService
+from agent_memory.adapters.clock import FixedClock
+from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog, InMemoryKeywordIndex
+from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
+from agent_memory.domain.errors import ErrorCode
+from agent_memory.domain.hybrid import dense_score, fuse
+from agent_memory.domain.service import MemoryService
 from tests.unit.conftest import T0
 
 

@@ -9,8 +9,8 @@ import anyio
 import pytest
 from mcp.types import CallToolResult
 
-from domain.service import MemoryService
-from entrypoints.mcp_server import TOOL_NAMES, build_mcp_server
+from agent_memory.domain.service import MemoryService
+from agent_memory.entrypoints.mcp_server import TOOL_NAMES, build_mcp_server
 
 
 class Server:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from domain.namespaces import ConfigurationError, resolve_namespace
+from agent_memory.domain.namespaces import ConfigurationError, resolve_namespace
 
 
 def test_user_id_gives_the_user_namespace() -> None:

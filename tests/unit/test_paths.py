@@ -3,8 +3,8 @@
 import pytest
 from returns.result import Failure, Success
 
-from domain.errors import ErrorCode
-from domain.paths import CategoryPath, MemoryPath, parse_category_path, parse_memory_path
+from agent_memory.domain.errors import ErrorCode
+from agent_memory.domain.paths import CategoryPath, MemoryPath, parse_category_path, parse_memory_path
 
 
 @pytest.mark.parametrize(

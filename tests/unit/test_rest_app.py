@@ -11,14 +11,14 @@ import pytest
 from litestar.testing import TestClient
 from returns.result import Failure, Result
 
-from adapters.clock import FixedClock
-from adapters.in_memory import InMemoryCatalog, InMemoryVectorStore
-from domain.commands import SearchMemories
-from domain.errors import DomainError, ErrorCode
-from domain.model import Memory
-from domain.ports import Vector
-from domain.service import MemoryService
-from entrypoints.rest import MAX_BODY_BYTES, build_app
+from agent_memory.adapters.clock import FixedClock
+from agent_memory.adapters.in_memory import InMemoryCatalog, InMemoryVectorStore
+from agent_memory.domain.commands import SearchMemories
+from agent_memory.domain.errors import DomainError, ErrorCode
+from agent_memory.domain.model import Memory
+from agent_memory.domain.ports import Vector
+from agent_memory.domain.service import MemoryService
+from agent_memory.entrypoints.rest import MAX_BODY_BYTES, build_app
 
 TOKEN = "s3cret-token"
 
@@ -626,7 +626,7 @@ def test_with_a_token_the_api_description_declares_bearer_auth(secured: TestClie
 
 
 def test_serve_parses_host_port_and_token() -> None:
-    from entrypoints.cli_parser import build_parser
+    from agent_memory.entrypoints.cli_parser import build_parser
 
     defaults = build_parser().parse_args(["serve"])
     chosen = build_parser().parse_args(["serve", "--host", "0.0.0.0", "--port", "9000", "--api-token", "t"])
@@ -636,8 +636,8 @@ def test_serve_parses_host_port_and_token() -> None:
 
 
 def test_serve_takes_the_token_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    import entrypoints.rest
-    from entrypoints.cli import run
+    import agent_memory.entrypoints.rest
+    from agent_memory.entrypoints.cli import run
 
     seen: dict[str, Any] = {}
 
@@ -645,7 +645,7 @@ def test_serve_takes_the_token_from_the_environment(monkeypatch: pytest.MonkeyPa
         seen.update(host=host, port=port, api_token=api_token)
         return 0
 
-    monkeypatch.setattr(entrypoints.rest, "run_rest", fake_run_rest)
+    monkeypatch.setattr(agent_memory.entrypoints.rest, "run_rest", fake_run_rest)
     monkeypatch.setenv("MEMORY_CONFIG", str(tmp_path / "none.toml"))
     monkeypatch.setenv("MEMORY_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("MEMORY_API_TOKEN", "from-env")

@@ -13,11 +13,11 @@ schemathesis = pytest.importorskip("schemathesis")
 from hypothesis import HealthCheck, settings  # noqa: E402
 from schemathesis.checks import not_a_server_error  # noqa: E402
 
-from adapters.clock import FixedClock  # noqa: E402
-from adapters.in_memory import HashingEmbedder, InMemoryCatalog  # noqa: E402
-from domain.commands import CreateMemory  # noqa: E402
-from domain.service import MemoryService  # noqa: E402
-from entrypoints.rest import build_app  # noqa: E402
+from agent_memory.adapters.clock import FixedClock  # noqa: E402
+from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog  # noqa: E402
+from agent_memory.domain.commands import CreateMemory  # noqa: E402
+from agent_memory.domain.service import MemoryService  # noqa: E402
+from agent_memory.entrypoints.rest import build_app  # noqa: E402
 
 
 def _seeded_service() -> MemoryService:

@@ -6,12 +6,12 @@ import pytest
 from attrs import evolve
 from returns.result import Failure, Success
 
-from adapters.clock import FixedClock
-from adapters.in_memory import HashingEmbedder, InMemoryCatalog, InMemoryVectorStore
-from domain.commands import CreateMemory, SearchMemories
-from domain.errors import ErrorCode
-from domain.model import DecayPolicy
-from domain.service import MemoryService, SearchPolicy
+from agent_memory.adapters.clock import FixedClock
+from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog, InMemoryVectorStore
+from agent_memory.domain.commands import CreateMemory, SearchMemories
+from agent_memory.domain.errors import ErrorCode
+from agent_memory.domain.model import DecayPolicy
+from agent_memory.domain.service import MemoryService, SearchPolicy
 from tests.unit.conftest import T0
 
 

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from returns.result import Failure
 
-from domain.errors import ErrorCode
-from entrypoints.settings import load_settings
+from agent_memory.domain.errors import ErrorCode
+from agent_memory.entrypoints.settings import load_settings
 
 
 @pytest.fixture

