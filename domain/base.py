@@ -9,6 +9,7 @@ from attrs import frozen
 from returns.result import Failure, Result, Success
 
 from agent_memory.domain.decay import DEFAULT_DECAY_WINDOW_HOURS, confidence
+from agent_memory.domain.empty_store import EmptyStore
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue, not_found
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import DEFAULT_STORE, Memory, check_memory_id, check_store_name
@@ -81,8 +82,18 @@ class UseCaseBase:
     # --- helpers ----------------------------------------------------------------------------
 
     def _open(self, name: str | None, *, create: bool) -> Result[VectorStore, DomainError]:
+        """A store by name (the configured one by default). Only writers create: a reader of a missing store
+        gets STORE_NOT_FOUND, except for the built-in default store, which reads as empty until written."""
         return attempt(lambda: check_store_name(name or self.policy.default_store)).bind(
-            lambda store_name: self.catalog.open(store_name, create=create or store_name == self.policy.default_store)
+            lambda store_name: self._open_checked(store_name, create=create)
+        )
+
+    def _open_checked(self, store_name: str, *, create: bool) -> Result[VectorStore, DomainError]:
+        opened = self.catalog.open(store_name, create=create)
+        if create or store_name != DEFAULT_STORE:
+            return opened
+        return opened.lash(
+            lambda error: Success(EmptyStore()) if error.code is ErrorCode.STORE_NOT_FOUND else Failure(error)
         )
 
     def _check_model(self, store: VectorStore) -> Result[VectorStore, DomainError]:

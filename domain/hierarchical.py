@@ -13,7 +13,7 @@ from agent_memory.domain.base import UseCaseBase, attempt, keyword_entry, option
 from agent_memory.domain.commands import CreateMemory, UpdateMemory
 from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
 from agent_memory.domain.filters import MemoryFilter
-from agent_memory.domain.model import Memory, check_store_name, parse_decay_policy
+from agent_memory.domain.model import DEFAULT_STORE, Memory, check_store_name, parse_decay_policy
 from agent_memory.domain.paths import CategoryPath, MemoryPath, parse_category_path, parse_memory_path
 from agent_memory.domain.ports import CategoryRegistry, VectorStore
 from agent_memory.domain.views import (
@@ -316,7 +316,11 @@ class HierarchicalUseCases(UseCaseBase):
         return attempt(lambda: check_store_name(store)).bind(self.catalog.categories)
 
     def _descriptions(self, store: str) -> Result[Mapping[str, str], DomainError]:
-        return self._registry(store).bind(lambda registry: registry.describe_all())
+        described = self._registry(store).bind(lambda registry: registry.describe_all())
+        if store != DEFAULT_STORE:
+            return described
+        # the built-in store reads as empty until written (see _open)
+        return described.lash(lambda error: Success({}) if error.code is ErrorCode.STORE_NOT_FOUND else Failure(error))
 
     def _category_summary(self, store: str, path: CategoryPath) -> Result[CategorySummary, DomainError]:
         return self._category_exists(store, path)

@@ -17,6 +17,10 @@ from agent_memory.domain.paths import MemoryPath
 MAX_CONTENT_CHARS = 100_000
 MAX_LABEL_CHARS = 256
 MAX_LIST_ITEMS = 100
+# a namespace is a short tenant path (["org", "o-1", "user", "u-2"]); backends index every prefix of it,
+# so its size is bounded before any storage call (6,000 labels once made an embedded Chroma unusable)
+MAX_NAMESPACE_DEPTH = 16
+MAX_NAMESPACE_CHARS = 512
 DEFAULT_STORE = "default"
 STORE_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 MAX_STORE_NAME = 63
@@ -177,9 +181,15 @@ def check_namespace(raw: object) -> tuple[str, ...]:
         labels = tuple(raw)
     else:
         raise InvalidValue("A namespace is a list of labels, like ['user', 'u-123'].")
+    if len(labels) > MAX_NAMESPACE_DEPTH:
+        raise InvalidValue(
+            f"A namespace has {len(labels)} labels; at most {MAX_NAMESPACE_DEPTH} are allowed (like ['user', 'u-123'])."
+        )
     for label in labels:
         if not isinstance(label, str) or not label.strip() or "/" in label or any(ord(c) < 32 for c in label):
-            raise InvalidValue(f"Namespace label {label!r} must be non-empty text without '/'.")
+            raise InvalidValue(f"Namespace label {str(label)[:40]!r} must be non-empty text without '/'.")
         if len(label) > MAX_LABEL_CHARS:
             raise InvalidValue(f"A namespace label is longer than {MAX_LABEL_CHARS} characters.")
+    if sum(len(label) + 1 for label in labels) > MAX_NAMESPACE_CHARS:
+        raise InvalidValue(f"A namespace is longer than {MAX_NAMESPACE_CHARS} characters in all.")
     return labels

@@ -34,7 +34,7 @@ def run(argv: Sequence[str]) -> int:
     try:
         args = build_parser().parse_args(list(argv))
     except UsageError as error:
-        return _fail({"error": str(error)})
+        return _fail({"error": str(error), "code": ErrorCode.INVALID_INPUT.value})
     if args.command in SERVERS:
         return SERVERS[args.command](args)
 
@@ -105,15 +105,28 @@ SERVERS: dict[str, Callable[[Any], int]] = {"mcp": _serve_mcp, "serve": _serve_r
 
 
 def _emit(payload: dict[str, Any], fmt: str, render: Any) -> int:
+    """Print a done command's result; the command already happened, so a renderer's fault never turns it into exit 1."""
     from agent_memory.entrypoints.cli_handlers import RAW_RENDERERS
 
-    _print(sys.stdout, render(payload) if fmt == "text" or render in RAW_RENDERERS else payload)
+    if fmt != "text" and render not in RAW_RENDERERS:
+        _print(sys.stdout, payload)
+        return 0
+    try:
+        rendered = render(payload)
+    except (KeyError, TypeError, ValueError, IndexError):
+        rendered = json.dumps(payload, ensure_ascii=False)  # the facts, if not the prose
+    _print(sys.stdout, rendered)
     return 0
 
 
 def _status_body(error: DomainError, settings: Any) -> dict[str, Any]:
     """spec 000: an unhealthy status is still a status object, on stderr."""
-    body: dict[str, Any] = {"status": "unhealthy", "error": error.message, "backend": settings.backend}
+    body: dict[str, Any] = {
+        "status": "unhealthy",
+        "error": error.message,
+        "code": error.code.value,
+        "backend": settings.backend,
+    }
     if settings.backend == "chroma":
         where = (
             f"{settings.chroma_host}:{settings.chroma_port}"
@@ -131,7 +144,12 @@ def main() -> None:
     try:
         code = run(sys.argv[1:])
     except KeyboardInterrupt:
-        code = _fail({"error": "Interrupted."})
+        code = _fail({"error": "Interrupted.", "code": "INTERRUPTED"})
     except Exception as error:
-        code = _fail({"error": f"Unexpected error ({type(error).__name__}): {error}. Please report this."})
+        code = _fail(
+            {
+                "error": f"Unexpected error ({type(error).__name__}): {error}. Please report this.",
+                "code": "INTERNAL_ERROR",
+            }
+        )
     sys.exit(code)

@@ -96,11 +96,23 @@ _JSONL_FIELDS = {
 }
 
 
+# JSON escapes for the characters other tools (and str.splitlines) take for line breaks
+_LINE_BREAKS_IN_TEXT = str.maketrans({"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def jsonl_line(item: dict[str, Any]) -> str:
+    """One JSON Lines record: UTF-8 kept readable, but no character any reader could take for a line break."""
+    return json.dumps(item, ensure_ascii=False).translate(_LINE_BREAKS_IN_TEXT)
+
+
+def jsonl_records(body: str) -> list[tuple[int, str]]:
+    """(line number, line) for every non-blank line; JSON Lines break on \\n only (\\r\\n tolerated)."""
+    return [(number, line.removesuffix("\r")) for number, line in enumerate(body.split("\n"), start=1) if line.strip()]
+
+
 def _commands_from_jsonl(body: str, store: str | None) -> Result[list[CreateMemory], DomainError]:
     commands: list[CreateMemory] = []
-    for number, line in enumerate(body.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, line in jsonl_records(body):
         try:
             item = json.loads(line)
         except json.JSONDecodeError as error:
@@ -258,7 +270,7 @@ def category(service: MemoryService, args: argparse.Namespace) -> Outcome:
 def export(service: MemoryService, args: argparse.Namespace) -> Outcome:
     chosen = getattr(args, "store", None)
     lines = service.export(stores=None if chosen is None else [chosen]).map(
-        lambda memories: [json.dumps(out.memory_json(m), ensure_ascii=False) for m in memories]
+        lambda memories: [jsonl_line(out.memory_json(m)) for m in memories]
     )
     if args.output == "-":
         return lines.map(lambda body: {"lines": body})
@@ -299,9 +311,7 @@ def import_(service: MemoryService, args: argparse.Namespace) -> Outcome:
 
 def _memories_from_jsonl(body: str, store: str | None) -> Result[list[Memory], DomainError]:
     memories: list[Memory] = []
-    for number, line in enumerate(body.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, line in jsonl_records(body):
         try:
             item = json.loads(line)
             if not isinstance(item, dict):

@@ -91,8 +91,8 @@ def status_json(status: Status) -> dict[str, Any]:
 
 
 def error_json(error: DomainError) -> dict[str, Any]:
-    """The CLI's error body: exactly {"error": message}, as spec 000 shows it."""
-    return {"error": error.message}
+    """The CLI's error body: {"error": message} as spec 000 shows it, and the code a script can branch on."""
+    return {"error": error.message, "code": error.code.value}
 
 
 def category_json(summary: CategorySummary) -> dict[str, Any]:

@@ -32,6 +32,8 @@ def memory(m: dict[str, Any]) -> str:
 
 
 def created(m: dict[str, Any]) -> str:
+    if "created" in m:  # a batch (`create --jsonl`): the ids, one per line
+        return f"Created {m['count']} memories:\n" + "\n".join(m["created"])
     return "Created " + memory(m)[0].lower() + memory(m)[1:]
 
 

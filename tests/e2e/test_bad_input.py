@@ -29,12 +29,13 @@ pytestmark = pytest.mark.slow
 )
 def test_bad_arguments_are_json_errors(cli: MemoryCli, args: list[str], words: str) -> None:
     error = cli.fails(*args)
-    assert set(error) == {"error"} and words in error["error"]
+    assert set(error) == {"error", "code"} and words in error["error"]
+    assert error["code"] in {"INVALID_INPUT", "INVALID_PATH"}
 
 
 def test_a_malformed_id_is_not_found(cli: MemoryCli) -> None:
     for command in ("get", "reinforce", "delete"):
-        assert cli.fails(command, "not a uuid at all") == {"error": "Memory not found"}
+        assert cli.fails(command, "not a uuid at all") == {"error": "Memory not found", "code": "MEMORY_NOT_FOUND"}
 
 
 def test_oversized_content_is_refused_and_stores_nothing(cli: MemoryCli) -> None:

@@ -45,7 +45,7 @@ def test_add_auto_creates_store_and_category_with_optional_metadata(cli: MemoryC
 
 
 def test_get_missing_and_expired(cli: MemoryCli) -> None:
-    assert cli.fails("get", "notes/missing") == {"error": "Memory not found"}
+    assert cli.fails("get", "notes/missing") == {"error": "Memory not found", "code": "MEMORY_NOT_FOUND"}
     cli.ok("add", "notes/old", "--content", "stale", "--expires-at", "2001-01-01T00:00:00Z")
     assert "expired" in cli.fails("get", "notes/old")["error"]
     assert cli.ok("get", "notes/old", "--include-expired")["content"] == "stale"
@@ -76,13 +76,13 @@ def test_remove_move_recent_prune(cli: MemoryCli) -> None:
     assert "limit must be between 1 and 100" in cli.fails("recent", "--limit", "500")["error"]
     removed = cli.ok("remove", "archive/taken")
     assert removed["removed"] is True
-    assert cli.fails("get", "archive/taken") == {"error": "Memory not found"}
+    assert cli.fails("get", "archive/taken") == {"error": "Memory not found", "code": "MEMORY_NOT_FOUND"}
     cli.ok("add", "tmp/old", "--content", "old", "--expires-at", "2001-01-01T00:00:00Z")
     dry = cli.ok("prune", "--dry-run")
     assert dry["dry_run"] is True and [p["path"] for p in dry["pruned"]] == ["tmp/old"]
     assert cli.ok("get", "tmp/old", "--include-expired")
     assert cli.ok("prune")["count"] == 1
-    assert cli.fails("get", "tmp/old", "--include-expired") == {"error": "Memory not found"}
+    assert cli.fails("get", "tmp/old", "--include-expired") == {"error": "Memory not found", "code": "MEMORY_NOT_FOUND"}
 
 
 def test_categories_and_stores(cli: MemoryCli) -> None:
@@ -92,7 +92,7 @@ def test_categories_and_stores(cli: MemoryCli) -> None:
     assert "root category" in cli.fails("category", "delete", "projects")["error"]
     cli.ok("add", "projects/empty/one", "--content", "now it has one")
     assert cli.ok("category", "delete", "projects/empty")["deleted"] is True
-    assert cli.fails("get", "projects/empty/one") == {"error": "Memory not found"}
+    assert cli.fails("get", "projects/empty/one") == {"error": "Memory not found", "code": "MEMORY_NOT_FOUND"}
     assert cli.ok("store", "create", "team")["created"] is True
     assert "already exists" in cli.fails("store", "create", "team")["error"]
     assert "Invalid store name" in cli.fails("store", "create", "Team Notes")["error"]

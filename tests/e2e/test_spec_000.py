@@ -115,7 +115,7 @@ def test_get_existing_memory_has_fields_and_confidence(cli: MemoryCli) -> None:
 
 @pytest.mark.parametrize("ref", ["3f2b1c4d-0000-4000-8000-000000000000", "invalid-id"])
 def test_get_non_existent_memory(cli: MemoryCli, ref: str) -> None:
-    assert cli.fails("get", ref) == {"error": "Memory not found"}
+    assert cli.fails("get", ref) == {"error": "Memory not found", "code": "MEMORY_NOT_FOUND"}
 
 
 def test_reinforce_a_reinforceable_memory(cli: MemoryCli) -> None:
@@ -137,7 +137,7 @@ def test_delete_existing_then_again(cli: MemoryCli) -> None:
     created = cli.ok("create", "Temporary secret plan")
     assert cli.ok("delete", created["id"]) == {"id": created["id"], "deleted": True}
     assert "already deleted" in cli.fails("delete", created["id"])["error"]
-    assert cli.fails("get", created["id"]) == {"error": "Memory not found"}
+    assert cli.fails("get", created["id"]) == {"error": "Memory not found", "code": "MEMORY_NOT_FOUND"}
     assert cli.ok("search", "secret plan")["count"] == 0
 
 
@@ -163,8 +163,8 @@ def test_status_unhealthy_and_commands_with_an_unreachable_chroma(cli: MemoryCli
     status = cli.fails("status", env=env)
     message = f"Cannot connect to ChromaDB at 127.0.0.1:{port}. Is Docker running?"
     assert status["status"] == "unhealthy" and status["error"] == message
-    assert cli.fails("create", "x", env=env) == {"error": message}
-    assert cli.fails("search", "x", env=env) == {"error": message}
+    assert cli.fails("create", "x", env=env) == {"error": message, "code": "BACKEND_UNAVAILABLE"}
+    assert cli.fails("search", "x", env=env) == {"error": message, "code": "BACKEND_UNAVAILABLE"}
 
 
 def test_every_command_accepts_text_format(cli: MemoryCli) -> None:

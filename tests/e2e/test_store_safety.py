@@ -1,0 +1,64 @@
+"""Inputs that once broke a store or lost track of a write, through the CLI on every backend (issue: no write lost)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import MemoryCli
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_huge_namespace_is_refused_before_storage_and_the_store_keeps_working(cli: MemoryCli) -> None:
+    deep = "/".join(["l"] * 6000)  # once made every later command of an embedded Chroma fail for good
+    error = cli.fails("create", "deep", "--namespace", deep)
+    assert error["code"] == "INVALID_INPUT" and "at most 16" in error["error"]
+    too_long = "/".join(["x" * 200] * 3)
+    assert "512 characters" in cli.fails("create", "long", "--namespace", too_long)["error"]
+    kept = cli.ok("create", "still works", "--namespace", "user/alice")
+    assert cli.ok("get", kept["id"])["namespace"] == ["user", "alice"]
+    assert cli.ok("status")["status"] == "healthy"
+
+
+def test_export_import_keeps_content_with_unicode_line_separators(cli: MemoryCli, tmp_path: Path) -> None:
+    tricky = "Line one\u2028line two\u2029paragraph\u0085next-line\r\nwindows\nunix"
+    created = cli.ok("create", "-", stdin=tricky)
+    exported = cli("export")
+    assert exported.code == 0 and len(exported.stdout.strip().split("\n")) == 1
+    assert all(char not in exported.stdout for char in "\u2028\u2029\u0085")  # escaped, so no reader splits there
+    target = MemoryCli(tmp_path / "other", cli.backend, {k: v for k, v in cli.env.items() if k.startswith("CHROMA")})
+    target.env["MEMORY_COLLECTION"] = cli.env.get("MEMORY_COLLECTION", "memories") + "-copy"
+    assert target.ok("import", stdin=exported.stdout)["count"] == 1
+    assert target.ok("get", created["id"])["content"] == tricky
+
+
+def test_a_batch_in_text_format_reports_success_after_writing(cli: MemoryCli, tmp_path: Path) -> None:
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text('{"content": "first"}\n{"content": "second"}\n', encoding="utf-8")
+    ran = cli("create", "--jsonl", str(batch), "--format", "text")
+    assert ran.code == 0, ran.stderr
+    assert ran.stdout.startswith("Created 2 memories")
+    assert cli.ok("status")["memory_count"] == 2
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["search", "foo"], ["status"], ["list"], ["recent"], ["export"], ["prune", "--dry-run"]],
+)
+def test_read_only_commands_never_create_a_store(cli: MemoryCli, command: list[str]) -> None:
+    cli.ok("create", "something in the default store")
+    error = cli.fails("--store", "typo", *command)
+    assert error["code"] == "STORE_NOT_FOUND"
+    assert "typo" in json.dumps(error)
+    assert "typo" not in {store["name"] for store in cli.ok("store", "list")["stores"]}
+
+
+def test_a_fresh_install_reads_as_empty_without_creating_the_default_store(cli: MemoryCli) -> None:
+    assert cli.ok("search", "anything")["results"] == []
+    assert cli.ok("status")["memory_count"] == 0
+    assert cli.ok("store", "list")["stores"] == []
+    created = cli.ok("create", "first memory")
+    assert cli.ok("get", created["id"])["content"] == "first memory"
