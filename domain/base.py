@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 from attrs import frozen
+from returns.iterables import Fold
 from returns.result import Failure, Result, Success
 
 from agent_memory.domain.decay import DEFAULT_DECAY_WINDOW_HOURS, confidence
@@ -18,6 +19,24 @@ from agent_memory.domain.ports import Clock, Embedder, KeywordEntry, KeywordInde
 from agent_memory.domain.views import MemoryView
 
 T = TypeVar("T")
+_PATH_SCANS = 8  # above this many paths in one batch, one scan of the store beats a scan per path
+
+
+def _none_taken(
+    found: Sequence[Sequence[Memory]], owners: Mapping[MemoryPath, str], ids: set[str]
+) -> Result[None, DomainError]:
+    for other in (memory for group in found for memory in group):
+        if other.path is not None and other.path in owners and other.id not in ids:
+            return Failure(_taken(other.path, "a memory is already there"))
+    return Success(None)
+
+
+def _taken(path: MemoryPath, why: str) -> DomainError:
+    return DomainError(
+        ErrorCode.DESTINATION_EXISTS,
+        f"Path '{path}' is taken ({why}): update that memory, or choose another path.",
+        path=str(path),
+    )
 
 
 def attempt(build: Callable[[], T]) -> Result[T, DomainError]:
@@ -95,6 +114,28 @@ class UseCaseBase:
         return opened.lash(
             lambda error: Success(EmptyStore()) if error.code is ErrorCode.STORE_NOT_FOUND else Failure(error)
         )
+
+    def _paths_free(self, store: VectorStore, memories: Sequence[Memory]) -> Result[VectorStore, DomainError]:
+        """DESTINATION_EXISTS unless every live memory of the batch has a path no other live memory holds.
+
+        A batch may replace memories by id (import): a path held by one of the batch's own ids is free.
+        """
+        placed = [m for m in memories if m.path is not None and not m.deleted]
+        if not placed:
+            return Success(store)
+        owners: dict[MemoryPath, str] = {}
+        for memory in placed:
+            assert memory.path is not None  # for the type checker: filtered above
+            if owners.setdefault(memory.path, memory.id) != memory.id:
+                return Failure(_taken(memory.path, "the batch holds two memories"))
+        ids = {m.id for m in memories}
+        # a few paths: one exact scan each; many: one scan of the store's live memories
+        scans = (
+            [store.scan(MemoryFilter(path=path)) for path in owners]
+            if len(owners) <= _PATH_SCANS
+            else [store.scan(MemoryFilter())]
+        )
+        return Fold.collect(scans, Success(())).bind(lambda found: _none_taken(found, owners, ids)).map(lambda _: store)
 
     def _check_model(self, store: VectorStore) -> Result[VectorStore, DomainError]:
         def compare(recorded: str | None) -> Result[VectorStore, DomainError]:

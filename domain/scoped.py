@@ -85,6 +85,7 @@ class ScopedUseCases(UseCaseBase):
         return (
             self._open(store_name, create=True)
             .bind(self._check_model)
+            .bind(lambda store: self._paths_free(store, memories))
             .bind(
                 lambda store: self.embedder.embed_documents([m.content for m in memories]).bind(
                     lambda vectors: store.add(memories, vectors)

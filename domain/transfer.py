@@ -72,6 +72,7 @@ class TransferUseCases(UseCaseBase):
             outcome = (
                 self._open(name, create=True)
                 .bind(self._check_model)
+                .bind(lambda store, group=group: self._paths_free(store, group))  # type: ignore[misc]
                 .bind(lambda store, group=group: self._import_group(store, group, tally))  # type: ignore[misc]
             )
             if isinstance(outcome, Failure):

@@ -62,3 +62,23 @@ def test_a_fresh_install_reads_as_empty_without_creating_the_default_store(cli: 
     assert cli.ok("store", "list")["stores"] == []
     created = cli.ok("create", "first memory")
     assert cli.ok("get", created["id"])["content"] == "first memory"
+
+
+def test_a_batch_never_puts_two_live_memories_at_one_path(cli: MemoryCli, tmp_path: Path) -> None:
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text('{"content": "one", "path": "notes/same"}\n{"content": "two", "path": "notes/same"}\n')
+    error = cli.fails("create", "--jsonl", str(batch))
+    assert error["code"] == "DESTINATION_EXISTS" and "notes/same" in error["error"]
+    assert cli.ok("status")["memory_count"] == 0  # all or nothing
+
+    cli.ok("add", "notes/taken", "--content", "first")
+    batch.write_text('{"content": "fresh", "path": "notes/free"}\n{"content": "clash", "path": "notes/taken"}\n')
+    assert cli.fails("create", "--jsonl", str(batch))["code"] == "DESTINATION_EXISTS"
+    clash = {"id": "1b4e28ba-2fa1-41d2-883f-0016d3cca427", "content": "imported clash", "path": "notes/taken"}
+    exported = json.loads(cli("export").stdout.strip().split("\n")[0])
+    assert cli.fails("import", stdin=json.dumps({**exported, **clash}) + "\n")["code"] == "DESTINATION_EXISTS"
+    assert cli.ok("get", "notes/taken")["content"] == "first"
+    assert cli.ok("status")["memory_count"] == 1
+    # re-importing the memory that holds the path (same id) is a replace, not a clash
+    assert cli.ok("import", stdin=json.dumps({**exported, "content": "first, edited"}) + "\n")["count"] == 1
+    assert cli.ok("get", "notes/taken")["content"] == "first, edited"

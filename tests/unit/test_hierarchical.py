@@ -253,3 +253,15 @@ def test_a_namespace_guard_hides_other_tenants_even_by_id(service: MemoryService
     assert service.get(theirs).unwrap().memory.content == "theirs"
     assert [v.memory.id for v in service.list(namespace=a).unwrap().memories] == [mine]
     assert [v.memory.id for v in service.recent(namespace=a).unwrap()] == [mine]
+
+
+def test_create_many_refuses_two_memories_at_one_path_and_writes_nothing(service: MemoryService) -> None:
+    batch = [CreateMemory(content="a", path="notes/same"), CreateMemory(content="b", path="notes/Same")]
+    failed = service.create_many(batch)
+    assert failed.failure().code is ErrorCode.DESTINATION_EXISTS
+    assert service.status().unwrap().memory_count == 0
+    service.add(CreateMemory(content="first", path="notes/taken")).unwrap()
+    many = [CreateMemory(content=f"n{i}", path=f"notes/n{i}") for i in range(12)]  # above the per-path scans
+    clash = service.create_many([*many, CreateMemory(content="x", path="notes/taken")])
+    assert clash.failure().code is ErrorCode.DESTINATION_EXISTS
+    assert service.status().unwrap().memory_count == 1
