@@ -15,7 +15,16 @@ from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue, not
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import DEFAULT_STORE, Memory, check_memory_id, check_store_name
 from agent_memory.domain.paths import CategoryPath, MemoryPath, parse_category_path, parse_memory_path
-from agent_memory.domain.ports import Clock, Embedder, KeywordEntry, KeywordIndex, StoreCatalog, VectorStore, thread_of
+from agent_memory.domain.ports import (
+    Clock,
+    Embedder,
+    KeywordEntry,
+    KeywordIndex,
+    StoreCatalog,
+    VectorStore,
+    WriteLocks,
+    thread_of,
+)
 from agent_memory.domain.views import MemoryView
 
 T = TypeVar("T")
@@ -97,8 +106,15 @@ class UseCaseBase:
     clock: Clock
     policy: SearchPolicy
     keywords: KeywordIndex | None
+    locks: WriteLocks
 
     # --- helpers ----------------------------------------------------------------------------
+
+    def _exclusive(self, store: str | None, work: Callable[[], Result[T, DomainError]]) -> Result[T, DomainError]:
+        """Run a change to one store (the configured one by default) while no other change to it runs."""
+        return attempt(lambda: check_store_name(store or self.policy.default_store)).bind(
+            lambda name: self.locks.exclusive(name, work)
+        )
 
     def _open(self, name: str | None, *, create: bool) -> Result[VectorStore, DomainError]:
         """A store by name (the configured one by default). Only writers create: a reader of a missing store

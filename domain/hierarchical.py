@@ -43,11 +43,14 @@ class HierarchicalUseCases(UseCaseBase):
         """Create a memory at a path; the store and categories come into being as needed."""
         if command.path is None:
             return Failure(invalid_input("add needs a path like 'category/slug'."))
-        return (
-            parse_memory_path(command.path)
-            .bind(lambda path: self._path_free(path, command.store).map(lambda _: path))
-            .bind(lambda path: self.create_many([evolve(command, path=str(path))]))
-            .map(lambda views: views[0])
+        return self._exclusive(
+            command.store,
+            lambda: (
+                parse_memory_path(command.path)
+                .bind(lambda path: self._path_free(path, command.store).map(lambda _: path))
+                .bind(lambda path: self.create_many([evolve(command, path=str(path))]))
+                .map(lambda views: views[0])
+            ),
         )
 
     def update(self, command: UpdateMemory) -> Result[MemoryView, DomainError]:
@@ -55,15 +58,18 @@ class HierarchicalUseCases(UseCaseBase):
         changes = _changes(command)
         if isinstance(changes, Failure):
             return changes
-        return (
-            changes.bind(
-                lambda fields: self._load_live(
-                    command.ref, command.store, include_expired=True, namespace=command.namespace
-                ).map(lambda memory: (memory, fields))
-            )
-            .bind(lambda pair: attempt(lambda: evolve(pair[0], **pair[1], updated_at=self.clock.now())))
-            .bind(self._save_changed)
-            .map(self._view)
+        return self._exclusive(
+            command.store,
+            lambda: (
+                changes.bind(
+                    lambda fields: self._load_live(
+                        command.ref, command.store, include_expired=True, namespace=command.namespace
+                    ).map(lambda memory: (memory, fields))
+                )
+                .bind(lambda pair: attempt(lambda: evolve(pair[0], **pair[1], updated_at=self.clock.now())))
+                .bind(self._save_changed)
+                .map(self._view)
+            ),
         )
 
     def _save_changed(self, memory: Memory) -> Result[Memory, DomainError]:
@@ -86,13 +92,16 @@ class HierarchicalUseCases(UseCaseBase):
         self, ref: str, *, store: str | None = None, namespace: Sequence[str] | None = None
     ) -> Result[Memory, DomainError]:
         """Delete for good (MCP remove_memory), soft-deleted or not."""
-        return self._load_ref(ref, store, namespace=namespace).bind(
-            lambda memory: (
-                self._open(memory.store, create=False)
-                .bind(lambda opened: opened.remove([memory.id]))
-                .bind(lambda _: self._unindex_keywords(memory.store, [memory.id]))
-                .map(lambda _: memory)
-            )
+        return self._exclusive(
+            store,
+            lambda: self._load_ref(ref, store, namespace=namespace).bind(
+                lambda memory: (
+                    self._open(memory.store, create=False)
+                    .bind(lambda opened: opened.remove([memory.id]))
+                    .bind(lambda _: self._unindex_keywords(memory.store, [memory.id]))
+                    .map(lambda _: memory)
+                )
+            ),
         )
 
     def move(
@@ -112,10 +121,13 @@ class HierarchicalUseCases(UseCaseBase):
                 .map(lambda _: self._view(moved))
             )
 
-        return parse_memory_path(destination).bind(
-            lambda target: self._load_live(ref, store, include_expired=True, namespace=namespace).bind(
-                lambda memory: relocate(memory, target)
-            )
+        return self._exclusive(
+            store,
+            lambda: parse_memory_path(destination).bind(
+                lambda target: self._load_live(ref, store, include_expired=True, namespace=namespace).bind(
+                    lambda memory: relocate(memory, target)
+                )
+            ),
         )
 
     def _path_free(self, path: MemoryPath, store: str | None) -> Result[None, DomainError]:
@@ -208,7 +220,7 @@ class HierarchicalUseCases(UseCaseBase):
 
             return opened.scan(MemoryFilter(include_deleted=True)).bind(report)
 
-        return self._open(store, create=False).bind(expired_ones)
+        return self._exclusive(store, lambda: self._open(store, create=False).bind(expired_ones))
 
     def reindex(self, *, store: str | None = None) -> Result[ReindexReport, DomainError]:
         """Re-embed every memory of the store with the configured embedder, replacing the index at once."""
@@ -227,10 +239,13 @@ class HierarchicalUseCases(UseCaseBase):
                 .map(lambda _: ReindexReport(name, len(memories), self.embedder.name))
             )
 
-        return self._open(name, create=False).bind(
-            lambda opened: opened.scan(MemoryFilter(include_deleted=True)).bind(
-                lambda memories: rebuild(opened, memories)
-            )
+        return self._exclusive(
+            name,
+            lambda: self._open(name, create=False).bind(
+                lambda opened: opened.scan(MemoryFilter(include_deleted=True)).bind(
+                    lambda memories: rebuild(opened, memories)
+                )
+            ),
         )
 
     def _rebuild_keywords(self, store: str, memories: Sequence[Memory]) -> Result[None, DomainError]:
@@ -248,17 +263,20 @@ class HierarchicalUseCases(UseCaseBase):
         name = store or self.policy.default_store
         if len(description) > MAX_DESCRIPTION:
             return Failure(invalid_input(f"A description has at most {MAX_DESCRIPTION} characters."))
-        return parse_category_path(category).bind(
-            lambda path: (
-                self._open(name, create=True)
-                .bind(lambda _: self._registry(name))
-                .bind(
-                    lambda registry: registry.describe_all().bind(
-                        lambda known: registry.put(path, description or known.get(str(path), ""))
+        return self._exclusive(
+            name,
+            lambda: parse_category_path(category).bind(
+                lambda path: (
+                    self._open(name, create=True)
+                    .bind(lambda _: self._registry(name))
+                    .bind(
+                        lambda registry: registry.describe_all().bind(
+                            lambda known: registry.put(path, description or known.get(str(path), ""))
+                        )
                     )
+                    .bind(lambda _: self._category_summary(name, path))
                 )
-                .bind(lambda _: self._category_summary(name, path))
-            )
+            ),
         )
 
     def describe_category(
@@ -270,13 +288,16 @@ class HierarchicalUseCases(UseCaseBase):
             return Failure(
                 invalid_input(f"The description is {len(description)} characters; the limit is {MAX_DESCRIPTION}.")
             )
-        return parse_category_path(category).bind(
-            lambda path: (
-                self._category_exists(name, path)
-                .bind(lambda _: self._registry(name))
-                .bind(lambda registry: registry.put(path, description))
-                .bind(lambda _: self._category_summary(name, path))
-            )
+        return self._exclusive(
+            name,
+            lambda: parse_category_path(category).bind(
+                lambda path: (
+                    self._category_exists(name, path)
+                    .bind(lambda _: self._registry(name))
+                    .bind(lambda registry: registry.put(path, description))
+                    .bind(lambda _: self._category_summary(name, path))
+                )
+            ),
         )
 
     def delete_category(self, category: str, *, store: str | None = None) -> Result[CategorySummary, DomainError]:
@@ -310,7 +331,7 @@ class HierarchicalUseCases(UseCaseBase):
                 )
             )
 
-        return parse_category_path(category).bind(delete)
+        return self._exclusive(name, lambda: parse_category_path(category).bind(delete))
 
     def _registry(self, store: str) -> Result[CategoryRegistry, DomainError]:
         return attempt(lambda: check_store_name(store)).bind(self.catalog.categories)
@@ -365,8 +386,11 @@ class HierarchicalUseCases(UseCaseBase):
                 )
             return self.catalog.open(checked, create=True).map(lambda _: StoreSummary(checked, 0))
 
-        return attempt(lambda: check_store_name(name)).bind(
-            lambda checked: self.catalog.names().bind(lambda existing: create(checked, existing))
+        return self._exclusive(
+            name,
+            lambda: attempt(lambda: check_store_name(name)).bind(
+                lambda checked: self.catalog.names().bind(lambda existing: create(checked, existing))
+            ),
         )
 
 

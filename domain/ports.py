@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from attrs import frozen
 from returns.result import Result
@@ -15,6 +15,7 @@ from agent_memory.domain.model import Memory
 from agent_memory.domain.paths import CategoryPath
 
 Vector = Sequence[float]
+T = TypeVar("T")
 
 
 class Clock(Protocol):
@@ -179,3 +180,16 @@ class StoreCatalog(Protocol):
     def names(self) -> Result[list[str], DomainError]: ...
 
     def health(self) -> Result[Mapping[str, str], DomainError]: ...
+
+
+class WriteLocks(Protocol):
+    """Serialises the changes to one store: every read-modify-write, path check and reindex runs alone.
+
+    Promises: `exclusive(store, work)` runs `work` while no other `exclusive` on the same store runs, in
+    this process or (for a lock kept on disk) in any other process on this machine using the same lock
+    directory, and returns work's Result; it is reentrant within one thread; a lock not had within the
+    adapter's timeout is a STORAGE_ERROR failure saying the store is busy. Leaves out: readers (they
+    never wait) and other machines sharing a Chroma or Qdrant server.
+    """
+
+    def exclusive(self, store: str, work: Callable[[], Result[T, DomainError]]) -> Result[T, DomainError]: ...

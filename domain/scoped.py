@@ -76,7 +76,7 @@ class ScopedUseCases(UseCaseBase):
         for memory in memories:
             by_store.setdefault(memory.store, []).append(memory)
         for store_name, group in by_store.items():
-            written = self._write_new(store_name, group)
+            written = self._exclusive(store_name, lambda s=store_name, g=group: self._write_new(s, g))  # type: ignore[misc]
             if isinstance(written, Failure):
                 return written
         return Success([self._view(memory) for memory in memories])
@@ -254,7 +254,12 @@ class ScopedUseCases(UseCaseBase):
         self, memory_id: str, *, store: str | None = None, namespace: Sequence[str] | None = None
     ) -> Result[MemoryView, DomainError]:
         """Reset a reinforceable memory's decay to now; stable and contextual ones refuse."""
-        return self._load_live(memory_id, store, include_expired=False, namespace=namespace).bind(self._reinforced)
+        return self._exclusive(
+            store,
+            lambda: self._load_live(memory_id, store, include_expired=False, namespace=namespace).bind(
+                self._reinforced
+            ),
+        )
 
     def _reinforced(self, memory: Memory) -> Result[MemoryView, DomainError]:
         if memory.decay_policy is DecayPolicy.STABLE:
@@ -281,7 +286,9 @@ class ScopedUseCases(UseCaseBase):
         self, memory_id: str, *, store: str | None = None, namespace: Sequence[str] | None = None
     ) -> Result[Memory, DomainError]:
         """Soft delete: the memory stays stored with deleted=true and never surfaces again."""
-        return self._load_ref(memory_id, store, namespace=namespace).bind(self._soft_deleted)
+        return self._exclusive(
+            store, lambda: self._load_ref(memory_id, store, namespace=namespace).bind(self._soft_deleted)
+        )
 
     def _soft_deleted(self, memory: Memory) -> Result[Memory, DomainError]:
         if memory.deleted:

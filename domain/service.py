@@ -6,7 +6,8 @@ from attrs import field, frozen
 
 from agent_memory.domain.base import SearchPolicy
 from agent_memory.domain.hierarchical import HierarchicalUseCases
-from agent_memory.domain.ports import Clock, Embedder, KeywordIndex, StoreCatalog
+from agent_memory.domain.locks import ThreadWriteLocks
+from agent_memory.domain.ports import Clock, Embedder, KeywordIndex, StoreCatalog, WriteLocks
 from agent_memory.domain.scoped import ScopedUseCases
 from agent_memory.domain.transfer import TransferUseCases
 
@@ -22,3 +23,4 @@ class MemoryService(ScopedUseCases, HierarchicalUseCases, TransferUseCases):
     clock: Clock
     policy: SearchPolicy = field(factory=SearchPolicy)
     keywords: KeywordIndex | None = None
+    locks: WriteLocks = field(factory=ThreadWriteLocks)

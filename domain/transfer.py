@@ -69,15 +69,18 @@ class TransferUseCases(UseCaseBase):
             by_store.setdefault(memory.store, []).append(memory)
         tally = _Tally(total=len(memories), progress=progress)
         for name, group in by_store.items():
-            outcome = (
-                self._open(name, create=True)
-                .bind(self._check_model)
-                .bind(lambda store, group=group: self._paths_free(store, group))  # type: ignore[misc]
-                .bind(lambda store, group=group: self._import_group(store, group, tally))  # type: ignore[misc]
-            )
+            outcome = self._exclusive(name, lambda name=name, group=group: self._import_store(name, group, tally))  # type: ignore[misc]
             if isinstance(outcome, Failure):
                 return outcome
         return Success(ImportReport(tally.created, tally.replaced))
+
+    def _import_store(self, name: str, group: list[Memory], tally: _Tally) -> Result[None, DomainError]:
+        return (
+            self._open(name, create=True)
+            .bind(self._check_model)
+            .bind(lambda store: self._paths_free(store, group))
+            .bind(lambda store: self._import_group(store, group, tally))
+        )
 
     def _import_group(self, store: VectorStore, group: list[Memory], tally: _Tally) -> Result[None, DomainError]:
         for start in range(0, len(group), IMPORT_BATCH):

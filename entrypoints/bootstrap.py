@@ -7,7 +7,7 @@ from pathlib import Path
 from returns.result import Failure, Result, Success
 
 from agent_memory.domain.errors import DomainError, ErrorCode
-from agent_memory.domain.ports import Clock, Embedder, KeywordIndex, StoreCatalog
+from agent_memory.domain.ports import Clock, Embedder, KeywordIndex, StoreCatalog, WriteLocks
 from agent_memory.domain.service import MemoryService, SearchPolicy
 from agent_memory.entrypoints.settings import Settings
 
@@ -88,6 +88,7 @@ def build_service(
     embedder: Embedder | None = None,
     clock: Clock | None = None,
     keywords: KeywordIndex | None = None,
+    locks: WriteLocks | None = None,
 ) -> Result[MemoryService, DomainError]:
     """Wire the service; pass any port to override the configured adapter (tests, other apps)."""
     if embedder is None:
@@ -112,4 +113,11 @@ def build_service(
     )
     if keywords is None:
         keywords = build_keywords(settings, catalog)
-    return Success(MemoryService(catalog=catalog, embedder=embedder, clock=clock, policy=policy, keywords=keywords))
+    if locks is None:
+        from agent_memory.adapters.write_locks import FileWriteLocks
+
+        # every process of this machine that opens this data directory and backend takes the same locks
+        locks = FileWriteLocks(settings.data_dir / "locks" / settings.backend)
+    return Success(
+        MemoryService(catalog=catalog, embedder=embedder, clock=clock, policy=policy, keywords=keywords, locks=locks)
+    )
