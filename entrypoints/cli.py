@@ -67,13 +67,20 @@ def run(argv: Sequence[str]) -> int:
 
 def _serve_mcp(args: Any) -> int:
     """`memory mcp`: runs a server until its client goes away instead of printing one payload."""
+    import os
+
     from agent_memory.entrypoints.mcp_server import run_mcp
     from agent_memory.entrypoints.settings import load_settings
 
+    token = args.api_token or os.environ.get("MEMORY_API_TOKEN") or None
     outcome: Result[int, int] = (
         load_settings(_settings_flags(args))
         .alt(lambda error: _fail(error_json(error)))
-        .map(lambda settings: run_mcp(settings, transport=args.transport, host=args.host, port=args.port))
+        .map(
+            lambda settings: run_mcp(
+                settings, transport=args.transport, host=args.host, port=args.port, api_token=token
+            )
+        )
     )
     return unwrap_or_failure(outcome)
 

@@ -177,6 +177,10 @@ def _add_server_commands(commands: argparse._SubParsersAction) -> None:  # type:
     mcp.add_argument("--transport", choices=MCP_TRANSPORTS, default="stdio", help="stdio (default) or http")
     mcp.add_argument("--host", default="127.0.0.1", help="the address to listen on with http (default 127.0.0.1)")
     mcp.add_argument("--port", type=int, default=8765, help="the port to listen on with http (default 8765)")
+    mcp.add_argument(
+        "--api-token",
+        help="with http, require 'Authorization: Bearer <token>' (default: $MEMORY_API_TOKEN); needed off loopback",
+    )
     _common(mcp)
 
     serve = commands.add_parser("serve", help="serve every use case as a REST API with OpenAPI docs at /docs")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 import json
 import sys
 import threading
@@ -24,6 +25,7 @@ from agent_memory.domain.namespaces import ConfigurationError, resolve_namespace
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints import json_codec as out
 from agent_memory.entrypoints.agent_tools import MemoryToolError, error_text, run_manage, run_search
+from agent_memory.entrypoints.http_safety import ANY_HOST, HttpPolicy, media_type_problem, refuse_open_bind
 from agent_memory.entrypoints.settings import Settings
 
 TRANSPORTS = ("stdio", "http")
@@ -616,12 +618,101 @@ def build_mcp_server(service: MemoryService, *, default_store: str) -> MCPServer
     return _Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, tools=built)
 
 
-def run_mcp(settings: Settings, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765) -> int:
-    """Build the service from the settings, then serve until the client goes away; the exit code."""
+# --- over HTTP: the same callers as the REST door (http_safety), and an optional bearer token ----------------
+
+
+class _HttpGate:
+    """ASGI middleware before the SDK's app: Host and Origin as the REST door checks them, JSON-only POSTs, then
+    the bearer token (when there is one) on every request; every refusal is a JSON body. The SDK's own Host and
+    Origin protection stays on behind it."""
+
+    def __init__(self, app: Any, policy: HttpPolicy, token: str | None) -> None:
+        self.app = app
+        self.policy = policy
+        self.token = token.encode() if token else None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers: dict[str, str] = {}
+        for key, value in scope["headers"]:  # the first of repeated headers, as the SDK's Starlette reads them
+            headers.setdefault(key.decode("latin-1").lower(), value.decode("latin-1"))
+        refusal = self._refusal(scope["method"], headers)
+        if refusal is None:
+            await self.app(scope, receive, send)
+            return
+        status, body, extra = refusal
+        await _send_json(send, status, body, extra)
+
+    def _refusal(
+        self, method: str, headers: Mapping[str, str]
+    ) -> tuple[int, Payload, list[tuple[bytes, bytes]]] | None:
+        host, origin = headers.get("host"), headers.get("origin")
+        if not self.policy.host_allowed(host):  # 421 as the SDK and the REST door answer it
+            return 421, {"error": self.policy.host_refusal(host), "code": "MISDIRECTED_REQUEST"}, []
+        if origin is not None and not self.policy.origin_allowed(origin, host):
+            return 403, {"error": self.policy.origin_refusal(origin), "code": "FORBIDDEN_ORIGIN"}, []
+        if self.token is not None and not self._authorized(headers.get("authorization", "")):
+            body = {
+                "error": "Missing or wrong API token: send 'Authorization: Bearer <token>'.",
+                "code": "UNAUTHORIZED",
+            }
+            return 401, body, [(b"www-authenticate", b'Bearer realm="agent-memory"')]
+        # every MCP POST carries a JSON-RPC message: JSON or 415, here rather than the SDK's plain-text 400
+        unsupported = media_type_problem(headers.get("content-type"), has_body=True) if method == "POST" else None
+        if unsupported:
+            return 415, {"error": unsupported, "code": "INVALID_INPUT"}, []
+        return None
+
+    def _authorized(self, header: str) -> bool:
+        scheme, _, presented = header.partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(presented.strip().encode(), self.token or b"")
+
+
+async def _send_json(send: Any, status: int, body: Payload, extra: list[tuple[bytes, bytes]]) -> None:
+    raw = json.dumps(body, ensure_ascii=False).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode()), *extra]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": raw})
+
+
+def build_mcp_http_app(
+    server: MCPServer[Any],
+    *,
+    host: str = "127.0.0.1",
+    api_token: str | None = None,
+    allowed_hosts: tuple[str, ...] = (),
+    allowed_origins: tuple[str, ...] = (),
+) -> Any:
+    """The streamable-HTTP ASGI app (at /mcp) behind the gate; with a token, every request needs it."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    policy = HttpPolicy(bind_host=host, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=ANY_HOST not in allowed_hosts,  # "*": the SDK cannot say "any host"
+        allowed_hosts=policy.hosts_for_sdk,
+        allowed_origins=policy.origins_for_sdk,
+    )
+    return _HttpGate(server.streamable_http_app(transport_security=security, host=host), policy, api_token)
+
+
+def run_mcp(
+    settings: Settings,
+    transport: str = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    api_token: str | None = None,
+) -> int:
+    """Build the service from the settings, then serve until the client goes away; the exit code.
+    Over HTTP, a host beyond loopback needs a token (stdio has no network side and takes none)."""
     from agent_memory.entrypoints.bootstrap import build_service
 
     if transport not in TRANSPORTS:
         return _startup_failure(invalid_input(f"Unknown transport {transport!r}: use stdio or http."))
+    refusal = refuse_open_bind(host, api_token, "MCP over HTTP") if transport == "http" else None
+    if refusal is not None:
+        return _startup_failure(refusal)
     match build_service(settings):
         case Success(service):
             server = build_mcp_server(service, default_store=settings.store)
@@ -629,12 +720,25 @@ def run_mcp(settings: Settings, transport: str = "stdio", host: str = "127.0.0.1
             return _startup_failure(error)
     try:
         if transport == "http":
-            server.run("streamable-http", host=host, port=port)
+            _serve_http(server, settings, host, port, api_token)
         else:
             server.run("stdio")
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _serve_http(server: MCPServer[Any], settings: Settings, host: str, port: int, api_token: str | None) -> None:
+    import uvicorn
+
+    app = build_mcp_http_app(
+        server,
+        host=host,
+        api_token=api_token,
+        allowed_hosts=settings.allowed_hosts,
+        allowed_origins=settings.allowed_origins,
+    )
+    uvicorn.run(app, host=host, port=port, log_level=server.settings.log_level.lower())
 
 
 def _startup_failure(error: DomainError) -> int:

@@ -7,21 +7,29 @@ import hmac
 import logging
 import sys
 import threading
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import replace
 from datetime import datetime
 from http import HTTPStatus
 from typing import Annotated, Any, Generic, TypeVar
+from urllib.parse import parse_qsl
 
 import anyio
 import attrs
 from litestar import Litestar, Request, Response, Router, delete, get, patch, post, put
+from litestar.config.cors import CORSConfig
 from litestar.connection import ASGIConnection
 from litestar.di import NamedDependency, Provide
 from litestar.dto import AbstractDTO, DTOConfig, DTOData, DTOField
 from litestar.dto.data_structures import DTOFieldDefinition
 from litestar.enums import OpenAPIMediaType
-from litestar.exceptions import HTTPException, NotAuthorizedException, ValidationException
+from litestar.exceptions import (
+    ClientException,
+    HTTPException,
+    NotAuthorizedException,
+    PermissionDeniedException,
+    ValidationException,
+)
 from litestar.handlers.base import BaseRouteHandler
 from litestar.openapi import OpenAPIConfig, ResponseSpec
 from litestar.openapi.plugins import SwaggerRenderPlugin
@@ -41,6 +49,7 @@ from agent_memory.domain.model import check_namespace
 from agent_memory.domain.service import MemoryService
 from agent_memory.domain.views import Listing, MemoryView
 from agent_memory.entrypoints import json_codec as out
+from agent_memory.entrypoints.http_safety import HttpPolicy, json_body_problem, media_type_problem, refuse_open_bind
 from agent_memory.entrypoints.json_codec import parse_iso
 from agent_memory.entrypoints.settings import Settings
 
@@ -51,7 +60,7 @@ MAX_BODY_BYTES = 1_048_576
 DEFAULT_PAGE = 100
 MAX_PAGE = 1000
 DOCS_PATH = "/docs"
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 LOG = logging.getLogger("agent_memory.rest")
 
 # --- the HTTP status of every domain failure ------------------------------------------------------
@@ -75,10 +84,12 @@ STATUS: Mapping[ErrorCode, int] = {
 HTTP_CODES: Mapping[int, str] = {
     400: "INVALID_INPUT",
     401: "UNAUTHORIZED",
+    403: "FORBIDDEN_ORIGIN",
     404: "NOT_FOUND",
     405: "METHOD_NOT_ALLOWED",
     413: "REQUEST_TOO_LARGE",
-    415: "UNSUPPORTED_MEDIA_TYPE",
+    415: "INVALID_INPUT",  # a body that is not JSON: the caller's request to fix, like a malformed one
+    421: "MISDIRECTED_REQUEST",
 }
 
 
@@ -94,22 +105,26 @@ class ErrorBody:
 
 
 _MEANING: Mapping[int, str] = {
-    400: "Malformed request: not JSON, a wrong type, an unknown enum value, a missing or unknown field (INVALID_INPUT)",
+    400: "Malformed request: not JSON, not UTF-8, nested past 64 levels, a wrong type, an unknown enum value, "
+    "a missing or unknown field, an unknown or repeated query parameter (INVALID_INPUT)",
     401: "No or a wrong API token (UNAUTHORIZED); only when the server has one",
+    403: "A browser Origin that is not allowed (FORBIDDEN_ORIGIN): see MEMORY_ALLOWED_ORIGINS",
     404: "MEMORY_NOT_FOUND, CATEGORY_NOT_FOUND or STORE_NOT_FOUND",
     409: "DESTINATION_EXISTS, INVALID_OPERATION (already deleted, cannot reinforce) or EMBEDDING_MISMATCH",
     410: "MEMORY_EXPIRED: pass include_expired=true to read it anyway",
     413: "The body is larger than 1 MiB (REQUEST_TOO_LARGE)",
+    415: "A body that is not 'Content-Type: application/json' (INVALID_INPUT)",
+    421: "A Host header that names another server (MISDIRECTED_REQUEST): see MEMORY_ALLOWED_HOSTS",
     422: "INVALID_INPUT or INVALID_PATH: a value the use case refuses; the message says how to fix it",
     503: "BACKEND_UNAVAILABLE, STORAGE_ERROR or EMBEDDING_ERROR: retry later",
 }
 
 
 def _errors(*statuses: int) -> dict[int, ResponseSpec]:
-    """The documented failures of one route (401 on every route, for servers with a token)."""
+    """The documented failures of one route (401, 403, 421 and 400 on every route: token, Origin, Host, query)."""
     return {
         status: ResponseSpec(data_container=ErrorBody, description=_MEANING[status], generate_examples=False)
-        for status in sorted({401, *statuses})
+        for status in sorted({400, 401, 403, 421, *statuses})
     }
 
 
@@ -301,7 +316,7 @@ def _update_in_utc(command: UpdateMemory) -> Result[UpdateMemory, DomainError]:
     return_dto=None,
     status_code=201,
     tags=["memories"],
-    responses=_errors(400, 409, 413, 422, 503),
+    responses=_errors(400, 409, 413, 415, 422, 503),
 )
 async def create_memory(
     data: JSONBody[DTOData[CreateMemory]], door: NamedDependency[Door], store: StoreQuery = None
@@ -339,7 +354,7 @@ async def get_memory(
     dto=UpdateBody,
     return_dto=None,
     tags=["memories"],
-    responses=_errors(400, 404, 409, 413, 422, 503),
+    responses=_errors(400, 404, 409, 413, 415, 422, 503),
 )
 async def update_memory(
     ref: FromPath[str],
@@ -381,7 +396,7 @@ async def delete_memory(
     status_code=200,
     tags=["memories"],
     summary="Reinforce or move a memory",
-    responses=_errors(400, 404, 409, 413, 422, 503),
+    responses=_errors(400, 404, 409, 413, 415, 422, 503),
 )
 async def memory_action(
     ref: Annotated[str, PathParameter(description="The memory's id or path, then '/reinforce' or '/move'.")],
@@ -466,7 +481,7 @@ async def recent_memories(
     return_dto=None,
     status_code=200,
     tags=["memories"],
-    responses=_errors(400, 404, 409, 413, 422, 503),
+    responses=_errors(400, 404, 409, 413, 415, 422, 503),
 )
 async def search_memories(
     data: JSONBody[DTOData[SearchMemories]], door: NamedDependency[Door], store: StoreQuery = None
@@ -506,7 +521,7 @@ async def list_stores(door: NamedDependency[Door]) -> Response[Payload]:
     return await door.reply(lambda service: service.list_stores(), out.stores_json)
 
 
-@post("/stores", status_code=201, tags=["stores"], responses=_errors(400, 409, 413, 422, 503))
+@post("/stores", status_code=201, tags=["stores"], responses=_errors(400, 409, 413, 415, 422, 503))
 async def create_store(data: JSONBody[StoreRequest], door: NamedDependency[Door]) -> Response[Payload]:
     """Create an empty store; 409 DESTINATION_EXISTS if there is one by that name."""
     return await door.reply(
@@ -516,7 +531,7 @@ async def create_store(data: JSONBody[StoreRequest], door: NamedDependency[Door]
     )
 
 
-@post("/categories", status_code=201, tags=["categories"], responses=_errors(400, 413, 422, 503))
+@post("/categories", status_code=201, tags=["categories"], responses=_errors(400, 413, 415, 422, 503))
 async def create_category(
     data: JSONBody[CategoryRequest], door: NamedDependency[Door], store: StoreQuery = None
 ) -> Response[Payload]:
@@ -532,7 +547,7 @@ async def create_category(
     "/categories/{path:path}",
     tags=["categories"],
     summary="Set a category's description",
-    responses=_errors(400, 404, 413, 422, 503),
+    responses=_errors(400, 404, 413, 415, 422, 503),
 )
 async def describe_category(
     path: Annotated[str, PathParameter(description="The category path, then '/description'.")],
@@ -655,6 +670,88 @@ def _token_guard(token: str) -> Guard:
     return guard
 
 
+def _caller_guard(policy: HttpPolicy) -> Guard:
+    """Host and Origin first, on every route (public ones too): a web page never gets in, token or not."""
+
+    def guard(connection: ASGIConnection[Any, Any, Any, Any], _handler: BaseRouteHandler) -> None:
+        host = connection.headers.get("host")
+        if not policy.host_allowed(host):
+            # 421 Misdirected Request, not 403: the request names another server (RFC 9110 §15.5.20), which is
+            # what a DNS-rebound page does; it is also what the MCP SDK answers, so both HTTP doors agree
+            raise HTTPException(policy.host_refusal(host), status_code=421)
+        origin = connection.headers.get("origin")
+        if origin is not None and not policy.origin_allowed(origin, host):
+            raise PermissionDeniedException(policy.origin_refusal(origin))
+
+    return guard
+
+
+# the query parameters each route declares, filled in once the app has built its routes
+QueryNames = dict[BaseRouteHandler, frozenset[str]]
+
+
+def _declared_queries(app: Litestar) -> QueryNames:
+    return {
+        handler: frozenset(parameter.field_alias for parameter in model.expected_query_params)
+        for route in app.routes
+        for handler, model in getattr(route, "route_handler_map", {}).values()
+    }
+
+
+def _query_problem(request: Request[Any, Any, Any], declared: QueryNames) -> str | None:
+    """An unknown or repeated query parameter: refused, never ignored, so `?namespace=` on a route that reads
+    the namespace from its body (or a misspelt `?namepsace=` on one that reads it here) cannot widen the guard."""
+    names = [name for name, _ in parse_qsl(request.scope.get("query_string", b"").decode("latin-1"), True)]
+    takes = declared.get(request.route_handler, frozenset())
+    unknown = sorted({name for name in names if name not in takes})
+    if unknown:
+        allowed = ", ".join(sorted(takes)) or "none"
+        return f"Unknown query parameter(s) {', '.join(unknown)} for {request.method} {request.url.path}; allowed: {allowed}."
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        return f"Query parameter(s) {', '.join(repeated)} given more than once: give each once."
+    return None
+
+
+def _has_body(request: Request[Any, Any, Any]) -> bool:
+    return request.headers.get("content-length", "0").strip() != "0" or "transfer-encoding" in request.headers
+
+
+def _request_checks(declared: QueryNames) -> Callable[[Request[Any, Any, Any]], Awaitable[None]]:
+    """Before any parsing: the query names, then JSON-only bodies that are UTF-8 and at most 64 levels deep."""
+
+    async def check(request: Request[Any, Any, Any]) -> None:
+        if request.method == "OPTIONS":
+            return
+        problem = _query_problem(request, declared)
+        if problem:
+            raise ClientException(problem)
+        if request.method not in BODY_METHODS:
+            return
+        has_body = _has_body(request)
+        unsupported = media_type_problem(request.headers.get("content-type"), has_body)
+        if unsupported:
+            raise ClientException(unsupported, status_code=415)
+        if has_body:
+            malformed = json_body_problem(await request.body())
+            if malformed:
+                raise ClientException(malformed)
+
+    return check
+
+
+def _cors(policy: HttpPolicy) -> CORSConfig | None:
+    """Browsers may call the API only from the configured origins (none by default)."""
+    if not policy.allowed_origins:
+        return None
+    return CORSConfig(
+        allow_origins=list(policy.allowed_origins),
+        allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+        allow_headers=["Authorization", "Content-Type"],
+        max_age=600,
+    )
+
+
 def _openapi(secured: bool) -> OpenAPIConfig:
     return OpenAPIConfig(
         title="agent-memory",
@@ -670,38 +767,66 @@ def _openapi(secured: bool) -> OpenAPIConfig:
     )
 
 
-def build_app(service: MemoryService, *, api_token: str | None = None) -> Litestar:
-    """The ASGI app over a ready service; with a token, every route but /health and the docs needs it."""
+def build_app(
+    service: MemoryService,
+    *,
+    api_token: str | None = None,
+    host: str = "127.0.0.1",
+    allowed_hosts: tuple[str, ...] = (),
+    allowed_origins: tuple[str, ...] = (),
+) -> Litestar:
+    """The ASGI app over a ready service, bound to `host`; with a token, every route but /health and the docs
+    needs it. Host and Origin are checked on every route (http_safety.HttpPolicy): loopback names, the bound
+    address and `allowed_hosts`; no Origin, the same origin, loopback ones and `allowed_origins`."""
     door = Door(service)
-    return Litestar(
+    policy = HttpPolicy(bind_host=host, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
+    declared: QueryNames = {}
+    app = Litestar(
         route_handlers=HANDLERS,
         dependencies={"door": Provide(lambda: door, use_cache=True, sync_to_thread=False)},
-        guards=[_token_guard(api_token)] if api_token else [],
+        guards=[_caller_guard(policy), *([_token_guard(api_token)] if api_token else [])],
+        before_request=_request_checks(declared),
+        cors_config=_cors(policy),
         exception_handlers={HTTPException: _http_error, Exception: _unexpected},
         openapi_config=_openapi(bool(api_token)),
         request_max_body_size=MAX_BODY_BYTES,
         logging_config=None,  # the host process owns logging; failures go to the "agent_memory.rest" logger
         debug=False,
     )
+    declared.update(_declared_queries(app))
+    return app
+
+
+def _startup_failure(error: DomainError) -> int:
+    """The server does not start: its error body on stderr, exit code 1."""
+    import json
+
+    sys.stderr.write(json.dumps(error_body(error), ensure_ascii=False) + "\n")
+    return 1
 
 
 def run_rest(settings: Settings, host: str = "127.0.0.1", port: int = 8080, api_token: str | None = None) -> int:
     """Build the service from the settings and serve until interrupted; the exit code."""
-    import json
-
     import uvicorn
 
     from agent_memory.entrypoints.bootstrap import build_service
 
+    # no token is a promise that only this machine's users reach the server: refused, not logged, elsewhere
+    refusal = refuse_open_bind(host, api_token, "the REST API")
+    if refusal is not None:
+        return _startup_failure(refusal)
     match build_service(settings):
         case Success(service):
-            app = build_app(service, api_token=api_token)
+            app = build_app(
+                service,
+                api_token=api_token,
+                host=host,
+                allowed_hosts=settings.allowed_hosts,
+                allowed_origins=settings.allowed_origins,
+            )
         case Failure(error):
-            sys.stderr.write(json.dumps(error_body(error), ensure_ascii=False) + "\n")
-            return 1
+            return _startup_failure(error)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:%(name)s: %(message)s")
-    if not api_token and host not in LOOPBACK:
-        LOG.warning("Serving on %s without an API token: anyone who can reach it can read and change memories.", host)
     # on Ctrl-C uvicorn shuts down cleanly, then re-raises the signal (so SIGTERM ends the process as -15)
     with contextlib.suppress(KeyboardInterrupt):
         uvicorn.run(app, host=host, port=port, log_level="info")

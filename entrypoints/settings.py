@@ -7,6 +7,7 @@ import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from attrs import field, fields, frozen
 from returns.result import Failure, Result, Success
@@ -61,6 +62,41 @@ def _store(_i: object, _a: object, value: str) -> None:
     check_store_name(value)
 
 
+def _names(value: object) -> tuple[str, ...]:
+    """A comma-separated string (the environment) or a list (the config file) as a tuple of trimmed entries."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list | tuple) or not all(isinstance(item, str) for item in items):
+        raise InvalidValue(f"Expected a comma-separated string or a list of strings, got {value!r}.")
+    return tuple(item.strip() for item in items if item.strip())
+
+
+def _hosts(_i: object, attribute: Any, value: tuple[str, ...]) -> None:
+    for host in value:
+        if any(mark in host for mark in ("/", " ", "@", "?", "#")):
+            raise InvalidValue(
+                f"{attribute.name}: {host!r} is not a host name: give names like memory.internal or 10.0.0.5 "
+                "(no scheme, port or path), or * for any."
+            )
+
+
+def _is_origin(text: str) -> bool:
+    try:
+        parts = urlsplit(text)
+        _ = parts.port  # raises ValueError for a port that is not a number
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname) and parts.path in ("", "/") and not parts.query
+
+
+def _origins(_i: object, attribute: Any, value: tuple[str, ...]) -> None:
+    for origin in value:
+        if not _is_origin(origin):
+            raise InvalidValue(
+                f"{attribute.name}: {origin!r} is not an origin: give scheme, host and port only, "
+                "e.g. http://localhost:3000."
+            )
+
+
 @frozen(kw_only=True)
 class Settings:
     """Everything the composition root needs to build the product; immutable once loaded."""
@@ -77,6 +113,9 @@ class Settings:
     decay_hours: float = field(default=720.0, validator=_positive)
     min_confidence: float = field(default=0.3, validator=_fraction)
     default_limit: int = field(default=10, validator=_positive)
+    # the HTTP doors (REST, MCP over HTTP): extra Host names and browser origins they answer (http_safety.py)
+    allowed_hosts: tuple[str, ...] = field(default=(), converter=_names, validator=_hosts)
+    allowed_origins: tuple[str, ...] = field(default=(), converter=_names, validator=_origins)
 
 
 # setting name -> environment variables that set it (first one found wins)
@@ -93,6 +132,8 @@ ENVIRONMENT: Mapping[str, tuple[str, ...]] = {
     "decay_hours": ("MEMORY_DECAY_HOURS", "DECAY_HALF_LIFE_HOURS"),
     "min_confidence": ("MEMORY_MIN_CONFIDENCE", "MIN_CONFIDENCE"),
     "default_limit": ("MEMORY_DEFAULT_LIMIT", "DEFAULT_LIMIT"),
+    "allowed_hosts": ("MEMORY_ALLOWED_HOSTS",),
+    "allowed_origins": ("MEMORY_ALLOWED_ORIGINS",),
 }
 
 _PARSERS: Mapping[str, Callable[[Any], Any]] = {

@@ -13,11 +13,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
+import httpx
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import CallToolResult
 
 from tests.e2e.conftest import MEMORY, MemoryCli
@@ -388,35 +390,86 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 
 
 
 @asynccontextmanager
-async def http_session(url: str) -> AsyncIterator[ClientSession]:
-    async with streamable_http_client(url) as (read, write, *_), ClientSession(read, write) as session:
+async def http_session(url: str, headers: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
+    client = create_mcp_http_client(headers=headers)
+    async with (
+        client,
+        streamable_http_client(url, http_client=client) as (read, write, *_),
+        ClientSession(read, write) as session,
+    ):
         await session.initialize()
         yield session
 
 
 def test_streamable_http_transport(tmp_path: Path) -> None:
     port = free_port()
+    token = "e2e-" + uuid.uuid4().hex
     process = subprocess.Popen(
         [str(MEMORY), "mcp", "--transport", "http", "--port", str(port)],
-        env=server_env(tmp_path),
+        env={**server_env(tmp_path), "MEMORY_API_TOKEN": token},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
+    url = f"http://127.0.0.1:{port}/mcp"
     try:
         wait_for_port(port, process)
         with (
             start_blocking_portal() as portal,
-            portal.wrap_async_context_manager(http_session(f"http://127.0.0.1:{port}/mcp")) as session,
+            portal.wrap_async_context_manager(http_session(url, {"Authorization": f"Bearer {token}"})) as session,
         ):
             client = Mcp(portal, session)
             added = client.ok("add_memory", {"path": "notes/over-http", "content": "HTTP works", "citations": ["x"]})
             assert client.ok("get_memory", {"path_or_id": added["id"]})["citations"] == ["x"]
             error = client.fails("get_memory", {"path_or_id": "notes/x"})
             assert error.startswith("MEMORY_NOT_FOUND: Memory not found (path notes/x)")
+        refusals = http_refusals(url, token)
     finally:
         process.terminate()
         _, stderr = process.communicate(timeout=30)
     assert b"Traceback" not in stderr
+    assert refusals == {
+        "no token": (401, "UNAUTHORIZED"),
+        "wrong token": (401, "UNAUTHORIZED"),
+        "foreign host": (421, "MISDIRECTED_REQUEST"),
+        "foreign origin": (403, "FORBIDDEN_ORIGIN"),
+        "text/plain": (415, "INVALID_INPUT"),
+    }
+
+
+def http_refusals(url: str, token: str) -> dict[str, tuple[int, str]]:
+    """What the HTTP door answers (status, code) to requests any local process or web page could send."""
+    stream = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    auth = {**stream, "Authorization": f"Bearer {token}"}
+    body = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
+    attempts = {
+        "no token": stream,
+        "wrong token": {**stream, "Authorization": "Bearer wrong"},
+        "foreign host": {**auth, "Host": "attacker.example"},
+        "foreign origin": {**auth, "Origin": "http://evil.example"},
+        "text/plain": {**auth, "Content-Type": "text/plain"},
+    }
+    answers = {}
+    for name, headers in attempts.items():
+        response = httpx.post(url, content=body, headers=headers, timeout=30)
+        answers[name] = (response.status_code, response.json()["code"])
+    return answers
+
+
+def test_http_beyond_loopback_without_a_token_exits_1_with_a_json_error(tmp_path: Path) -> None:
+    try:
+        done = subprocess.run(
+            [str(MEMORY), "mcp", "--transport", "http", "--host", "0.0.0.0", "--port", str(free_port())],
+            env=server_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("`memory mcp --transport http --host 0.0.0.0` without a token started serving")
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == "" and "Traceback" not in done.stderr
+    assert "MEMORY_API_TOKEN" in json.loads(done.stderr)["error"]
 
 
 # --- starting the server --------------------------------------------------------------------------

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from mcp.types import CallToolResult
+from starlette.testclient import TestClient
 
 from agent_memory.domain.service import MemoryService
-from agent_memory.entrypoints.mcp_server import TOOL_NAMES, build_mcp_server
+from agent_memory.entrypoints.mcp_server import TOOL_NAMES, build_mcp_http_app, build_mcp_server, run_mcp
+from agent_memory.entrypoints.settings import load_settings
 
 
 class Server:
@@ -81,3 +86,124 @@ def test_agent_tools_turn_configuration_errors_into_tool_errors(mcp: Server) -> 
     assert bad_label.startswith("INVALID_INPUT: The resolved namespace")
     created = mcp.text("manage_memory", {"content": "x", "namespace": []}, error=False)
     assert created.startswith("created memory ")
+
+
+# --- over HTTP: the same callers as the REST door, and an optional bearer token (issue 12) ------------------
+
+TOKEN = "mcp-s3cret"
+BASE = "http://127.0.0.1:8765"
+STREAM = {"Accept": "application/json, text/event-stream"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
+}
+
+
+@contextmanager
+def http(service: MemoryService, **options: Any) -> Iterator[TestClient]:
+    app = build_mcp_http_app(build_mcp_server(service, default_store="default"), **options)
+    with TestClient(app, base_url=BASE) as client:
+        yield client
+
+
+def refused(response: Any, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/json"
+    body: dict[str, Any] = response.json()
+    assert body["code"] == code and body["error"]
+    return body
+
+
+@pytest.mark.parametrize("authorization", [None, "Bearer wrong", f"Basic {TOKEN}", TOKEN])
+def test_with_a_token_every_http_request_needs_it(service: MemoryService, authorization: str | None) -> None:
+    headers = STREAM | ({} if authorization is None else {"Authorization": authorization})
+    with http(service, api_token=TOKEN) as client:
+        for method in ("POST", "GET", "DELETE"):
+            response = client.request(method, "/mcp", json=INITIALIZE if method == "POST" else None, headers=headers)
+            refused(response, 401, "UNAUTHORIZED")
+            assert response.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_with_the_token_an_http_session_starts(service: MemoryService) -> None:
+    with http(service, api_token=TOKEN) as client:
+        response = client.post("/mcp", json=INITIALIZE, headers=STREAM | {"Authorization": f"Bearer {TOKEN}"})
+    assert response.status_code == 200, response.text
+    assert "serverInfo" in response.text
+
+
+def test_without_a_token_loopback_http_needs_none(service: MemoryService) -> None:
+    with http(service) as client:
+        assert client.post("/mcp", json=INITIALIZE, headers=STREAM).status_code == 200
+
+
+def test_foreign_hosts_origins_and_non_json_bodies_are_json_refusals(service: MemoryService) -> None:
+    with http(service, api_token=TOKEN) as client:
+        auth = STREAM | {"Authorization": f"Bearer {TOKEN}"}
+        refused(
+            client.post("/mcp", json=INITIALIZE, headers=auth | {"Host": "attacker.example"}),
+            421,
+            "MISDIRECTED_REQUEST",
+        )
+        refused(
+            client.post("/mcp", json=INITIALIZE, headers=auth | {"Origin": "http://evil.example"}),
+            403,
+            "FORBIDDEN_ORIGIN",
+        )
+        plain = auth | {"Content-Type": "text/plain"}
+        refused(client.post("/mcp", content=json.dumps(INITIALIZE), headers=plain), 415, "INVALID_INPUT")
+        refused(client.post("/mcp", headers=auth), 415, "INVALID_INPUT")
+
+
+def test_listed_hosts_and_origins_are_served(service: MemoryService) -> None:
+    options = {"host": "0.0.0.0", "api_token": TOKEN, "allowed_hosts": ("memory.internal",)}
+    with http(service, allowed_origins=("https://app.example",), **options) as client:
+        headers = STREAM | {"Authorization": f"Bearer {TOKEN}", "Host": "memory.internal:8765"}
+        assert (
+            client.post("/mcp", json=INITIALIZE, headers=headers | {"Origin": "https://app.example"}).status_code == 200
+        )
+
+
+def test_the_sdks_own_host_check_stays_on_behind_the_gate(service: MemoryService) -> None:
+    app = build_mcp_http_app(build_mcp_server(service, default_store="default"), host="0.0.0.0", api_token=TOKEN)
+    with TestClient(app.app, base_url=BASE) as client:  # the SDK's app alone, without our gate in front
+        response = client.post("/mcp", json=INITIALIZE, headers=STREAM | {"Host": "attacker.example"})
+    assert response.status_code == 421
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.7"])
+def test_http_beyond_loopback_without_a_token_is_refused_before_anything_starts(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, host: str
+) -> None:
+    import agent_memory.entrypoints.bootstrap
+
+    def never(*_args: Any, **_kwargs: Any) -> Any:
+        raise AssertionError("the service must not be built")
+
+    monkeypatch.setattr(agent_memory.entrypoints.bootstrap, "build_service", never)
+    settings = load_settings({"data_dir": str(tmp_path)}, {"HOME": str(tmp_path)}).unwrap()
+
+    assert run_mcp(settings, transport="http", host=host, port=9) == 1
+    assert "MEMORY_API_TOKEN" in json.loads(capsys.readouterr().err)["error"]
+
+
+def test_mcp_takes_the_token_from_the_flag_or_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import agent_memory.entrypoints.mcp_server
+    from agent_memory.entrypoints.cli import run
+
+    seen: dict[str, Any] = {}
+
+    def fake_run_mcp(settings: Any, **options: Any) -> int:
+        seen.update(options)
+        return 0
+
+    monkeypatch.setattr(agent_memory.entrypoints.mcp_server, "run_mcp", fake_run_mcp)
+    monkeypatch.setenv("MEMORY_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.setenv("MEMORY_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("MEMORY_API_TOKEN", "from-env")
+
+    assert run(["mcp", "--transport", "http"]) == 0
+    assert seen["api_token"] == "from-env"
+    assert run(["mcp", "--transport", "http", "--api-token", "from-flag"]) == 0
+    assert seen["api_token"] == "from-flag"

@@ -50,6 +50,10 @@ def test_the_spec_000_environment_names_still_work(home: dict[str, str]) -> None
         ({"MEMORY_MIN_CONFIDENCE": "2"}, {}, "min_confidence"),
         ({}, {"backend": "mongo"}, "chroma, qdrant, files"),
         ({}, {"store": "../x"}, "store name"),
+        ({"MEMORY_ALLOWED_HOSTS": "http://memory.internal/"}, {}, "allowed_hosts"),
+        ({"MEMORY_ALLOWED_ORIGINS": "localhost:3000"}, {}, "allowed_origins"),
+        ({"MEMORY_ALLOWED_ORIGINS": "http://app.example/path"}, {}, "allowed_origins"),
+        ({"MEMORY_ALLOWED_ORIGINS": "http://app.example:port"}, {}, "allowed_origins"),
     ],
 )
 def test_bad_values_are_clear_errors(
@@ -69,3 +73,21 @@ def test_a_broken_or_unknown_config_file_is_reported(home: dict[str, str], tmp_p
     config.write_text('colour = "blue"\n')
     unknown = load_settings({}, {**home, "MEMORY_CONFIG": str(config)})
     assert isinstance(unknown, Failure) and "colour" in unknown.failure().message
+
+
+def test_the_http_allow_lists_come_comma_separated_or_as_a_list(home: dict[str, str], tmp_path: Path) -> None:
+    assert load_settings({}, home).unwrap().allowed_hosts == ()
+    env = {
+        **home,
+        "MEMORY_ALLOWED_HOSTS": " memory.internal, 10.0.0.5 ,",
+        "MEMORY_ALLOWED_ORIGINS": "http://localhost:3000",
+    }
+    settings = load_settings({}, env).unwrap()
+    assert settings.allowed_hosts == ("memory.internal", "10.0.0.5")
+    assert settings.allowed_origins == ("http://localhost:3000",)
+    config = tmp_path / "config.toml"
+    config.write_text('allowed_hosts = ["a.example", "*"]\nallowed_origins = ["https://app.example"]\n')
+    from_file = load_settings({}, {**home, "MEMORY_CONFIG": str(config)}).unwrap()
+    assert (from_file.allowed_hosts, from_file.allowed_origins) == (("a.example", "*"), ("https://app.example",))
+    config.write_text("allowed_hosts = 3\n")
+    assert isinstance(load_settings({}, {**home, "MEMORY_CONFIG": str(config)}), Failure)
