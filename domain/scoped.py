@@ -87,11 +87,16 @@ class ScopedUseCases(UseCaseBase):
             .bind(self._check_model)
             .bind(lambda store: self._paths_free(store, memories))
             .bind(
-                lambda store: self.embedder.embed_documents([m.content for m in memories]).bind(
-                    lambda vectors: store.add(memories, vectors)
+                lambda store: (
+                    self.embedder.embed_documents([m.content for m in memories])
+                    .bind(lambda vectors: store.add(memories, vectors))
+                    .bind(
+                        lambda _: self._index_keywords(store_name, memories).lash(
+                            lambda error: _undo_add(store, memories, error)
+                        )
+                    )
                 )
             )
-            .bind(lambda _: self._index_keywords(store_name, memories))
         )
 
     # --- read -------------------------------------------------------------------------------
@@ -333,3 +338,10 @@ def parse_mode(raw: str) -> SearchMode:
     except ValueError:
         names = ", ".join(m.value for m in SearchMode)
         raise InvalidValue(f"Unknown search mode {raw!r}: use one of {names}.") from None
+
+
+def _undo_add(store: VectorStore, memories: Sequence[Memory], error: DomainError) -> Result[None, DomainError]:
+    """A batch the keyword index refused is taken back out of the store: it lands whole or not at all."""
+    undone = store.remove([m.id for m in memories])
+    kept = "" if isinstance(undone, Success) else " Some of them may be stored: run `memory reindex`."
+    return Failure(evolve(error, message=f"{error.message} Nothing was stored.{kept}"))

@@ -82,3 +82,24 @@ def test_a_batch_never_puts_two_live_memories_at_one_path(cli: MemoryCli, tmp_pa
     # re-importing the memory that holds the path (same id) is a replace, not a clash
     assert cli.ok("import", stdin=json.dumps({**exported, "content": "first, edited"}) + "\n")["count"] == 1
     assert cli.ok("get", "notes/taken")["content"] == "first, edited"
+
+
+@pytest.mark.parametrize("backend", ["chroma", "files", "qdrant"])
+def test_a_damaged_keyword_index_refuses_writes_whole_and_reindex_repairs_it(tmp_path: Path, backend: str) -> None:
+    cli = MemoryCli(tmp_path, backend)
+    first = cli.ok("create", "the platypus lays eggs")
+    index = Path(cli.env["MEMORY_DATA_DIR"]) / f"{backend}-keywords.sqlite3"
+    for suffix in ("-wal", "-shm"):
+        index.with_name(index.name + suffix).unlink(missing_ok=True)
+    index.write_bytes(b"this is no database" * 100)
+
+    error = cli.fails("create", "a second memory")
+    assert error["code"] == "STORAGE_ERROR" and "Nothing was stored" in error["error"]
+    assert cli.ok("status")["memory_count"] == 1  # a retrying client cannot duplicate it
+
+    assert cli.ok("reindex")["memory_count"] == 1
+    assert index.with_name(index.name + ".damaged").exists()
+    second = cli.ok("create", "a second memory")
+    found = cli.ok("search", "platypus", "--mode", "keyword")["results"]
+    assert found and found[0]["id"] == first["id"]
+    assert cli.ok("get", second["id"])["content"] == "a second memory"
