@@ -186,6 +186,9 @@ class InMemoryKeywordIndex:
             self.entries.get(store, {}).pop(memory_id, None)
         return Success(None)
 
+    def count(self, store: str) -> Result[int, DomainError]:
+        return Success(len(self.entries.get(store, {})))
+
     def neighbours(
         self, store: str, ids: Sequence[str]
     ) -> Result[dict[str, tuple[str | None, str | None]], DomainError]:

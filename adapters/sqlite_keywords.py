@@ -395,6 +395,13 @@ class SqliteKeywordIndex:
 
         return self._run("reading neighbours", find, write=False)
 
+    def count(self, store: str) -> Result[int, DomainError]:
+        def rows(connection: sqlite3.Connection) -> int:
+            table = self._ensure(connection, store)
+            return int(connection.execute(f"SELECT count(*) FROM {table}_links").fetchone()[0])
+
+        return self._run("counting", rows, write=False)
+
     def rebuild(self, store: str, entries: Sequence[KeywordEntry]) -> Result[None, DomainError]:
         def replace(connection: sqlite3.Connection) -> None:
             table = self._ensure(connection, store)

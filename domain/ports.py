@@ -144,6 +144,10 @@ class KeywordIndex(Protocol):
 
     def rebuild(self, store: str, entries: Sequence[KeywordEntry]) -> Result[None, DomainError]: ...
 
+    def count(self, store: str) -> Result[int, DomainError]:
+        """How many memories the store's index holds (0 for a store never indexed); `status` compares it."""
+        ...
+
 
 class CategoryRegistry(Protocol):
     """The categories of one store that carry a description or exist without memories.

@@ -306,15 +306,35 @@ class ScopedUseCases(UseCaseBase):
     # --- status -----------------------------------------------------------------------------
 
     def status(self, *, store: str | None = None) -> Result[Status, DomainError]:
-        """Reach the backend and count the store's memories (soft-deleted ones included)."""
+        """Reach the backend, count the store's memories (soft-deleted ones included) and verify the indexes."""
         name = store or self.policy.default_store
         return self.catalog.health().bind(
-            lambda location: (
-                self._open(name, create=False)
-                .bind(lambda opened: opened.count())
-                .map(lambda count: Status(self.catalog.backend, name, count, location))
+            lambda location: self._open(name, create=False).bind(
+                lambda opened: opened.count().bind(
+                    lambda count: opened.embedding_model().map(
+                        lambda model: Status(
+                            self.catalog.backend, name, count, location, self._problems(name, count, model)
+                        )
+                    )
+                )
             )
         )
+
+    def _problems(self, store: str, count: int, model: str | None) -> tuple[str, ...]:
+        """What is out of step in a readable store, each with what to run."""
+        repair = (
+            f"run `memory reindex --store {store}`" if store != self.policy.default_store else "run `memory reindex`"
+        )
+        found: list[str] = []
+        if model is not None and model != self.embedder.name:
+            found.append(f"The store was embedded with '{model}' but '{self.embedder.name}' is configured: {repair}.")
+        if self.keywords is not None:
+            match self.keywords.count(store):
+                case Success(indexed) if indexed != count:
+                    found.append(f"The keyword index holds {indexed} of the {count} memories: {repair}.")
+                case Failure(error):
+                    found.append(f"The keyword index cannot be read ({error.cause or error.message}): {repair}.")
+        return tuple(found)
 
 
 @frozen(kw_only=True)

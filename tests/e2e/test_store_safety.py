@@ -95,11 +95,32 @@ def test_a_damaged_keyword_index_refuses_writes_whole_and_reindex_repairs_it(tmp
 
     error = cli.fails("create", "a second memory")
     assert error["code"] == "STORAGE_ERROR" and "Nothing was stored" in error["error"]
-    assert cli.ok("status")["memory_count"] == 1  # a retrying client cannot duplicate it
+    status = cli.ok("status")
+    assert status["memory_count"] == 1  # a retrying client cannot duplicate it
+    assert status["status"] == "degraded" and "memory reindex" in status["problems"][0]
 
     assert cli.ok("reindex")["memory_count"] == 1
+    assert cli.ok("status")["status"] == "healthy"
     assert index.with_name(index.name + ".damaged").exists()
     second = cli.ok("create", "a second memory")
     found = cli.ok("search", "platypus", "--mode", "keyword")["results"]
     assert found and found[0]["id"] == first["id"]
     assert cli.ok("get", second["id"])["content"] == "a second memory"
+
+
+def test_status_says_when_the_keyword_index_lags_and_what_to_run(tmp_path: Path) -> None:
+    cli = MemoryCli(tmp_path, "chroma")
+    cli.ok("create", "one")
+    cli.ok("create", "two")
+    index = Path(cli.env["MEMORY_DATA_DIR"]) / "chroma-keywords.sqlite3"
+    import sqlite3
+
+    with sqlite3.connect(index) as connection:  # as a crash between the two writes would leave it
+        connection.execute("DELETE FROM kw_default_links WHERE rowid = (SELECT max(rowid) FROM kw_default_links)")
+    status = cli.ok("status")
+    assert status["status"] == "degraded"
+    assert status["problems"] == ["The keyword index holds 1 of the 2 memories: run `memory reindex`."]
+    text = cli("status", "--format", "text").stdout
+    assert "degraded" in text and "run `memory reindex`" in text
+    cli.ok("reindex")
+    assert "problems" not in cli.ok("status")
