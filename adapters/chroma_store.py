@@ -652,6 +652,9 @@ class ChromaVectorStore:
             "count memories", lambda collection: self.boundary.run("count memories", collection.count)
         )
 
+    def problems(self) -> Result[tuple[str, ...], DomainError]:
+        return Success(())
+
     def embedding_model(self) -> Result[str | None, DomainError]:
         return self._on_collection("read the embedding model", lambda _: Success(self.model))
 

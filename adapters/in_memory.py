@@ -70,6 +70,9 @@ class InMemoryVectorStore:
     def count(self) -> Result[int, DomainError]:
         return Success(len(self.records))
 
+    def problems(self) -> Result[tuple[str, ...], DomainError]:
+        return Success(())
+
     def embedding_model(self) -> Result[str | None, DomainError]:
         return Success(self.model)
 

@@ -311,9 +311,15 @@ class ScopedUseCases(UseCaseBase):
         return self.catalog.health().bind(
             lambda location: self._open(name, create=False).bind(
                 lambda opened: opened.count().bind(
-                    lambda count: opened.embedding_model().map(
-                        lambda model: Status(
-                            self.catalog.backend, name, count, location, self._problems(name, count, model)
+                    lambda count: opened.embedding_model().bind(
+                        lambda model: opened.problems().map(
+                            lambda damage: Status(
+                                self.catalog.backend,
+                                name,
+                                count,
+                                location,
+                                (*damage, *self._problems(name, count, model)),
+                            )
                         )
                     )
                 )

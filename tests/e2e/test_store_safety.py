@@ -124,3 +124,22 @@ def test_status_says_when_the_keyword_index_lags_and_what_to_run(tmp_path: Path)
     assert "degraded" in text and "run `memory reindex`" in text
     cli.ok("reindex")
     assert "problems" not in cli.ok("status")
+
+
+def test_a_malformed_file_is_skipped_with_a_warning_naming_it_never_failing_the_store(tmp_path: Path) -> None:
+    cli = MemoryCli(tmp_path, "files")
+    good = cli.ok("add", "notes/good", "--content", "the good memory about otters")
+    broken = Path(cli.env["MEMORY_DATA_DIR"]) / "files" / "default" / "notes" / "broken.md"
+    broken.write_text("---\nid: [not: closed\n---\nbody\n", encoding="utf-8")
+
+    assert [m["id"] for m in cli.ok("list")["memories"]] == [good["id"]]
+    assert cli.ok("search", "otters")["results"][0]["id"] == good["id"]
+    assert cli.ok("reindex")["memory_count"] == 1
+    status = cli.ok("status")
+    assert status["status"] == "degraded"
+    assert any("notes/broken.md" in problem for problem in status["problems"])
+    assert broken.read_text(encoding="utf-8").startswith("---\nid: [not")  # never rewritten or deleted
+
+    broken.unlink()
+    cli.ok("reindex")
+    assert cli.ok("status")["status"] == "healthy"
