@@ -143,3 +143,14 @@ def test_a_malformed_file_is_skipped_with_a_warning_naming_it_never_failing_the_
     broken.unlink()
     cli.ok("reindex")
     assert cli.ok("status")["status"] == "healthy"
+
+
+def test_an_emptied_chroma_database_is_refused_not_silently_replaced(tmp_path: Path) -> None:
+    cli = MemoryCli(tmp_path, "chroma")
+    cli.ok("create", "precious")
+    database = Path(cli.env["MEMORY_DATA_DIR"]) / "chroma" / "chroma.sqlite3"
+    database.write_bytes(b"")
+    for command in (["status"], ["create", "new"], ["search", "precious"]):
+        error = cli.fails(*command)
+        assert "chroma.sqlite3 is empty" in error["error"], command
+    assert database.stat().st_size == 0  # nothing wrote a fresh store over it
