@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from attrs import evolve, frozen
@@ -309,21 +309,16 @@ class ScopedUseCases(UseCaseBase):
         """Reach the backend, count the store's memories (soft-deleted ones included) and verify the indexes."""
         name = store or self.policy.default_store
         return self.catalog.health().bind(
-            lambda location: self._open(name, create=False).bind(
-                lambda opened: opened.count().bind(
-                    lambda count: opened.embedding_model().bind(
-                        lambda model: opened.problems().map(
-                            lambda damage: Status(
-                                self.catalog.backend,
-                                name,
-                                count,
-                                location,
-                                (*damage, *self._problems(name, count, model)),
-                            )
-                        )
-                    )
-                )
-            )
+            lambda location: self._open(name, create=False).bind(lambda opened: self._verified(opened, name, location))
+        )
+
+    def _verified(self, opened: VectorStore, name: str, location: Mapping[str, str]) -> Result[Status, DomainError]:
+        """The store's status; with damage found, counts cannot agree until it is fixed, so only the damage is said."""
+        return Result.do(
+            Status(self.catalog.backend, name, count, location, damage or self._problems(name, count, model))
+            for count in opened.count()
+            for model in opened.embedding_model()
+            for damage in opened.problems()
         )
 
     def _problems(self, store: str, count: int, model: str | None) -> tuple[str, ...]:

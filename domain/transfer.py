@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 
 from attrs import frozen
 from returns.iterables import Fold
@@ -89,25 +90,11 @@ class TransferUseCases(UseCaseBase):
 
     def import_outlines(self, outlines: Sequence[StoreOutline]) -> Result[int, DomainError]:
         """Create each store and register its categories with their descriptions; idempotent. The stores made."""
-        parsed = Fold.collect(
-            [
-                attempt(lambda o=o: check_store_name(o.name)).bind(  # type: ignore[misc]
-                    lambda name, o=o: Fold.collect(  # type: ignore[misc]
-                        [parse_category_path(path).map(lambda c, d=d: (c, d)) for path, d in o.categories.items()],
-                        Success(()),
-                    ).map(lambda categories, name=name: (name, categories))
-                )
-                for o in outlines
-            ],
-            Success(()),
-        )
-        return parsed.bind(self._register_outlines)
+        return Fold.collect([_parsed(outline) for outline in outlines], Success(())).bind(self._register_outlines)
 
-    def _register_outlines(
-        self, outlines: tuple[tuple[str, tuple[tuple[CategoryPath, str], ...]], ...]
-    ) -> Result[int, DomainError]:
+    def _register_outlines(self, outlines: tuple[_Outline, ...]) -> Result[int, DomainError]:
         for name, categories in outlines:
-            done = self._exclusive(name, lambda name=name, categories=categories: self._register(name, categories))  # type: ignore[misc]
+            done = self._exclusive(name, partial(self._register, name, categories))
             if isinstance(done, Failure):
                 return done
         return Success(len(outlines))
@@ -176,3 +163,21 @@ class TransferUseCases(UseCaseBase):
                 lambda vectors: write(existing, list(vectors))
             )
         )
+
+
+_Outline = tuple[str, tuple[tuple[CategoryPath, str], ...]]
+
+
+def _parsed(outline: StoreOutline) -> Result[_Outline, DomainError]:
+    """A store outline with its name and category paths checked."""
+    return Result.do(
+        (name, categories)
+        for name in attempt(lambda: check_store_name(outline.name))
+        for categories in Fold.collect(
+            [_category(path, text) for path, text in outline.categories.items()], Success(())
+        )
+    )
+
+
+def _category(path: str, text: str) -> Result[tuple[CategoryPath, str], DomainError]:
+    return parse_category_path(path).map(lambda parsed: (parsed, text))

@@ -73,6 +73,7 @@ class ReindexReport:
     store: str
     memory_count: int
     embedding_model: str
+    renamed: tuple[str, ...] = ()  # "old → new" for memories moved off a path another memory held
 
 
 @frozen

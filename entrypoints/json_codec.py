@@ -128,7 +128,8 @@ def prune_json(report: PruneReport) -> dict[str, Any]:
 
 
 def reindex_json(report: ReindexReport) -> dict[str, Any]:
-    return {"store": report.store, "memory_count": report.memory_count, "embedding_model": report.embedding_model}
+    body = {"store": report.store, "memory_count": report.memory_count, "embedding_model": report.embedding_model}
+    return body | {"renamed": list(report.renamed)} if report.renamed else body
 
 
 def stores_json(stores: tuple[StoreSummary, ...]) -> dict[str, Any]:

@@ -154,3 +154,27 @@ def test_an_emptied_chroma_database_is_refused_not_silently_replaced(tmp_path: P
         error = cli.fails(*command)
         assert "chroma.sqlite3 is empty" in error["error"], command
     assert database.stat().st_size == 0  # nothing wrote a fresh store over it
+
+
+def test_reindex_never_leaves_two_hand_made_files_at_one_path(tmp_path: Path) -> None:
+    cli = MemoryCli(tmp_path, "files")
+    cli.ok("store", "create", "default")
+    notes = Path(cli.env["MEMORY_DATA_DIR"]) / "files" / "default" / "notes"
+    notes.mkdir(parents=True)
+    (notes / "My Note.md").write_text(
+        "---\ncreated_at: 2026-01-01T00:00:00Z\nupdated_at: 2026-01-01T00:00:00Z\n---\nthe first note\n",
+        encoding="utf-8",
+    )
+    (notes / "my_note.md").write_text(
+        "---\ncreated_at: 2026-02-01T00:00:00Z\nupdated_at: 2026-02-01T00:00:00Z\n---\nthe second note\n",
+        encoding="utf-8",
+    )
+
+    report = cli.ok("reindex")
+    assert report["memory_count"] == 2 and len(report["renamed"]) == 1
+    assert report["renamed"][0].startswith("notes/my-note → notes/my-note-")
+    assert cli.ok("get", "notes/my-note")["content"] == "the first note\n"  # the older keeps the path
+    moved = report["renamed"][0].split(" → ")[1]
+    assert cli.ok("get", moved)["content"] == "the second note\n"
+    assert sorted(m["path"] for m in cli.ok("list", "notes")["memories"]) == ["notes/my-note", moved]
+    assert "renamed" not in cli.ok("reindex")  # settled
