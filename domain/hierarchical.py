@@ -79,7 +79,7 @@ class HierarchicalUseCases(UseCaseBase):
             return (
                 self.embedder.embed_documents([memory.content])
                 .bind(lambda vectors: store.replace(memory, vectors[0]))
-                .bind(lambda _: self._index_keywords(memory.store, [memory]))
+                .bind(lambda _: self._reindex_words(before, memory))
             )
 
         return (
