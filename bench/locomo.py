@@ -1,12 +1,13 @@
 """LoCoMo evidence recall through the product's public Python API (protocol: shared BENCHMARK.md).
 
-    python bench/locomo.py --data PATH [--unit turns|facts] [--backend chroma] [--modes hybrid,semantic,keyword]
-                           [--space store]
+    python bench/locomo.py --data PATH [--unit turns|facts] [--threads session|none] [--backend chroma]
+                           [--modes hybrid,semantic,keyword] [--space store]
 
 Each conversation goes into its own namespace of one store (or, with --space store, its own store), batch
 created (one embedding call per conversation). --unit turns (default): one memory per turn, in order, the
-turn's dia_id kept as its `citations`. --unit facts: one memory per distilled fact (`observation`), in a
-random order seeded by the conversation's sample_id, the dia_ids it cites kept as its `citations`; queries
+turn's dia_id kept as its `citations` and, unless --threads none, its session named as its `thread` (what an
+agent saving a chat knows; memories of one thread lend each other context). --unit facts: one memory per distilled fact (`observation`), in a
+random order seeded by the conversation's sample_id, the dia_ids it cites kept as its `citations`, no thread; queries
 and recall count only the evidence some fact cites. Prints one JSON object on stdout, progress on stderr.
 """
 
@@ -85,6 +86,11 @@ def memories(conversation: dict[str, Any], unit: str) -> list[tuple[str, tuple[s
     return [(text, (dia_id,), when) for text, dia_id, when in turns(conversation)]
 
 
+def thread_of_turn(dia_ids: tuple[str, ...], unit: str, threads: str) -> str:
+    """A turn's session ("D3:12" → "session-D3") as its thread; facts and --threads none: no thread."""
+    return f"session-{dia_ids[0].split(':')[0]}" if unit == "turns" and threads == "session" else ""
+
+
 def space(conversation: dict[str, Any], kind: str) -> dict[str, Any]:
     """Where a conversation lives: its own namespace of the default store, or its own store."""
     name = str(conversation["sample_id"])
@@ -93,12 +99,18 @@ def space(conversation: dict[str, Any], kind: str) -> dict[str, Any]:
     return {"namespace": ("locomo", name)}
 
 
-def ingest(service: MemoryService, conversations: list[dict[str, Any]], kind: str, unit: str) -> float:
+def ingest(service: MemoryService, conversations: list[dict[str, Any]], kind: str, unit: str, threads: str) -> float:
     """Create every memory; returns memories per second, embedding included."""
     total, started = 0, time.perf_counter()
     for conversation in conversations:
         commands = [
-            CreateMemory(content=text, citations=dia_ids, created_at=when, **space(conversation, kind))
+            CreateMemory(
+                content=text,
+                citations=dia_ids,
+                created_at=when,
+                thread=thread_of_turn(dia_ids, unit, threads),
+                **space(conversation, kind),
+            )
             for text, dia_ids, when in memories(conversation, unit)
         ]
         service.create_many(commands).unwrap()
@@ -161,6 +173,7 @@ def main() -> None:
     parser.add_argument("--backend", default="chroma")
     parser.add_argument("--modes", default="hybrid,semantic,keyword")
     parser.add_argument("--unit", default="turns", choices=("turns", "facts"), help="what one memory is")
+    parser.add_argument("--threads", default="session", choices=("session", "none"), help="turns' thread")
     parser.add_argument(
         "--space",
         default="namespace",
@@ -172,7 +185,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as home:
         settings = load_settings({"data_dir": home, "backend": args.backend}, {"HOME": home}).unwrap()
         service = build_service(settings).unwrap()
-        per_second = ingest(service, conversations, args.space, args.unit)
+        per_second = ingest(service, conversations, args.space, args.unit, args.threads)
         modes = {mode: evaluate(service, conversations, mode, args.space, args.unit) for mode in args.modes.split(",")}
     default = modes.get("hybrid") or next(iter(modes.values()))
     report = {
@@ -188,6 +201,7 @@ def main() -> None:
         "backend": args.backend,
         "space": args.space,
         "unit": args.unit,
+        "threads": args.threads if args.unit == "turns" else "none",
     }
     print(json.dumps(report, indent=1))
 
