@@ -85,7 +85,7 @@ def keyword_entry(memory: Memory) -> KeywordEntry:
     """What the keyword index sees: the content plus the path's words and the tags, in the memory's thread."""
     extras = [*(memory.path.segments if memory.path else ()), *memory.tags]
     text = memory.content if not extras else memory.content + "\n" + " ".join(extras).replace("-", " ")
-    return KeywordEntry(memory.id, text, thread_key(memory))
+    return KeywordEntry(memory.id, text, thread_key(memory), alone=not memory.thread)
 
 
 @frozen(kw_only=True)

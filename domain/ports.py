@@ -104,6 +104,9 @@ class KeywordEntry:
     id: str
     text: str
     thread: str
+    # no other entry ever shares this thread (a memory saved without a thread): the index need not look
+    # for the thread's last entry before appending (one query per memory saved on a Qdrant server)
+    alone: bool = False
 
 
 THREAD_JOIN = "/"  # a thread is a namespace's labels joined by this (a "/" inside a label only widens a prefix)
