@@ -189,3 +189,16 @@ def test_a_memory_that_changes_scope_leaves_its_old_neighbours(hybrid: MemorySer
     assert [c for c, _, _ in ranking(hybrid, "platypus", mode="keyword")] == [first.memory.content]
     assert hybrid.keywords is not None
     assert hybrid.keywords.neighbours("default", [first.memory.id]).unwrap() == {first.memory.id: (None, None)}
+
+
+def test_reindex_keeps_a_batch_of_turns_in_its_order(hybrid: MemoryService) -> None:
+    """One batch shares its created_at; reindex rebuilds each thread in the order it was saved, not by id."""
+    turns = [f"turn {n} of the chat" for n in range(12)]
+    made = hybrid.create_many([CreateMemory(content=t, thread="chat") for t in turns]).unwrap()
+    hybrid.create_many([CreateMemory(content=f"fact {n}") for n in range(5)]).unwrap()
+    ids = [view.memory.id for view in made]
+    assert hybrid.keywords is not None
+    before = hybrid.keywords.neighbours("default", ids).unwrap()
+    assert before[ids[3]] == (ids[2], ids[4])
+    hybrid.reindex().unwrap()
+    assert hybrid.keywords.neighbours("default", ids).unwrap() == before
