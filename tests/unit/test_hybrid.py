@@ -3,6 +3,7 @@
 from datetime import timedelta
 
 import pytest
+from attrs import evolve
 
 from agent_memory.adapters.clock import FixedClock
 from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog, InMemoryKeywordIndex
@@ -202,3 +203,15 @@ def test_reindex_keeps_a_batch_of_turns_in_its_order(hybrid: MemoryService) -> N
     assert before[ids[3]] == (ids[2], ids[4])
     hybrid.reindex().unwrap()
     assert hybrid.keywords.neighbours("default", ids).unwrap() == before
+
+
+def test_an_import_that_changes_a_memorys_scope_moves_it_out_of_its_thread(hybrid: MemoryService) -> None:
+    made = hybrid.create_many(
+        [CreateMemory(content=t, thread="t", agent="dan") for t in ("Dan: the platypus swam", "Dan: lunch?")]
+    ).unwrap()
+    first, second = (view.memory for view in made)
+    assert hybrid.keywords is not None
+    assert hybrid.keywords.neighbours("default", [first.id]).unwrap() == {first.id: (None, second.id)}
+    hybrid.import_memories([evolve(second, agent="carol")]).unwrap()
+    assert hybrid.keywords.neighbours("default", [first.id]).unwrap() == {first.id: (None, None)}
+    assert [c for c, _, _ in ranking(hybrid, "platypus", mode="keyword", agent="carol")] == []
