@@ -43,10 +43,11 @@ class HierarchicalUseCases(UseCaseBase):
         """Create a memory at a path; the store and categories come into being as needed."""
         if command.path is None:
             return Failure(invalid_input("add needs a path like 'category/slug'."))
+        raw_path = command.path
         return self._exclusive(
             command.store,
             lambda: (
-                parse_memory_path(command.path)
+                parse_memory_path(raw_path)
                 .bind(lambda path: self._path_free(path, command.store).map(lambda _: path))
                 .bind(lambda path: self.create_many([evolve(command, path=str(path))]))
                 .map(lambda views: views[0])
@@ -226,7 +227,8 @@ class HierarchicalUseCases(UseCaseBase):
         """Re-embed every memory of the store with the configured embedder, replacing the index at once."""
         name = store or self.policy.default_store
 
-        def rebuild(opened: VectorStore, memories: list[Memory]) -> Result[ReindexReport, DomainError]:
+        def rebuild(opened: VectorStore, found: list[Memory]) -> Result[ReindexReport, DomainError]:
+            memories, renamed = one_memory_per_path(found)
             batches = [memories[i : i + REINDEX_BATCH] for i in range(0, len(memories), REINDEX_BATCH)]
             vectors = Fold.collect(
                 [self.embedder.embed_documents([m.content for m in batch]) for batch in batches], Success(())
@@ -236,7 +238,7 @@ class HierarchicalUseCases(UseCaseBase):
                     lambda parts: opened.rebuild(memories, [v for part in parts for v in part], self.embedder.name)
                 )
                 .bind(lambda _: self._rebuild_keywords(name, memories))
-                .map(lambda _: ReindexReport(name, len(memories), self.embedder.name))
+                .map(lambda _: ReindexReport(name, len(memories), self.embedder.name, renamed))
             )
 
         return self._exclusive(
@@ -480,3 +482,24 @@ def saved_order(memories: Sequence[Memory], links: Mapping[str, tuple[str | None
             place[current] = len(place)
             current = links.get(current, (None, None))[1]
     return sorted(memories, key=lambda m: (m.created_at, place.get(m.id, len(place)), m.id))
+
+
+def one_memory_per_path(memories: Sequence[Memory]) -> tuple[list[Memory], tuple[str, ...]]:
+    """Live memories that share a path (hand-made files like `My Note.md` and `my_note.md`, or data written
+    before paths were enforced) keep their content: the oldest keeps the path, each other one moves to
+    `<slug>-<first 8 characters of its id>` beside it. Returns the memories and what was renamed."""
+    holders: dict[MemoryPath, Memory] = {}
+    for memory in sorted(memories, key=lambda m: (m.created_at, m.id)):
+        if memory.path is not None and not memory.deleted:
+            holders.setdefault(memory.path, memory)
+    kept: list[Memory] = []
+    renamed: list[str] = []
+    for memory in memories:
+        path = memory.path
+        if path is None or memory.deleted or holders[path].id == memory.id:
+            kept.append(memory)
+            continue
+        unique = MemoryPath((*path.segments[:-1], f"{path.slug[:100]}-{memory.id[:8]}"))
+        kept.append(evolve(memory, path=unique))
+        renamed.append(f"{path} → {unique}")
+    return kept, tuple(renamed)
