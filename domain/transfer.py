@@ -12,6 +12,7 @@ from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory
 from agent_memory.domain.ports import VectorStore
+from agent_memory.domain.tenancy import guarded_only
 
 IMPORT_BATCH = 256
 Progress = Callable[[int, int], None]
@@ -58,12 +59,15 @@ class TransferUseCases(UseCaseBase):
                 everything.extend(sorted(scanned.value_or([]), key=lambda m: (m.created_at, m.id)))
             return Success(everything)
 
-        return names.bind(dump)
+        return guarded_only(self.tenant, "export").bind(lambda _: names).bind(dump)
 
     def import_memories(
         self, memories: Sequence[Memory], *, progress: Progress = _quiet
     ) -> Result[ImportReport, DomainError]:
         """Write memories exactly as given (ids, timestamps, flags); an id already present is replaced."""
+        refused = guarded_only(self.tenant, "import")
+        if isinstance(refused, Failure):
+            return refused
         by_store: dict[str, list[Memory]] = {}
         for memory in memories:
             by_store.setdefault(memory.store, []).append(memory)
