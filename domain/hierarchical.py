@@ -42,14 +42,15 @@ class HierarchicalUseCases(UseCaseBase):
 
     def add(self, command: CreateMemory) -> Result[MemoryView, DomainError]:
         """Create a memory at a path; the store and categories come into being as needed."""
-        if command.path is None:
+        raw_path = command.path
+        if raw_path is None:
             return Failure(invalid_input("add needs a path like 'category/slug'."))
         return self._exclusive(
             command.store,
             lambda: (
                 place(self.tenant, command.namespace)
                 .bind(
-                    lambda namespace: parse_memory_path(command.path).bind(
+                    lambda namespace: parse_memory_path(raw_path).bind(
                         lambda path: self._path_free(path, command.store, namespace).map(lambda _: path)
                     )
                 )
