@@ -110,7 +110,7 @@ _MEANING: Mapping[int, str] = {
     401: "No or a wrong API token (UNAUTHORIZED); only when the server has one",
     403: "A browser Origin that is not allowed (FORBIDDEN_ORIGIN): see MEMORY_ALLOWED_ORIGINS",
     404: "MEMORY_NOT_FOUND, CATEGORY_NOT_FOUND or STORE_NOT_FOUND",
-    409: "DESTINATION_EXISTS, INVALID_OPERATION (already deleted, cannot reinforce) or EMBEDDING_MISMATCH",
+    409: "DESTINATION_EXISTS, INVALID_OPERATION (already deleted, cannot reinforce, store-wide under a namespace) or EMBEDDING_MISMATCH",
     410: "MEMORY_EXPIRED: pass include_expired=true to read it anyway",
     413: "The body is larger than 1 MiB (REQUEST_TOO_LARGE)",
     415: "A body that is not 'Content-Type: application/json' (INVALID_INPUT)",
@@ -510,7 +510,7 @@ async def prune(
     )
 
 
-@post("/reindex", status_code=200, tags=["maintenance"], responses=_errors(404, 422, 503))
+@post("/reindex", status_code=200, tags=["maintenance"], responses=_errors(404, 409, 422, 503))
 async def reindex(door: NamedDependency[Door], store: StoreQuery = None) -> Response[Payload]:
     """Re-embed every memory of the store with the configured embedder."""
     return await door.reply(lambda service: service.reindex(store=store), out.reindex_json)
@@ -538,7 +538,7 @@ async def create_store(data: JSONBody[StoreRequest], door: NamedDependency[Door]
     )
 
 
-@post("/categories", status_code=201, tags=["categories"], responses=_errors(400, 413, 415, 422, 503))
+@post("/categories", status_code=201, tags=["categories"], responses=_errors(400, 409, 413, 415, 422, 503))
 async def create_category(
     data: JSONBody[CategoryRequest], door: NamedDependency[Door], store: StoreQuery = None
 ) -> Response[Payload]:
@@ -554,7 +554,7 @@ async def create_category(
     "/categories/{path:path}",
     tags=["categories"],
     summary="Set a category's description",
-    responses=_errors(400, 404, 413, 415, 422, 503),
+    responses=_errors(400, 404, 409, 413, 415, 422, 503),
 )
 async def describe_category(
     path: Annotated[str, PathParameter(description="The category path, then '/description'.")],
