@@ -72,7 +72,7 @@ class Boundary:
         if self.server:
             message = f"Cannot connect to ChromaDB at {self.location}. Is Docker running?"
         else:
-            message = f"Cannot open the ChromaDB data at {self.location}."
+            message = f"Cannot open the ChromaDB data at {self.location}{disk_hint(cause)}."
         return DomainError(ErrorCode.BACKEND_UNAVAILABLE, message, cause=str(cause))
 
     def run(self, doing: str, call: Callable[[], T]) -> Result[T, DomainError]:
@@ -94,8 +94,23 @@ class Boundary:
 
 def storage_error(doing: str, error: BaseException) -> DomainError:
     return DomainError(
-        ErrorCode.STORAGE_ERROR, f"ChromaDB failed to {doing}.", cause=f"{type(error).__name__}: {error}"
+        ErrorCode.STORAGE_ERROR,
+        f"ChromaDB failed to {doing}{disk_hint(error)}.",
+        cause=f"{type(error).__name__}: {error}",
     )
+
+
+def disk_hint(cause: BaseException | str) -> str:
+    """': the disk is full' and the like, when the cause says so; '' otherwise."""
+    text = str(cause).lower()
+    errno = getattr(cause, "errno", None)
+    if errno == 28 or "no space left" in text or "database or disk is full" in text:
+        return ": the disk is full (free some space, then try again)"
+    if errno == 30 or "read-only" in text or "readonly" in text:
+        return ": the disk or folder is read-only (make it writable, or point MEMORY_DATA_DIR elsewhere)"
+    if errno == 13 or "permission denied" in text:
+        return ": permission denied (check who owns the data directory)"
+    return ""
 
 
 def _chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:
@@ -652,6 +667,9 @@ class ChromaVectorStore:
             "count memories", lambda collection: self.boundary.run("count memories", collection.count)
         )
 
+    def problems(self) -> Result[tuple[str, ...], DomainError]:
+        return Success(())
+
     def embedding_model(self) -> Result[str | None, DomainError]:
         return self._on_collection("read the embedding model", lambda _: Success(self.model))
 
@@ -1005,6 +1023,17 @@ def _server_client(boundary: Boundary, host: str, port: int) -> Result[ClientAPI
 
 
 def _embedded_client(boundary: Boundary, path: pathlib.Path) -> Result[ClientAPI, DomainError]:
+    database = path / "chroma.sqlite3"
+    if database.is_file() and database.stat().st_size == 0:
+        # an empty database file would silently become a new, empty store: refuse, and say what to do
+        return Failure(
+            DomainError(
+                ErrorCode.STORAGE_ERROR,
+                f"The ChromaDB data at {path} is damaged: chroma.sqlite3 is empty. Restore the folder from a "
+                "backup (or a `memory export`), or move it aside to start a new store.",
+                path=str(database),
+            )
+        )
     try:
         path.mkdir(parents=True, exist_ok=True)
         return Success(chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False)))

@@ -345,6 +345,7 @@ class _StoreFiles:
     directory: Path
     lock: filelock.BaseFileLock
     cache: dict[Parts, _Record] = field(factory=dict)  # parsed files by place, valid while their stamp is
+    damaged: dict[Parts, str] = field(factory=dict)  # files the last walks could not read, with why
 
     # --- locations
 
@@ -487,9 +488,18 @@ class _StoreFiles:
             self.cache.pop(parts, None)
 
     def _records_once(self, select: Callable[[Parts], bool] | None) -> dict[str, _Record] | _Abort:
+        """One walk. A file that cannot be read as a memory is skipped and remembered in `damaged`: one bad
+        hand edit never makes the whole store unreadable."""
         records: dict[str, _Record] = {}
+        if select is None:
+            self.damaged.clear()
         for parts in self.memory_files(select):
-            record = self.read_record(parts)
+            try:
+                record = self.read_record(parts)
+            except _Abort as problem:
+                self.damaged[parts] = problem.error.message
+                continue
+            self.damaged.pop(parts, None)
             if record is None:
                 continue  # removed since the walk listed it
             twin = records.get(record.memory.id)
@@ -883,6 +893,18 @@ class FilesVectorStore:
 
     def embedding_model(self) -> Result[str | None, DomainError]:
         return self.index.embedding_model()
+
+    def problems(self) -> Result[tuple[str, ...], DomainError]:
+        """The files a full walk had to skip, each with what is wrong and how to fix it."""
+
+        def walk() -> tuple[str, ...]:
+            self.files.records()
+            return tuple(
+                f"{why} (skipped until fixed; then run `memory reindex`)"
+                for _, why in sorted(self.files.damaged.items())
+            )
+
+        return self._guard("read the memory files", walk)
 
     def similarities(self, embedding: Vector, ids: Sequence[str]) -> Result[dict[str, float], DomainError]:
         return self.index.similarities(embedding, ids)

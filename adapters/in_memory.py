@@ -70,6 +70,9 @@ class InMemoryVectorStore:
     def count(self) -> Result[int, DomainError]:
         return Success(len(self.records))
 
+    def problems(self) -> Result[tuple[str, ...], DomainError]:
+        return Success(())
+
     def embedding_model(self) -> Result[str | None, DomainError]:
         return Success(self.model)
 
@@ -185,6 +188,9 @@ class InMemoryKeywordIndex:
         for memory_id in ids:
             self.entries.get(store, {}).pop(memory_id, None)
         return Success(None)
+
+    def count(self, store: str) -> Result[int, DomainError]:
+        return Success(len(self.entries.get(store, {})))
 
     def neighbours(
         self, store: str, ids: Sequence[str]

@@ -494,6 +494,13 @@ class QdrantKeywordIndex:
 
         return self._read("read keyword neighbours", find)
 
+    def count(self, store: str) -> Result[int, DomainError]:
+        def points(client: QdrantClient) -> int:
+            alias = self._existing(client, store)
+            return 0 if alias is None else int(client.count(alias, exact=True).count)
+
+        return self._read("count keywords", points)
+
     def rebuild(self, store: str, entries: Sequence[KeywordEntry]) -> Result[None, DomainError]:
         """Fill a new generation in the order given, then switch the alias to it (readers see old or new)."""
 

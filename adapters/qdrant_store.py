@@ -587,6 +587,9 @@ class QdrantVectorStore:
     def count(self) -> Result[int, DomainError]:
         return self.boundary.run("count memories", lambda: self.client.count(self.collection, exact=True).count)
 
+    def problems(self) -> Result[tuple[str, ...], DomainError]:
+        return Success(())
+
     def embedding_model(self) -> Result[str | None, DomainError]:
         return Success(self.model)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sqlite3
 import threading
@@ -394,6 +395,13 @@ class SqliteKeywordIndex:
 
         return self._run("reading neighbours", find, write=False)
 
+    def count(self, store: str) -> Result[int, DomainError]:
+        def rows(connection: sqlite3.Connection) -> int:
+            table = self._ensure(connection, store)
+            return int(connection.execute(f"SELECT count(*) FROM {table}_links").fetchone()[0])
+
+        return self._run("counting", rows, write=False)
+
     def rebuild(self, store: str, entries: Sequence[KeywordEntry]) -> Result[None, DomainError]:
         def replace(connection: sqlite3.Connection) -> None:
             table = self._ensure(connection, store)
@@ -402,4 +410,34 @@ class SqliteKeywordIndex:
             for entry in entries:
                 self._append(connection, table, entry)
 
-        return self._run("rebuilding", replace, write=True)
+        rebuilt = self._run("rebuilding", replace, write=True)
+        if isinstance(rebuilt, Failure) and self._damaged():
+            # a damaged file cannot be rebuilt in place: keep it aside for inspection and start a new one
+            self._set_aside()
+            return self._run("rebuilding", replace, write=True)
+        return rebuilt
+
+    def _damaged(self) -> bool:
+        """Whether the file itself is broken (not merely locked or unwritable)."""
+        try:
+            probe = sqlite3.connect(self.path, timeout=5)
+            try:
+                return bool(probe.execute("PRAGMA quick_check").fetchone()[0] != "ok")
+            finally:
+                probe.close()
+        except sqlite3.OperationalError:
+            return False  # locked, or the folder is unusable: not a damaged file
+        except sqlite3.DatabaseError:
+            return True  # "file is not a database", "database disk image is malformed"
+
+    def _set_aside(self) -> None:
+        with self._lock:
+            if self._connection is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    self._connection.close()
+                self._connection = None
+            self._ready.clear()
+            for suffix in ("", "-wal", "-shm"):
+                damaged = self.path.with_name(self.path.name + suffix)
+                if damaged.exists():
+                    damaged.replace(damaged.with_name(damaged.name + ".damaged"))

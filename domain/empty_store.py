@@ -54,6 +54,9 @@ class EmptyStore:
     def count(self) -> Result[int, DomainError]:
         return Success(0)
 
+    def problems(self) -> Result[tuple[str, ...], DomainError]:
+        return Success(())
+
     def embedding_model(self) -> Result[str | None, DomainError]:
         return Success(None)
 

@@ -243,7 +243,8 @@ class HierarchicalUseCases(UseCaseBase):
         """Re-embed every memory of the store with the configured embedder, replacing the index at once."""
         name = store or self.policy.default_store
 
-        def rebuild(opened: VectorStore, memories: list[Memory]) -> Result[ReindexReport, DomainError]:
+        def rebuild(opened: VectorStore, found: list[Memory]) -> Result[ReindexReport, DomainError]:
+            memories, renamed = one_memory_per_path(found)
             batches = [memories[i : i + REINDEX_BATCH] for i in range(0, len(memories), REINDEX_BATCH)]
             vectors = Fold.collect(
                 [self.embedder.embed_documents([m.content for m in batch]) for batch in batches], Success(())
@@ -253,7 +254,7 @@ class HierarchicalUseCases(UseCaseBase):
                     lambda parts: opened.rebuild(memories, [v for part in parts for v in part], self.embedder.name)
                 )
                 .bind(lambda _: self._rebuild_keywords(name, memories))
-                .map(lambda _: ReindexReport(name, len(memories), self.embedder.name))
+                .map(lambda _: ReindexReport(name, len(memories), self.embedder.name, renamed))
             )
 
         return self._exclusive(
@@ -520,3 +521,25 @@ def _assemble_listing(
     views = tuple(view(m) for m in ordered)
     description = described.get(str(category), "") if category is not None else ""
     return Success(Listing(None if category is None else str(category), views, subcategories, description))
+
+
+def one_memory_per_path(memories: Sequence[Memory]) -> tuple[list[Memory], tuple[str, ...]]:
+    """Live memories that share a path (hand-made files like `My Note.md` and `my_note.md`, or data written
+    before paths were enforced) keep their content: the oldest keeps the path, each other one moves to
+    `<slug>-<first 8 characters of its id>` beside it. Returns the memories and what was renamed.
+    Paths are unique per namespace: memories of different namespaces at one path all keep it."""
+    holders: dict[tuple[tuple[str, ...], MemoryPath], Memory] = {}
+    for memory in sorted(memories, key=lambda m: (m.created_at, m.id)):
+        if memory.path is not None and not memory.deleted:
+            holders.setdefault((memory.namespace, memory.path), memory)
+    kept: list[Memory] = []
+    renamed: list[str] = []
+    for memory in memories:
+        path = memory.path
+        if path is None or memory.deleted or holders[(memory.namespace, path)].id == memory.id:
+            kept.append(memory)
+            continue
+        unique = MemoryPath((*path.segments[:-1], f"{path.slug[:100]}-{memory.id[:8]}"))
+        kept.append(evolve(memory, path=unique))
+        renamed.append(f"{path} → {unique}")
+    return kept, tuple(renamed)

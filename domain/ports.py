@@ -74,6 +74,11 @@ class VectorStore(Protocol):
 
     def embedding_model(self) -> Result[str | None, DomainError]: ...
 
+    def problems(self) -> Result[tuple[str, ...], DomainError]:
+        """Damage the store found and worked around (e.g. a file it could not read and skipped), each
+        saying how to repair it; () when there is none. `memory status` reports them."""
+        ...
+
     def similarities(self, embedding: Vector, ids: Sequence[str]) -> Result[dict[str, float], DomainError]:
         """1 − cosine distance between `embedding` and each given id's stored vector (unknown ids omitted).
 
@@ -143,6 +148,10 @@ class KeywordIndex(Protocol):
     ) -> Result[dict[str, tuple[str | None, str | None]], DomainError]: ...
 
     def rebuild(self, store: str, entries: Sequence[KeywordEntry]) -> Result[None, DomainError]: ...
+
+    def count(self, store: str) -> Result[int, DomainError]:
+        """How many memories the store's index holds (0 for a store never indexed); `status` compares it."""
+        ...
 
 
 class CategoryRegistry(Protocol):

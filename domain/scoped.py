@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from attrs import evolve, frozen
@@ -95,11 +95,16 @@ class ScopedUseCases(UseCaseBase):
             .bind(self._check_model)
             .bind(lambda store: self._paths_free(store, memories))
             .bind(
-                lambda store: self.embedder.embed_documents([m.content for m in memories]).bind(
-                    lambda vectors: store.add(memories, vectors)
+                lambda store: (
+                    self.embedder.embed_documents([m.content for m in memories])
+                    .bind(lambda vectors: store.add(memories, vectors))
+                    .bind(
+                        lambda _: self._index_keywords(store_name, memories).lash(
+                            lambda error: _undo_add(store, memories, error)
+                        )
+                    )
                 )
             )
-            .bind(lambda _: self._index_keywords(store_name, memories))
         )
 
     # --- read -------------------------------------------------------------------------------
@@ -313,16 +318,49 @@ class ScopedUseCases(UseCaseBase):
     def status(
         self, *, store: str | None = None, namespace: Sequence[str] | None = None
     ) -> Result[Status, DomainError]:
-        """Reach the backend and count the store's memories (soft-deleted ones included; only the namespace's
-        under one)."""
+        """Reach the backend, count the store's memories (soft-deleted ones included) and verify the indexes.
+
+        Under a namespace only its memories are counted, and the store-wide checks (whose findings name other
+        tenants' files and counts) are left to the operator."""
         name = store or self.policy.default_store
         return self._guard(namespace).bind(
             lambda guard: self.catalog.health().bind(
-                lambda location: self._count(name, guard).map(
-                    lambda count: Status(self.catalog.backend, name, count, location)
+                lambda location: self._open(name, create=False).bind(
+                    lambda opened: (
+                        self._verified(opened, name, location)
+                        if guard is None
+                        else self._count(name, guard).map(
+                            lambda count: Status(self.catalog.backend, name, count, location)
+                        )
+                    )
                 )
             )
         )
+
+    def _verified(self, opened: VectorStore, name: str, location: Mapping[str, str]) -> Result[Status, DomainError]:
+        """The store's status; with damage found, counts cannot agree until it is fixed, so only the damage is said."""
+        return Result.do(
+            Status(self.catalog.backend, name, count, location, damage or self._problems(name, count, model))
+            for count in opened.count()
+            for model in opened.embedding_model()
+            for damage in opened.problems()
+        )
+
+    def _problems(self, store: str, count: int, model: str | None) -> tuple[str, ...]:
+        """What is out of step in a readable store, each with what to run."""
+        repair = (
+            f"run `memory reindex --store {store}`" if store != self.policy.default_store else "run `memory reindex`"
+        )
+        found: list[str] = []
+        if model is not None and model != self.embedder.name:
+            found.append(f"The store was embedded with '{model}' but '{self.embedder.name}' is configured: {repair}.")
+        if self.keywords is not None:
+            match self.keywords.count(store):
+                case Success(indexed) if indexed != count:
+                    found.append(f"The keyword index holds {indexed} of the {count} memories: {repair}.")
+                case Failure(error):
+                    found.append(f"The keyword index cannot be read ({error.cause or error.message}): {repair}.")
+        return tuple(found)
 
 
 @frozen(kw_only=True)
@@ -346,3 +384,10 @@ def parse_mode(raw: str) -> SearchMode:
     except ValueError:
         names = ", ".join(m.value for m in SearchMode)
         raise InvalidValue(f"Unknown search mode {raw!r}: use one of {names}.") from None
+
+
+def _undo_add(store: VectorStore, memories: Sequence[Memory], error: DomainError) -> Result[None, DomainError]:
+    """A batch the keyword index refused is taken back out of the store: it lands whole or not at all."""
+    undone = store.remove([m.id for m in memories])
+    kept = "" if isinstance(undone, Success) else " Some of them may be stored: run `memory reindex`."
+    return Failure(evolve(error, message=f"{error.message} Nothing was stored.{kept}"))

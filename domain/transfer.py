@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 
 from attrs import frozen
+from returns.iterables import Fold
 from returns.result import Failure, Result, Success
 
-from agent_memory.domain.base import UseCaseBase
+from agent_memory.domain.base import UseCaseBase, attempt
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
-from agent_memory.domain.model import Memory
-from agent_memory.domain.ports import VectorStore
+from agent_memory.domain.model import Memory, check_store_name
+from agent_memory.domain.paths import CategoryPath, parse_category_path
+from agent_memory.domain.ports import CategoryRegistry, VectorStore
 from agent_memory.domain.tenancy import guarded_only
 
 IMPORT_BATCH = 256
@@ -43,6 +46,17 @@ class _Tally:
         self.progress(self.created + self.replaced, self.total)
 
 
+@frozen
+class StoreOutline:
+    """What export carries of a store beside its memories: its name and registered categories (path → description).
+
+    It is how an empty store, an empty category and every category description survive a move between backends.
+    """
+
+    name: str
+    categories: Mapping[str, str]
+
+
 class TransferUseCases(UseCaseBase):
     """export and import (issue: moving between backends loses nothing)."""
 
@@ -60,6 +74,48 @@ class TransferUseCases(UseCaseBase):
             return Success(everything)
 
         return guarded_only(self.tenant, "export").bind(lambda _: names).bind(dump)
+
+    def export_outlines(self, *, stores: Sequence[str] | None = None) -> Result[list[StoreOutline], DomainError]:
+        """Every given store (all when None) with its registered categories and their descriptions."""
+        names: Result[list[str], DomainError] = Success(list(stores)) if stores is not None else self.catalog.names()
+
+        def outline(name: str) -> Result[StoreOutline, DomainError]:
+            return (
+                self._open(name, create=False)
+                .bind(lambda _: self.catalog.categories(name))
+                .bind(lambda registry: registry.describe_all())
+                .map(lambda described: StoreOutline(name, dict(sorted(described.items()))))
+            )
+
+        return (
+            guarded_only(self.tenant, "export")
+            .bind(lambda _: names)
+            .bind(lambda found: Fold.collect([outline(n) for n in found], Success(())))
+            .map(list)
+        )
+
+    def import_outlines(self, outlines: Sequence[StoreOutline]) -> Result[int, DomainError]:
+        """Create each store and register its categories with their descriptions; idempotent. The stores made."""
+        return (
+            guarded_only(self.tenant, "import")
+            .bind(lambda _: Fold.collect([_parsed(outline) for outline in outlines], Success(())))
+            .bind(self._register_outlines)
+        )
+
+    def _register_outlines(self, outlines: tuple[_Outline, ...]) -> Result[int, DomainError]:
+        for name, categories in outlines:
+            done = self._exclusive(name, partial(self._register, name, categories))
+            if isinstance(done, Failure):
+                return done
+        return Success(len(outlines))
+
+    def _register(self, name: str, categories: tuple[tuple[CategoryPath, str], ...]) -> Result[None, DomainError]:
+        def put_all(registry: CategoryRegistry) -> Result[None, DomainError]:
+            return Fold.collect([registry.put(path, text) for path, text in categories], Success(())).map(
+                lambda _: None
+            )
+
+        return self._open(name, create=True).bind(lambda _: self.catalog.categories(name)).bind(put_all)
 
     def import_memories(
         self, memories: Sequence[Memory], *, progress: Progress = _quiet
@@ -120,3 +176,21 @@ class TransferUseCases(UseCaseBase):
                 lambda vectors: write(existing, list(vectors))
             )
         )
+
+
+_Outline = tuple[str, tuple[tuple[CategoryPath, str], ...]]
+
+
+def _parsed(outline: StoreOutline) -> Result[_Outline, DomainError]:
+    """A store outline with its name and category paths checked."""
+    return Result.do(
+        (name, categories)
+        for name in attempt(lambda: check_store_name(outline.name))
+        for categories in Fold.collect(
+            [_category(path, text) for path, text in outline.categories.items()], Success(())
+        )
+    )
+
+
+def _category(path: str, text: str) -> Result[tuple[CategoryPath, str], DomainError]:
+    return parse_category_path(path).map(lambda parsed: (parsed, text))

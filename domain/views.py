@@ -30,12 +30,13 @@ class SearchResults:
 
 @frozen
 class Status:
-    """A healthy backend: its name, how many memories the store holds, and where it lives."""
+    """A reachable backend: its name, how many memories the store holds, where it lives, and what is out of step."""
 
     backend: str
     store: str
     memory_count: int
     location: Mapping[str, str]
+    problems: tuple[str, ...] = ()  # what verification found out of step, each with the command that repairs it
 
 
 @frozen
@@ -72,6 +73,7 @@ class ReindexReport:
     store: str
     memory_count: int
     embedding_model: str
+    renamed: tuple[str, ...] = ()  # "old → new" for memories moved off a path another memory held
 
 
 @frozen

@@ -14,6 +14,7 @@ from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMem
 from agent_memory.domain.errors import DomainError, invalid_input
 from agent_memory.domain.model import Memory, check_namespace
 from agent_memory.domain.service import MemoryService
+from agent_memory.domain.transfer import StoreOutline
 from agent_memory.entrypoints import json_codec as out
 from agent_memory.entrypoints import text_format as text
 from agent_memory.entrypoints.json_codec import JSON
@@ -268,22 +269,33 @@ def category(service: MemoryService, args: argparse.Namespace) -> Outcome:
 
 
 def export(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    """One `{"kind": "store", …}` line per store (its categories and descriptions), then one line per memory."""
     chosen = getattr(args, "store", None)
-    lines = service.export(stores=None if chosen is None else [chosen]).map(
-        lambda memories: [jsonl_line(out.memory_json(m)) for m in memories]
+    stores = None if chosen is None else [chosen]
+    lines = service.export_outlines(stores=stores).bind(
+        lambda outlines: service.export(stores=stores).map(
+            lambda memories: (
+                [jsonl_line(_outline_json(o)) for o in outlines],
+                [jsonl_line(out.memory_json(m)) for m in memories],
+            )
+        )
     )
     if args.output == "-":
-        return lines.map(lambda body: {"lines": body})
-    return lines.bind(lambda body: _write_file(args.output, body))
+        return lines.map(lambda parts: {"lines": parts[0] + parts[1]})
+    return lines.bind(lambda parts: _write_file(args.output, *parts))
 
 
-def _write_file(target: str, lines: list[str]) -> Outcome:
+def _outline_json(outline: StoreOutline) -> dict[str, Any]:
+    return {"kind": STORE_LINE, "name": outline.name, "categories": dict(outline.categories)}
+
+
+def _write_file(target: str, outlines: list[str], memories: list[str]) -> Outcome:
     try:
         with open(target, "w", encoding="utf-8") as handle:
-            handle.writelines(line + "\n" for line in lines)
+            handle.writelines(line + "\n" for line in [*outlines, *memories])
     except OSError as error:
         return Failure(invalid_input(f"Cannot write {target}: {error.strerror}."))
-    return Success({"lines": [], "exported": len(lines), "output": target})
+    return Success({"lines": [], "exported": len(memories), "stores": len(outlines), "output": target})
 
 
 def import_(service: MemoryService, args: argparse.Namespace) -> Outcome:
@@ -296,26 +308,39 @@ def import_(service: MemoryService, args: argparse.Namespace) -> Outcome:
         except OSError as error:
             body = Failure(invalid_input(f"Cannot read {args.input}: {error.strerror}."))
     target = getattr(args, "store", None)
-    return (
-        body.bind(lambda text_: _memories_from_jsonl(text_, target))
-        .bind(lambda memories: service.import_memories(memories, progress=_progress_bar("imported")))
-        .map(
-            lambda report: {
-                "created": report.created,
-                "replaced": report.replaced,
-                "count": report.created + report.replaced,
-            }
+    return body.bind(lambda text_: _records_from_jsonl(text_, target)).bind(
+        lambda records: service.import_outlines(records[0]).bind(
+            lambda stores: service.import_memories(records[1], progress=_progress_bar("imported")).map(
+                lambda report: {
+                    "created": report.created,
+                    "replaced": report.replaced,
+                    "count": report.created + report.replaced,
+                    "stores": stores,
+                }
+            )
         )
     )
 
 
-def _memories_from_jsonl(body: str, store: str | None) -> Result[list[Memory], DomainError]:
+STORE_LINE = "store"  # the "kind" of an export line that outlines a store; memory lines carry no kind
+
+
+def _records_from_jsonl(body: str, store: str | None) -> Result[tuple[list[StoreOutline], list[Memory]], DomainError]:
+    """Every line parsed before anything is written: a bad line anywhere imports nothing."""
+    outlines: dict[str, dict[str, str]] = {}
     memories: list[Memory] = []
     for number, line in jsonl_records(body):
         try:
             item = json.loads(line)
             if not isinstance(item, dict):
                 return Failure(invalid_input(f"Line {number} is not a JSON object."))
+            if "kind" in item:
+                outline = _outline_from(item, number)
+                if isinstance(outline, Failure):
+                    return outline
+                name, categories = outline.unwrap()
+                outlines.setdefault(store or name, {}).update(categories)
+                continue
             if store is not None:
                 item["store"] = store
             memories.append(JSON.structure(item, Memory))
@@ -325,7 +350,18 @@ def _memories_from_jsonl(body: str, store: str | None) -> Result[list[Memory], D
             return Failure(
                 invalid_input(f"Line {number} is not a memory as `memory export` writes them: {_reason(error)}")
             )
-    return Success(memories)
+    return Success(([StoreOutline(name, categories) for name, categories in outlines.items()], memories))
+
+
+def _outline_from(item: dict[str, Any], number: int) -> Result[tuple[str, dict[str, str]], DomainError]:
+    name, categories = item.get("name"), item.get("categories", {})
+    if item.get("kind") != STORE_LINE or not isinstance(name, str) or not isinstance(categories, dict):
+        return Failure(
+            invalid_input(f'Line {number} must be {{"kind": "store", "name": …, "categories": {{path: description}}}}.')
+        )
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in categories.items()):
+        return Failure(invalid_input(f"Line {number}: every category path and description must be text."))
+    return Success((name, categories))
 
 
 def _reason(error: BaseException) -> str:
@@ -348,9 +384,10 @@ def _progress_bar(verb: str) -> Callable[[int, int], None]:
 
 
 def jsonl(payload: Payload) -> str:
-    """export's output: one memory per line on stdout whatever --format says, or a summary for --output."""
+    """export's output: one record per line on stdout whatever --format says, or a summary for --output."""
     if "output" in payload:
-        return json.dumps({"exported": payload["exported"], "output": payload["output"]})
+        summary = {key: payload[key] for key in ("exported", "stores", "output")}
+        return json.dumps(summary, ensure_ascii=False)
     return "\n".join(payload["lines"])
 
 

@@ -81,13 +81,15 @@ def search_json(results: SearchResults) -> dict[str, Any]:
 
 
 def status_json(status: Status) -> dict[str, Any]:
-    return {
-        "status": "healthy",
+    """healthy, or degraded with the problems verification found (each saying what to run)."""
+    body = {
+        "status": "degraded" if status.problems else "healthy",
         "backend": status.backend,
         **dict(status.location),
         "store": status.store,
         "memory_count": status.memory_count,
     }
+    return body | {"problems": list(status.problems)} if status.problems else body
 
 
 def error_json(error: DomainError) -> dict[str, Any]:
@@ -126,7 +128,8 @@ def prune_json(report: PruneReport) -> dict[str, Any]:
 
 
 def reindex_json(report: ReindexReport) -> dict[str, Any]:
-    return {"store": report.store, "memory_count": report.memory_count, "embedding_model": report.embedding_model}
+    body = {"store": report.store, "memory_count": report.memory_count, "embedding_model": report.embedding_model}
+    return body | {"renamed": list(report.renamed)} if report.renamed else body
 
 
 def stores_json(stores: tuple[StoreSummary, ...]) -> dict[str, Any]:

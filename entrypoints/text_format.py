@@ -58,8 +58,9 @@ def search(payload: dict[str, Any]) -> str:
 
 
 def status(payload: dict[str, Any]) -> str:
-    details = "  ".join(f"{k}: {v}" for k, v in payload.items() if k != "status")
-    return f"agent-memory is {payload['status']}  {details}"
+    details = "  ".join(f"{k}: {v}" for k, v in payload.items() if k not in ("status", "problems"))
+    problems = "".join(f"\n  - {problem}" for problem in payload.get("problems", []))
+    return f"agent-memory is {payload['status']}  {details}{problems}"
 
 
 def removed(payload: dict[str, Any]) -> str:

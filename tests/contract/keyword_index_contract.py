@@ -14,6 +14,7 @@ from typing import ClassVar
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from returns.result import Success
 
 from agent_memory.domain.ports import KeywordEntry, KeywordIndex, thread_of
 from tests.contract.vector_store_contract import ok
@@ -152,6 +153,17 @@ class KeywordIndexContract:
     def reopen(self, index: KeywordIndex) -> KeywordIndex:
         """A new index over the same data (a new connection, process-like), to prove writes are durable."""
         raise NotImplementedError
+
+    def test_count_follows_upserts_removals_and_rebuilds(self, index: KeywordIndex) -> None:
+        assert index.count(STORE) == Success(0)
+        ok(index.upsert(STORE, [entry("a", "alpha"), entry("b", "beta"), entry("c", "gamma")]))
+        ok(index.upsert(STORE, [entry("a", "alpha again")]))  # an update, not a fourth memory
+        assert index.count(STORE) == Success(3)
+        ok(index.remove(STORE, ["b"]))
+        assert index.count(STORE) == Success(2)
+        assert index.count("other-store") == Success(0)
+        ok(index.rebuild(STORE, [entry("x", "one"), entry("y", "two"), entry("z", "three"), entry("w", "four")]))
+        assert index.count(STORE) == Success(4)
 
     def _require_durable(self) -> None:
         if not self.durable:

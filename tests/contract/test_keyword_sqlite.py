@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from returns.result import Success
 
 from agent_memory.adapters.sqlite_keywords import ID_BATCH, STOP_WORDS, TOKENIZER, SqliteKeywordIndex, query_terms
 from agent_memory.domain.errors import ErrorCode
@@ -106,8 +107,27 @@ def corrupt(tmp_path: Path) -> Path:
 def test_a_bad_file_is_a_storage_error_not_an_exception(
     tmp_path: Path, bad_path: Callable[[Path], Path], call: str
 ) -> None:
+    if (bad_path, call) == (corrupt, "rebuild"):
+        pytest.skip("rebuild repairs a damaged file: see the test below")
     path = bad_path(tmp_path)
     result = CALLS[call](SqliteKeywordIndex(path))
     error = failed_with(result, ErrorCode.STORAGE_ERROR)  # type: ignore[arg-type]
     assert str(path) in error.message and "memory reindex" in error.message
     assert error.cause
+
+
+def test_rebuild_sets_a_damaged_file_aside_and_starts_a_new_one(tmp_path: Path) -> None:
+    path = corrupt(tmp_path)
+    damaged = path.read_bytes()
+    index = SqliteKeywordIndex(path)
+    assert index.count(STORE).failure().code is ErrorCode.STORAGE_ERROR
+    assert index.rebuild(STORE, [entry("a", "the platypus lays eggs")]) == Success(None)
+    assert (tmp_path / "keywords.sqlite3.damaged").read_bytes() == damaged
+    assert index.count(STORE) == Success(1)
+    assert [hit for hit, _ in index.search(STORE, "platypus", 5).unwrap()] == ["a"]
+
+
+def test_rebuild_of_an_unwritable_location_is_still_an_error(tmp_path: Path) -> None:
+    index = SqliteKeywordIndex(a_folder(tmp_path))
+    assert index.rebuild(STORE, [entry("a", "text")]).failure().code is ErrorCode.STORAGE_ERROR
+    assert not list(tmp_path.glob("*.damaged"))

@@ -471,6 +471,9 @@ class VectorStoreContract:
     def test_count_includes_soft_deleted(self, loaded: VectorStore, pairs: list[tuple[Memory, list[float]]]) -> None:
         assert ok(loaded.count()) == len(pairs)
 
+    def test_a_healthy_store_reports_no_problems(self, loaded: VectorStore) -> None:
+        assert ok(loaded.problems()) == ()
+
     # --- query
 
     def test_query_ranks_by_cosine_similarity(self, store: VectorStore) -> None:

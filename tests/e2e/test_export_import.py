@@ -59,13 +59,25 @@ def fill(cli: MemoryCli, backend: str) -> None:
     gone = cli.ok("create", "soft deleted but kept", "--decay", "contextual", *flags)
     cli.ok("delete", gone["id"], *flags)
     cli.ok("add", "tmp/expired", "--content", "already expired", "--expires-at", "2001-01-01T00:00:00Z", *flags)
+    cli.ok("category", "describe", "projects/agent-memory", "Everything about this project", "--store", "work", *flags)
+    cli.ok("category", "create", "ideas/empty", "--description", "Nothing here yet", *flags)
+    cli.ok("store", "create", "empty-store", *flags)
 
 
 def export(cli: MemoryCli, backend: str) -> dict[str, dict[str, object]]:
+    """The memories by id (store outline lines left out: see `outlines`)."""
+    rows = _rows(cli, backend)
+    return {row["id"]: row for row in rows if "kind" not in row}
+
+
+def outlines(cli: MemoryCli, backend: str) -> dict[str, dict[str, object]]:
+    return {row["name"]: row["categories"] for row in _rows(cli, backend) if row.get("kind") == "store"}
+
+
+def _rows(cli: MemoryCli, backend: str) -> list[dict[str, object]]:
     lines = cli("export", "--backend", backend)
     assert lines.code == 0, lines.stderr
-    rows = [json.loads(line) for line in lines.stdout.splitlines() if line.strip()]
-    return {row["id"]: row for row in rows}
+    return [json.loads(line) for line in lines.stdout.split("\n") if line.strip()]
 
 
 @pytest.mark.parametrize(("source", "target"), list(itertools.permutations(BACKENDS, 2)))
@@ -74,6 +86,10 @@ def test_round_trip_between_backends_keeps_every_field(tmp_path: Path, source: s
     fill(cli, source)
     before = export(cli, source)
     assert len(before) == 4
+    stores_before = outlines(cli, source)
+    assert stores_before["empty-store"] == {}
+    assert stores_before["work"]["projects/agent-memory"] == "Everything about this project"
+    assert stores_before["default"]["ideas/empty"] == "Nothing here yet"
     exporter = subprocess.Popen([str(MEMORY), "export", "--backend", source], stdout=subprocess.PIPE, env=cli.env)
     importer = subprocess.run(
         [str(MEMORY), "import", "--backend", target],
@@ -86,11 +102,12 @@ def test_round_trip_between_backends_keeps_every_field(tmp_path: Path, source: s
     )
     assert exporter.wait(timeout=300) == 0
     assert importer.returncode == 0, importer.stderr
-    assert json.loads(importer.stdout) == {"created": 4, "replaced": 0, "count": 4}
+    assert json.loads(importer.stdout) == {"created": 4, "replaced": 0, "count": 4, "stores": 3}
     after = export(cli, target)
     assert after == before
+    assert outlines(cli, target) == stores_before
     again = cli("import", "--backend", target, stdin="\n".join(json.dumps(r) for r in before.values()))
-    assert json.loads(again.stdout) == {"created": 0, "replaced": 4, "count": 4}
+    assert json.loads(again.stdout) == {"created": 0, "replaced": 4, "count": 4, "stores": 0}
     assert export(cli, target) == before
     found = cli.ok("search", "which language?", "--backend", target, "--namespace", "user")
     assert found["results"][0]["content"] == "User prefers Python 🐍"

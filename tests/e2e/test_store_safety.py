@@ -82,3 +82,99 @@ def test_a_batch_never_puts_two_live_memories_at_one_path(cli: MemoryCli, tmp_pa
     # re-importing the memory that holds the path (same id) is a replace, not a clash
     assert cli.ok("import", stdin=json.dumps({**exported, "content": "first, edited"}) + "\n")["count"] == 1
     assert cli.ok("get", "notes/taken")["content"] == "first, edited"
+
+
+@pytest.mark.parametrize("backend", ["chroma", "files", "qdrant"])
+def test_a_damaged_keyword_index_refuses_writes_whole_and_reindex_repairs_it(tmp_path: Path, backend: str) -> None:
+    cli = MemoryCli(tmp_path, backend)
+    first = cli.ok("create", "the platypus lays eggs")
+    index = Path(cli.env["MEMORY_DATA_DIR"]) / f"{backend}-keywords.sqlite3"
+    for suffix in ("-wal", "-shm"):
+        index.with_name(index.name + suffix).unlink(missing_ok=True)
+    index.write_bytes(b"this is no database" * 100)
+
+    error = cli.fails("create", "a second memory")
+    assert error["code"] == "STORAGE_ERROR" and "Nothing was stored" in error["error"]
+    status = cli.ok("status")
+    assert status["memory_count"] == 1  # a retrying client cannot duplicate it
+    assert status["status"] == "degraded" and "memory reindex" in status["problems"][0]
+
+    assert cli.ok("reindex")["memory_count"] == 1
+    assert cli.ok("status")["status"] == "healthy"
+    assert index.with_name(index.name + ".damaged").exists()
+    second = cli.ok("create", "a second memory")
+    found = cli.ok("search", "platypus", "--mode", "keyword")["results"]
+    assert found and found[0]["id"] == first["id"]
+    assert cli.ok("get", second["id"])["content"] == "a second memory"
+
+
+def test_status_says_when_the_keyword_index_lags_and_what_to_run(tmp_path: Path) -> None:
+    cli = MemoryCli(tmp_path, "chroma")
+    cli.ok("create", "one")
+    cli.ok("create", "two")
+    index = Path(cli.env["MEMORY_DATA_DIR"]) / "chroma-keywords.sqlite3"
+    import sqlite3
+
+    with sqlite3.connect(index) as connection:  # as a crash between the two writes would leave it
+        connection.execute("DELETE FROM kw_default_links WHERE rowid = (SELECT max(rowid) FROM kw_default_links)")
+    status = cli.ok("status")
+    assert status["status"] == "degraded"
+    assert status["problems"] == ["The keyword index holds 1 of the 2 memories: run `memory reindex`."]
+    text = cli("status", "--format", "text").stdout
+    assert "degraded" in text and "run `memory reindex`" in text
+    cli.ok("reindex")
+    assert "problems" not in cli.ok("status")
+
+
+def test_a_malformed_file_is_skipped_with_a_warning_naming_it_never_failing_the_store(tmp_path: Path) -> None:
+    cli = MemoryCli(tmp_path, "files")
+    good = cli.ok("add", "notes/good", "--content", "the good memory about otters")
+    broken = Path(cli.env["MEMORY_DATA_DIR"]) / "files" / "default" / "notes" / "broken.md"
+    broken.write_text("---\nid: [not: closed\n---\nbody\n", encoding="utf-8")
+
+    assert [m["id"] for m in cli.ok("list")["memories"]] == [good["id"]]
+    assert cli.ok("search", "otters")["results"][0]["id"] == good["id"]
+    assert cli.ok("reindex")["memory_count"] == 1
+    status = cli.ok("status")
+    assert status["status"] == "degraded"
+    assert any("notes/broken.md" in problem for problem in status["problems"])
+    assert broken.read_text(encoding="utf-8").startswith("---\nid: [not")  # never rewritten or deleted
+
+    broken.unlink()
+    cli.ok("reindex")
+    assert cli.ok("status")["status"] == "healthy"
+
+
+def test_an_emptied_chroma_database_is_refused_not_silently_replaced(tmp_path: Path) -> None:
+    cli = MemoryCli(tmp_path, "chroma")
+    cli.ok("create", "precious")
+    database = Path(cli.env["MEMORY_DATA_DIR"]) / "chroma" / "chroma.sqlite3"
+    database.write_bytes(b"")
+    for command in (["status"], ["create", "new"], ["search", "precious"]):
+        error = cli.fails(*command)
+        assert "chroma.sqlite3 is empty" in error["error"], command
+    assert database.stat().st_size == 0  # nothing wrote a fresh store over it
+
+
+def test_reindex_never_leaves_two_hand_made_files_at_one_path(tmp_path: Path) -> None:
+    cli = MemoryCli(tmp_path, "files")
+    cli.ok("store", "create", "default")
+    notes = Path(cli.env["MEMORY_DATA_DIR"]) / "files" / "default" / "notes"
+    notes.mkdir(parents=True)
+    (notes / "My Note.md").write_text(
+        "---\ncreated_at: 2026-01-01T00:00:00Z\nupdated_at: 2026-01-01T00:00:00Z\n---\nthe first note\n",
+        encoding="utf-8",
+    )
+    (notes / "my_note.md").write_text(
+        "---\ncreated_at: 2026-02-01T00:00:00Z\nupdated_at: 2026-02-01T00:00:00Z\n---\nthe second note\n",
+        encoding="utf-8",
+    )
+
+    report = cli.ok("reindex")
+    assert report["memory_count"] == 2 and len(report["renamed"]) == 1
+    assert report["renamed"][0].startswith("notes/my-note → notes/my-note-")
+    assert cli.ok("get", "notes/my-note")["content"] == "the first note\n"  # the older keeps the path
+    moved = report["renamed"][0].split(" → ")[1]
+    assert cli.ok("get", moved)["content"] == "the second note\n"
+    assert sorted(m["path"] for m in cli.ok("list", "notes")["memories"]) == ["notes/my-note", moved]
+    assert "renamed" not in cli.ok("reindex")  # settled

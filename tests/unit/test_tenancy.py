@@ -157,3 +157,13 @@ def test_without_a_pin_a_path_held_in_several_namespaces_needs_the_namespace(
     add(bob, "preferences/editor", "emacs")
     assert code_of(service.get("preferences/editor")) is ErrorCode.INVALID_INPUT
     assert service.get("preferences/editor", namespace=BOB).unwrap().memory.content == "emacs"
+
+
+def test_reindex_keeps_one_path_per_namespace_not_per_store(
+    service: MemoryService, alice: MemoryService, bob: MemoryService
+) -> None:
+    add(alice, "preferences/editor", "vim")
+    add(bob, "preferences/editor", "emacs")
+    assert service.reindex().unwrap().renamed == ()
+    assert alice.get("preferences/editor").unwrap().memory.content == "vim"
+    assert bob.get("preferences/editor").unwrap().memory.content == "emacs"
