@@ -85,7 +85,7 @@ def to_domain_error(err: FrontmatterError, path: str | None) -> DomainError:
 # --- keys ---------------------------------------------------------------------------------------
 
 _TIMESTAMP_KEYS = ("created_at", "updated_at", "last_reinforced_at", "expires_at", "deleted_at")
-_LABEL_KEYS = ("agent", "personality", "project", "type")
+_LABEL_KEYS = ("agent", "personality", "project", "type", "thread")
 _BOOL_KEYS = {"global": "global_", "deleted": "deleted"}
 _IGNORED_KEYS = frozenset({"store"})
 KNOWN_KEYS = frozenset(

@@ -306,7 +306,7 @@ class Window:
             self._touch(known.id, known.prev, known.next)
 
     def _append(self, entry: KeywordEntry) -> None:
-        tail = self.tail(entry.thread)
+        tail = None if entry.alone else self.tail(entry.thread)
         link = Link(
             id=entry.id,
             thread=entry.thread,

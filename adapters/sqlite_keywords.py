@@ -280,9 +280,13 @@ class SqliteKeywordIndex:
             )
 
     def _append(self, connection: sqlite3.Connection, table: str, entry: KeywordEntry) -> None:
-        tail = connection.execute(
-            f"SELECT id FROM {table}_links WHERE thread = ? ORDER BY row DESC LIMIT 1", (entry.thread,)
-        ).fetchone()
+        tail = (
+            None
+            if entry.alone
+            else connection.execute(
+                f"SELECT id FROM {table}_links WHERE thread = ? ORDER BY row DESC LIMIT 1", (entry.thread,)
+            ).fetchone()
+        )
         tail_id = None if tail is None else str(tail[0])
         row = connection.execute(
             f"INSERT INTO {table}(content, prev, next) VALUES (?, ?, '')",

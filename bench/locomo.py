@@ -1,16 +1,22 @@
 """LoCoMo evidence recall through the product's public Python API (protocol: shared BENCHMARK.md).
 
-    python bench/locomo.py --data PATH [--backend chroma] [--modes hybrid,semantic,keyword] [--space store]
+    python bench/locomo.py --data PATH [--unit turns|facts] [--threads session|none] [--backend chroma]
+                           [--modes hybrid,semantic,keyword] [--space store]
 
-Each conversation goes into its own namespace of one store (or, with --space store, its own store), one
-memory per turn (batch create, one embedding call per conversation); the turn's dia_id is kept as the memory's `source`. Prints one JSON
-object on stdout, progress on stderr.
+Each conversation goes into its own namespace of one store (or, with --space store, its own store), batch
+created (one embedding call per conversation). --unit turns (default): one memory per turn, in order, the
+turn's dia_id kept as its `citations` and, unless --threads none, its session named as its `thread` (what an
+agent saving a chat knows; memories of one thread lend each other context). --unit facts: one memory per distilled fact (`observation`), in a
+random order seeded by the conversation's sample_id, the dia_ids it cites kept as its `citations`, no thread; queries
+and recall count only the evidence some fact cites. Prints one JSON object on stdout, progress on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
+import re
 import statistics
 import sys
 import tempfile
@@ -52,6 +58,39 @@ def turns(conversation: dict[str, Any]) -> list[tuple[str, str, datetime | None]
     return found
 
 
+def cited(raw: Any) -> tuple[str, ...]:
+    """A fact's dia_ids: a string like "D1:3" or "D26:14, D26:34", or a list of such strings."""
+    parts = raw if isinstance(raw, list) else [raw]
+    return tuple(dict.fromkeys(d for part in parts for d in re.split(r"[,;\s]+", str(part)) if d))
+
+
+def facts(conversation: dict[str, Any]) -> list[tuple[str, tuple[str, ...], datetime | None]]:
+    """(fact, dia_ids, session date) for every distilled fact, shuffled with the sample_id as seed."""
+    body = conversation["conversation"]
+    found: list[tuple[str, tuple[str, ...], datetime | None]] = []
+    sessions = sorted((int(key.split("_")[1]), key) for key in conversation.get("observation", {}))
+    for number, key in sessions:
+        when = session_date(body.get(f"session_{number}_date_time"))
+        for speaker_facts in conversation["observation"][key].values():
+            for fact, dia_ids in speaker_facts:
+                if str(fact).strip() and cited(dia_ids):
+                    found.append((str(fact), cited(dia_ids), when))
+    random.Random(str(conversation["sample_id"])).shuffle(found)
+    return found
+
+
+def memories(conversation: dict[str, Any], unit: str) -> list[tuple[str, tuple[str, ...], datetime | None]]:
+    """What one conversation stores under the chosen protocol: (content, dia_ids cited, created_at)."""
+    if unit == "facts":
+        return facts(conversation)
+    return [(text, (dia_id,), when) for text, dia_id, when in turns(conversation)]
+
+
+def thread_of_turn(dia_ids: tuple[str, ...], unit: str, threads: str) -> str:
+    """A turn's session ("D3:12" → "session-D3") as its thread; facts and --threads none: no thread."""
+    return f"session-{dia_ids[0].split(':')[0]}" if unit == "turns" and threads == "session" else ""
+
+
 def space(conversation: dict[str, Any], kind: str) -> dict[str, Any]:
     """Where a conversation lives: its own namespace of the default store, or its own store."""
     name = str(conversation["sample_id"])
@@ -60,21 +99,36 @@ def space(conversation: dict[str, Any], kind: str) -> dict[str, Any]:
     return {"namespace": ("locomo", name)}
 
 
-def ingest(service: MemoryService, conversations: list[dict[str, Any]], kind: str) -> float:
-    """Create every turn; returns memories per second, embedding included."""
+def ingest(service: MemoryService, conversations: list[dict[str, Any]], kind: str, unit: str, threads: str) -> float:
+    """Create every memory; returns memories per second, embedding included."""
     total, started = 0, time.perf_counter()
     for conversation in conversations:
         commands = [
-            CreateMemory(content=text, source=dia_id, created_at=when, **space(conversation, kind))
-            for text, dia_id, when in turns(conversation)
+            CreateMemory(
+                content=text,
+                citations=dia_ids,
+                created_at=when,
+                thread=thread_of_turn(dia_ids, unit, threads),
+                **space(conversation, kind),
+            )
+            for text, dia_ids, when in memories(conversation, unit)
         ]
         service.create_many(commands).unwrap()
         total += len(commands)
-        print(f"ingested {conversation['sample_id']}: {len(commands)} turns", file=sys.stderr)
+        print(f"ingested {conversation['sample_id']}: {len(commands)} {unit}", file=sys.stderr)
     return total / (time.perf_counter() - started)
 
 
-def evaluate(service: MemoryService, conversations: list[dict[str, Any]], mode: str, kind: str) -> dict[str, Any]:
+def reachable(conversation: dict[str, Any], unit: str) -> set[str] | None:
+    """The dia_ids a query's evidence can be matched against (None: all of them, as for turns)."""
+    if unit != "facts":
+        return None
+    return {d for _, dia_ids, _ in facts(conversation) for d in dia_ids}
+
+
+def evaluate(
+    service: MemoryService, conversations: list[dict[str, Any]], mode: str, kind: str, unit: str
+) -> dict[str, Any]:
     recall5: list[float] = []
     recall10: list[float] = []
     reciprocal: list[float] = []
@@ -82,19 +136,23 @@ def evaluate(service: MemoryService, conversations: list[dict[str, Any]], mode: 
     latencies: list[float] = []
     for conversation in conversations:
         where = space(conversation, kind)
+        known = reachable(conversation, unit)
         for qa in conversation["qa"]:
             if qa.get("category") not in (1, 2, 3, 4) or not qa.get("evidence"):
+                continue
+            evidence = set(qa["evidence"]) if known is None else set(qa["evidence"]) & known
+            if not evidence:
                 continue
             started = time.perf_counter()
             results = service.search(
                 SearchMemories(query=qa["question"], limit=10, min_confidence=0.0, mode=mode, **where)
             ).unwrap()
             latencies.append((time.perf_counter() - started) * 1000)
-            got = [hit.memory.source for hit in results.results]
-            evidence = set(qa["evidence"])
-            recall5.append(len(evidence & set(got[:5])) / len(evidence))
-            recall10.append(len(evidence & set(got)) / len(evidence))
-            reciprocal.append(next((1 / (rank + 1) for rank, d in enumerate(got) if d in evidence), 0.0))
+            got = [hit.memory.citations for hit in results.results]
+            top5 = {d for ids in got[:5] for d in ids}
+            recall5.append(len(evidence & top5) / len(evidence))
+            recall10.append(len(evidence & {d for ids in got for d in ids}) / len(evidence))
+            reciprocal.append(next((1 / (rank + 1) for rank, ids in enumerate(got) if evidence & set(ids)), 0.0))
             per_category.setdefault(str(qa["category"]), []).append(recall10[-1])
         print(f"{mode}: {conversation['sample_id']} done", file=sys.stderr)
     latencies.sort()
@@ -114,6 +172,8 @@ def main() -> None:
     parser.add_argument("--data", required=True, type=Path)
     parser.add_argument("--backend", default="chroma")
     parser.add_argument("--modes", default="hybrid,semantic,keyword")
+    parser.add_argument("--unit", default="turns", choices=("turns", "facts"), help="what one memory is")
+    parser.add_argument("--threads", default="session", choices=("session", "none"), help="turns' thread")
     parser.add_argument(
         "--space",
         default="namespace",
@@ -125,8 +185,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as home:
         settings = load_settings({"data_dir": home, "backend": args.backend}, {"HOME": home}).unwrap()
         service = build_service(settings).unwrap()
-        per_second = ingest(service, conversations, args.space)
-        modes = {mode: evaluate(service, conversations, mode, args.space) for mode in args.modes.split(",")}
+        per_second = ingest(service, conversations, args.space, args.unit, args.threads)
+        modes = {mode: evaluate(service, conversations, mode, args.space, args.unit) for mode in args.modes.split(",")}
     default = modes.get("hybrid") or next(iter(modes.values()))
     report = {
         "recall@5": default["recall@5"],
@@ -140,6 +200,8 @@ def main() -> None:
         "search_ms_p95": default["search_ms_p95"],
         "backend": args.backend,
         "space": args.space,
+        "unit": args.unit,
+        "threads": args.threads if args.unit == "turns" else "none",
     }
     print(json.dumps(report, indent=1))
 

@@ -23,7 +23,7 @@ from agent_memory.domain.ports import (
     StoreCatalog,
     VectorStore,
     WriteLocks,
-    thread_of,
+    thread_key,
 )
 from agent_memory.domain.tenancy import Guard, narrow, visible
 from agent_memory.domain.views import MemoryView
@@ -108,10 +108,10 @@ def _one_at(path: MemoryPath, found: Sequence[Memory], guard: Guard) -> Result[M
 
 
 def keyword_entry(memory: Memory) -> KeywordEntry:
-    """What the keyword index sees: the content plus the path's words and the tags, in its namespace's thread."""
+    """What the keyword index sees: the content plus the path's words and the tags, in the memory's thread."""
     extras = [*(memory.path.segments if memory.path else ()), *memory.tags]
     text = memory.content if not extras else memory.content + "\n" + " ".join(extras).replace("-", " ")
-    return KeywordEntry(memory.id, text, thread_of(memory.namespace))
+    return KeywordEntry(memory.id, text, thread_key(memory), alone=not memory.thread)
 
 
 @frozen(kw_only=True)
@@ -242,8 +242,13 @@ class UseCaseBase:
         return self.keywords.upsert(store, [keyword_entry(m) for m in memories])
 
     def _reindex_words(self, before: Memory, after: Memory) -> Result[None, DomainError]:
-        """Re-index a memory whose indexed words (content, tags, path) changed without a new embedding."""
-        if keyword_entry(before).text == keyword_entry(after).text:
+        """Re-index a memory whose indexed words (content, tags, path) or thread (scope) changed."""
+        old, new = keyword_entry(before), keyword_entry(after)
+        if old.thread != new.thread:  # another scope: it leaves its old neighbours and joins the new thread's end
+            return self._unindex_keywords(after.store, [after.id]).bind(
+                lambda _: self._index_keywords(after.store, [after])
+            )
+        if old.text == new.text:
             return Success(None)
         return self._index_keywords(after.store, [after])
 

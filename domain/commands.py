@@ -24,6 +24,7 @@ class CreateMemory:
     tags: tuple[str, ...] = ()
     source: str = ""
     citations: tuple[str, ...] = ()
+    thread: str = ""
     expires_at: datetime | None = None
     created_at: datetime | None = None
 

@@ -85,7 +85,7 @@ class HierarchicalUseCases(UseCaseBase):
             return (
                 self.embedder.embed_documents([memory.content])
                 .bind(lambda vectors: store.replace(memory, vectors[0]))
-                .bind(lambda _: self._index_keywords(memory.store, [memory]))
+                .bind(lambda _: self._reindex_words(before, memory))
             )
 
         return (
@@ -271,10 +271,15 @@ class HierarchicalUseCases(UseCaseBase):
         )
 
     def _rebuild_keywords(self, store: str, memories: Sequence[Memory]) -> Result[None, DomainError]:
-        if self.keywords is None:
+        keywords = self.keywords
+        if keywords is None:
             return Success(None)
-        ordered = sorted(memories, key=lambda m: (m.created_at, m.id))  # threads follow creation order
-        return self.keywords.rebuild(store, [keyword_entry(m) for m in ordered])
+        known: Result[Mapping[str, tuple[str | None, str | None]], DomainError] = keywords.neighbours(
+            store, [m.id for m in memories]
+        )
+        return known.lash(lambda _: Success({})).bind(  # an unreadable index: creation order alone
+            lambda links: keywords.rebuild(store, [keyword_entry(m) for m in saved_order(memories, links)])
+        )
 
     # --- categories ---------------------------------------------------------------------------
 
@@ -521,6 +526,25 @@ def _assemble_listing(
     views = tuple(view(m) for m in ordered)
     description = described.get(str(category), "") if category is not None else ""
     return Success(Listing(None if category is None else str(category), views, subcategories, description))
+
+
+def saved_order(memories: Sequence[Memory], links: Mapping[str, tuple[str | None, str | None]]) -> list[Memory]:
+    """Creation order; memories created at the same moment (one batch's turns) keep their order in the old index.
+
+    The old order is read off the index's previous/next links: each chain is walked from its first
+    known memory, and a memory's place in that walk breaks ties of created_at (then the id).
+    """
+    present = {m.id for m in memories}
+    place: dict[str, int] = {}
+    for memory in memories:
+        before = links.get(memory.id, (None, None))[0]
+        if before in present:
+            continue  # not the first of its chain
+        current: str | None = memory.id
+        while current is not None and current in present and current not in place:
+            place[current] = len(place)
+            current = links.get(current, (None, None))[1]
+    return sorted(memories, key=lambda m: (m.created_at, place.get(m.id, len(place)), m.id))
 
 
 def one_memory_per_path(memories: Sequence[Memory]) -> tuple[list[Memory], tuple[str, ...]]:

@@ -144,6 +144,9 @@ class Memory:
     tags: tuple[str, ...] = field(default=(), converter=_tuple, validator=_labels)
     source: str = field(default="", validator=_label)
     citations: tuple[str, ...] = field(default=(), converter=_tuple, validator=_labels)
+    # the conversation or session the caller wrote it in ("" = an independent memory): search lets only
+    # memories of one thread (and one scope) lend each other context, as the turns of a dialogue do
+    thread: str = field(default="", validator=_label)
     decay_policy: DecayPolicy = DecayPolicy.STABLE
     last_reinforced_at: datetime | None = field(default=None, validator=_aware)
     expires_at: datetime | None = field(default=None, validator=_aware)

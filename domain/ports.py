@@ -100,21 +100,41 @@ class VectorStore(Protocol):
 class KeywordEntry:
     """What the keyword index holds for one memory: its text and the thread it was written in.
 
-    A thread is the (store, namespace) a memory belongs to; within a thread the index remembers the
-    order memories arrived in, so each memory has a previous and a next neighbour (conversation turns).
+    Within a thread the index remembers the order memories arrived in, so each memory has a previous
+    and a next neighbour (conversation turns) that lend it context. The domain names the thread
+    (`thread_key`): the memory's namespace path, then everything two memories must share to be
+    neighbours; the index only compares threads and matches their namespace prefix.
     """
 
     id: str
     text: str
     thread: str
+    # no other entry ever shares this thread (a memory saved without a thread): the index need not look
+    # for the thread's last entry before appending (one query per memory saved on a Qdrant server)
+    alone: bool = False
 
 
 THREAD_JOIN = "/"  # a thread is a namespace's labels joined by this (a "/" inside a label only widens a prefix)
 
 
 def thread_of(namespace: Sequence[str]) -> str:
-    """The keyword index's thread of a namespace: ("user", "a") → "user/a"."""
+    """The keyword index's thread prefix of a namespace: ("user", "a") → "user/a"."""
     return THREAD_JOIN.join(namespace)
+
+
+SCOPE_JOIN = "\x1f"  # labels never hold control characters, so no namespace label or scope can forge a key
+
+
+def thread_key(memory: Memory) -> str:
+    """The keyword index's thread of a memory: who may lend it context (architecture.md, Search).
+
+    Only memories written in the same named thread, in the same namespace and the same scope (agent,
+    personality, project, type, global) are neighbours; a memory without a thread is alone in its own.
+    The key starts with `thread_of(namespace) + THREAD_JOIN`, so namespace prefix searches still match it.
+    """
+    scope = (memory.agent, memory.personality, memory.project, memory.type, "global" if memory.global_ else "")
+    own = ("thread", memory.thread) if memory.thread else ("memory", memory.id)
+    return thread_of(memory.namespace) + THREAD_JOIN + SCOPE_JOIN + SCOPE_JOIN.join((*scope, *own))
 
 
 class KeywordIndex(Protocol):

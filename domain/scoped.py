@@ -74,6 +74,7 @@ class ScopedUseCases(UseCaseBase):
                 tags=command.tags,
                 source=command.source,
                 citations=command.citations,
+                thread=command.thread,
                 decay_policy=parse_decay_policy(command.decay_policy),
                 expires_at=command.expires_at,
             )

@@ -9,7 +9,7 @@ from attrs import frozen
 from returns.iterables import Fold
 from returns.result import Failure, Result, Success
 
-from agent_memory.domain.base import UseCaseBase, attempt
+from agent_memory.domain.base import UseCaseBase, attempt, keyword_entry
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory, check_store_name
@@ -152,7 +152,11 @@ class TransferUseCases(UseCaseBase):
 
     def _import_batch(self, store: VectorStore, batch: list[Memory]) -> Result[tuple[int, int], DomainError]:
         def write(existing: list[Memory], vectors: list[Sequence[float]]) -> Result[tuple[int, int], DomainError]:
-            known = {m.id for m in existing}
+            before = {m.id: m for m in existing}
+            known = set(before)
+            rethreaded = [  # a replaced memory now of another thread or scope leaves its old neighbours first
+                m.id for m in batch if m.id in before and keyword_entry(before[m.id]).thread != keyword_entry(m).thread
+            ]
             fresh = [(m, v) for m, v in zip(batch, vectors, strict=True) if m.id not in known]
             for memory, vector in zip(batch, vectors, strict=True):
                 if memory.id in known:
@@ -164,7 +168,11 @@ class TransferUseCases(UseCaseBase):
                 if isinstance(added, Failure):
                     return added
             counts = (len(fresh), len(batch) - len(fresh))
-            return self._index_keywords(batch[0].store, batch).map(lambda _: counts)
+            return (
+                self._unindex_keywords(batch[0].store, rethreaded)
+                .bind(lambda _: self._index_keywords(batch[0].store, batch))
+                .map(lambda _: counts)
+            )
 
         duplicates = {m.id for m in batch if sum(1 for o in batch if o.id == m.id) > 1}
         if duplicates:

@@ -55,6 +55,7 @@ def create(service: MemoryService, args: argparse.Namespace) -> Outcome:
                 tags=tuple(args.tags or ()),
                 citations=tuple(args.citations or ()),
                 source=args.source or "",
+                thread=args.thread,
                 expires_at=args.expires_at,
             )
         )
@@ -91,6 +92,7 @@ _JSONL_FIELDS = {
     "tags",
     "source",
     "citations",
+    "thread",
     "expires_at",
     "created_at",
     "store",

@@ -61,6 +61,11 @@ def _add_memory_commands(commands: argparse._SubParsersAction) -> None:  # type:
     create.add_argument("--decay", default="stable", help="stable (default), contextual or reinforceable")
     create.add_argument("--namespace", help="tenant labels separated by '/', e.g. user/u-123")
     create.add_argument("--jsonl", help="create many: a JSON Lines file ('-' for stdin), one object per memory")
+    create.add_argument(
+        "--thread",
+        default="",
+        help="the conversation or session it belongs to: memories of one thread lend each other context in search",
+    )
     _metadata(create)
     _common(create)
 

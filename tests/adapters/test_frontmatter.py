@@ -101,6 +101,7 @@ def memories(draw: st.DrawFn) -> Memory:
         tags=tuple(draw(st.lists(labels, max_size=4))),
         source=draw(label_or_empty),
         citations=tuple(draw(st.lists(labels, max_size=3))),
+        thread=draw(label_or_empty),
         decay_policy=draw(st.sampled_from(DecayPolicy)),
         last_reinforced_at=draw(st.none() | utc_datetimes),
         expires_at=draw(st.none() | utc_datetimes),

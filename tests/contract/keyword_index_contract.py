@@ -368,6 +368,18 @@ class KeywordIndexContract:
         ok(index.upsert(STORE, [entry("only", "x", "alone"), entry("other", "x", "elsewhere")]))
         assert ok(index.neighbours(STORE, ["only"])) == {"only": (None, None)}
 
+    def test_entries_marked_alone_lend_and_borrow_nothing(self, index: KeywordIndex) -> None:
+        """A memory saved without a thread: its own thread key, and no tail lookup before appending it."""
+        alone = [
+            KeywordEntry(f"fact{i}", text, f"ns/{i}", alone=True) for i, text in enumerate(["kiwi", "plum", "fig"])
+        ]
+        ok(index.upsert(STORE, [*alone, *filler()]))
+        assert ok(index.neighbours(STORE, ["fact0", "fact1", "fact2"])) == {f"fact{i}": (None, None) for i in range(3)}
+        assert search(index, "plum") == [("fact1", 1.0)]
+        assert ids_of(search(index, "plum", prefix="ns")) == ["fact1"]
+        ok(index.remove(STORE, ["fact1"]))
+        assert search(index, "plum") == []
+
     def test_neighbours_omit_unknown_ids(self, index: KeywordIndex) -> None:
         ok(index.upsert(STORE, [entry("a", "x"), entry("b", "x")]))
         assert ok(index.neighbours(STORE, ["ghost", "b", "nobody"])) == {"b": ("a", None)}

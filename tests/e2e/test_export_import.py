@@ -38,8 +38,11 @@ def fill(cli: MemoryCli, backend: str) -> None:
         "chat:12",
         "--source",
         "chat",
+        "--thread",
+        "chat 7",
         *flags,
     )
+    assert full["thread"] == "chat 7"
     cli.ok("reinforce", full["id"], *flags)
     cli.ok(
         "add",

