@@ -25,17 +25,21 @@ from agent_memory.domain.ports import (
     WriteLocks,
     thread_key,
 )
+from agent_memory.domain.tenancy import Guard, narrow, visible
 from agent_memory.domain.views import MemoryView
 
 T = TypeVar("T")
 _PATH_SCANS = 8  # above this many paths in one batch, one scan of the store beats a scan per path
 
 
+Place = tuple[tuple[str, ...], MemoryPath]  # paths are unique per namespace: (namespace, path)
+
+
 def _none_taken(
-    found: Sequence[Sequence[Memory]], owners: Mapping[MemoryPath, str], ids: set[str]
+    found: Sequence[Sequence[Memory]], owners: Mapping[Place, str], ids: set[str]
 ) -> Result[None, DomainError]:
     for other in (memory for group in found for memory in group):
-        if other.path is not None and other.path in owners and other.id not in ids:
+        if other.path is not None and (other.namespace, other.path) in owners and other.id not in ids:
             return Failure(_taken(other.path, "a memory is already there"))
     return Success(None)
 
@@ -72,13 +76,35 @@ def is_memory_id(ref: str) -> bool:
     return True
 
 
-def _inside(memory: Memory, namespace: Sequence[str] | None) -> Result[Memory, DomainError]:
-    if namespace is None:
-        return Success(memory)
-    wanted = tuple(namespace)
-    if memory.namespace[: len(wanted)] == wanted:
-        return Success(memory)
-    return Failure(not_found(memory.id))
+def _inside(memory: Memory, guard: Guard) -> Result[Memory, DomainError]:
+    return Success(memory) if visible(memory, guard) else Failure(not_found(memory.id))
+
+
+def _path_like(ref: str) -> bool:
+    """A ref with a separator or a dot segment is a path, so a bad one is INVALID_PATH (traversal, say)."""
+    return any(mark in ref for mark in ("/", "\\", ".."))
+
+
+def _neither(ref: str, error: DomainError) -> DomainError:
+    return not_found(str(ref), cause=f"{ref!r} is neither a memory id (UUID) nor a path: {error.message}")
+
+
+def _one_at(path: MemoryPath, found: Sequence[Memory], guard: Guard) -> Result[Memory, DomainError]:
+    """The memory a path names within a guard: the one in the guard's own namespace, else the only one below it."""
+    home = guard or ()
+    exact = [m for m in found if m.namespace == home]
+    if exact or len(found) == 1:
+        return Success((exact or list(found))[0])
+    if not found:
+        return Failure(not_found(str(path)))
+    spaces = ", ".join(sorted({"/".join(m.namespace) or "(none)" for m in found}))
+    return Failure(
+        DomainError(
+            ErrorCode.INVALID_INPUT,
+            f"Several memories are at '{path}', in namespaces {spaces}: give the namespace, or use the id.",
+            path=str(path),
+        )
+    )
 
 
 def keyword_entry(memory: Memory) -> KeywordEntry:
@@ -107,8 +133,13 @@ class UseCaseBase:
     policy: SearchPolicy
     keywords: KeywordIndex | None
     locks: WriteLocks
+    tenant: Guard  # the namespace a pinned service is confined to (None: not pinned)
 
     # --- helpers ----------------------------------------------------------------------------
+
+    def _guard(self, namespace: Sequence[str] | None) -> Result[Guard, DomainError]:
+        """The namespace this call may act in: the caller's narrowing of the service's pin (domain.tenancy)."""
+        return narrow(self.tenant, namespace)
 
     def _exclusive(self, store: str | None, work: Callable[[], Result[T, DomainError]]) -> Result[T, DomainError]:
         """Run a change to one store (the configured one by default) while no other change to it runs."""
@@ -132,26 +163,34 @@ class UseCaseBase:
         )
 
     def _paths_free(self, store: VectorStore, memories: Sequence[Memory]) -> Result[VectorStore, DomainError]:
-        """DESTINATION_EXISTS unless every live memory of the batch has a path no other live memory holds.
+        """DESTINATION_EXISTS unless every live memory of the batch has a path no other live memory of its
+        namespace holds (paths are unique per namespace: tenants never learn of each other's paths).
 
         A batch may replace memories by id (import): a path held by one of the batch's own ids is free.
         """
         placed = [m for m in memories if m.path is not None and not m.deleted]
         if not placed:
             return Success(store)
-        owners: dict[MemoryPath, str] = {}
+        owners: dict[Place, str] = {}
         for memory in placed:
             assert memory.path is not None  # for the type checker: filtered above
-            if owners.setdefault(memory.path, memory.id) != memory.id:
+            if owners.setdefault((memory.namespace, memory.path), memory.id) != memory.id:
                 return Failure(_taken(memory.path, "the batch holds two memories"))
         ids = {m.id for m in memories}
         # a few paths: one exact scan each; many: one scan of the store's live memories
         scans = (
-            [store.scan(MemoryFilter(path=path)) for path in owners]
+            [store.scan(MemoryFilter(path=path, namespace=namespace)) for namespace, path in owners]
             if len(owners) <= _PATH_SCANS
             else [store.scan(MemoryFilter())]
         )
         return Fold.collect(scans, Success(())).bind(lambda found: _none_taken(found, owners, ids)).map(lambda _: store)
+
+    def _count(self, store: str, guard: Guard) -> Result[int, DomainError]:
+        """How many memories a store holds (soft-deleted ones included), or only a namespace's."""
+        opened = self._open(store, create=False)
+        if guard is None:
+            return opened.bind(lambda s: s.count())
+        return opened.bind(lambda s: s.scan(MemoryFilter(include_deleted=True, namespace=guard))).map(len)
 
     def _check_model(self, store: VectorStore) -> Result[VectorStore, DomainError]:
         def compare(recorded: str | None) -> Result[VectorStore, DomainError]:
@@ -223,30 +262,27 @@ class UseCaseBase:
     ) -> Result[Memory, DomainError]:
         """A memory by id (a UUID) or path (anything else), soft-deleted ones included.
 
-        With a namespace, a memory outside it (or its sub-namespaces) is not found: tenants never
-        reach each other's memories, even by id.
+        Within the call's guard (the service's pin, narrowed by `namespace`): a memory outside it (or its
+        sub-namespaces) is not found, by id or by path, so tenants never reach each other's memories.
         """
-        return self._load_unguarded(ref, store).bind(lambda memory: _inside(memory, namespace))
+        return self._guard(namespace).bind(lambda guard: self._load_guarded(ref, store, guard))
 
-    def _load_unguarded(self, ref: str, store: str | None) -> Result[Memory, DomainError]:
+    def _load_guarded(self, ref: str, store: str | None, guard: Guard) -> Result[Memory, DomainError]:
         if is_memory_id(ref):
-            return self._load_any(ref, store)
+            return self._load_any(ref, store).bind(lambda memory: _inside(memory, guard))
         return (
             parse_memory_path(ref)
-            .alt(
-                lambda error: not_found(
-                    str(ref), cause=f"{ref!r} is neither a memory id (UUID) nor a path: {error.message}"
-                )
-            )
-            .bind(lambda path: self._load_path(path, store))
+            .alt(lambda error: error if _path_like(ref) else _neither(ref, error))
+            .bind(lambda path: self._load_path(path, store, guard))
         )
 
-    def _load_path(self, path: MemoryPath, store: str | None) -> Result[Memory, DomainError]:
-        def first(found: list[Memory]) -> Result[Memory, DomainError]:
-            return Success(found[0]) if found else Failure(not_found(str(path)))
-
-        where = MemoryFilter(path=path)
-        return self._open(store, create=False).bind(lambda opened: opened.scan(where)).bind(first)
+    def _load_path(self, path: MemoryPath, store: str | None, guard: Guard) -> Result[Memory, DomainError]:
+        where = MemoryFilter(path=path, namespace=guard)
+        return (
+            self._open(store, create=False)
+            .bind(lambda opened: opened.scan(where))
+            .bind(lambda found: _one_at(path, [m for m in found if visible(m, guard)], guard))
+        )
 
     def _visible(self, memory: Memory, *, include_expired: bool) -> Result[Memory, DomainError]:
         if memory.deleted:

@@ -16,6 +16,7 @@ from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import DEFAULT_STORE, Memory, check_store_name, parse_decay_policy
 from agent_memory.domain.paths import CategoryPath, MemoryPath, parse_category_path, parse_memory_path
 from agent_memory.domain.ports import CategoryRegistry, VectorStore
+from agent_memory.domain.tenancy import Guard, guarded_only, place
 from agent_memory.domain.views import (
     CategorySummary,
     Listing,
@@ -41,14 +42,18 @@ class HierarchicalUseCases(UseCaseBase):
 
     def add(self, command: CreateMemory) -> Result[MemoryView, DomainError]:
         """Create a memory at a path; the store and categories come into being as needed."""
-        if command.path is None:
-            return Failure(invalid_input("add needs a path like 'category/slug'."))
         raw_path = command.path
+        if raw_path is None:
+            return Failure(invalid_input("add needs a path like 'category/slug'."))
         return self._exclusive(
             command.store,
             lambda: (
-                parse_memory_path(raw_path)
-                .bind(lambda path: self._path_free(path, command.store).map(lambda _: path))
+                place(self.tenant, command.namespace)
+                .bind(
+                    lambda namespace: parse_memory_path(raw_path).bind(
+                        lambda path: self._path_free(path, command.store, namespace).map(lambda _: path)
+                    )
+                )
                 .bind(lambda path: self.create_many([evolve(command, path=str(path))]))
                 .map(lambda views: views[0])
             ),
@@ -115,7 +120,7 @@ class HierarchicalUseCases(UseCaseBase):
                 return Success(self._view(memory))
             moved = evolve(memory, path=target, updated_at=self.clock.now())
             return (
-                self._path_free(target, memory.store)
+                self._path_free(target, memory.store, memory.namespace)
                 .bind(lambda _: self._open(memory.store, create=False))
                 .bind(lambda opened: opened.update_metadata([moved]))
                 .bind(lambda _: self._reindex_words(memory, moved))
@@ -131,9 +136,11 @@ class HierarchicalUseCases(UseCaseBase):
             ),
         )
 
-    def _path_free(self, path: MemoryPath, store: str | None) -> Result[None, DomainError]:
+    def _path_free(self, path: MemoryPath, store: str | None, namespace: tuple[str, ...]) -> Result[None, DomainError]:
+        """Paths are unique per namespace: only a live memory of this very namespace takes one."""
+
         def check(found: list[Memory]) -> Result[None, DomainError]:
-            if found:
+            if any(m.namespace == namespace for m in found):
                 return Failure(
                     DomainError(
                         ErrorCode.DESTINATION_EXISTS,
@@ -146,7 +153,7 @@ class HierarchicalUseCases(UseCaseBase):
         opened = self._open(store, create=False)
         if isinstance(opened, Failure) and opened.failure().code is ErrorCode.STORE_NOT_FOUND:
             return Success(None)  # a store that does not exist yet holds no path
-        return opened.bind(lambda s: s.scan(MemoryFilter(path=path))).bind(check)
+        return opened.bind(lambda s: s.scan(MemoryFilter(path=path, namespace=namespace))).bind(check)
 
     # --- list / recent / prune ----------------------------------------------------------------
 
@@ -158,9 +165,14 @@ class HierarchicalUseCases(UseCaseBase):
         include_expired: bool = False,
         namespace: Sequence[str] | None = None,
     ) -> Result[Listing, DomainError]:
-        """A category's memories (recursively) and direct subcategories with counts and descriptions."""
-        return optional_category(category).bind(
-            lambda parsed: self._listing(parsed, store, include_expired=include_expired, namespace=namespace)
+        """A category's memories (recursively) and direct subcategories with counts and descriptions.
+
+        Under a namespace, only its memories and the categories their paths make (the store's registered
+        categories and descriptions belong to no tenant, so they are not shown)."""
+        return self._guard(namespace).bind(
+            lambda guard: optional_category(category).bind(
+                lambda parsed: self._listing(parsed, store, include_expired=include_expired, guard=guard)
+            )
         )
 
     def _listing(
@@ -169,19 +181,17 @@ class HierarchicalUseCases(UseCaseBase):
         store: str | None,
         *,
         include_expired: bool,
-        namespace: Sequence[str] | None,
+        guard: Guard,
     ) -> Result[Listing, DomainError]:
         name = store or self.policy.default_store
         where = MemoryFilter(
-            path_prefix=category,
-            alive_at=None if include_expired else self.clock.now(),
-            namespace=None if namespace is None else tuple(namespace),
+            path_prefix=category, alive_at=None if include_expired else self.clock.now(), namespace=guard
         )
         return (
             self._open(name, create=False)
             .bind(lambda opened: opened.scan(where))
             .bind(
-                lambda memories: self._descriptions(name).bind(
+                lambda memories: self._descriptions(name, guard).bind(
                     lambda described: _assemble_listing(category, memories, described, self._view)
                 )
             )
@@ -203,8 +213,10 @@ class HierarchicalUseCases(UseCaseBase):
             lambda listing: listing.memories[:limit]
         )
 
-    def prune(self, *, store: str | None = None, dry_run: bool = False) -> Result[PruneReport, DomainError]:
-        """Remove every expired memory for good; a dry run only lists them."""
+    def prune(
+        self, *, store: str | None = None, dry_run: bool = False, namespace: Sequence[str] | None = None
+    ) -> Result[PruneReport, DomainError]:
+        """Remove every expired memory (of the namespace, under one) for good; a dry run only lists them."""
         now = self.clock.now()
 
         def expired_ones(opened: VectorStore) -> Result[PruneReport, DomainError]:
@@ -219,7 +231,11 @@ class HierarchicalUseCases(UseCaseBase):
                     .map(lambda _: PruneReport(False, expired))
                 )
 
-            return opened.scan(MemoryFilter(include_deleted=True)).bind(report)
+            return (
+                self._guard(namespace)
+                .bind(lambda guard: opened.scan(MemoryFilter(include_deleted=True, namespace=guard)))
+                .bind(report)
+            )
 
         return self._exclusive(store, lambda: self._open(store, create=False).bind(expired_ones))
 
@@ -243,9 +259,13 @@ class HierarchicalUseCases(UseCaseBase):
 
         return self._exclusive(
             name,
-            lambda: self._open(name, create=False).bind(
-                lambda opened: opened.scan(MemoryFilter(include_deleted=True)).bind(
-                    lambda memories: rebuild(opened, memories)
+            lambda: (
+                guarded_only(self.tenant, "reindex")
+                .bind(lambda _: self._open(name, create=False))
+                .bind(
+                    lambda opened: opened.scan(MemoryFilter(include_deleted=True)).bind(
+                        lambda memories: rebuild(opened, memories)
+                    )
                 )
             ),
         )
@@ -264,32 +284,44 @@ class HierarchicalUseCases(UseCaseBase):
     # --- categories ---------------------------------------------------------------------------
 
     def create_category(
-        self, category: str, *, description: str = "", store: str | None = None
+        self,
+        category: str,
+        *,
+        description: str = "",
+        store: str | None = None,
+        namespace: Sequence[str] | None = None,
     ) -> Result[CategorySummary, DomainError]:
-        """Register a category (the store is created if missing); creating one that exists is a no-op."""
+        """Register a category (the store is created if missing); creating one that exists is a no-op.
+
+        The registry belongs to the store, not to a tenant: under a namespace it is INVALID_OPERATION
+        (a tenant's categories are the paths of its memories)."""
         name = store or self.policy.default_store
         if len(description) > MAX_DESCRIPTION:
             return Failure(invalid_input(f"A description has at most {MAX_DESCRIPTION} characters."))
         return self._exclusive(
             name,
-            lambda: parse_category_path(category).bind(
-                lambda path: (
-                    self._open(name, create=True)
-                    .bind(lambda _: self._registry(name))
-                    .bind(
-                        lambda registry: registry.describe_all().bind(
-                            lambda known: registry.put(path, description or known.get(str(path), ""))
+            lambda: (
+                self._registry_allowed(namespace, "Registering a category")
+                .bind(lambda _: parse_category_path(category))
+                .bind(
+                    lambda path: (
+                        self._open(name, create=True)
+                        .bind(lambda _: self._registry(name))
+                        .bind(
+                            lambda registry: registry.describe_all().bind(
+                                lambda known: registry.put(path, description or known.get(str(path), ""))
+                            )
                         )
+                        .bind(lambda _: self._category_summary(name, path))
                     )
-                    .bind(lambda _: self._category_summary(name, path))
                 )
             ),
         )
 
     def describe_category(
-        self, category: str, description: str, *, store: str | None = None
+        self, category: str, description: str, *, store: str | None = None, namespace: Sequence[str] | None = None
     ) -> Result[CategorySummary, DomainError]:
-        """Set a category's description (at most 500 characters)."""
+        """Set a category's description (at most 500 characters); INVALID_OPERATION under a namespace."""
         name = store or self.policy.default_store
         if len(description) > MAX_DESCRIPTION:
             return Failure(
@@ -297,53 +329,80 @@ class HierarchicalUseCases(UseCaseBase):
             )
         return self._exclusive(
             name,
-            lambda: parse_category_path(category).bind(
-                lambda path: (
-                    self._category_exists(name, path)
-                    .bind(lambda _: self._registry(name))
-                    .bind(lambda registry: registry.put(path, description))
-                    .bind(lambda _: self._category_summary(name, path))
+            lambda: (
+                self._registry_allowed(namespace, "A category description")
+                .bind(lambda _: parse_category_path(category))
+                .bind(
+                    lambda path: (
+                        self._category_exists(name, path, None)
+                        .bind(lambda _: self._registry(name))
+                        .bind(lambda registry: registry.put(path, description))
+                        .bind(lambda _: self._category_summary(name, path))
+                    )
                 )
             ),
         )
 
-    def delete_category(self, category: str, *, store: str | None = None) -> Result[CategorySummary, DomainError]:
-        """Delete a non-root category with its subcategories and memories, for good."""
+    def delete_category(
+        self, category: str, *, store: str | None = None, namespace: Sequence[str] | None = None
+    ) -> Result[CategorySummary, DomainError]:
+        """Delete a non-root category with its subcategories and memories, for good.
+
+        Under a namespace: only that namespace's memories under it, and never the store's registry."""
         name = store or self.policy.default_store
 
-        def delete(path: CategoryPath) -> Result[CategorySummary, DomainError]:
+        def delete(path: CategoryPath, guard: Guard) -> Result[CategorySummary, DomainError]:
             if len(path.segments) == 1:
                 return Failure(
                     invalid_input(f"'{path}' is a root category and cannot be deleted; delete its subcategories.")
                 )
-            return self._category_exists(name, path).bind(
+            return self._category_exists(name, path, guard).bind(
                 lambda summary: (
                     self._open(name, create=False)
                     .bind(
-                        lambda opened: opened.scan(MemoryFilter(path_prefix=path, include_deleted=True)).bind(
+                        lambda opened: opened.scan(
+                            MemoryFilter(path_prefix=path, include_deleted=True, namespace=guard)
+                        ).bind(
                             lambda memories: opened.remove([m.id for m in memories]).bind(
                                 lambda _: self._unindex_keywords(name, [m.id for m in memories])
                             )
                         )
                     )
-                    .bind(lambda _: self._registry(name))
-                    .bind(
-                        lambda registry: registry.describe_all().bind(
-                            lambda known: registry.remove(
-                                [CategoryPath(tuple(k.split("/"))) for k in known if _under(k, path)]
-                            )
-                        )
-                    )
+                    .bind(lambda _: self._forget_categories(name, path, guard))
                     .map(lambda _: summary)
                 )
             )
 
-        return self._exclusive(name, lambda: parse_category_path(category).bind(delete))
+        return self._exclusive(
+            name,
+            lambda: self._guard(namespace).bind(
+                lambda guard: parse_category_path(category).bind(lambda path: delete(path, guard))
+            ),
+        )
+
+    def _forget_categories(self, name: str, path: CategoryPath, guard: Guard) -> Result[None, DomainError]:
+        if guard is not None:
+            return Success(None)  # the registry is the store's, not the tenant's
+        return (
+            self._registry(name)
+            .bind(
+                lambda registry: registry.describe_all().bind(
+                    lambda known: registry.remove([CategoryPath(tuple(k.split("/"))) for k in known if _under(k, path)])
+                )
+            )
+            .map(lambda _: None)
+        )
+
+    def _registry_allowed(self, namespace: Sequence[str] | None, what: str) -> Result[None, DomainError]:
+        return self._guard(namespace).bind(lambda guard: guarded_only(guard, what))
 
     def _registry(self, store: str) -> Result[CategoryRegistry, DomainError]:
         return attempt(lambda: check_store_name(store)).bind(self.catalog.categories)
 
-    def _descriptions(self, store: str) -> Result[Mapping[str, str], DomainError]:
+    def _descriptions(self, store: str, guard: Guard = None) -> Result[Mapping[str, str], DomainError]:
+        """The store's registered categories; none under a namespace (they belong to no tenant)."""
+        if guard is not None:
+            return Success({})
         described = self._registry(store).bind(lambda registry: registry.describe_all())
         if store != DEFAULT_STORE:
             return described
@@ -351,9 +410,9 @@ class HierarchicalUseCases(UseCaseBase):
         return described.lash(lambda error: Success({}) if error.code is ErrorCode.STORE_NOT_FOUND else Failure(error))
 
     def _category_summary(self, store: str, path: CategoryPath) -> Result[CategorySummary, DomainError]:
-        return self._category_exists(store, path)
+        return self._category_exists(store, path, None)
 
-    def _category_exists(self, store: str, path: CategoryPath) -> Result[CategorySummary, DomainError]:
+    def _category_exists(self, store: str, path: CategoryPath, guard: Guard) -> Result[CategorySummary, DomainError]:
         def summarise(memories: list[Memory], described: Mapping[str, str]) -> Result[CategorySummary, DomainError]:
             registered = any(_under(known, path) for known in described)
             if not memories and not registered:
@@ -366,22 +425,26 @@ class HierarchicalUseCases(UseCaseBase):
                 )
             return Success(CategorySummary(str(path), len(memories), described.get(str(path), "")))
 
-        where = MemoryFilter(path_prefix=path)
+        where = MemoryFilter(path_prefix=path, namespace=guard)
         return self._open(store, create=False).bind(
             lambda opened: opened.scan(where).bind(
-                lambda memories: self._descriptions(store).bind(lambda described: summarise(memories, described))
+                lambda memories: self._descriptions(store, guard).bind(lambda described: summarise(memories, described))
             )
         )
 
     # --- stores -------------------------------------------------------------------------------
 
-    def list_stores(self) -> Result[tuple[StoreSummary, ...], DomainError]:
-        """Every store with its memory count (soft-deleted ones included)."""
+    def list_stores(self, *, namespace: Sequence[str] | None = None) -> Result[tuple[StoreSummary, ...], DomainError]:
+        """Every store with its memory count (soft-deleted ones included; under a namespace, only its own)."""
 
-        def summary(name: str) -> Result[StoreSummary, DomainError]:
-            return self._open(name, create=False).bind(lambda s: s.count()).map(lambda n: StoreSummary(name, n))
+        def summary(name: str, guard: Guard) -> Result[StoreSummary, DomainError]:
+            return self._count(name, guard).map(lambda n: StoreSummary(name, n))
 
-        return self.catalog.names().bind(lambda names: Fold.collect([summary(n) for n in names], Success(())))
+        return self._guard(namespace).bind(
+            lambda guard: self.catalog.names().bind(
+                lambda names: Fold.collect([summary(n, guard) for n in names], Success(()))
+            )
+        )
 
     def create_store(self, name: str) -> Result[StoreSummary, DomainError]:
         """Create an empty store; DESTINATION_EXISTS if there is one by that name."""
@@ -487,16 +550,17 @@ def saved_order(memories: Sequence[Memory], links: Mapping[str, tuple[str | None
 def one_memory_per_path(memories: Sequence[Memory]) -> tuple[list[Memory], tuple[str, ...]]:
     """Live memories that share a path (hand-made files like `My Note.md` and `my_note.md`, or data written
     before paths were enforced) keep their content: the oldest keeps the path, each other one moves to
-    `<slug>-<first 8 characters of its id>` beside it. Returns the memories and what was renamed."""
-    holders: dict[MemoryPath, Memory] = {}
+    `<slug>-<first 8 characters of its id>` beside it. Returns the memories and what was renamed.
+    Paths are unique per namespace: memories of different namespaces at one path all keep it."""
+    holders: dict[tuple[tuple[str, ...], MemoryPath], Memory] = {}
     for memory in sorted(memories, key=lambda m: (m.created_at, m.id)):
         if memory.path is not None and not memory.deleted:
-            holders.setdefault(memory.path, memory)
+            holders.setdefault((memory.namespace, memory.path), memory)
     kept: list[Memory] = []
     renamed: list[str] = []
     for memory in memories:
         path = memory.path
-        if path is None or memory.deleted or holders[path].id == memory.id:
+        if path is None or memory.deleted or holders[(memory.namespace, path)].id == memory.id:
             kept.append(memory)
             continue
         unique = MemoryPath((*path.segments[:-1], f"{path.slug[:100]}-{memory.id[:8]}"))

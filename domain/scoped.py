@@ -19,12 +19,13 @@ from agent_memory.domain.model import (
     DecayPolicy,
     Memory,
     ScoredMemory,
-    check_namespace,
     check_store_name,
     new_memory_id,
     parse_decay_policy,
 )
+from agent_memory.domain.paths import MemoryPath
 from agent_memory.domain.ports import Vector, VectorStore, thread_of
+from agent_memory.domain.tenancy import Guard, place
 from agent_memory.domain.views import MemoryView, SearchResults, Status
 
 MAX_SEARCH_LIMIT = 1000
@@ -47,28 +48,35 @@ class ScopedUseCases(UseCaseBase):
 
     def _new_memory(self, command: CreateMemory, now: datetime) -> Result[Memory, DomainError]:
         created = command.created_at or now
-        return optional_path(command.path).bind(
-            lambda path: attempt(
-                lambda: Memory(
-                    id=new_memory_id(),
-                    content=command.content,
-                    created_at=created,
-                    updated_at=created,
-                    store=check_store_name(command.store or self.policy.default_store),
-                    namespace=check_namespace(command.namespace),
-                    path=path,
-                    agent=command.agent,
-                    personality=command.personality,
-                    project=command.project,
-                    type=command.type,
-                    global_=bool(command.global_),
-                    tags=command.tags,
-                    source=command.source,
-                    citations=command.citations,
-                    thread=command.thread,
-                    decay_policy=parse_decay_policy(command.decay_policy),
-                    expires_at=command.expires_at,
-                )
+        return place(self.tenant, command.namespace).bind(
+            lambda namespace: optional_path(command.path).bind(
+                lambda path: self._built(command, created, namespace, path)
+            )
+        )
+
+    def _built(
+        self, command: CreateMemory, created: datetime, namespace: tuple[str, ...], path: MemoryPath | None
+    ) -> Result[Memory, DomainError]:
+        return attempt(
+            lambda: Memory(
+                id=new_memory_id(),
+                content=command.content,
+                created_at=created,
+                updated_at=created,
+                store=check_store_name(command.store or self.policy.default_store),
+                namespace=namespace,
+                path=path,
+                agent=command.agent,
+                personality=command.personality,
+                project=command.project,
+                type=command.type,
+                global_=bool(command.global_),
+                tags=command.tags,
+                source=command.source,
+                citations=command.citations,
+                thread=command.thread,
+                decay_policy=parse_decay_policy(command.decay_policy),
+                expires_at=command.expires_at,
             )
         )
 
@@ -115,7 +123,9 @@ class ScopedUseCases(UseCaseBase):
 
     def search(self, command: SearchMemories) -> Result[SearchResults, DomainError]:
         """Search under the filters: hybrid (default), semantic or keyword; `limit` hits whenever that many qualify."""
-        return self._search_plan(command).bind(self._run_search)
+        return self._guard(command.namespace).bind(
+            lambda guard: self._search_plan(command, guard).bind(self._run_search)
+        )
 
     def _run_search(self, plan: _SearchPlan) -> Result[SearchResults, DomainError]:
         def ranked(store: VectorStore, vector: Vector) -> Result[SearchResults, DomainError]:
@@ -220,7 +230,7 @@ class ScopedUseCases(UseCaseBase):
             )
         )
 
-    def _search_plan(self, command: SearchMemories) -> Result[_SearchPlan, DomainError]:
+    def _search_plan(self, command: SearchMemories, guard: Guard) -> Result[_SearchPlan, DomainError]:
         if not isinstance(command.query, str) or not command.query.strip():
             return Failure(invalid_input("The search query is empty: say what to look for."))
         limit = self.policy.default_limit if command.limit is None else command.limit
@@ -239,7 +249,7 @@ class ScopedUseCases(UseCaseBase):
                     limit=limit,
                     floor=floor,
                     where=MemoryFilter(
-                        namespace=None if command.namespace is None else check_namespace(command.namespace),
+                        namespace=guard,
                         agent=command.agent,
                         personality=command.personality,
                         project=command.project,
@@ -306,11 +316,26 @@ class ScopedUseCases(UseCaseBase):
 
     # --- status -----------------------------------------------------------------------------
 
-    def status(self, *, store: str | None = None) -> Result[Status, DomainError]:
-        """Reach the backend, count the store's memories (soft-deleted ones included) and verify the indexes."""
+    def status(
+        self, *, store: str | None = None, namespace: Sequence[str] | None = None
+    ) -> Result[Status, DomainError]:
+        """Reach the backend, count the store's memories (soft-deleted ones included) and verify the indexes.
+
+        Under a namespace only its memories are counted, and the store-wide checks (whose findings name other
+        tenants' files and counts) are left to the operator."""
         name = store or self.policy.default_store
-        return self.catalog.health().bind(
-            lambda location: self._open(name, create=False).bind(lambda opened: self._verified(opened, name, location))
+        return self._guard(namespace).bind(
+            lambda guard: self.catalog.health().bind(
+                lambda location: self._open(name, create=False).bind(
+                    lambda opened: (
+                        self._verified(opened, name, location)
+                        if guard is None
+                        else self._count(name, guard).map(
+                            lambda count: Status(self.catalog.backend, name, count, location)
+                        )
+                    )
+                )
+            )
         )
 
     def _verified(self, opened: VectorStore, name: str, location: Mapping[str, str]) -> Result[Status, DomainError]:

@@ -15,6 +15,7 @@ from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory, check_store_name
 from agent_memory.domain.paths import CategoryPath, parse_category_path
 from agent_memory.domain.ports import CategoryRegistry, VectorStore
+from agent_memory.domain.tenancy import guarded_only
 
 IMPORT_BATCH = 256
 Progress = Callable[[int, int], None]
@@ -72,7 +73,7 @@ class TransferUseCases(UseCaseBase):
                 everything.extend(sorted(scanned.value_or([]), key=lambda m: (m.created_at, m.id)))
             return Success(everything)
 
-        return names.bind(dump)
+        return guarded_only(self.tenant, "export").bind(lambda _: names).bind(dump)
 
     def export_outlines(self, *, stores: Sequence[str] | None = None) -> Result[list[StoreOutline], DomainError]:
         """Every given store (all when None) with its registered categories and their descriptions."""
@@ -86,11 +87,20 @@ class TransferUseCases(UseCaseBase):
                 .map(lambda described: StoreOutline(name, dict(sorted(described.items()))))
             )
 
-        return names.bind(lambda found: Fold.collect([outline(n) for n in found], Success(()))).map(list)
+        return (
+            guarded_only(self.tenant, "export")
+            .bind(lambda _: names)
+            .bind(lambda found: Fold.collect([outline(n) for n in found], Success(())))
+            .map(list)
+        )
 
     def import_outlines(self, outlines: Sequence[StoreOutline]) -> Result[int, DomainError]:
         """Create each store and register its categories with their descriptions; idempotent. The stores made."""
-        return Fold.collect([_parsed(outline) for outline in outlines], Success(())).bind(self._register_outlines)
+        return (
+            guarded_only(self.tenant, "import")
+            .bind(lambda _: Fold.collect([_parsed(outline) for outline in outlines], Success(())))
+            .bind(self._register_outlines)
+        )
 
     def _register_outlines(self, outlines: tuple[_Outline, ...]) -> Result[int, DomainError]:
         for name, categories in outlines:
@@ -111,6 +121,9 @@ class TransferUseCases(UseCaseBase):
         self, memories: Sequence[Memory], *, progress: Progress = _quiet
     ) -> Result[ImportReport, DomainError]:
         """Write memories exactly as given (ids, timestamps, flags); an id already present is replaced."""
+        refused = guarded_only(self.tenant, "import")
+        if isinstance(refused, Failure):
+            return refused
         by_store: dict[str, list[Memory]] = {}
         for memory in memories:
             by_store.setdefault(memory.store, []).append(memory)

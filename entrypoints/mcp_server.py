@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 import json
 import sys
 import threading
@@ -26,7 +25,10 @@ from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints import json_codec as out
 from agent_memory.entrypoints.agent_tools import MemoryToolError, error_text, run_manage, run_search
 from agent_memory.entrypoints.http_safety import ANY_HOST, HttpPolicy, media_type_problem, refuse_open_bind
+from agent_memory.entrypoints.mcp_callers import CALLER, Callers, unknown_arguments
+from agent_memory.entrypoints.mcp_stdio import REFUSED_TOOL, run_stdio
 from agent_memory.entrypoints.settings import Settings
+from agent_memory.entrypoints.tenancy import UNAUTHORIZED, Tenancy
 
 TRANSPORTS = ("stdio", "http")
 SERVER_NAME = "agent-memory"
@@ -152,15 +154,32 @@ def _labels(raw: list[str] | None) -> tuple[str, ...] | None:
 
 
 class _Server(MCPServer[Any]):
-    """MCPServer whose argument-validation failures read 'INVALID_INPUT: field: problem' like every other error."""
+    """MCPServer whose argument-validation failures read 'INVALID_INPUT: field: problem' like every other error,
+    that refuses arguments a tool does not take, and that runs each call as its caller's tenant (tenancy.py)."""
+
+    def __init__(self, *args: Any, callers: Callers, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._callers = callers
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        if name == REFUSED_TOOL:  # a stdio request the SDK could not read (mcp_stdio): answered, not dropped
+            return _error(f"INVALID_INPUT: {arguments.get('reason', 'unreadable request')}")
+        tool = self._tool_manager.get_tool(name)
+        unknown = unknown_arguments(name, arguments, tool.parameters if tool is not None else None)
+        if unknown:
+            return _error(unknown)
+        caller = self._callers.service_for(context)
+        if caller is None:
+            return _error("UNAUTHORIZED: " + UNAUTHORIZED)
+        token = CALLER.set(caller)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as error:
             if isinstance(error.__cause__, ValidationError):
                 return _error(_validation_text(error.__cause__))
             raise
+        finally:
+            CALLER.reset(token)
 
 
 # --- the tools -----------------------------------------------------------------------------------
@@ -170,9 +189,14 @@ class _Tools:
     """The tool functions over one service; calls are serialised so read-check-write steps never interleave."""
 
     def __init__(self, service: MemoryService, default_store: str) -> None:
-        self.service = service
+        self._service = service
         self.default_store = default_store
         self._lock = threading.Lock()
+
+    @property
+    def service(self) -> MemoryService:
+        """The service of the call's caller, pinned to its namespace (the server's own outside a call)."""
+        return CALLER.get() or self._service
 
     def _store(self, store: str | None) -> str:
         return store or self.default_store
@@ -355,9 +379,12 @@ class _Tools:
         self,
         dry_run: Annotated[bool, Field(description="Only list the expired memories that would be deleted.")] = False,
         store: StoreArg = None,
+        namespace: NamespaceGuard = None,
     ) -> CallToolResult:
         return self._run(
-            lambda: _reply(self.service.prune(store=self._store(store), dry_run=dry_run).map(out.prune_json))
+            lambda: _reply(
+                self.service.prune(store=self._store(store), dry_run=dry_run, namespace=namespace).map(out.prune_json)
+            )
         )
 
     def reindex_store(self, store: StoreArg = None) -> CallToolResult:
@@ -401,10 +428,12 @@ class _Tools:
             )
         )
 
-    def delete_category(self, path: CategoryArg, store: StoreArg = None) -> CallToolResult:
+    def delete_category(
+        self, path: CategoryArg, store: StoreArg = None, namespace: NamespaceGuard = None
+    ) -> CallToolResult:
         return self._run(
             lambda: _reply(
-                self.service.delete_category(path, store=self._store(store)).map(
+                self.service.delete_category(path, store=self._store(store), namespace=namespace).map(
                     lambda s: {**out.category_json(s), "deleted": True}
                 )
             )
@@ -600,9 +629,11 @@ def _annotations(name: str) -> ToolAnnotations:
     return ToolAnnotations(read_only_hint=name in _READ_ONLY, destructive_hint=name in _DESTRUCTIVE)
 
 
-def build_mcp_server(service: MemoryService, *, default_store: str) -> MCPServer[Any]:
-    """The MCP server over a ready service; tools without `store` use `default_store`."""
-    tools = _Tools(service, default_store)
+def build_mcp_server(service: MemoryService, *, default_store: str, tenancy: Tenancy | None = None) -> MCPServer[Any]:
+    """The MCP server over a ready service; tools without `store` use `default_store`. With `tenancy`, every call
+    runs pinned to its caller's namespace (over HTTP its token's, else the server's); its pins must be valid."""
+    callers = Callers(service, tenancy or Tenancy())
+    tools = _Tools(callers.default, default_store)
     by_model: dict[str, tuple[type[ArgModelBase], Callable[[dict[str, Any]], CallToolResult]]] = {
         "move_memory": (_MoveArguments, tools.move_memory),
         "search_memories": (_SearchArguments, tools.search_memories),
@@ -615,7 +646,7 @@ def build_mcp_server(service: MemoryService, *, default_store: str) -> MCPServer
         )
         for name in TOOL_NAMES
     ]
-    return _Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, tools=built)
+    return _Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, tools=built, callers=callers)
 
 
 # --- over HTTP: the same callers as the REST door (http_safety), and an optional bearer token ----------------
@@ -626,10 +657,10 @@ class _HttpGate:
     the bearer token (when there is one) on every request; every refusal is a JSON body. The SDK's own Host and
     Origin protection stays on behind it."""
 
-    def __init__(self, app: Any, policy: HttpPolicy, token: str | None) -> None:
+    def __init__(self, app: Any, policy: HttpPolicy, tenancy: Tenancy) -> None:
         self.app = app
         self.policy = policy
-        self.token = token.encode() if token else None
+        self.tenancy = tenancy
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -653,21 +684,14 @@ class _HttpGate:
             return 421, {"error": self.policy.host_refusal(host), "code": "MISDIRECTED_REQUEST"}, []
         if origin is not None and not self.policy.origin_allowed(origin, host):
             return 403, {"error": self.policy.origin_refusal(origin), "code": "FORBIDDEN_ORIGIN"}, []
-        if self.token is not None and not self._authorized(headers.get("authorization", "")):
-            body = {
-                "error": "Missing or wrong API token: send 'Authorization: Bearer <token>'.",
-                "code": "UNAUTHORIZED",
-            }
+        if not self.tenancy.namespace_of(headers.get("authorization"))[0]:
+            body = {"error": UNAUTHORIZED, "code": "UNAUTHORIZED"}
             return 401, body, [(b"www-authenticate", b'Bearer realm="agent-memory"')]
         # every MCP POST carries a JSON-RPC message: JSON or 415, here rather than the SDK's plain-text 400
         unsupported = media_type_problem(headers.get("content-type"), has_body=True) if method == "POST" else None
         if unsupported:
             return 415, {"error": unsupported, "code": "INVALID_INPUT"}, []
         return None
-
-    def _authorized(self, header: str) -> bool:
-        scheme, _, presented = header.partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(presented.strip().encode(), self.token or b"")
 
 
 async def _send_json(send: Any, status: int, body: Payload, extra: list[tuple[bytes, bytes]]) -> None:
@@ -684,8 +708,10 @@ def build_mcp_http_app(
     api_token: str | None = None,
     allowed_hosts: tuple[str, ...] = (),
     allowed_origins: tuple[str, ...] = (),
+    tenancy: Tenancy | None = None,
 ) -> Any:
-    """The streamable-HTTP ASGI app (at /mcp) behind the gate; with a token, every request needs it."""
+    """The streamable-HTTP ASGI app (at /mcp) behind the gate; with a token, every request needs it. Give the
+    server's `tenancy` (build_mcp_server's) for per-token namespaces; `api_token` alone is one without pins."""
     from mcp.server.transport_security import TransportSecuritySettings
 
     policy = HttpPolicy(bind_host=host, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
@@ -694,7 +720,8 @@ def build_mcp_http_app(
         allowed_hosts=policy.hosts_for_sdk,
         allowed_origins=policy.origins_for_sdk,
     )
-    return _HttpGate(server.streamable_http_app(transport_security=security, host=host), policy, api_token)
+    gate = tenancy or Tenancy(api_token=api_token)
+    return _HttpGate(server.streamable_http_app(transport_security=security, host=host), policy, gate)
 
 
 def run_mcp(
@@ -710,31 +737,34 @@ def run_mcp(
 
     if transport not in TRANSPORTS:
         return _startup_failure(invalid_input(f"Unknown transport {transport!r}: use stdio or http."))
-    refusal = refuse_open_bind(host, api_token, "MCP over HTTP") if transport == "http" else None
+    # stdio has no token: its one caller is pinned to the server's namespace, if any
+    tenancy = Tenancy.of(settings, api_token) if transport == "http" else Tenancy(pin=settings.namespace)
+    secured = "token" if tenancy.secured else None
+    refusal = refuse_open_bind(host, secured, "MCP over HTTP") if transport == "http" else None
     if refusal is not None:
         return _startup_failure(refusal)
-    match build_service(settings):
+    match build_service(settings).bind(lambda built: tenancy.services(built).map(lambda _: built)):
         case Success(service):
-            server = build_mcp_server(service, default_store=settings.store)
+            server = build_mcp_server(service, default_store=settings.store, tenancy=tenancy)
         case Failure(error):
             return _startup_failure(error)
     try:
         if transport == "http":
-            _serve_http(server, settings, host, port, api_token)
+            _serve_http(server, settings, host, port, tenancy)
         else:
-            server.run("stdio")
+            run_stdio(server)
     except KeyboardInterrupt:
         pass
     return 0
 
 
-def _serve_http(server: MCPServer[Any], settings: Settings, host: str, port: int, api_token: str | None) -> None:
+def _serve_http(server: MCPServer[Any], settings: Settings, host: str, port: int, tenancy: Tenancy) -> None:
     import uvicorn
 
     app = build_mcp_http_app(
         server,
         host=host,
-        api_token=api_token,
+        tenancy=tenancy,
         allowed_hosts=settings.allowed_hosts,
         allowed_origins=settings.allowed_origins,
     )

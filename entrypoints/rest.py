@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import hmac
 import logging
 import sys
 import threading
@@ -52,6 +51,7 @@ from agent_memory.entrypoints import json_codec as out
 from agent_memory.entrypoints.http_safety import HttpPolicy, json_body_problem, media_type_problem, refuse_open_bind
 from agent_memory.entrypoints.json_codec import parse_iso
 from agent_memory.entrypoints.settings import Settings
+from agent_memory.entrypoints.tenancy import UNAUTHORIZED, Tenancy
 
 T = TypeVar("T")
 Payload = dict[str, Any]
@@ -110,7 +110,7 @@ _MEANING: Mapping[int, str] = {
     401: "No or a wrong API token (UNAUTHORIZED); only when the server has one",
     403: "A browser Origin that is not allowed (FORBIDDEN_ORIGIN): see MEMORY_ALLOWED_ORIGINS",
     404: "MEMORY_NOT_FOUND, CATEGORY_NOT_FOUND or STORE_NOT_FOUND",
-    409: "DESTINATION_EXISTS, INVALID_OPERATION (already deleted, cannot reinforce) or EMBEDDING_MISMATCH",
+    409: "DESTINATION_EXISTS, INVALID_OPERATION (already deleted, cannot reinforce, store-wide under a namespace) or EMBEDDING_MISMATCH",
     410: "MEMORY_EXPIRED: pass include_expired=true to read it anyway",
     413: "The body is larger than 1 MiB (REQUEST_TOO_LARGE)",
     415: "A body that is not 'Content-Type: application/json' (INVALID_INPUT)",
@@ -158,11 +158,12 @@ Use = Callable[[MemoryService], Result[T, DomainError]]
 
 class Door:
     """The service behind a lock, called in a worker thread: the event loop stays free (/health answers during a
-    reindex) and read-check-write steps of concurrent requests never interleave."""
+    reindex) and read-check-write steps of concurrent requests never interleave. One door per caller namespace
+    (tenancy.py), all sharing the lock."""
 
-    def __init__(self, service: MemoryService) -> None:
+    def __init__(self, service: MemoryService, lock: threading.Lock | None = None) -> None:
         self.service = service
-        self._lock = threading.Lock()
+        self._lock = lock or threading.Lock()
 
     def _locked(self, use: Use[T]) -> Result[T, DomainError]:
         with self._lock:
@@ -496,14 +497,20 @@ async def search_memories(
 
 @post("/prune", status_code=200, tags=["maintenance"], responses=_errors(400, 404, 422, 503))
 async def prune(
-    door: NamedDependency[Door], data: JSONBody[PruneRequest | None] = None, store: StoreQuery = None
+    door: NamedDependency[Door],
+    data: JSONBody[PruneRequest | None] = None,
+    store: StoreQuery = None,
+    namespace: NamespaceQuery = None,
 ) -> Response[Payload]:
-    """Remove every expired memory for good; {"dry_run": true} only lists them."""
+    """Remove every expired memory (of the namespace, if given) for good; {"dry_run": true} only lists them."""
     dry_run = data is not None and data.dry_run
-    return await door.reply(lambda service: service.prune(store=store, dry_run=dry_run), out.prune_json)
+    return await door.reply(
+        _guarded(namespace, lambda service, guard: service.prune(store=store, dry_run=dry_run, namespace=guard)),
+        out.prune_json,
+    )
 
 
-@post("/reindex", status_code=200, tags=["maintenance"], responses=_errors(404, 422, 503))
+@post("/reindex", status_code=200, tags=["maintenance"], responses=_errors(404, 409, 422, 503))
 async def reindex(door: NamedDependency[Door], store: StoreQuery = None) -> Response[Payload]:
     """Re-embed every memory of the store with the configured embedder."""
     return await door.reply(lambda service: service.reindex(store=store), out.reindex_json)
@@ -531,7 +538,7 @@ async def create_store(data: JSONBody[StoreRequest], door: NamedDependency[Door]
     )
 
 
-@post("/categories", status_code=201, tags=["categories"], responses=_errors(400, 413, 415, 422, 503))
+@post("/categories", status_code=201, tags=["categories"], responses=_errors(400, 409, 413, 415, 422, 503))
 async def create_category(
     data: JSONBody[CategoryRequest], door: NamedDependency[Door], store: StoreQuery = None
 ) -> Response[Payload]:
@@ -547,7 +554,7 @@ async def create_category(
     "/categories/{path:path}",
     tags=["categories"],
     summary="Set a category's description",
-    responses=_errors(400, 404, 413, 415, 422, 503),
+    responses=_errors(400, 404, 409, 413, 415, 422, 503),
 )
 async def describe_category(
     path: Annotated[str, PathParameter(description="The category path, then '/description'.")],
@@ -566,11 +573,11 @@ async def describe_category(
 
 @delete("/categories/{path:path}", status_code=200, tags=["categories"], responses=_errors(404, 422, 503))
 async def delete_category(
-    path: FromPath[str], door: NamedDependency[Door], store: StoreQuery = None
+    path: FromPath[str], door: NamedDependency[Door], store: StoreQuery = None, namespace: NamespaceQuery = None
 ) -> Response[Payload]:
-    """Delete a non-root category with its subcategories and memories, for good."""
+    """Delete a non-root category with its subcategories and memories (under a namespace, only its own), for good."""
     return await door.reply(
-        lambda service: service.delete_category(_ref(path), store=store),
+        _guarded(namespace, lambda service, guard: service.delete_category(_ref(path), store=store, namespace=guard)),
         lambda summary: {**out.category_json(summary), "deleted": True},
     )
 
@@ -654,20 +661,29 @@ def _unexpected(request: Request[Any, Any, Any], error: Exception) -> Response[P
 # --- the app ---------------------------------------------------------------------------------------
 
 
-def _token_guard(token: str) -> Guard:
-    expected = token.encode()
-
+def _token_guard(tenancy: Tenancy) -> Guard:
     def guard(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
         if handler.opt.get("public"):
             return
-        scheme, _, presented = connection.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(presented.strip().encode(), expected):
-            raise NotAuthorizedException(
-                "Missing or wrong API token: send 'Authorization: Bearer <token>'.",
-                headers={"WWW-Authenticate": 'Bearer realm="agent-memory"'},
-            )
+        allowed, _ = tenancy.namespace_of(connection.headers.get("authorization"))
+        if not allowed:
+            raise NotAuthorizedException(UNAUTHORIZED, headers={"WWW-Authenticate": 'Bearer realm="agent-memory"'})
 
     return guard
+
+
+def _doors(service: MemoryService, tenancy: Tenancy) -> Callable[[Request[Any, Any, Any]], Door]:
+    """The door of a request's caller: the service pinned to the namespace of its token (or of the server)."""
+    lock = threading.Lock()
+    doors = {pin: Door(pinned, lock) for pin, pinned in tenancy.services(service).unwrap().items()}
+
+    def door(request: Request[Any, Any, Any]) -> Door:
+        allowed, pin = tenancy.namespace_of(request.headers.get("authorization"))
+        if not allowed:  # the token guard has refused it already; never fall back to a wider door
+            raise NotAuthorizedException(UNAUTHORIZED)
+        return doors[pin]
+
+    return door
 
 
 def _caller_guard(policy: HttpPolicy) -> Guard:
@@ -774,21 +790,24 @@ def build_app(
     host: str = "127.0.0.1",
     allowed_hosts: tuple[str, ...] = (),
     allowed_origins: tuple[str, ...] = (),
+    tenancy: Tenancy | None = None,
 ) -> Litestar:
     """The ASGI app over a ready service, bound to `host`; with a token, every route but /health and the docs
     needs it. Host and Origin are checked on every route (http_safety.HttpPolicy): loopback names, the bound
-    address and `allowed_hosts`; no Origin, the same origin, loopback ones and `allowed_origins`."""
-    door = Door(service)
+    address and `allowed_hosts`; no Origin, the same origin, loopback ones and `allowed_origins`. `tenancy`
+    (its pins must be valid: Tenancy.services) pins each caller to a namespace; `api_token` alone is a
+    Tenancy without pins."""
+    tenancy = tenancy or Tenancy(api_token=api_token)
     policy = HttpPolicy(bind_host=host, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
     declared: QueryNames = {}
     app = Litestar(
         route_handlers=HANDLERS,
-        dependencies={"door": Provide(lambda: door, use_cache=True, sync_to_thread=False)},
-        guards=[_caller_guard(policy), *([_token_guard(api_token)] if api_token else [])],
+        dependencies={"door": Provide(_doors(service, tenancy), sync_to_thread=False)},
+        guards=[_caller_guard(policy), *([_token_guard(tenancy)] if tenancy.secured else [])],
         before_request=_request_checks(declared),
         cors_config=_cors(policy),
         exception_handlers={HTTPException: _http_error, Exception: _unexpected},
-        openapi_config=_openapi(bool(api_token)),
+        openapi_config=_openapi(tenancy.secured),
         request_max_body_size=MAX_BODY_BYTES,
         logging_config=None,  # the host process owns logging; failures go to the "agent_memory.rest" logger
         debug=False,
@@ -811,18 +830,19 @@ def run_rest(settings: Settings, host: str = "127.0.0.1", port: int = 8080, api_
 
     from agent_memory.entrypoints.bootstrap import build_service
 
+    tenancy = Tenancy.of(settings, api_token)
     # no token is a promise that only this machine's users reach the server: refused, not logged, elsewhere
-    refusal = refuse_open_bind(host, api_token, "the REST API")
+    refusal = refuse_open_bind(host, "token" if tenancy.secured else None, "the REST API")
     if refusal is not None:
         return _startup_failure(refusal)
-    match build_service(settings):
+    match build_service(settings).bind(lambda built: tenancy.services(built).map(lambda _: built)):
         case Success(service):
             app = build_app(
                 service,
-                api_token=api_token,
                 host=host,
                 allowed_hosts=settings.allowed_hosts,
                 allowed_origins=settings.allowed_origins,
+                tenancy=tenancy,
             )
         case Failure(error):
             return _startup_failure(error)

@@ -14,6 +14,7 @@ from returns.result import Failure, Result, Success
 
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
 from agent_memory.domain.model import check_store_name
+from agent_memory.domain.tenancy import check_pin, within
 
 BACKENDS = ("chroma", "qdrant", "files")
 
@@ -97,6 +98,47 @@ def _origins(_i: object, attribute: Any, value: tuple[str, ...]) -> None:
             )
 
 
+def _pin(value: object) -> tuple[str, ...] | None:
+    """The namespace a server is pinned to ('user/alice' or a list of labels); never empty."""
+    if value is None:
+        return None
+    try:
+        return check_pin(value)
+    except InvalidValue as error:
+        raise InvalidValue(f"namespace: {error.message}") from None
+
+
+TokenNamespaces = tuple[tuple[str, tuple[str, ...]], ...]
+
+
+def _token_namespaces(value: object) -> TokenNamespaces:
+    """Per-token namespaces: 'tokenA=user/alice,tokenB=user/bob' (the environment), a table {token = namespace}
+    or a list of 'token=namespace' (the config file). Messages never repeat a token."""
+    if isinstance(value, Mapping):
+        pairs = [(str(token), raw) for token, raw in value.items()]
+    else:
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, list | tuple) or not all(isinstance(item, str) for item in items):
+            raise InvalidValue("api_tokens: give 'token=namespace' pairs separated by commas, like tokA=user/alice.")
+        pairs = []
+        for item in (entry.strip() for entry in items if entry.strip()):
+            token, equals, raw = item.partition("=")
+            if not equals:
+                raise InvalidValue(f"api_tokens: entry {len(pairs) + 1} has no '=': give token=namespace.")
+            pairs.append((token, raw))
+    checked: list[tuple[str, tuple[str, ...]]] = []
+    for number, (token, raw) in enumerate(pairs, start=1):
+        if not token.strip() or any(c.isspace() or ord(c) < 32 for c in token):
+            raise InvalidValue(f"api_tokens: entry {number} has an empty token or one with spaces.")
+        try:
+            checked.append((token, check_pin(raw)))
+        except InvalidValue as error:
+            raise InvalidValue(f"api_tokens: entry {number}'s namespace: {error.message}") from None
+    if len({token for token, _ in checked}) != len(checked):
+        raise InvalidValue("api_tokens: a token is given twice.")
+    return tuple(checked)
+
+
 @frozen(kw_only=True)
 class Settings:
     """Everything the composition root needs to build the product; immutable once loaded."""
@@ -116,6 +158,17 @@ class Settings:
     # the HTTP doors (REST, MCP over HTTP): extra Host names and browser origins they answer (http_safety.py)
     allowed_hosts: tuple[str, ...] = field(default=(), converter=_names, validator=_hosts)
     allowed_origins: tuple[str, ...] = field(default=(), converter=_names, validator=_origins)
+    # tenancy of the servers (REST, MCP): the namespace they are pinned to, and per-token namespaces (tenancy.py)
+    namespace: tuple[str, ...] | None = field(default=None, converter=_pin)
+    api_tokens: TokenNamespaces = field(default=(), converter=_token_namespaces, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        for number, (_token, namespace) in enumerate(self.api_tokens, start=1):
+            if self.namespace is not None and not within(namespace, self.namespace):
+                raise InvalidValue(
+                    f"api_tokens: entry {number}'s namespace {'/'.join(namespace)} is outside the server's "
+                    f"namespace {'/'.join(self.namespace)}: a token can only narrow it."
+                )
 
 
 # setting name -> environment variables that set it (first one found wins)
@@ -134,6 +187,8 @@ ENVIRONMENT: Mapping[str, tuple[str, ...]] = {
     "default_limit": ("MEMORY_DEFAULT_LIMIT", "DEFAULT_LIMIT"),
     "allowed_hosts": ("MEMORY_ALLOWED_HOSTS",),
     "allowed_origins": ("MEMORY_ALLOWED_ORIGINS",),
+    "namespace": ("MEMORY_NAMESPACE",),
+    "api_tokens": ("MEMORY_API_TOKENS",),
 }
 
 _PARSERS: Mapping[str, Callable[[Any], Any]] = {

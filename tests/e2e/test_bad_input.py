@@ -38,6 +38,13 @@ def test_a_malformed_id_is_not_found(cli: MemoryCli) -> None:
         assert cli.fails(command, "not a uuid at all") == {"error": "Memory not found", "code": "MEMORY_NOT_FOUND"}
 
 
+def test_traversal_on_reads_is_invalid_path(cli: MemoryCli) -> None:
+    # issue 12: reads answered MEMORY_NOT_FOUND for a path that can never be in a store
+    for bad in ("../../etc/passwd",):
+        for args in (["get", bad], ["delete", bad], ["move", bad, "notes/y"], ["update", bad, "--content", "x"]):
+            assert cli.fails(*args)["code"] == "INVALID_PATH", args
+
+
 def test_oversized_content_is_refused_and_stores_nothing(cli: MemoryCli) -> None:
     error = cli.fails("create", "-", stdin="x" * 200_000)  # argv cannot carry 200 KB: stdin can
     assert "the limit is 100000" in error["error"]

@@ -765,8 +765,8 @@ def test_brackets_inside_strings_do_not_count_as_nesting(client: TestClient[Any]
         ("GET", "/memories", "namepsace=user/bob", None),
         ("GET", "/memories/prefs/editor", "namespace=user/alice&namespace=user/bob", None),
         ("GET", "/memories", "store=default&store=work", None),
-        ("DELETE", "/categories/prefs", "namespace=user/bob", None),
-        ("POST", "/prune", "namespace=user/bob", None),
+        ("DELETE", "/categories/prefs", "namepsace=user/bob", None),
+        ("POST", "/prune", "namepsace=user/bob", None),
         ("GET", "/health", "x=1", None),
     ],
 )

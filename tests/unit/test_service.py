@@ -119,12 +119,19 @@ def test_get_computes_confidence_at_read_time_without_reinforcing(service: Memor
     assert service.get(memory_id).unwrap().memory.last_reinforced_at is None
 
 
-@pytest.mark.parametrize("bad_id", ["invalid-id", "", "123", "../../etc/passwd", "/etc/passwd"])
+@pytest.mark.parametrize("bad_id", ["invalid-id", "", "123"])
 def test_get_with_a_malformed_reference_is_not_found_and_says_why(service: MemoryService, bad_id: str) -> None:
     result = service.get(bad_id)
     assert code_of(result) is ErrorCode.MEMORY_NOT_FOUND
     assert result.failure().message == "Memory not found"
     assert "neither a memory id" in (result.failure().cause or "")
+
+
+@pytest.mark.parametrize("bad_path", ["../../etc/passwd", "/etc/passwd", "notes/../../x", "notes\\x"])
+def test_a_read_by_a_path_that_leaves_the_store_is_invalid_path(service: MemoryService, bad_path: str) -> None:
+    # issue 12: traversal on reads answered MEMORY_NOT_FOUND, as if such a path could hold a memory
+    assert code_of(service.get(bad_path)) is ErrorCode.INVALID_PATH
+    assert code_of(service.remove(bad_path)) is ErrorCode.INVALID_PATH
 
 
 def test_get_missing_and_deleted_memories_are_not_found(service: MemoryService) -> None:
