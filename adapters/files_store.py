@@ -895,14 +895,20 @@ class FilesVectorStore:
         return self.index.embedding_model()
 
     def problems(self) -> Result[tuple[str, ...], DomainError]:
-        """The files a full walk had to skip, each with what is wrong and how to fix it."""
+        """The files a full walk had to skip (each with what is wrong and how to fix it), or else an index
+        that does not hold every file."""
 
         def walk() -> tuple[str, ...]:
-            self.files.records()
-            return tuple(
+            records = self.files.records()
+            skipped = tuple(
                 f"{why} (skipped until fixed; then run `memory reindex`)"
                 for _, why in sorted(self.files.damaged.items())
             )
+            indexed = _value(self.index.count())
+            if skipped or indexed == len(records):
+                return skipped
+            # the files are the record; an index that lost some (or was deleted) finds nothing for them
+            return (f"The search index holds {indexed} of the {len(records)} memory files: run `memory reindex`.",)
 
         return self._guard("read the memory files", walk)
 

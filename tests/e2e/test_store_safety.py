@@ -178,3 +178,17 @@ def test_reindex_never_leaves_two_hand_made_files_at_one_path(tmp_path: Path) ->
     assert cli.ok("get", moved)["content"] == "the second note\n"
     assert sorted(m["path"] for m in cli.ok("list", "notes")["memories"]) == ["notes/my-note", moved]
     assert "renamed" not in cli.ok("reindex")  # settled
+
+
+def test_a_deleted_files_index_is_reported_not_silently_empty(tmp_path: Path) -> None:
+    import shutil
+
+    cli = MemoryCli(tmp_path, "files")
+    kept = cli.ok("add", "notes/otters", "--content", "otters hold hands while sleeping")
+    shutil.rmtree(Path(cli.env["MEMORY_DATA_DIR"]) / "files-index")
+    status = cli.ok("status")
+    assert status["status"] == "degraded"
+    assert status["problems"] == ["The search index holds 0 of the 1 memory files: run `memory reindex`."]
+    cli.ok("reindex")
+    assert cli.ok("status")["status"] == "healthy"
+    assert cli.ok("search", "otters", "--mode", "semantic")["results"][0]["id"] == kept["id"]
