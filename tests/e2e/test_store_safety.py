@@ -27,7 +27,8 @@ def test_export_import_keeps_content_with_unicode_line_separators(cli: MemoryCli
     tricky = "Line one\u2028line two\u2029paragraph\u0085next-line\r\nwindows\nunix"
     created = cli.ok("create", "-", stdin=tricky)
     exported = cli("export")
-    assert exported.code == 0 and len(exported.stdout.strip().split("\n")) == 1
+    lines = exported.stdout.strip().split("\n")
+    assert exported.code == 0 and len(lines) == 2 and '"kind": "store"' in lines[0]  # the store, then the memory
     assert all(char not in exported.stdout for char in "\u2028\u2029\u0085")  # escaped, so no reader splits there
     target = MemoryCli(tmp_path / "other", cli.backend, {k: v for k, v in cli.env.items() if k.startswith("CHROMA")})
     target.env["MEMORY_COLLECTION"] = cli.env.get("MEMORY_COLLECTION", "memories") + "-copy"
