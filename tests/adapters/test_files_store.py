@@ -341,18 +341,21 @@ def test_unknown_keys_survive_update_and_move(service: MemoryService, root: Path
         (b"\xff\xfe not utf-8", None),
     ],
 )
-def test_a_malformed_file_is_a_clear_error_naming_it(
+def test_a_malformed_file_is_skipped_and_named_by_status_never_failing_the_store(
     service: MemoryService, root: Path, raw: bytes, code: str | None
 ) -> None:
     healthy = ok(service.add(CreateMemory(content="fine", path="notes/fine"))).memory  # type: ignore[attr-defined]
-    (root / "default" / "notes" / "broken.md").write_bytes(raw)
-    for result in (service.list(), service.list("notes"), service.reindex(), service.get("notes/broken")):
-        error = failed(result, ErrorCode.INVALID_INPUT)
-        assert error.path == "notes/broken.md"
-        assert "'notes/broken.md'" in error.message
-        assert code is None or error.cause == code
+    broken = root / "default" / "notes" / "broken.md"
+    broken.write_bytes(raw)
+    for listing in (service.list(), service.list("notes")):
+        assert [view.memory.id for view in ok(listing).memories] == [healthy.id]  # type: ignore[attr-defined]
+    assert ok(service.reindex()).memory_count == 1  # type: ignore[attr-defined]
+    (problem,) = ok(service.status()).problems  # type: ignore[attr-defined]
+    assert "'notes/broken.md'" in problem and "memory reindex" in problem
+    assert code is None or code in problem
+    assert broken.read_bytes() == raw  # never rewritten or removed
     assert ok(service.get(healthy.id)).memory == healthy  # type: ignore[attr-defined]
-    assert ok(service.get("notes/fine")).memory == healthy  # type: ignore[attr-defined]  # a path look-up reads only its file
+    assert ok(service.get("notes/fine")).memory == healthy  # type: ignore[attr-defined]
 
 
 def test_two_files_with_one_id_are_a_clear_error(service: MemoryService, root: Path) -> None:

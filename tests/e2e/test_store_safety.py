@@ -76,7 +76,7 @@ def test_a_batch_never_puts_two_live_memories_at_one_path(cli: MemoryCli, tmp_pa
     batch.write_text('{"content": "fresh", "path": "notes/free"}\n{"content": "clash", "path": "notes/taken"}\n')
     assert cli.fails("create", "--jsonl", str(batch))["code"] == "DESTINATION_EXISTS"
     clash = {"id": "1b4e28ba-2fa1-41d2-883f-0016d3cca427", "content": "imported clash", "path": "notes/taken"}
-    exported = json.loads(cli("export").stdout.strip().split("\n")[0])
+    exported = next(row for row in map(json.loads, cli("export").stdout.strip().split("\n")) if "kind" not in row)
     assert cli.fails("import", stdin=json.dumps({**exported, **clash}) + "\n")["code"] == "DESTINATION_EXISTS"
     assert cli.ok("get", "notes/taken")["content"] == "first"
     assert cli.ok("status")["memory_count"] == 1
