@@ -21,6 +21,7 @@ import os
 import platform
 import queue
 import random
+import re
 import shutil
 import socket
 import subprocess
@@ -1176,7 +1177,7 @@ def sse_messages(response: httpx.Response) -> list[Any]:
     """The JSON-RPC messages of a response: a JSON body, or the `data:` lines of a server-sent event stream."""
     if response.headers.get("content-type", "").startswith("text/event-stream"):
         found = []
-        for line in response.text.splitlines():
+        for line in re.split(r"\r\n|\r|\n", response.text):  # SSE lines; not str.splitlines (U+2028 is text)
             if line.startswith("data:"):
                 with suppress(ValueError):
                     found.append(json.loads(line[5:]))
