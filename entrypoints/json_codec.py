@@ -30,9 +30,15 @@ def iso_z(moment: datetime) -> str:
 
 
 def parse_iso(raw: str | datetime) -> datetime:
-    """An ISO 8601 timestamp (Z or offset; naive means UTC) as an aware UTC datetime; ValueError if not."""
+    """An ISO 8601 timestamp (Z or offset; naive means UTC) as an aware UTC datetime; ValueError if not, or if
+    it falls outside the years 1–9999 once in UTC (9999-12-31T23:59:59-14:00)."""
     moment = raw if isinstance(raw, datetime) else datetime.fromisoformat(str(raw).strip().replace("Z", "+00:00"))
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{raw} cannot be expressed in UTC: give a timestamp between 0001 and 9999.") from None
 
 
 def _make_converter() -> Converter:

@@ -16,6 +16,10 @@ pytestmark = pytest.mark.slow
         (["create", "x", "--format", "yaml"], "invalid choice: 'yaml'"),
         (["create", ""], "Content is empty"),
         (["create", "   "], "Content is empty"),
+        (
+            ["create", "x", "--expires-at", "9999-12-31T23:59:59-14:00"],
+            "in the years 0001–9999 (UTC)",
+        ),  # was INTERNAL_ERROR
         (["search", "x", "--limit", "many"], "invalid int value"),
         (["search", "x", "--limit", "0"], "limit must be between"),
         (["search", "x", "--min-confidence", "2"], "min-confidence must be between 0 and 1"),
