@@ -386,7 +386,14 @@ class Tally:
             body["statuses"] = dict(sorted(self.statuses.items()))
         if self.codes:
             body["tool_error_codes"] = dict(sorted(self.codes.items()))
-        failed = tracebacks or body["unanswered"] or strays or counts.get("5xx", 0) or extra.get("server_exit")
+        failed = (
+            tracebacks
+            or body["unanswered"]
+            or strays
+            or counts.get("5xx", 0)
+            or counts.get("internal_errors", 0)
+            or extra.get("server_exit")
+        )
         body["ok"] = not failed
         return body
 
@@ -935,6 +942,10 @@ def mcp_answer_counts(tally: Tally, answer: dict[str, Any], describe: str) -> di
         if result.get("isError"):
             first = next((item.get("text", "") for item in result["content"] if isinstance(item, dict)), "")
             tally.codes[first.split(":", 1)[0][:40] if ":" in first else first[:40]] += 1
+            if not re.match(r"[A-Z_]+: ", first) and not first.startswith("Unknown tool"):
+                tally.add("uncoded_tool_errors")  # the SDK's words for an exception a tool let out
+                tally.add("internal_errors")
+                tally.example("uncoded_tool_error", f"{short(first)} <- {describe}")
         return result
     tally.add("other_results")
     return result if isinstance(result, dict) else None
@@ -1495,6 +1506,9 @@ def fuzz_cli(requests: int, seed: int, max_seconds: float) -> dict[str, Any]:
                 tally.example("traceback", f"{describe}: {short(done.stderr[-600:].decode(errors='replace'))}")
             if done.returncode not in (0, 1):
                 tally.example(f"exit_{done.returncode}", describe)
+            if b'"code": "INTERNAL_ERROR"' in done.stderr:
+                tally.add("internal_errors")  # an exception the CLI caught last: a bug, even without a traceback
+                tally.example("internal_error", f"{describe}: {short(done.stderr.decode(errors='replace'))}")
             if done.returncode == 1 and not json_lines(done.stderr):
                 tally.add("non_json_errors")
                 tally.example("non_json_error", f"{describe}: {short(done.stderr.decode(errors='replace'))}")
