@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,6 +22,20 @@ from agent_memory.domain.views import (
     Status,
     StoreSummary,
 )
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    """Whether a string, or any key or string inside JSON-like lists and dicts, holds a lone surrogate: bytes that
+    were not UTF-8 (decoded with surrogateescape) or a JSON escape like \\ud800. No storage or model can take one."""
+    if isinstance(value, str):
+        return bool(_SURROGATE.search(value))
+    if isinstance(value, dict):
+        return any(has_lone_surrogate(k) or has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(has_lone_surrogate(item) for item in value)
+    return False
 
 
 def iso_z(moment: datetime) -> str:

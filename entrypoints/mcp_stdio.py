@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 
 from agent_memory.entrypoints.http_safety import MAX_JSON_DEPTH, json_depth
+from agent_memory.entrypoints.json_codec import has_lone_surrogate
 
 # the tool name a refused request is rewritten to call; the server answers it with the reason (mcp_server._Server)
 REFUSED_TOOL = "agent_memory.refused"
@@ -31,7 +32,7 @@ def refusal(line: str) -> str | None:
         message = json.loads(line)
     except (ValueError, RecursionError):
         return None  # not JSON at all: the SDK reports it (there is no id to answer)
-    if _has_lone_surrogate(message):
+    if has_lone_surrogate(message):
         return "The request holds a lone surrogate escape (\\ud800–\\udfff): send valid Unicode text."
     if _unreadable_request(message):
         return (
@@ -54,16 +55,6 @@ def _unreadable_request(message: Any) -> bool:
         types.jsonrpc_message_adapter.validate_python(message, by_name=False)
     except ValueError:  # pydantic's ValidationError
         return True
-    return False
-
-
-def _has_lone_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        return bool(_SURROGATE.search(value))
-    if isinstance(value, dict):
-        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_lone_surrogate(item) for item in value)
     return False
 
 
