@@ -782,7 +782,12 @@ def fuzz_rest(requests: int, seed: int, max_seconds: float) -> dict[str, Any]:
 def rest_one(pool: httpcore.ConnectionPool, port: int, request: RestRequest, tally: Tally) -> None:
     tally.add("requests")
     try:
-        status, raw = rest_send(pool, port, request, patience(tally))
+        try:
+            status, raw = rest_send(pool, port, request, patience(tally))
+        except (httpcore.NetworkError, httpcore.RemoteProtocolError):
+            # a kept-alive connection the server closed after an earlier answer: once more on a new one
+            tally.add("resent_on_a_new_connection")
+            status, raw = rest_send(pool, port, request, patience(tally))
     except (httpcore.LocalProtocolError, UnicodeEncodeError, ValueError) as error:
         tally.add("not_sendable")  # the client itself refused to put it on the wire: not a request
         tally.add("requests", -1)
@@ -1305,7 +1310,11 @@ def http_one(mcp: HttpMcp, gen: Gen, ids: RpcIds, fuzzer: McpFuzzer, tally: Tall
             with mcp.client.stream("GET", mcp.url, headers={**headers, "Accept": "text/event-stream"}) as response:
                 status, messages, text = response.status_code, [], ""
         else:
-            response = mcp.client.request(method, mcp.url, content=body, headers=headers, timeout=patience(tally))
+            try:
+                response = mcp.client.request(method, mcp.url, content=body, headers=headers, timeout=patience(tally))
+            except (httpx.NetworkError, httpx.RemoteProtocolError):
+                tally.add("resent_on_a_new_connection")  # a kept-alive connection closed after an earlier answer
+                response = mcp.client.request(method, mcp.url, content=body, headers=headers, timeout=patience(tally))
             status, messages, text = response.status_code, sse_messages(response), response.text
     except httpx.TimeoutException as error:
         tally.add("unanswered")
