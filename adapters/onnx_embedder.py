@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -28,6 +29,10 @@ _MODEL_FILE = "model.onnx"
 # the model's own tokenizer.json ships inside this package (adapters/models/…, Apache-2.0; see NOTICE)
 _TOKENIZER_FILE = Path(__file__).parent / "models" / "all-MiniLM-L6-v2" / "tokenizer.json"
 _ORT_QUIET = 3  # onnxruntime log severity: errors and above only
+# onnxruntime (1.2x+ on Linux) starts its telemetry when imported: a device id and an event database under
+# ~/.cache/Microsoft/DeveloperTools and a `.ses` file in $TMPDIR. Off unless the user turned it on: the product
+# runs offline and writes nothing outside its data directory. Set before the first `import onnxruntime`.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 # onnxruntime raises its own classes, none of them a RuntimeError; not every version has every one.
 _ORT_ERROR_NAMES = (
     "Fail",

@@ -31,6 +31,13 @@ def _settings_flags(args: Any) -> dict[str, object]:
 
 def run(argv: Sequence[str]) -> int:
     """Run one command and return its exit code; every failure is a JSON object on stderr."""
+    from agent_memory.entrypoints.json_codec import has_lone_surrogate
+
+    broken = next((number for number, arg in enumerate(argv, start=1) if has_lone_surrogate(arg)), None)
+    if broken is not None:  # bytes that were not UTF-8, decoded by Python with surrogateescape
+        return _fail(
+            {"error": f"Argument {broken} is not valid UTF-8: pass text encoded as UTF-8.", "code": "INVALID_INPUT"}
+        )
     try:
         args = build_parser().parse_args(list(argv))
     except UsageError as error:

@@ -17,7 +17,7 @@ from agent_memory.domain.service import MemoryService
 from agent_memory.domain.transfer import StoreOutline
 from agent_memory.entrypoints import json_codec as out
 from agent_memory.entrypoints import text_format as text
-from agent_memory.entrypoints.json_codec import JSON
+from agent_memory.entrypoints.json_codec import JSON, has_lone_surrogate
 
 Payload = dict[str, Any]
 Outcome = Result[Payload, DomainError]
@@ -27,7 +27,22 @@ Handler = Callable[[MemoryService, argparse.Namespace], Outcome]
 def _read_stdin(what: str) -> Result[str, DomainError]:
     if sys.stdin is None or sys.stdin.isatty():
         return Failure(invalid_input(f"No {what} given: pass it as an argument or pipe it on stdin."))
-    return Success(sys.stdin.read())
+    return _utf8(sys.stdin.read(), f"The {what} on stdin")
+
+
+def _read_file(path: str) -> Result[str, DomainError]:
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as handle:
+            return _utf8(handle.read(), path)
+    except OSError as error:
+        return Failure(invalid_input(f"Cannot read {path}: {error.strerror}."))
+
+
+def _utf8(body: str, where: str) -> Result[str, DomainError]:
+    """Text read as UTF-8 with surrogateescape: bytes that were not UTF-8 are an error, never stored or embedded."""
+    if has_lone_surrogate(body):
+        return Failure(invalid_input(f"{where} is not valid UTF-8: send text encoded as UTF-8."))
+    return Success(body)
 
 
 def _namespace(raw: str | None) -> tuple[str, ...]:
@@ -64,14 +79,7 @@ def create(service: MemoryService, args: argparse.Namespace) -> Outcome:
 
 def _create_jsonl(service: MemoryService, args: argparse.Namespace) -> Outcome:
     """Many memories in one batch: one JSON object per line with the fields of `create`."""
-    if args.jsonl == "-":
-        source = _read_stdin("JSON Lines")
-    else:
-        try:
-            with open(args.jsonl, encoding="utf-8") as handle:
-                source = Success(handle.read())
-        except OSError as error:
-            source = Failure(invalid_input(f"Cannot read {args.jsonl}: {error.strerror}."))
+    source = _read_stdin("JSON Lines") if args.jsonl == "-" else _read_file(args.jsonl)
     return (
         source.bind(lambda body: _commands_from_jsonl(body, getattr(args, "store", None)))
         .bind(lambda commands: service.create_many(commands))
@@ -120,6 +128,8 @@ def _commands_from_jsonl(body: str, store: str | None) -> Result[list[CreateMemo
             item = json.loads(line)
         except json.JSONDecodeError as error:
             return Failure(invalid_input(f"Line {number} is not valid JSON: {error.msg}."))
+        if has_lone_surrogate(item):
+            return Failure(invalid_input(f"Line {number} holds a lone surrogate escape (\\ud800–\\udfff)."))
         if not isinstance(item, dict) or not isinstance(item.get("content"), str):
             return Failure(invalid_input(f"Line {number} must be a JSON object with a 'content' string."))
         unknown = sorted(set(item) - _JSONL_FIELDS)
@@ -301,14 +311,7 @@ def _write_file(target: str, outlines: list[str], memories: list[str]) -> Outcom
 
 
 def import_(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    if args.input == "-":
-        body = _read_stdin("JSON Lines")
-    else:
-        try:
-            with open(args.input, encoding="utf-8") as handle:
-                body = Success(handle.read())
-        except OSError as error:
-            body = Failure(invalid_input(f"Cannot read {args.input}: {error.strerror}."))
+    body = _read_stdin("JSON Lines") if args.input == "-" else _read_file(args.input)
     target = getattr(args, "store", None)
     return body.bind(lambda text_: _records_from_jsonl(text_, target)).bind(
         lambda records: service.import_outlines(records[0]).bind(
@@ -336,6 +339,8 @@ def _records_from_jsonl(body: str, store: str | None) -> Result[tuple[list[Store
             item = json.loads(line)
             if not isinstance(item, dict):
                 return Failure(invalid_input(f"Line {number} is not a JSON object."))
+            if has_lone_surrogate(item):
+                return Failure(invalid_input(f"Line {number} holds a lone surrogate escape (\\ud800–\\udfff)."))
             if "kind" in item:
                 outline = _outline_from(item, number)
                 if isinstance(outline, Failure):

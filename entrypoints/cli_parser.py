@@ -29,7 +29,9 @@ def timestamp(raw: str) -> datetime:
     try:
         return parse_iso(raw)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{raw!r} is not an ISO 8601 timestamp like 2026-12-31T23:59:00Z") from None
+        raise argparse.ArgumentTypeError(
+            f"{raw!r} is not an ISO 8601 timestamp in the years 0001–9999 (UTC) like 2026-12-31T23:59:00Z"
+        ) from None
 
 
 def _common(parser: argparse.ArgumentParser) -> None:

@@ -56,7 +56,9 @@ def host_name(header: str) -> str | None:
 
 
 def _is_port(text: str) -> bool:
-    return text.startswith(":") and text[1:].isdigit() and len(text) <= 6
+    # ASCII digits up to 65535: a URL parser raises on anything else ('localhost:99999' made REST answer 500)
+    digits = text[1:]
+    return text.startswith(":") and digits.isascii() and digits.isdigit() and len(digits) <= 5 and int(digits) <= 65535
 
 
 def _origin_key(origin: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +23,20 @@ from agent_memory.domain.views import (
     StoreSummary,
 )
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    """Whether a string, or any key or string inside JSON-like lists and dicts, holds a lone surrogate: bytes that
+    were not UTF-8 (decoded with surrogateescape) or a JSON escape like \\ud800. No storage or model can take one."""
+    if isinstance(value, str):
+        return bool(_SURROGATE.search(value))
+    if isinstance(value, dict):
+        return any(has_lone_surrogate(k) or has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(has_lone_surrogate(item) for item in value)
+    return False
+
 
 def iso_z(moment: datetime) -> str:
     """ISO 8601 in UTC with a Z suffix, microseconds kept when present."""
@@ -30,9 +45,15 @@ def iso_z(moment: datetime) -> str:
 
 
 def parse_iso(raw: str | datetime) -> datetime:
-    """An ISO 8601 timestamp (Z or offset; naive means UTC) as an aware UTC datetime; ValueError if not."""
+    """An ISO 8601 timestamp (Z or offset; naive means UTC) as an aware UTC datetime; ValueError if not, or if
+    it falls outside the years 1–9999 once in UTC (9999-12-31T23:59:59-14:00)."""
     moment = raw if isinstance(raw, datetime) else datetime.fromisoformat(str(raw).strip().replace("Z", "+00:00"))
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{raw} cannot be expressed in UTC: give a timestamp between 0001 and 9999.") from None
 
 
 def _make_converter() -> Converter:

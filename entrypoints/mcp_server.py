@@ -146,7 +146,11 @@ def _timestamp(name: str, raw: str | None) -> Result[datetime | None, DomainErro
     try:
         return Success(out.parse_iso(raw))
     except ValueError:
-        return Failure(invalid_input(f"{name} {raw!r} is not an ISO 8601 timestamp like 2026-12-31T23:59:00Z."))
+        return Failure(
+            invalid_input(
+                f"{name} {raw!r} is not an ISO 8601 timestamp in the years 0001–9999 (UTC) like 2026-12-31T23:59:00Z."
+            )
+        )
 
 
 def _labels(raw: list[str] | None) -> tuple[str, ...] | None:

@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 
 from agent_memory.entrypoints.http_safety import MAX_JSON_DEPTH, json_depth
+from agent_memory.entrypoints.json_codec import has_lone_surrogate
 
 # the tool name a refused request is rewritten to call; the server answers it with the reason (mcp_server._Server)
 REFUSED_TOOL = "agent_memory.refused"
@@ -20,7 +21,8 @@ _TOP_ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 
 
 def refusal(line: str) -> str | None:
-    """Why the SDK would leave this request unanswered (bad UTF-8, a lone surrogate, deep nesting); None if fine."""
+    """Why the SDK would leave this request unanswered (bad UTF-8, a lone surrogate, deep nesting, a request that is
+    not valid JSON-RPC); None if fine."""
     if _SURROGATE.search(line):  # undecodable bytes arrive as lone surrogates (surrogateescape)
         return "The request is not valid UTF-8: send JSON encoded as UTF-8."
     raw = line.encode("utf-8", "surrogateescape")
@@ -30,18 +32,29 @@ def refusal(line: str) -> str | None:
         message = json.loads(line)
     except (ValueError, RecursionError):
         return None  # not JSON at all: the SDK reports it (there is no id to answer)
-    if _has_lone_surrogate(message):
+    if has_lone_surrogate(message):
         return "The request holds a lone surrogate escape (\\ud800–\\udfff): send valid Unicode text."
+    if _unreadable_request(message):
+        return (
+            'The request is not valid JSON-RPC 2.0: it needs "jsonrpc": "2.0", a string "method" and, if any, '
+            '"params" as an object.'
+        )
     return None
 
 
-def _has_lone_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        return bool(_SURROGATE.search(value))
-    if isinstance(value, dict):
-        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_lone_surrogate(item) for item in value)
+def _unreadable_request(message: Any) -> bool:
+    """A request (a method and an integer or string id) the SDK cannot validate: it would drop it unanswered."""
+    if not isinstance(message, dict) or "method" not in message:
+        return False
+    identifier = message.get("id")
+    if isinstance(identifier, bool) or not isinstance(identifier, int | str):
+        return False  # no id to answer with: a notification, or an id no answer could carry
+    from mcp import types
+
+    try:
+        types.jsonrpc_message_adapter.validate_python(message, by_name=False)
+    except ValueError:  # pydantic's ValidationError
+        return True
     return False
 
 

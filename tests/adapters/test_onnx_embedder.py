@@ -242,3 +242,19 @@ def test_concurrent_first_calls_load_the_model_once() -> None:
         thread.join()
     assert len(loads) == 1
     assert all(isinstance(r, Success) for r in results) and len(results) == 4
+
+
+@pytest.mark.slow
+def test_embedding_writes_nothing_in_home_or_the_temporary_directory(tmp_path: Path) -> None:
+    # onnxruntime's telemetry, on unless ORT_DISABLE_TELEMETRY is set before its import, wrote a device id and an
+    # event database under ~/.cache/Microsoft and a `.ses` file in $TMPDIR (found by bench/fuzz.py)
+    home, temporary = tmp_path / "home", tmp_path / "tmp"
+    home.mkdir()
+    temporary.mkdir()
+    code = (
+        "from agent_memory.adapters.onnx_embedder import OnnxMiniLMEmbedder\n"
+        "assert len(OnnxMiniLMEmbedder().embed_query('hello').unwrap()) == 384\n"
+    )
+    env = {"PATH": "", "HOME": str(home), "TMPDIR": str(temporary), "XDG_CACHE_HOME": str(home / ".cache")}
+    subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert sorted(path.relative_to(tmp_path).as_posix() for path in tmp_path.rglob("*")) == ["home", "tmp"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.e2e.conftest import MemoryCli
@@ -16,6 +18,10 @@ pytestmark = pytest.mark.slow
         (["create", "x", "--format", "yaml"], "invalid choice: 'yaml'"),
         (["create", ""], "Content is empty"),
         (["create", "   "], "Content is empty"),
+        (
+            ["create", "x", "--expires-at", "9999-12-31T23:59:59-14:00"],
+            "in the years 0001–9999 (UTC)",
+        ),  # was INTERNAL_ERROR
         (["search", "x", "--limit", "many"], "invalid int value"),
         (["search", "x", "--limit", "0"], "limit must be between"),
         (["search", "x", "--min-confidence", "2"], "min-confidence must be between 0 and 1"),
@@ -68,3 +74,18 @@ def test_a_broken_config_file_is_a_json_error(cli: MemoryCli, tmp_path: object) 
 
 def test_a_bad_environment_value_is_a_json_error(cli: MemoryCli) -> None:
     assert "CHROMADB_PORT must be a whole number" in cli.fails("status", env={"CHROMADB_PORT": "eighty"})["error"]
+
+
+def test_text_that_is_not_utf8_is_invalid_input_and_stores_nothing(cli: MemoryCli, tmp_path: Path) -> None:
+    # found by bench/fuzz.py: bytes that are not UTF-8 reached the tokenizer and came back as INTERNAL_ERROR
+    not_utf8 = "caf\udce9"  # b"caf\xe9" on the command line (Python decodes argv with surrogateescape)
+    for args in (["create", not_utf8], ["add", "notes/a", "--content", not_utf8], ["search", not_utf8]):
+        error = cli.fails(*args)
+        assert error["code"] == "INVALID_INPUT" and "not valid UTF-8" in error["error"], args
+    lines = tmp_path / "bad.jsonl"
+    lines.write_bytes(b'{"content": "caf\xe9"}\n')
+    assert "not valid UTF-8" in cli.fails("import", str(lines))["error"]
+    assert "not valid UTF-8" in cli.fails("create", "--jsonl", str(lines))["error"]
+    assert "lone surrogate" in cli.fails("create", "--jsonl", "-", stdin='{"content": "a\\ud800"}\n')["error"]
+    assert "lone surrogate" in cli.fails("import", "-", stdin='{"content": "a\\ud800"}\n')["error"]
+    assert cli.ok("status")["memory_count"] == 0

@@ -58,7 +58,7 @@ def tool_call(request_id: int, name: str, arguments: str) -> bytes:
     return (head + f'"arguments": {arguments}}}}}').encode()
 
 
-def test_stdio_answers_lone_surrogates_bad_bytes_and_deep_json_with_errors(tmp_path: Path) -> None:
+def test_stdio_answers_lone_surrogates_bad_bytes_deep_json_and_bad_json_rpc_with_errors(tmp_path: Path) -> None:
     server = RawStdio({**server_env(tmp_path), "MEMORY_BACKEND": "files"})
     try:
         deep = "[" * 20_000 + "]" * 20_000
@@ -66,6 +66,7 @@ def test_stdio_answers_lone_surrogates_bad_bytes_and_deep_json_with_errors(tmp_p
             2: tool_call(2, "get_memory", '{"path_or_id": "notes/\\ud800"}'),
             3: tool_call(3, "search_memory", '{"query": "x", "user_id": "a", "filter": {"a": ' + deep + "}}"),
             4: tool_call(4, "get_memory", '{"path_or_id": "notes/x"}').replace(b"notes/x", b"notes/\xff\xfe"),
+            5: b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": 5}',  # not JSON-RPC (bench/fuzz.py)
         }
         for request_id, line in bad.items():
             server.send(line)
@@ -73,8 +74,8 @@ def test_stdio_answers_lone_surrogates_bad_bytes_and_deep_json_with_errors(tmp_p
             assert answer["id"] == request_id
             assert answer["result"]["isError"] is True
             assert answer["result"]["content"][0]["text"].startswith("INVALID_INPUT")
-        server.send(tool_call(5, "list_stores", "{}"))
-        assert server.answer()["id"] == 5  # and the server still serves
+        server.send(tool_call(6, "list_stores", "{}"))
+        assert server.answer()["id"] == 6  # and the server still serves
     finally:
         stderr = server.close()
     assert "Traceback" not in stderr

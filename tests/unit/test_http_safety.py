@@ -27,6 +27,9 @@ from agent_memory.entrypoints.http_safety import (
         ("a:b", None),
         (":8080", None),
         ("host:99999999", None),
+        ("localhost:99999", None),  # found by bench/fuzz.py: a URL parser raised on it (REST answered 500)
+        ("localhost:65535", "localhost"),
+        ("localhost:\u00b2", None),  # a digit to str.isdigit, not to int()
         ("", None),
     ],
 )

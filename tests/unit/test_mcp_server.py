@@ -207,3 +207,13 @@ def test_mcp_takes_the_token_from_the_flag_or_the_environment(monkeypatch: pytes
     assert seen["api_token"] == "from-env"
     assert run(["mcp", "--transport", "http", "--api-token", "from-flag"]) == 0
     assert seen["api_token"] == "from-flag"
+
+
+@pytest.mark.parametrize("moment", ["9999-12-31T23:59:59-14:00", "0001-01-01T00:00:00+14:00"])
+def test_a_timestamp_outside_utc_years_is_invalid_input_not_an_sdk_error(mcp: Server, moment: str) -> None:
+    # found by bench/fuzz.py: the OverflowError left the tool and the SDK answered "Error executing tool add_memory"
+    added = mcp.text("add_memory", {"path": "notes/late", "content": "x", "expires_at": moment}, error=True)
+    assert added.startswith("INVALID_INPUT: expires_at")
+    mcp.text("add_memory", {"path": "notes/late", "content": "x"}, error=False)
+    updated = mcp.text("update_memory", {"path_or_id": "notes/late", "expires_at": moment}, error=True)
+    assert updated.startswith("INVALID_INPUT: expires_at")

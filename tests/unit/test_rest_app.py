@@ -651,7 +651,17 @@ def test_json_with_a_utf8_charset_and_bodiless_actions_are_accepted(seeded: Test
 
 @pytest.mark.parametrize(
     "host",
-    ["attacker.example", "attacker.example:8080", "127.0.0.1.nip.io", "10.0.0.5:8080", "localhost.evil:80", "", "[::1"],
+    [
+        "attacker.example",
+        "attacker.example:8080",
+        "127.0.0.1.nip.io",
+        "10.0.0.5:8080",
+        "localhost.evil:80",
+        "",
+        "[::1",
+        "localhost:99999",  # found by bench/fuzz.py: a loopback name, but a port no URL can have (was a 500)
+        "[::1]:65536",
+    ],
 )
 def test_a_host_that_is_not_this_server_is_421_on_every_route(service: MemoryService, host: str) -> None:
     # DNS rebinding: a page whose name now resolves to 127.0.0.1 still sends its own name as Host
