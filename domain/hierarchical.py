@@ -49,11 +49,8 @@ class HierarchicalUseCases(UseCaseBase):
             command.store,
             lambda: (
                 place(self.tenant, command.namespace)
-                .bind(
-                    lambda namespace: parse_memory_path(raw_path).bind(
-                        lambda path: self._path_free(path, command.store, namespace).map(lambda _: path)
-                    )
-                )
+                .bind(lambda _: parse_memory_path(raw_path))
+                # create_many refuses a taken path (per namespace) under the same lock: one check, not two
                 .bind(lambda path: self.create_many([evolve(command, path=str(path))]))
                 .map(lambda views: views[0])
             ),
@@ -120,8 +117,8 @@ class HierarchicalUseCases(UseCaseBase):
                 return Success(self._view(memory))
             moved = evolve(memory, path=target, updated_at=self.clock.now())
             return (
-                self._path_free(target, memory.store, memory.namespace)
-                .bind(lambda _: self._open(memory.store, create=False))
+                self._open(memory.store, create=False)
+                .bind(lambda opened: self._paths_free(opened, [moved]))
                 .bind(lambda opened: opened.update_metadata([moved]))
                 .bind(lambda _: self._reindex_words(memory, moved))
                 .map(lambda _: self._view(moved))
@@ -135,25 +132,6 @@ class HierarchicalUseCases(UseCaseBase):
                 )
             ),
         )
-
-    def _path_free(self, path: MemoryPath, store: str | None, namespace: tuple[str, ...]) -> Result[None, DomainError]:
-        """Paths are unique per namespace: only a live memory of this very namespace takes one."""
-
-        def check(found: list[Memory]) -> Result[None, DomainError]:
-            if any(m.namespace == namespace for m in found):
-                return Failure(
-                    DomainError(
-                        ErrorCode.DESTINATION_EXISTS,
-                        f"A memory already exists at '{path}': update it, or choose another path.",
-                        path=str(path),
-                    )
-                )
-            return Success(None)
-
-        opened = self._open(store, create=False)
-        if isinstance(opened, Failure) and opened.failure().code is ErrorCode.STORE_NOT_FOUND:
-            return Success(None)  # a store that does not exist yet holds no path
-        return opened.bind(lambda s: s.scan(MemoryFilter(path=path, namespace=namespace))).bind(check)
 
     # --- list / recent / prune ----------------------------------------------------------------
 
