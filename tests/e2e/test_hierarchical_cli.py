@@ -69,7 +69,9 @@ def test_update_content_metadata_expiry_and_citations(cli: MemoryCli) -> None:
 def test_remove_move_recent_prune(cli: MemoryCli) -> None:
     cli.ok("add", "inbox/idea", "--content", "an idea")
     cli.ok("add", "archive/taken", "--content", "taken")
-    assert "already exists" in cli.fails("move", "inbox/idea", "archive/taken")["error"]
+    refused = cli.fails("move", "inbox/idea", "archive/taken")
+    assert refused["code"] == "DESTINATION_EXISTS"
+    assert "Path 'archive/taken' is taken" in refused["error"]
     moved = cli.ok("move", "inbox/idea", "archive/idea")
     assert moved["path"] == "archive/idea"
     assert [m["path"] for m in cli.ok("recent", "--limit", "1")["memories"]] == ["archive/idea"]
