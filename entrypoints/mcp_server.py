@@ -765,6 +765,8 @@ def run_mcp(
 def _serve_http(server: MCPServer[Any], settings: Settings, host: str, port: int, tenancy: Tenancy) -> None:
     import uvicorn
 
+    from agent_memory.entrypoints.http_protocol import json_400_protocol
+
     app = build_mcp_http_app(
         server,
         host=host,
@@ -772,7 +774,7 @@ def _serve_http(server: MCPServer[Any], settings: Settings, host: str, port: int
         allowed_hosts=settings.allowed_hosts,
         allowed_origins=settings.allowed_origins,
     )
-    uvicorn.run(app, host=host, port=port, log_level=server.settings.log_level.lower())
+    uvicorn.run(app, host=host, port=port, log_level=server.settings.log_level.lower(), http=json_400_protocol())
 
 
 def _startup_failure(error: DomainError) -> int:

@@ -829,6 +829,7 @@ def run_rest(settings: Settings, host: str = "127.0.0.1", port: int = 8080, api_
     import uvicorn
 
     from agent_memory.entrypoints.bootstrap import build_service
+    from agent_memory.entrypoints.http_protocol import json_400_protocol
 
     tenancy = Tenancy.of(settings, api_token)
     # no token is a promise that only this machine's users reach the server: refused, not logged, elsewhere
@@ -849,5 +850,5 @@ def run_rest(settings: Settings, host: str = "127.0.0.1", port: int = 8080, api_
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:%(name)s: %(message)s")
     # on Ctrl-C uvicorn shuts down cleanly, then re-raises the signal (so SIGTERM ends the process as -15)
     with contextlib.suppress(KeyboardInterrupt):
-        uvicorn.run(app, host=host, port=port, log_level="info")
+        uvicorn.run(app, host=host, port=port, log_level="info", http=json_400_protocol())
     return 0

@@ -22,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import CallToolResult
 
-from tests.e2e.conftest import MEMORY, MemoryCli
+from tests.e2e.conftest import MEMORY, UNPARSABLE_REQUESTS, MemoryCli, unparsable_answers
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 
@@ -423,6 +423,7 @@ def test_streamable_http_transport(tmp_path: Path) -> None:
             error = client.fails("get_memory", {"path_or_id": "notes/x"})
             assert error.startswith("MEMORY_NOT_FOUND: Memory not found (path notes/x)")
         refusals = http_refusals(url, token)
+        unparsable = unparsable_answers(port)
     finally:
         process.terminate()
         _, stderr = process.communicate(timeout=30)
@@ -434,6 +435,7 @@ def test_streamable_http_transport(tmp_path: Path) -> None:
         "foreign origin": (403, "FORBIDDEN_ORIGIN"),
         "text/plain": (415, "INVALID_INPUT"),
     }
+    assert unparsable == {name: (400, "application/json", "INVALID_INPUT") for name in UNPARSABLE_REQUESTS}
 
 
 def http_refusals(url: str, token: str) -> dict[str, tuple[int, str]]:

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.conftest import MEMORY
+from tests.e2e.conftest import MEMORY, UNPARSABLE_REQUESTS, unparsable_answers
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 
@@ -178,6 +178,14 @@ def test_web_pages_other_hosts_and_malformed_bodies_are_refused_as_json(server: 
     error(api.post("/search", params={"namespace": "user/bob"}, json={"query": "x"}), 400, "INVALID_INPUT")
     error(api.post("/memories", params={"namespace": "user/bob"}, json={"content": "x"}), 400, "INVALID_INPUT")
     error(api.get("/memories/preferences/injected"), 404, "MEMORY_NOT_FOUND")
+
+
+def test_requests_the_http_parser_refuses_get_a_json_400(server: str) -> None:
+    port = int(server.rsplit(":", 1)[1])
+    expected = {name: (400, "application/json", "INVALID_INPUT") for name in UNPARSABLE_REQUESTS}
+    assert unparsable_answers(port) == expected
+    # and the server keeps answering after each refusal
+    assert httpx.get(f"{server}/health", timeout=30).status_code == 200
 
 
 def test_serving_beyond_loopback_without_a_token_exits_1_with_a_json_error(tmp_path: Path) -> None:
