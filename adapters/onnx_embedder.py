@@ -29,10 +29,6 @@ _MODEL_FILE = "model.onnx"
 # the model's own tokenizer.json ships inside this package (adapters/models/…, Apache-2.0; see NOTICE)
 _TOKENIZER_FILE = Path(__file__).parent / "models" / "all-MiniLM-L6-v2" / "tokenizer.json"
 _ORT_QUIET = 3  # onnxruntime log severity: errors and above only
-# onnxruntime (1.2x+ on Linux) starts its telemetry when imported: a device id and an event database under
-# ~/.cache/Microsoft/DeveloperTools and a `.ses` file in $TMPDIR. Off unless the user turned it on: the product
-# runs offline and writes nothing outside its data directory. Set before the first `import onnxruntime`.
-os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 # onnxruntime raises its own classes, none of them a RuntimeError; not every version has every one.
 _ORT_ERROR_NAMES = (
     "Fail",
@@ -87,8 +83,19 @@ def _embedding_error(message: str, path: Path | None = None, cause: BaseExceptio
     )
 
 
+def _quiet_onnxruntime() -> None:
+    """Call before every `import onnxruntime`: its telemetry stays off unless the user turned it on.
+
+    onnxruntime (1.2x+ on Linux) starts its telemetry when first imported: a device id and an event database
+    under ~/.cache/Microsoft/DeveloperTools and a `.ses` file in $TMPDIR. The product runs offline and writes
+    nothing outside its data directory. Set here, where the import happens, not when this module is imported.
+    """
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
+
 def _ort_errors() -> tuple[type[BaseException], ...]:
     """onnxruntime's exception types plus OSError (reading the file); imported only once loading."""
+    _quiet_onnxruntime()
     from onnxruntime.capi import onnxruntime_pybind11_state as state
 
     found = (getattr(state, name, None) for name in _ORT_ERROR_NAMES)
@@ -280,6 +287,7 @@ def _load_session(path: Path, intra_op_num_threads: int, allow_spinning: bool) -
     Spinning (idle threads busy-waiting for work) is off by default: on 2 shared cores it made
     batches slower and queries ~50% slower whenever another process was busy.
     """
+    _quiet_onnxruntime()
     import onnxruntime as ort
 
     options = ort.SessionOptions()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 import threading
@@ -258,3 +259,17 @@ def test_embedding_writes_nothing_in_home_or_the_temporary_directory(tmp_path: P
     env = {"PATH": "", "HOME": str(home), "TMPDIR": str(temporary), "XDG_CACHE_HOME": str(home / ".cache")}
     subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert sorted(path.relative_to(tmp_path).as_posix() for path in tmp_path.rglob("*")) == ["home", "tmp"]
+
+
+def test_importing_the_adapter_leaves_the_environment_alone() -> None:
+    # the telemetry switch is set where onnxruntime is imported, not as a side effect of importing this module
+    code = (
+        "import os\n"
+        "import agent_memory.adapters.onnx_embedder\n"
+        "assert 'ORT_DISABLE_TELEMETRY' not in os.environ, 'set at import time'\n"
+        "agent_memory.adapters.onnx_embedder._ort_errors()\n"
+        "assert os.environ['ORT_DISABLE_TELEMETRY'] == '1'\n"
+    )
+    env = {key: value for key, value in os.environ.items() if key != "ORT_DISABLE_TELEMETRY"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
