@@ -91,16 +91,23 @@ def build_service(
     locks: WriteLocks | None = None,
 ) -> Result[MemoryService, DomainError]:
     """Wire the service; pass any port to override the configured adapter (tests, other apps)."""
-    if embedder is None:
-        built_embedder = build_embedder(settings)
-        if isinstance(built_embedder, Failure):
-            return built_embedder
-        embedder = built_embedder.unwrap()
-    if catalog is None:
-        built_catalog = build_catalog(settings, embedder)
-        if isinstance(built_catalog, Failure):
-            return built_catalog
-        catalog = built_catalog.unwrap()
+    return Result.do(
+        _wire(settings, chosen_embedder, chosen_catalog, clock=clock, keywords=keywords, locks=locks)
+        for chosen_embedder in (build_embedder(settings) if embedder is None else Success(embedder))
+        for chosen_catalog in (build_catalog(settings, chosen_embedder) if catalog is None else Success(catalog))
+    )
+
+
+def _wire(
+    settings: Settings,
+    embedder: Embedder,
+    catalog: StoreCatalog,
+    *,
+    clock: Clock | None,
+    keywords: KeywordIndex | None,
+    locks: WriteLocks | None,
+) -> MemoryService:
+    """The service over a chosen embedder and catalog; the light adapters are built here unless overridden."""
     if clock is None:
         from agent_memory.adapters.clock import SystemClock
 
@@ -118,6 +125,4 @@ def build_service(
 
         # every process of this machine that opens this data directory and backend takes the same locks
         locks = FileWriteLocks(settings.data_dir / "locks" / settings.backend)
-    return Success(
-        MemoryService(catalog=catalog, embedder=embedder, clock=clock, policy=policy, keywords=keywords, locks=locks)
-    )
+    return MemoryService(catalog=catalog, embedder=embedder, clock=clock, policy=policy, keywords=keywords, locks=locks)

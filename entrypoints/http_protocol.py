@@ -31,7 +31,7 @@ def json_400_protocol() -> type[asyncio.Protocol]:
 
 
 def _httptools_protocol(base: Any) -> type[asyncio.Protocol]:
-    class JsonErrorHttpToolsProtocol(base):  # type: ignore[misc, valid-type]
+    class JsonErrorHttpToolsProtocol(base):  # type: ignore[misc]
         def send_400_response(self, msg: str) -> None:
             body = json_400_body()
             head = [b"HTTP/1.1 400 Bad Request\r\n"]
