@@ -8,12 +8,21 @@ from typing import Any
 
 from agent_memory.domain.errors import ErrorCode
 
+# the request line and headers together, per request: httptools sets no bound on headers of its own (a
+# 200 KB header was accepted)
+MAX_HEAD_BYTES = 64 * 1024
+LINGER_SECONDS = 2.0  # after a refusal, how long the rest of the request is read before the connection closes
 # uvicorn answers a request line or header block it cannot parse (a lowercase or unknown method, an
 # over-long URL, a malformed header) itself, before any app sees it, as text/plain: same words, as JSON
 UNPARSABLE_REQUEST = (
-    "The request is not valid HTTP/1.1 (its method, request line or headers could not be parsed): send an "
-    "upper-case method such as GET or POST, a request line under 64 KB and well-formed headers."
+    "The request is not valid HTTP/1.1 (its method, request line or headers could not be parsed, or they "
+    "exceed 64 KB together): send an upper-case method such as GET or POST and well-formed headers, "
+    "request line and headers under 64 KB in all."
 )
+
+
+class HeadTooLarge(Exception):
+    """Raised inside httptools' callbacks: its parser turns it into the HttpParserError uvicorn answers 400."""
 
 
 def json_400_body() -> bytes:
@@ -22,44 +31,58 @@ def json_400_body() -> bytes:
 
 
 def json_400_protocol() -> type[asyncio.Protocol]:
-    """The protocol class uvicorn would pick itself (httptools when installed, else h11), answering in JSON."""
-    try:
-        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-    except ImportError:  # httptools is optional for uvicorn: its pure-Python h11 parser serves then
-        return _h11_protocol()
+    """uvicorn's httptools protocol (a declared dependency, the parser uvicorn picks when installed), answering in JSON."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
     return _httptools_protocol(HttpToolsProtocol)
+
+
+def _answer_and_linger(transport: asyncio.Transport, answer: bytes) -> None:
+    """Send the 400, half-close, and close only after a grace period in which the rest of the request is read.
+
+    Closing at once with the client's unread bytes in the socket makes the kernel send a reset, which can
+    destroy the answer before the client reads it (seen with a 120 KB header block refused at 64 KB).
+    """
+    transport.write(answer)
+    if transport.can_write_eof():
+        transport.write_eof()
+    asyncio.get_running_loop().call_later(LINGER_SECONDS, transport.close)
 
 
 def _httptools_protocol(base: Any) -> type[asyncio.Protocol]:
     class JsonErrorHttpToolsProtocol(base):  # type: ignore[misc]
+        head_bytes = 0
+        refused = False
+
+        def data_received(self, data: bytes) -> None:
+            if not self.refused:  # once answered, what the client still sends is read and dropped
+                super().data_received(data)
+
+        def on_message_begin(self) -> None:
+            self.head_bytes = 0
+            super().on_message_begin()
+
+        def on_url(self, url: bytes) -> None:
+            self._count(len(url))
+            super().on_url(url)
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            self._count(len(name) + len(value) + 4)  # as sent: ": " and CRLF
+            super().on_header(name, value)
+
+        def _count(self, size: int) -> None:
+            self.head_bytes += size
+            if self.head_bytes > MAX_HEAD_BYTES:
+                raise HeadTooLarge(f"request line and headers over {MAX_HEAD_BYTES} bytes")
+
         def send_400_response(self, msg: str) -> None:
+            self.refused = True
             body = json_400_body()
             head = [b"HTTP/1.1 400 Bad Request\r\n"]
             head.extend(name + b": " + value + b"\r\n" for name, value in self.server_state.default_headers)
             head.append(b"content-type: application/json\r\n")
             head.append(b"content-length: " + str(len(body)).encode("ascii") + b"\r\n")
             head.append(b"connection: close\r\n\r\n")
-            self.transport.write(b"".join(head) + body)
-            self.transport.close()
+            _answer_and_linger(self.transport, b"".join(head) + body)
 
     return JsonErrorHttpToolsProtocol
-
-
-def _h11_protocol() -> type[asyncio.Protocol]:
-    import h11
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    class JsonErrorH11Protocol(H11Protocol):
-        def send_400_response(self, msg: str) -> None:
-            body = json_400_body()
-            headers = [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode("ascii")),
-                (b"connection", b"close"),
-            ]
-            self.transport.write(self.conn.send(h11.Response(status_code=400, headers=headers, reason=b"Bad Request")))
-            self.transport.write(self.conn.send(h11.Data(data=body)))
-            self.transport.write(self.conn.send(h11.EndOfMessage()))
-            self.transport.close()
-
-    return JsonErrorH11Protocol

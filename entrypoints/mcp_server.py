@@ -774,7 +774,13 @@ def _serve_http(server: MCPServer[Any], settings: Settings, host: str, port: int
         allowed_hosts=settings.allowed_hosts,
         allowed_origins=settings.allowed_origins,
     )
-    uvicorn.run(app, host=host, port=port, log_level=server.settings.log_level.lower(), http=json_400_protocol())
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level=server.settings.log_level.lower(),
+        http=json_400_protocol(),
+    )
 
 
 def _startup_failure(error: DomainError) -> int:

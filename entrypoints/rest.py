@@ -850,5 +850,11 @@ def run_rest(settings: Settings, host: str = "127.0.0.1", port: int = 8080, api_
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:%(name)s: %(message)s")
     # on Ctrl-C uvicorn shuts down cleanly, then re-raises the signal (so SIGTERM ends the process as -15)
     with contextlib.suppress(KeyboardInterrupt):
-        uvicorn.run(app, host=host, port=port, log_level="info", http=json_400_protocol())
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            log_level="info",
+            http=json_400_protocol(),
+        )
     return 0

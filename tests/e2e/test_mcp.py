@@ -22,7 +22,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import CallToolResult
 
-from tests.e2e.conftest import MEMORY, UNPARSABLE_REQUESTS, MemoryCli, unparsable_answers
+from tests.e2e.conftest import MEMORY, MemoryCli
+from tests.http_raw import UNPARSABLE_REQUESTS, unparsable_answers
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 

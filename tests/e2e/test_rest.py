@@ -16,7 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.conftest import MEMORY, UNPARSABLE_REQUESTS, unparsable_answers
+from tests.e2e.conftest import MEMORY
+from tests.http_raw import UNPARSABLE_REQUESTS, unparsable_answers
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 
