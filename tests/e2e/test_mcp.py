@@ -55,6 +55,7 @@ def server_env(home: Path) -> dict[str, str]:
         "MEMORY_CONFIG": str(home / "no-config.toml"),
         "MEMORY_DATA_DIR": str(home / "data"),
         "MEMORY_BACKEND": "chroma",
+        "MEMORY_SERVER": "off",
         "ANONYMIZED_TELEMETRY": "False",
     }
 
