@@ -219,9 +219,7 @@ def start_server(place: wire.Place, env: Mapping[str, str]) -> bool:
         with wire.flocked(place.start_lock, wire.START_LOCK_S) as held:
             if not held:
                 return False
-            probe = wire.connect(place)
-            if probe is not None:  # another client started it while this one waited
-                probe.close()
+            if _listening(place):  # another client started it while this one waited
                 return True
             if place.log.exists() and place.log.stat().st_size > wire.LOG_LIMIT:
                 place.log.replace(place.log.with_suffix(".log.1"))
@@ -240,14 +238,25 @@ def start_server(place: wire.Place, env: Mapping[str, str]) -> bool:
             threading.Thread(target=process.wait, daemon=True).start()  # a long-lived client reaps it
             deadline = time.monotonic() + wire.READY_S
             while time.monotonic() < deadline and process.poll() is None:
-                probe = wire.connect(place)
-                if probe is not None:
-                    probe.close()
+                if _listening(place):
                     return True
                 time.sleep(0.01)
-            return False
+            return _listening(place)
     except OSError:
         return False
+
+
+def _listening(place: wire.Place) -> bool:
+    """Whether a live server of ours (it holds the pid file's lock) listens at the socket: a listener without the
+    lock is a stranger (another program, or a server too old to take it) that the next start replaces."""
+    try:
+        probe = wire.connect(place)
+    except OSError:
+        return False
+    if probe is None:
+        return False
+    probe.close()
+    return wire.server_alive(place)
 
 
 def _ask(place: wire.Place, request: Mapping[str, Any], read_only: bool, env: Mapping[str, str]) -> Outcome:
