@@ -249,3 +249,33 @@ def test_the_client_imports_only_the_standard_library(served: MemoryCli) -> None
     imported -= {"", "imported package", "org"}  # the header line; `org`: the stdlib's failed probe for Jython
     site_hooks = {name for name in imported if name.startswith(("__editable__", "_distutils_hack", "sitecustomize"))}
     assert imported - site_hooks - set(sys.stdlib_module_names) == {"agent_memory"}
+
+
+def test_an_mcp_client_and_four_shells_share_one_qdrant_local_store(tmp_path: Path) -> None:
+    """Qdrant local mode admits one process: through the memory server, `memory mcp` and the CLI work at once."""
+    from anyio.from_thread import start_blocking_portal
+    from mcp.client.stdio import StdioServerParameters
+
+    from tests.e2e.test_mcp import Mcp, stdio_session
+
+    shells = MemoryCli(tmp_path, "qdrant", mode="served")
+    params = StdioServerParameters(command=str(MEMORY), args=["mcp"], env=shells.env)
+    try:
+        with (
+            (tmp_path / "mcp.log").open("w") as errlog,
+            start_blocking_portal() as portal,
+            portal.wrap_async_context_manager(stdio_session(params, errlog)) as session,
+        ):
+            mcp = Mcp(portal, session)
+            mcp.ok("add_memory", {"path": "notes/from-mcp", "content": "written over MCP"})
+            writers = [
+                subprocess.Popen([str(MEMORY), "create", f"shell {n}"], env=shells.env, stdout=subprocess.PIPE)
+                for n in range(4)
+            ]
+            assert [writer.wait(timeout=300) for writer in writers] == [0, 0, 0, 0]
+            found = mcp.ok("search_memories", {"query": "shell", "limit": 10, "min_confidence": 0})
+            assert {m["content"] for m in found["results"]} >= {f"shell {n}" for n in range(4)}
+        assert shells.ok("get", "notes/from-mcp")["content"] == "written over MCP"
+        assert len(server_processes(shells.data_dir)) == 1
+    finally:
+        shells.stop_servers()
