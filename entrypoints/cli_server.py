@@ -29,8 +29,8 @@ from typing import Any
 from agent_memory.entrypoints import server_protocol as wire
 
 # the settings that open the storage; the others (store, decay, limits) only shape each request's policy
-STORAGE_FIELDS = ("data_dir", "backend", "collection", "chroma_host", "chroma_port", "qdrant_url", "qdrant_api_key")
-STORAGE_FIELDS += ("embedder",)
+STORAGE_FIELDS: tuple[str, ...] = ("data_dir", "backend", "collection", "chroma_host", "chroma_port", "qdrant_url")
+STORAGE_FIELDS += ("qdrant_api_key", "embedder")
 
 
 class Refusal(Exception):
@@ -276,7 +276,8 @@ class MemoryServer:
     def _execute_locked(self, request: dict[str, Any], result: dict[str, Any]) -> None:
         from agent_memory.entrypoints.cli import run_guarded
 
-        streams = request.get("streams") if isinstance(request.get("streams"), dict) else {}
+        found = request.get("streams")
+        streams: dict[str, Any] = found if isinstance(found, dict) else {}
         raw_in = request.get("stdin")
         stdin_tty = raw_in is None and bool((streams.get("stdin") or [0, 0, True])[2])
         stdin = _text(_Bytes(base64.b64decode(raw_in or ""), tty=stdin_tty), streams.get("stdin"), "strict")
@@ -425,7 +426,7 @@ def _install_streams() -> None:
     """Route sys.stdin/stdout/stderr per thread (before any library keeps a reference to them)."""
     global _STREAMS
     _STREAMS = (_PerThread(io.StringIO()), _PerThread(sys.stderr), _PerThread(sys.stderr))
-    sys.stdin, sys.stdout, sys.stderr = _STREAMS  # type: ignore[assignment]
+    sys.stdin, sys.stdout, sys.stderr = _STREAMS
 
 
 def _bind(stdin: Any, stdout: Any, stderr: Any) -> None:
@@ -443,6 +444,8 @@ def _unbind() -> None:
 def _log(line: str) -> None:
     """One line in the server's log (its stderr when no request is bound to this thread)."""
     target = _STREAMS[2].fallback if _STREAMS is not None else sys.__stderr__
+    if target is None:
+        return
     with contextlib.suppress(OSError, ValueError, AttributeError):
         target.write(f"{datetime.now(UTC).isoformat(timespec='seconds')} {line}\n")
         target.flush()

@@ -22,7 +22,8 @@ from agent_memory.domain.views import (
     Status,
     StoreSummary,
 )
-from agent_memory.entrypoints.timestamps import iso_z, parse_iso
+from agent_memory.entrypoints.timestamps import iso_z as iso_z
+from agent_memory.entrypoints.timestamps import parse_iso as parse_iso
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
