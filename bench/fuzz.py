@@ -109,6 +109,7 @@ class Sandbox:
             "MEMORY_CONFIG": str(self.home / ".config" / "agent-memory" / "config.toml"),
             "MEMORY_DATA_DIR": str(self.data),
             "MEMORY_BACKEND": "chroma",
+            "MEMORY_SERVER": "off",  # every command its own process, as the fuzz measured them
             "ANONYMIZED_TELEMETRY": "False",
             **extra,
         }

@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from returns.methods import unwrap_or_failure
-from returns.result import Result
+from returns.result import Failure, Result
 
-from agent_memory.domain.errors import DomainError, ErrorCode
+from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
 from agent_memory.entrypoints.cli_parser import UsageError, build_parser
 from agent_memory.entrypoints.json_codec import error_json
+
+if TYPE_CHECKING:
+    from agent_memory.domain.service import MemoryService
+    from agent_memory.entrypoints.mcp_server import StdioSession
+    from agent_memory.entrypoints.settings import Settings
+
+    Services = Callable[[Settings], Result[MemoryService, DomainError]]
 
 
 def _print(stream: Any, payload: dict[str, Any] | str) -> None:
@@ -29,8 +36,9 @@ def _settings_flags(args: Any) -> dict[str, object]:
     return {name: getattr(args, name, None) for name in ("backend", "data_dir", "store")}
 
 
-def run(argv: Sequence[str]) -> int:
-    """Run one command and return its exit code; every failure is a JSON object on stderr."""
+def run(argv: Sequence[str], *, env: Mapping[str, str] | None = None, services: Services | None = None) -> int:
+    """Run one command and return its exit code; every failure is a JSON object on stderr. The memory server
+    (cli_server.py) passes the client's environment and its own, long-lived services; alone, it builds one."""
     from agent_memory.entrypoints.json_codec import has_lone_surrogate
 
     broken = next((number for number, arg in enumerate(argv, start=1) if has_lone_surrogate(arg)), None)
@@ -51,10 +59,11 @@ def run(argv: Sequence[str]) -> int:
 
     fmt: str = getattr(args, "format", "json")
     handler, render = HANDLERS[args.command]
-    loaded = load_settings(_settings_flags(args))
+    build: Services = services or build_service
+    loaded = load_settings(_settings_flags(args), env)
     outcome: Result[int, int] = loaded.alt(lambda error: _fail(error_json(error))).bind(
         lambda settings: (
-            build_service(settings)
+            build(settings)
             .alt(lambda error: _fail(error_json(error)))
             .bind(
                 lambda service: (
@@ -72,24 +81,45 @@ def run(argv: Sequence[str]) -> int:
     return unwrap_or_failure(outcome)
 
 
-def _serve_mcp(args: Any) -> int:
+def _serve_mcp(args: Any, env: Mapping[str, str] | None = None, session: StdioSession | None = None) -> int:
     """`memory mcp`: runs a server until its client goes away instead of printing one payload."""
     import os
 
     from agent_memory.entrypoints.mcp_server import run_mcp
     from agent_memory.entrypoints.settings import load_settings
 
-    token = args.api_token or os.environ.get("MEMORY_API_TOKEN") or None
+    environment = os.environ if env is None else env
+    token = args.api_token or environment.get("MEMORY_API_TOKEN") or None
     outcome: Result[int, int] = (
-        load_settings(_settings_flags(args))
+        load_settings(_settings_flags(args), env)
         .alt(lambda error: _fail(error_json(error)))
         .map(
             lambda settings: run_mcp(
-                settings, transport=args.transport, host=args.host, port=args.port, api_token=token
+                settings, transport=args.transport, host=args.host, port=args.port, api_token=token, session=session
             )
         )
     )
     return unwrap_or_failure(outcome)
+
+
+def settings_of(argv: Sequence[str], env: Mapping[str, str]) -> Result[Settings, DomainError]:
+    """The settings a command line runs with (the memory server checks them before it runs the command)."""
+    from agent_memory.entrypoints.settings import load_settings
+
+    try:
+        args = build_parser().parse_args(list(argv))
+    except UsageError as error:
+        return Failure(invalid_input(str(error)))
+    return load_settings(_settings_flags(args), env)
+
+
+def serve_mcp_session(argv: Sequence[str], env: Mapping[str, str], session: StdioSession) -> int:
+    """`memory mcp` (stdio) inside the memory server: the client's arguments and environment, the server's service."""
+    try:
+        args = build_parser().parse_args(list(argv))
+    except UsageError as error:
+        return _fail({"error": str(error), "code": ErrorCode.INVALID_INPUT.value})
+    return _serve_mcp(args, env, session)
 
 
 def _serve_rest(args: Any) -> int:
@@ -114,8 +144,17 @@ def _serve_rest(args: Any) -> int:
     return unwrap_or_failure(outcome)
 
 
+def _manage_server(args: Any) -> int:
+    """`memory server status|stop` run in-process (with --no-server): the same answer the thin client gives."""
+    import os
+
+    from agent_memory.entrypoints.cli_client import manage_server
+
+    return manage_server(args, os.environ)
+
+
 # commands that run a server: dispatched before the one-payload handler path
-SERVERS: dict[str, Callable[[Any], int]] = {"mcp": _serve_mcp, "serve": _serve_rest}
+SERVERS: dict[str, Callable[[Any], int]] = {"mcp": _serve_mcp, "serve": _serve_rest, "server": _manage_server}
 
 
 def _emit(payload: dict[str, Any], fmt: str, render: Any) -> int:
@@ -153,17 +192,23 @@ def _status_body(error: DomainError, settings: Any) -> dict[str, Any]:
     return body
 
 
-def main() -> None:
-    """Console entry point. The last-resort handler keeps the promise 'a JSON error, never a traceback'."""
+def run_guarded(argv: Sequence[str], *, env: Mapping[str, str] | None = None, services: Services | None = None) -> int:
+    """`run` behind the last-resort handler that keeps the promise 'a JSON error, never a traceback'."""
     try:
-        code = run(sys.argv[1:])
-    except KeyboardInterrupt:
-        code = _fail({"error": "Interrupted.", "code": "INTERRUPTED"})
+        return run(argv, env=env, services=services)
     except Exception as error:
-        code = _fail(
+        return _fail(
             {
                 "error": f"Unexpected error ({type(error).__name__}): {error}. Please report this.",
                 "code": "INTERNAL_ERROR",
             }
         )
+
+
+def main() -> None:
+    """In-process entry point (the thin client, cli_client.py, calls it when the command runs here)."""
+    try:
+        code = run_guarded(sys.argv[1:])
+    except KeyboardInterrupt:
+        code = _fail({"error": "Interrupted.", "code": "INTERRUPTED"})
     sys.exit(code)

@@ -24,7 +24,7 @@ class JsonArgumentParser(argparse.ArgumentParser):
 
 def timestamp(raw: str) -> datetime:
     """An ISO 8601 timestamp for --expires-at (naive means UTC)."""
-    from agent_memory.entrypoints.json_codec import parse_iso
+    from agent_memory.entrypoints.timestamps import parse_iso
 
     try:
         return parse_iso(raw)
@@ -40,6 +40,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", default=argparse.SUPPRESS, help="chroma (default), qdrant or files")
     parser.add_argument("--data-dir", default=argparse.SUPPRESS, help="where the embedded backends keep data")
     parser.add_argument("--store", default=argparse.SUPPRESS, help="the store to use (default: default)")
+    parser.add_argument(
+        "--no-server",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="run in this process, not through the local memory server (also: MEMORY_SERVER=off)",
+    )
 
 
 def _scope(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
@@ -198,6 +204,14 @@ def _add_server_commands(commands: argparse._SubParsersAction) -> None:  # type:
         help="require 'Authorization: Bearer <token>' (default: $MEMORY_API_TOKEN; the variable keeps it out of ps)",
     )
     _common(serve)
+
+    server = commands.add_parser("server", help="show or stop the local memory server the command runs through")
+    server_commands = server.add_subparsers(dest="server_command", metavar="ACTION", parser_class=JsonArgumentParser)
+    server_commands.required = True
+    _common(server_commands.add_parser("status", help="whether a server runs for this data directory and backend"))
+    stop = server_commands.add_parser("stop", help="stop it (the next command starts a new one)")
+    stop.add_argument("--all", action="store_true", help="every backend's server of this data directory")
+    _common(stop)
 
 
 def build_parser() -> JsonArgumentParser:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from cattrs import Converter
@@ -22,6 +22,8 @@ from agent_memory.domain.views import (
     Status,
     StoreSummary,
 )
+from agent_memory.entrypoints.timestamps import iso_z as iso_z
+from agent_memory.entrypoints.timestamps import parse_iso as parse_iso
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -36,24 +38,6 @@ def has_lone_surrogate(value: Any) -> bool:
     if isinstance(value, list | tuple):
         return any(has_lone_surrogate(item) for item in value)
     return False
-
-
-def iso_z(moment: datetime) -> str:
-    """ISO 8601 in UTC with a Z suffix, microseconds kept when present."""
-    text = moment.astimezone(UTC).isoformat()
-    return text.removesuffix("+00:00") + "Z"
-
-
-def parse_iso(raw: str | datetime) -> datetime:
-    """An ISO 8601 timestamp (Z or offset; naive means UTC) as an aware UTC datetime; ValueError if not, or if
-    it falls outside the years 1–9999 once in UTC (9999-12-31T23:59:59-14:00)."""
-    moment = raw if isinstance(raw, datetime) else datetime.fromisoformat(str(raw).strip().replace("Z", "+00:00"))
-    if moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC)
-    try:
-        return moment.astimezone(UTC)
-    except OverflowError:
-        raise ValueError(f"{raw} cannot be expressed in UTC: give a timestamp between 0001 and 9999.") from None
 
 
 def _make_converter() -> Converter:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
+from attrs import frozen
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
@@ -186,16 +187,28 @@ class _Server(MCPServer[Any]):
             CALLER.reset(token)
 
 
+@frozen
+class StdioSession:
+    """An MCP stdio session inside the memory server (cli_server.py): the server's service builder and lock, the
+    client's connection as stdin/stdout, and `ready`, called once the session starts serving."""
+
+    services: Callable[[Settings], Result[MemoryService, DomainError]]
+    lock: threading.Lock
+    stdin: Any
+    stdout: Any
+    ready: Callable[[], None]
+
+
 # --- the tools -----------------------------------------------------------------------------------
 
 
 class _Tools:
     """The tool functions over one service; calls are serialised so read-check-write steps never interleave."""
 
-    def __init__(self, service: MemoryService, default_store: str) -> None:
+    def __init__(self, service: MemoryService, default_store: str, lock: threading.Lock | None = None) -> None:
         self._service = service
         self.default_store = default_store
-        self._lock = threading.Lock()
+        self._lock = lock or threading.Lock()
 
     @property
     def service(self) -> MemoryService:
@@ -633,11 +646,18 @@ def _annotations(name: str) -> ToolAnnotations:
     return ToolAnnotations(read_only_hint=name in _READ_ONLY, destructive_hint=name in _DESTRUCTIVE)
 
 
-def build_mcp_server(service: MemoryService, *, default_store: str, tenancy: Tenancy | None = None) -> MCPServer[Any]:
+def build_mcp_server(
+    service: MemoryService,
+    *,
+    default_store: str,
+    tenancy: Tenancy | None = None,
+    lock: threading.Lock | None = None,
+) -> MCPServer[Any]:
     """The MCP server over a ready service; tools without `store` use `default_store`. With `tenancy`, every call
-    runs pinned to its caller's namespace (over HTTP its token's, else the server's); its pins must be valid."""
+    runs pinned to its caller's namespace (over HTTP its token's, else the server's); its pins must be valid.
+    `lock` serialises its calls with other users of the same service (the memory server's CLI requests)."""
     callers = Callers(service, tenancy or Tenancy())
-    tools = _Tools(callers.default, default_store)
+    tools = _Tools(callers.default, default_store, lock)
     by_model: dict[str, tuple[type[ArgModelBase], Callable[[dict[str, Any]], CallToolResult]]] = {
         "move_memory": (_MoveArguments, tools.move_memory),
         "search_memories": (_SearchArguments, tools.search_memories),
@@ -734,9 +754,12 @@ def run_mcp(
     host: str = "127.0.0.1",
     port: int = 8765,
     api_token: str | None = None,
+    *,
+    session: StdioSession | None = None,
 ) -> int:
     """Build the service from the settings, then serve until the client goes away; the exit code.
-    Over HTTP, a host beyond loopback needs a token (stdio has no network side and takes none)."""
+    Over HTTP, a host beyond loopback needs a token (stdio has no network side and takes none).
+    With `session` (stdio inside the memory server), its service, lock and streams replace the process's."""
     from agent_memory.entrypoints.bootstrap import build_service
 
     if transport not in TRANSPORTS:
@@ -747,14 +770,19 @@ def run_mcp(
     refusal = refuse_open_bind(host, secured, "MCP over HTTP") if transport == "http" else None
     if refusal is not None:
         return _startup_failure(refusal)
-    match build_service(settings).bind(lambda built: tenancy.services(built).map(lambda _: built)):
+    build = build_service if session is None else session.services
+    match build(settings).bind(lambda built: tenancy.services(built).map(lambda _: built)):
         case Success(service):
-            server = build_mcp_server(service, default_store=settings.store, tenancy=tenancy)
+            lock = None if session is None else session.lock
+            server = build_mcp_server(service, default_store=settings.store, tenancy=tenancy, lock=lock)
         case Failure(error):
             return _startup_failure(error)
     try:
         if transport == "http":
             _serve_http(server, settings, host, port, tenancy)
+        elif session is not None:
+            session.ready()
+            run_stdio(server, streams=(session.stdin, session.stdout))
         else:
             run_stdio(server)
     except KeyboardInterrupt:

@@ -100,13 +100,18 @@ class _Lines:
                 yield rewritten
 
 
-def run_stdio(server: Any) -> None:
-    """Serve `server` (an MCPServer) over stdin/stdout until the client closes stdin."""
+def run_stdio(server: Any, streams: tuple[Any, Any] | None = None) -> None:
+    """Serve `server` (an MCPServer) over stdin/stdout until the client closes stdin; or over `streams` (binary
+    input, binary output: a memory server's client connection)."""
     from mcp.server.stdio import stdio_server
 
     async def serve() -> None:
-        text = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
-        async with stdio_server(stdin=_Lines(anyio.wrap_file(text))) as (read, write):  # type: ignore[arg-type]
+        source = sys.stdin.buffer if streams is None else streams[0]
+        text = io.TextIOWrapper(source, encoding="utf-8", errors="surrogateescape")
+        output = None
+        if streams is not None:
+            output = anyio.wrap_file(io.TextIOWrapper(streams[1], encoding="utf-8", write_through=True))
+        async with stdio_server(stdin=_Lines(anyio.wrap_file(text)), stdout=output) as (read, write):  # type: ignore[arg-type]
             low = server._lowlevel_server
             await low.run(read, write, low.create_initialization_options())
 

@@ -15,24 +15,15 @@ from returns.result import Failure, Result, Success
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
 from agent_memory.domain.model import check_store_name
 from agent_memory.domain.tenancy import check_pin, within
+from agent_memory.entrypoints.locations import (
+    BACKENDS,
+    ENVIRONMENT,
+    SERVER_MODES,
+    default_config_path,
+    default_data_dir,
+)
 
-BACKENDS = ("chroma", "qdrant", "files")
-
-
-def _home(env: Mapping[str, str]) -> Path:
-    return Path(env["HOME"]) if env.get("HOME") else Path.home()
-
-
-def default_data_dir(env: Mapping[str, str]) -> Path:
-    base = env.get("XDG_DATA_HOME") or str(_home(env) / ".local" / "share")
-    return Path(base) / "agent-memory"
-
-
-def default_config_path(env: Mapping[str, str]) -> Path:
-    if env.get("MEMORY_CONFIG"):
-        return Path(env["MEMORY_CONFIG"]).expanduser()
-    base = env.get("XDG_CONFIG_HOME") or str(_home(env) / ".config")
-    return Path(base) / "agent-memory" / "config.toml"
+__all__ = ["BACKENDS", "ENVIRONMENT", "Settings", "default_config_path", "default_data_dir", "load_settings"]
 
 
 def _as_path(value: str | Path) -> Path:
@@ -42,6 +33,11 @@ def _as_path(value: str | Path) -> Path:
 def _backend(_i: object, _a: object, value: str) -> None:
     if value not in BACKENDS:
         raise InvalidValue(f"Unknown backend {value!r}: use one of {', '.join(BACKENDS)}.")
+
+
+def _server_mode(_i: object, _a: object, value: str) -> None:
+    if value not in SERVER_MODES:
+        raise InvalidValue(f"Unknown server mode {value!r}: use auto (the default) or off.")
 
 
 def _positive(_i: object, attribute: Any, value: float) -> None:
@@ -161,6 +157,9 @@ class Settings:
     # tenancy of the servers (REST, MCP): the namespace they are pinned to, and per-token namespaces (tenancy.py)
     namespace: tuple[str, ...] | None = field(default=None, converter=_pin)
     api_tokens: TokenNamespaces = field(default=(), converter=_token_namespaces, repr=False)
+    # the `memory` command: "auto" runs it through a local server per data directory (cli_server.py), "off" in-process
+    server: str = field(default="auto", validator=_server_mode)
+    server_idle_seconds: float = field(default=300.0, validator=_positive)
 
     def __attrs_post_init__(self) -> None:
         for number, (_token, namespace) in enumerate(self.api_tokens, start=1):
@@ -171,31 +170,12 @@ class Settings:
                 )
 
 
-# setting name -> environment variables that set it (first one found wins)
-ENVIRONMENT: Mapping[str, tuple[str, ...]] = {
-    "data_dir": ("MEMORY_DATA_DIR",),
-    "backend": ("MEMORY_BACKEND",),
-    "store": ("MEMORY_STORE",),
-    "collection": ("MEMORY_COLLECTION", "COLLECTION_NAME"),
-    "chroma_host": ("CHROMADB_HOST",),
-    "chroma_port": ("CHROMADB_PORT",),
-    "qdrant_url": ("QDRANT_URL",),
-    "qdrant_api_key": ("QDRANT_API_KEY",),
-    "embedder": ("MEMORY_EMBEDDER",),
-    "decay_hours": ("MEMORY_DECAY_HOURS", "DECAY_HALF_LIFE_HOURS"),
-    "min_confidence": ("MEMORY_MIN_CONFIDENCE", "MIN_CONFIDENCE"),
-    "default_limit": ("MEMORY_DEFAULT_LIMIT", "DEFAULT_LIMIT"),
-    "allowed_hosts": ("MEMORY_ALLOWED_HOSTS",),
-    "allowed_origins": ("MEMORY_ALLOWED_ORIGINS",),
-    "namespace": ("MEMORY_NAMESPACE",),
-    "api_tokens": ("MEMORY_API_TOKENS",),
-}
-
 _PARSERS: Mapping[str, Callable[[Any], Any]] = {
     "chroma_port": int,
     "decay_hours": float,
     "min_confidence": float,
     "default_limit": int,
+    "server_idle_seconds": float,
 }
 
 

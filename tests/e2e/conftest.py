@@ -1,4 +1,5 @@
-"""End-to-end fixtures: the installed `memory` command run as a subprocess against a temporary data dir."""
+"""End-to-end fixtures: the installed `memory` command run as a subprocess against a temporary data dir, in-process
+and through its local memory server (every `cli` test runs both ways)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,24 @@ MEMORY = Path(sys.executable).parent / "memory"
 BACKENDS = ("chroma", "files", "qdrant")
 # where the CLI suite runs: every backend embedded, and Chroma as a real `chroma run` server
 TARGETS = (*BACKENDS, "chroma-server")
+# how: each command in its own process ("direct", MEMORY_SERVER=off) or through the local memory server ("served")
+MODES = ("direct", "served")
+SERVER_MODULE = "agent_memory.entrypoints.cli_server"
+
+
+def server_processes(data_dir: Path) -> list[int]:
+    """Pids of memory servers (any backend) of this data directory, found in /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue  # gone meanwhile
+        if SERVER_MODULE.encode() in argv and os.fsencode(data_dir) in argv:
+            found.append(int(entry.name))
+    return found
 
 
 @frozen
@@ -41,16 +60,21 @@ class Ran:
 class MemoryCli:
     """Runs the installed command with an isolated HOME, config and data directory."""
 
-    def __init__(self, home: Path, backend: str, extra_env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, home: Path, backend: str, extra_env: dict[str, str] | None = None, *, mode: str = "direct"
+    ) -> None:
         self.env = {
             "PATH": os.environ.get("PATH", ""),
             "HOME": str(home),
             "MEMORY_CONFIG": str(home / "no-config.toml"),
             "MEMORY_DATA_DIR": str(home / "data"),
             "MEMORY_BACKEND": backend,
+            "MEMORY_SERVER": "auto" if mode == "served" else "off",
             **(extra_env or {}),
         }
         self.backend = backend
+        self.mode = mode
+        self.data_dir = home / "data"
 
     def __call__(self, *args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> Ran:
         done = subprocess.run(
@@ -77,15 +101,26 @@ class MemoryCli:
         assert ran.stdout == ""
         return ran.error
 
+    def stop_servers(self) -> None:
+        """Stop every memory server of this data directory and check that no server process is left."""
+        ran = self("server", "stop", "--all")
+        assert ran.code == 0, ran.stderr
+        assert all(server["exited"] for server in json.loads(ran.stdout)["stopped"]), ran.stdout
+        assert server_processes(self.data_dir) == []
 
-@pytest.fixture(params=TARGETS)
+
+@pytest.fixture(params=[(target, mode) for mode in MODES for target in TARGETS], ids="-".join)
 def cli(request: pytest.FixtureRequest, tmp_path: Path) -> MemoryCli:
-    if request.param != "chroma-server":
-        return MemoryCli(tmp_path, request.param)
-    server = request.getfixturevalue("chroma_server")
-    collection = f"e2e-{uuid.uuid4().hex[:12]}"  # one server for the session; each test its own collections
-    env = {"CHROMADB_HOST": server.host, "CHROMADB_PORT": str(server.port), "MEMORY_COLLECTION": collection}
-    return MemoryCli(tmp_path, "chroma", env)
+    target, mode = request.param
+    env = {}
+    if target == "chroma-server":
+        server = request.getfixturevalue("chroma_server")
+        collection = f"e2e-{uuid.uuid4().hex[:12]}"  # one server for the session; each test its own collections
+        env = {"CHROMADB_HOST": server.host, "CHROMADB_PORT": str(server.port), "MEMORY_COLLECTION": collection}
+    made = MemoryCli(tmp_path, "chroma" if target == "chroma-server" else target, env, mode=mode)
+    if mode == "served":
+        request.addfinalizer(made.stop_servers)
+    return made
 
 
-__all__ = ["BACKENDS", "MEMORY", "TARGETS", "MemoryCli", "Ran", "chroma_server", "cli"]
+__all__ = ["BACKENDS", "MEMORY", "MODES", "TARGETS", "MemoryCli", "Ran", "chroma_server", "cli", "server_processes"]

@@ -22,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import CallToolResult
 
-from tests.e2e.conftest import MEMORY, MemoryCli
+from tests.e2e.conftest import MEMORY, MODES, MemoryCli
 from tests.http_raw import UNPARSABLE_REQUESTS, unparsable_answers
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
@@ -49,13 +49,14 @@ EVERY_TOOL = {
 }
 
 
-def server_env(home: Path) -> dict[str, str]:
+def server_env(home: Path, mode: str = "direct") -> dict[str, str]:
     return {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(home),
         "MEMORY_CONFIG": str(home / "no-config.toml"),
         "MEMORY_DATA_DIR": str(home / "data"),
         "MEMORY_BACKEND": "chroma",
+        "MEMORY_SERVER": "auto" if mode == "served" else "off",
         "ANONYMIZED_TELEMETRY": "False",
     }
 
@@ -90,11 +91,12 @@ async def stdio_session(params: StdioServerParameters, errlog: TextIO) -> AsyncI
         yield session
 
 
-@pytest.fixture(scope="module")
-def mcp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mcp]:
-    """One `memory mcp` process (stdio) for the whole module: each start loads the embedding model."""
+@pytest.fixture(scope="module", params=MODES)
+def mcp(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mcp]:
+    """One `memory mcp` process (stdio) for the whole module: each start loads the embedding model. "served": the
+    process is a thin client and the session runs in the data directory's memory server."""
     home = tmp_path_factory.mktemp("mcp-home")
-    params = StdioServerParameters(command=str(MEMORY), args=["mcp"], env=server_env(home))
+    params = StdioServerParameters(command=str(MEMORY), args=["mcp"], env=server_env(home, request.param))
     with (
         (home / "server.log").open("w") as errlog,
         start_blocking_portal() as portal,
@@ -102,6 +104,8 @@ def mcp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mcp]:
     ):
         yield Mcp(portal, session)
     assert "Traceback" not in (home / "server.log").read_text()
+    if request.param == "served":
+        MemoryCli(home, "chroma", mode="served").stop_servers()
 
 
 def unique(prefix: str) -> str:

@@ -1,0 +1,115 @@
+"""The thin client's longer conversations with the memory server: an MCP stdio session, `server status` and `stop`.
+
+Standard library only, like cli_client.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from agent_memory.entrypoints import server_protocol as wire
+
+
+def pump(connection: socket.socket, reader: Any, place: wire.Place) -> int:
+    """Relay stdin to the server's MCP session and its answers to stdout until either side ends. The session waits
+    on its MCP client as the in-process `memory mcp` does, so no timeout here."""
+    connection.settimeout(None)
+    input_done = threading.Event()
+
+    def forward_input() -> None:
+        try:
+            while chunk := os.read(0, 65536):
+                connection.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            input_done.set()
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_WR)
+
+    threading.Thread(target=forward_input, daemon=True).start()
+    try:
+        while chunk := reader.read1(65536):
+            sys.stdout.buffer.write(chunk)
+            sys.stdout.buffer.flush()
+    except OSError:
+        pass
+    finally:
+        connection.close()
+    if input_done.is_set():
+        return 0
+    body = {
+        "error": f"The memory server ended the MCP session before its client did; the server's log is {place.log}.",
+        "code": "SERVER_LOST",
+    }
+    sys.stderr.write(json.dumps(body, ensure_ascii=False) + "\n")
+    return 1
+
+
+def _ask(place: wire.Place, op: str) -> dict[str, Any] | None:
+    """One management request (status, stop) and its answer; None if the server does not answer."""
+    try:
+        connection = wire.connect(place)
+    except OSError:
+        return None
+    if connection is None:
+        return None
+    try:
+        connection.settimeout(wire.SILENCE_S)
+        wire.send(connection, {"protocol": wire.PROTOCOL, "op": op})
+        answer = json.loads(connection.makefile("rb").readline() or b"null")
+    except (OSError, ValueError):
+        return None
+    finally:
+        connection.close()
+    return answer if isinstance(answer, dict) else None
+
+
+def server_status(place: wire.Place) -> dict[str, Any]:
+    """`memory server status`: running (with what the server says of itself), stopped, or not answering."""
+    where = {"backend": place.backend, "data_dir": str(place.data_dir), "socket": str(place.socket)}
+    if not wire.server_alive(place):
+        return {"status": "stopped", **where}
+    answer = _ask(place, "status")
+    if answer is None:
+        facts = wire.server_facts(place)
+        return {"status": "not answering", **where, "pid": facts.get("pid"), "log": str(place.log)}
+    return {"status": "running", **where, **answer}
+
+
+def _places(place: wire.Place, everyone: bool) -> list[wire.Place]:
+    if not everyone:
+        return [place]
+    found = []
+    for pid_file in sorted(place.directory.glob("*.pid")):
+        facts = wire.server_facts(wire.Place(place.data_dir, "", pid_file.with_suffix(".sock")))
+        if isinstance(facts.get("socket"), str) and isinstance(facts.get("backend"), str):
+            found.append(wire.Place(place.data_dir, facts["backend"], Path(facts["socket"])))
+    return found
+
+
+def stop_servers(place: wire.Place, *, everyone: bool) -> list[dict[str, Any]]:
+    """`memory server stop [--all]`: ask each live server to stop (SIGTERM if it does not answer) and wait for it to
+    exit; one entry per server that was running, `exited` false if it still ran after the wait."""
+    stopped = []
+    for each in _places(place, everyone):
+        if not wire.server_alive(each):
+            continue
+        pid = wire.server_facts(each).get("pid")
+        if _ask(each, "stop") is None and isinstance(pid, int):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + wire.PREDECESSOR_S
+        while wire.server_alive(each) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        stopped.append({"backend": each.backend, "pid": pid, "exited": not wire.server_alive(each)})
+    return stopped

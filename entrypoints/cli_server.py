@@ -1,0 +1,482 @@
+"""The local memory server: the `memory` command's handlers behind a Unix socket, one process per data dir and backend.
+
+Started detached by the thin client (cli_client.py), it runs each request with the same code as the in-process
+command (cli.run_guarded), on the client's arguments, environment, cwd, umask and stdin, and sends back the exact
+bytes of stdout and stderr and the exit code. Its storage (catalog, embedder, keywords, locks) is opened once and
+kept warm; every request gets a service with its own policy settings. Requests run one at a time (the doors'
+rule: read-check-write steps never interleave); each connection has its own thread, so status, heartbeats and
+new clients are answered meanwhile. It stops after an idle time, on `memory server stop` or SIGTERM, and when a
+client of another build or storage settings arrives (that client then starts its replacement).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import io
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agent_memory.entrypoints import server_protocol as wire
+
+# the settings that open the storage; the others (store, decay, limits) only shape each request's policy
+STORAGE_FIELDS: tuple[str, ...] = ("data_dir", "backend", "collection", "chroma_host", "chroma_port", "qdrant_url")
+STORAGE_FIELDS += ("qdrant_api_key", "embedder")
+
+
+class Refusal(Exception):
+    """A request this server must not run: nothing ran; `replace` means the server stops for a successor."""
+
+    def __init__(self, reason: str, message: str, *, replace: bool) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.replace = replace
+
+
+class _PerThread:
+    """sys.stdin / stdout / stderr of the server: each request thread sees its client's streams, others the log."""
+
+    def __init__(self, fallback: Any) -> None:
+        self.fallback = fallback
+        self._local = threading.local()
+
+    def bind(self, stream: Any) -> None:
+        self._local.stream = stream
+
+    def unbind(self) -> None:
+        self._local.stream = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(getattr(self._local, "stream", None) or self.fallback, name)
+
+
+class _Bytes(io.BytesIO):
+    """A client's stream as bytes, answering isatty() as the client's stream did."""
+
+    def __init__(self, data: bytes = b"", *, tty: bool = False) -> None:
+        super().__init__(data)
+        self._tty = tty
+
+    def isatty(self) -> bool:
+        return self._tty
+
+
+def _text(buffer: _Bytes, facts: Any, default_errors: str) -> io.TextIOWrapper:
+    encoding, errors = "utf-8", default_errors
+    if isinstance(facts, list) and len(facts) == 3 and all(isinstance(f, str) for f in facts[:2]):
+        encoding, errors = facts[0], facts[1]
+    try:
+        return io.TextIOWrapper(buffer, encoding=encoding, errors=errors)
+    except LookupError:
+        return io.TextIOWrapper(buffer, encoding="utf-8", errors=default_errors)
+
+
+class MemoryServer:
+    """One server process: its socket, its storage, its requests."""
+
+    def __init__(self, place: wire.Place, idle_seconds: float) -> None:
+        self.place = place
+        self.idle_seconds = idle_seconds
+        self.build = wire.build_identity(os.environ)
+        self.started_at = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+        self.lock = threading.Lock()  # one request at a time on the service (and on cwd and umask)
+        self._state = threading.Lock()
+        self._active = 0
+        self._served = 0
+        self._last = time.monotonic()
+        self._stopping = threading.Event()
+        self._storage: tuple[tuple[object, ...], Any] | None = None
+        self._listener: socket.socket | None = None
+        self._sessions: set[socket.socket] = set()
+        self._inode: int | None = None
+
+    # --- life -----------------------------------------------------------------------------------------------
+
+    def serve(self) -> int:
+        """Listen until idle, stopped or replaced; the exit code."""
+        if not wire.private_directory(self.place.directory) or not wire.private_directory(self.place.socket.parent):
+            _log(f"cannot make the private directory for {self.place.socket}")
+            return 1
+        if not wire.hold_for_life(self.place.pid_file, wire.PREDECESSOR_S):
+            _log("another server still holds this place: not starting")
+            return 1
+        facts = {"pid": os.getpid(), "socket": str(self.place.socket), "backend": self.place.backend}
+        facts |= {"data_dir": str(self.place.data_dir), "build": self.build, "started_at": self.started_at}
+        self.place.pid_file.write_text(json.dumps(facts), encoding="utf-8")
+        self._listen()
+        _log(f"serving {self.place.backend} of {self.place.data_dir} on {self.place.socket} as pid {os.getpid()}")
+        threading.Thread(target=_warm_up, args=(self.place.backend,), daemon=True).start()
+        try:
+            self._accept_until_done()
+        finally:
+            self._close()
+            self._drain()
+        _log("stopped")
+        return 0
+
+    def _listen(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.place.socket.unlink()  # stale: no live server holds the pid file, this one does
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        previous = os.umask(0o177)
+        try:
+            listener.bind(os.fspath(self.place.socket))
+        finally:
+            os.umask(previous)
+        self.place.socket.chmod(0o600)
+        self._inode = self.place.socket.stat().st_ino
+        listener.listen(64)
+        listener.settimeout(0.2)
+        self._listener = listener
+
+    def _accept_until_done(self) -> None:
+        assert self._listener is not None
+        while not self._stopping.is_set():
+            try:
+                connection, _ = self._listener.accept()
+            except TimeoutError:
+                with self._state:
+                    idle = self._active == 0 and time.monotonic() - self._last > self.idle_seconds
+                if idle:
+                    _log(f"idle for {self.idle_seconds:g} s")
+                    return
+                continue
+            except OSError as error:
+                _log(f"accept failed: {error}")
+                return
+            with self._state:
+                self._active += 1
+                self._last = time.monotonic()
+            threading.Thread(target=self._connection, args=(connection,), daemon=True).start()
+
+    def stop(self) -> None:
+        """Stop taking connections: the socket file goes at once (a successor may bind), requests in flight end."""
+        self._stopping.set()
+        self._unlink()
+
+    def _unlink(self) -> None:
+        with contextlib.suppress(OSError):
+            if self._inode is not None and self.place.socket.stat().st_ino == self._inode:
+                self.place.socket.unlink()
+
+    def _close(self) -> None:
+        self._unlink()
+        if self._listener is not None:
+            self._listener.close()
+
+    def _drain(self) -> None:
+        """Let requests in flight finish (a write the client waits for is never cut); end MCP sessions (their
+        clients see the end of the stream, as when an in-process `memory mcp` is stopped)."""
+        with self._state:
+            sessions = list(self._sessions)
+        for connection in sessions:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+        while True:
+            with self._state:
+                if self._active == 0:
+                    return
+            time.sleep(0.05)
+
+    # --- one connection -------------------------------------------------------------------------------------
+
+    def _connection(self, connection: socket.socket) -> None:
+        try:
+            connection.settimeout(wire.REQUEST_S)
+            reader = connection.makefile("rb")
+            line = reader.readline()
+            request = json.loads(line) if line.endswith(b"\n") else None
+            if isinstance(request, dict):
+                self._dispatch(connection, reader, request)
+        except (OSError, ValueError) as error:  # a client gone, silent or speaking nonsense: drop it
+            _log(f"connection dropped: {type(error).__name__}: {error}")
+        finally:
+            with contextlib.suppress(OSError):
+                connection.close()
+            with self._state:
+                self._active -= 1
+                self._served += 1
+                self._last = time.monotonic()
+
+    def _dispatch(self, connection: socket.socket, reader: Any, request: dict[str, Any]) -> None:
+        op = request.get("op")
+        if request.get("protocol") != wire.PROTOCOL:
+            return self._refuse(
+                connection, Refusal("protocol", f"this server speaks protocol {wire.PROTOCOL}", replace=True)
+            )
+        if op == "status":
+            return wire.send(connection, self._status())
+        if op == "stop":
+            wire.send(connection, {"stopping": True, "pid": os.getpid()})
+            _log("asked to stop")
+            return self.stop()
+        if request.get("build") != self.build:
+            return self._refuse(connection, Refusal("build", f"this server is build {self.build}", replace=True))
+        if request.get("data_dir") != str(self.place.data_dir) or request.get("backend") != self.place.backend:
+            return self._refuse(
+                connection, Refusal("place", "this server serves another data directory", replace=False)
+            )
+        if op == "run":
+            return self._run(connection, request)
+        if op == "mcp":
+            return self._mcp(connection, reader, request)
+        return self._refuse(connection, Refusal("op", f"unknown op {op!r}", replace=False))
+
+    def _refuse(self, connection: socket.socket, refusal: Refusal) -> None:
+        wire.send(connection, self._refusal(refusal))
+
+    def _status(self) -> dict[str, Any]:
+        with self._state:
+            active, served = self._active - 1, self._served  # this status request is not counted
+        return {
+            "pid": os.getpid(),
+            "build": self.build,
+            "started_at": self.started_at,
+            "idle_seconds": self.idle_seconds,
+            "requests_served": served,
+            "requests_active": active,
+            "log": str(self.place.log),
+        }
+
+    def _run(self, connection: socket.socket, request: dict[str, Any]) -> None:
+        wire.send(connection, {"accepted": True})
+        result: dict[str, Any] = {}
+        worker = threading.Thread(target=self._execute, args=(request, result), daemon=True)
+        worker.start()
+        self._heartbeat(connection, worker)
+        answer = result.get("answer") or {"refused": "internal", "message": result.get("crash", "no answer")}
+        with contextlib.suppress(OSError):  # a client killed meanwhile: the command ran, nobody listens
+            wire.send(connection, answer)
+
+    def _heartbeat(self, connection: socket.socket, worker: threading.Thread) -> None:
+        alive = True
+        while worker.is_alive():
+            worker.join(wire.HEARTBEAT_S)
+            if worker.is_alive() and alive:
+                try:
+                    connection.sendall(b"\n")
+                except OSError:
+                    alive = False  # keep waiting: the command must end before the server can
+
+    def _execute(self, request: dict[str, Any], result: dict[str, Any]) -> None:
+        try:
+            self._execute_locked(request, result)
+        except BaseException as error:  # the worker must not die silently: the client then reports SERVER_LOST
+            _log(f"request failed: {type(error).__name__}: {error}")
+
+    def _execute_locked(self, request: dict[str, Any], result: dict[str, Any]) -> None:
+        from agent_memory.entrypoints.cli import run_guarded
+
+        found = request.get("streams")
+        streams: dict[str, Any] = found if isinstance(found, dict) else {}
+        raw_in = request.get("stdin")
+        stdin_tty = raw_in is None and bool((streams.get("stdin") or [0, 0, True])[2])
+        stdin = _text(_Bytes(base64.b64decode(raw_in or ""), tty=stdin_tty), streams.get("stdin"), "strict")
+        out_bytes, err_bytes = _Bytes(), _Bytes(tty=bool((streams.get("stderr") or [0, 0, False])[2]))
+        stdout = _text(out_bytes, streams.get("stdout"), "strict")
+        stderr = _text(err_bytes, streams.get("stderr"), "backslashreplace")
+        argv, env = _arguments(request)
+        with self.lock:
+            try:
+                os.chdir(str(request.get("cwd")))
+                os.umask(int(request.get("umask", 0o022)))
+            except (OSError, TypeError, ValueError):
+                result["answer"] = {"refused": "cwd", "message": "cannot enter the client's working directory"}
+                return
+            try:
+                self._check_storage(argv, env)
+            except Refusal as refusal:
+                result["answer"] = self._refusal(refusal)
+                return
+            _bind(stdin, stdout, stderr)
+            try:
+                code = run_guarded(argv, env=env, services=self.services)
+                stdout.flush()
+                stderr.flush()
+            finally:
+                _unbind()
+                os.chdir("/")
+        result["answer"] = {
+            "exit_code": code,
+            "stdout": base64.b64encode(out_bytes.getvalue()).decode("ascii"),
+            "stderr": base64.b64encode(err_bytes.getvalue()).decode("ascii"),
+        }
+
+    def _check_storage(self, argv: list[str], env: dict[str, str]) -> None:
+        """Refuse, before anything runs, a request whose settings open other storage than this server's."""
+        from returns.result import Success
+
+        from agent_memory.entrypoints.cli import settings_of
+
+        loaded = settings_of(argv, env)
+        if not isinstance(loaded, Success):
+            return  # the run reports the bad arguments or settings itself, as in-process
+        settings = loaded.unwrap()
+        if settings.data_dir != self.place.data_dir or settings.backend != self.place.backend:
+            raise Refusal("place", "the settings name another data directory or backend", replace=False)
+        storage = tuple(getattr(settings, name) for name in STORAGE_FIELDS)
+        if self._storage is not None and self._storage[0] != storage:
+            raise Refusal("settings", "the request's storage settings differ from this server's", replace=True)
+
+    def _refusal(self, refusal: Refusal) -> dict[str, Any]:
+        if refusal.replace:
+            _log(f"refused ({refusal.reason}: {refusal}); stopping for a successor")
+            self.stop()
+        return {"refused": refusal.reason, "message": str(refusal), "pid": os.getpid()}
+
+    def _mcp(self, connection: socket.socket, reader: Any, request: dict[str, Any]) -> None:
+        """`memory mcp` over this connection: the session runs here, on the warm service, until the client ends."""
+        from agent_memory.entrypoints.cli import serve_mcp_session
+        from agent_memory.entrypoints.mcp_server import StdioSession
+
+        argv, env = _arguments(request)
+        wire.send(connection, {"accepted": True})
+        with self.lock:
+            try:
+                self._check_storage(argv, env)
+            except Refusal as refusal:
+                return wire.send(connection, self._refusal(refusal))
+        started = threading.Event()
+
+        def ready() -> None:
+            connection.settimeout(None)  # the session waits on its MCP client, as the in-process one does
+            wire.send(connection, {"stream": True})
+            with self._state:
+                self._sessions.add(connection)
+            started.set()
+
+        def services(settings: Any) -> Any:
+            with self.lock:
+                return self.services(settings)
+
+        output = connection.makefile("wb")
+        session = StdioSession(services=services, lock=self.lock, stdin=reader, stdout=output, ready=ready)
+        out_bytes, err_bytes = _Bytes(), _Bytes()
+        stdout, stderr = io.TextIOWrapper(out_bytes, encoding="utf-8"), io.TextIOWrapper(err_bytes, encoding="utf-8")
+        _bind(io.StringIO(), stdout, stderr)
+        try:
+            code = serve_mcp_session(argv, env, session)
+            stdout.flush()
+            stderr.flush()
+        finally:
+            _unbind()
+            with self._state:
+                self._sessions.discard(connection)
+        if started.is_set():
+            with contextlib.suppress(OSError):
+                output.close()
+            return None
+        # it never served: a startup failure, reported as the in-process run reports it
+        return wire.send(
+            connection,
+            {
+                "exit_code": code,
+                "stdout": base64.b64encode(out_bytes.getvalue()).decode("ascii"),
+                "stderr": base64.b64encode(err_bytes.getvalue()).decode("ascii"),
+            },
+        )
+
+    # --- the storage, opened once ---------------------------------------------------------------------------
+
+    def services(self, settings: Any) -> Any:
+        """The service for one request's settings: the warm storage with the request's policy (store, decay,
+        limits). Settings that open other storage refuse the request and replace this server."""
+        from returns.result import Failure, Success
+
+        from agent_memory.domain.errors import DomainError, ErrorCode
+        from agent_memory.entrypoints.bootstrap import build_service
+
+        storage = tuple(getattr(settings, name) for name in STORAGE_FIELDS)
+        if self._storage is not None and self._storage[0] != storage:  # _check_storage refused these already
+            return Failure(DomainError(ErrorCode.STORAGE_ERROR, "The memory server serves other storage settings."))
+        if self._storage is None:
+            built = build_service(settings)
+            if isinstance(built, Success):
+                self._storage = (storage, built.unwrap())
+            return built
+        warm = self._storage[1]
+        return build_service(
+            settings,
+            catalog=warm.catalog,
+            embedder=warm.embedder,
+            clock=warm.clock,
+            keywords=warm.keywords,
+            locks=warm.locks,
+        )
+
+
+def _arguments(request: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
+    env = request.get("env")
+    return [str(a) for a in request.get("argv") or []], {str(k): str(v) for k, v in (env or {}).items()}
+
+
+_STREAMS: tuple[_PerThread, _PerThread, _PerThread] | None = None
+
+
+def _install_streams() -> None:
+    """Route sys.stdin/stdout/stderr per thread (before any library keeps a reference to them)."""
+    global _STREAMS
+    _STREAMS = (_PerThread(io.StringIO()), _PerThread(sys.stderr), _PerThread(sys.stderr))
+    sys.stdin, sys.stdout, sys.stderr = _STREAMS
+
+
+def _bind(stdin: Any, stdout: Any, stderr: Any) -> None:
+    assert _STREAMS is not None
+    for proxy, stream in zip(_STREAMS, (stdin, stdout, stderr), strict=True):
+        proxy.bind(stream)
+
+
+def _unbind() -> None:
+    assert _STREAMS is not None
+    for proxy in _STREAMS:
+        proxy.unbind()
+
+
+def _log(line: str) -> None:
+    """One line in the server's log (its stderr when no request is bound to this thread)."""
+    target = _STREAMS[2].fallback if _STREAMS is not None else sys.__stderr__
+    if target is None:
+        return
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        target.write(f"{datetime.now(UTC).isoformat(timespec='seconds')} {line}\n")
+        target.flush()
+
+
+def _warm_up(backend: str) -> None:
+    """Import the handlers and this backend's storage library while the first client is still connecting."""
+    import importlib
+
+    modules = ["agent_memory.entrypoints.cli", "agent_memory.entrypoints.cli_handlers"]
+    modules += ["agent_memory.entrypoints.bootstrap", "agent_memory.adapters.onnx_embedder"]
+    modules += ["agent_memory.adapters.qdrant_store" if backend == "qdrant" else "agent_memory.adapters.chroma_store"]
+    for module in modules:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m agent_memory.entrypoints.cli_server --data-dir D --backend B --socket S --idle-seconds N`."""
+    parser = argparse.ArgumentParser(prog="memory-server", description="The local memory server (started by `memory`).")
+    parser.add_argument("--data-dir", required=True, type=Path)
+    parser.add_argument("--backend", required=True)
+    parser.add_argument("--socket", required=True, type=Path)
+    parser.add_argument("--idle-seconds", type=float, default=300.0)
+    options = parser.parse_args(argv)
+    _install_streams()
+    server = MemoryServer(wire.Place(options.data_dir, options.backend, options.socket), options.idle_seconds)
+    signal.signal(signal.SIGTERM, lambda _signal, _frame: server.stop())
+    signal.signal(signal.SIGINT, lambda _signal, _frame: server.stop())
+    sys.exit(server.serve())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,208 @@
+"""The memory server's wire and places, in the standard library only: where its socket, locks and log live, who it is.
+
+One server per (data directory, backend). Its files sit in `<data dir>/server/` (0700): `<name>.sock` (0600; in
+`$XDG_RUNTIME_DIR/agent-memory/` when the data directory's path is too long for a Unix socket), `<name>.start`
+(the lock racing clients take to start one server), `<name>.pid` (locked by the live server for its whole life:
+free means no server) and `<name>.log`.
+
+The protocol is JSON lines over the socket. The client sends one request line; the server answers
+`{"accepted": true}` before it runs anything, blank heartbeat lines while it works, then one result line
+`{"exit_code", "stdout", "stderr"}` (base64 bytes). `{"refused": reason}` instead means nothing ran. Every future
+version keeps reading `protocol` and `build` first and refusing what it does not speak.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import socket
+import stat
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PROTOCOL = 1
+HEARTBEAT_S = 2.0  # the server writes a blank line this often while a request runs
+SILENCE_S = 60.0  # a client gives up on a server that sent nothing for this long
+CONNECT_S = 5.0
+REQUEST_S = 30.0  # a server drops a connection that sends no full request line in this long
+START_LOCK_S = 90.0  # a client waits this long for another client's start of the server
+READY_S = 90.0  # ... and this long for the server it started to listen
+PREDECESSOR_S = 60.0  # a new server waits this long for the one it replaces to exit
+MAX_SOCKET_PATH = 100  # sockaddr_un holds 108 bytes on Linux, 104 on macOS
+LOG_LIMIT = 1 << 20  # the log is rotated once past 1 MiB
+
+# environment variables that change the server process itself rather than one request's settings: a client whose
+# values differ gets a new server (PYTHON* changes the code that runs, the others the libraries' behaviour)
+PROCESS_PREFIXES = ("PYTHON", "VIRTUAL_ENV", "CHROMA_", "ANONYMIZED_TELEMETRY", "ORT_", "OMP_", "MKL_", "OPENBLAS_")
+
+
+@dataclass(frozen=True)
+class Place:
+    """The files of the server for one data directory and backend."""
+
+    data_dir: Path
+    backend: str
+    socket: Path
+
+    @property
+    def directory(self) -> Path:
+        return self.data_dir / "server"
+
+    @property
+    def name(self) -> str:
+        return self.socket.stem
+
+    @property
+    def start_lock(self) -> Path:
+        return self.directory / f"{self.name}.start"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.directory / f"{self.name}.pid"
+
+    @property
+    def log(self) -> Path:
+        return self.directory / f"{self.name}.log"
+
+
+def place_for(data_dir: Path, backend: str, env: Mapping[str, str]) -> Place | None:
+    """Where the server of this data directory (absolute) and backend lives; None if no socket path fits."""
+    digest = hashlib.sha256(f"{data_dir}\0{backend}".encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    name = f"{backend}-{digest}.sock"
+    candidates = [data_dir / "server" / name]
+    if env.get("XDG_RUNTIME_DIR", "").startswith("/"):
+        candidates.append(Path(env["XDG_RUNTIME_DIR"]) / "agent-memory" / name)
+    for candidate in candidates:
+        if len(os.fsencode(candidate)) <= MAX_SOCKET_PATH:
+            return Place(data_dir=data_dir, backend=backend, socket=candidate)
+    return None
+
+
+def private_directory(path: Path) -> bool:
+    """Create `path` as 0700 (or make an existing one of ours 0700); False if it is not a directory of this user."""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        found = path.lstat()
+        if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid():
+            return False
+        if stat.S_IMODE(found.st_mode) != 0o700:
+            path.chmod(0o700)
+    except OSError:
+        return False
+    return True
+
+
+def _source_stamp() -> str:
+    """The newest modification time of the package's modules: an upgrade or an edited checkout changes it."""
+    import importlib.util
+
+    newest = 0
+    for package in ("agent_memory", "agent_memory.entrypoints", "agent_memory.domain", "agent_memory.adapters"):
+        spec = importlib.util.find_spec(package)
+        for folder in (spec.submodule_search_locations or []) if spec else []:
+            with contextlib.suppress(OSError), os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.name.endswith(".py"):
+                        newest = max(newest, entry.stat().st_mtime_ns)
+    return str(newest)
+
+
+def build_identity(env: Mapping[str, str]) -> str:
+    """Who a server is: protocol, version, code on disk, interpreter and the process-wide environment."""
+    from agent_memory._version import __version__
+
+    process_env = sorted((k, v) for k, v in env.items() if k.startswith(PROCESS_PREFIXES))
+    facts = json.dumps([PROTOCOL, __version__, _source_stamp(), sys.executable, process_env])
+    return f"{__version__}+{hashlib.sha256(facts.encode('utf-8', 'surrogateescape')).hexdigest()[:16]}"
+
+
+def encode(message: Mapping[str, Any]) -> bytes:
+    return json.dumps(message, ensure_ascii=True).encode("ascii") + b"\n"
+
+
+def send(connection: socket.socket, message: Mapping[str, Any]) -> None:
+    connection.sendall(encode(message))
+
+
+@contextlib.contextmanager
+def flocked(path: Path, timeout: float) -> Iterator[bool]:
+    """Hold an exclusive flock on `path` (created 0600) for the block; yields False if it stayed taken `timeout` s."""
+    handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    yield False
+                    return
+                time.sleep(0.02)
+        yield True
+    finally:
+        os.close(handle)
+
+
+def hold_for_life(path: Path, timeout: float) -> bool:
+    """Take an exclusive flock on `path` and never release it: the kernel does when this process has exited, so a
+    free lock means no process is left. False if it stayed taken `timeout` s."""
+    handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                os.close(handle)
+                return False
+            time.sleep(0.02)
+
+
+def server_alive(place: Place) -> bool:
+    """Whether a server holds the pid file's lock (it does for its whole life; the kernel frees it at exit)."""
+    try:
+        handle = os.open(place.pid_file, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(handle)
+    return False
+
+
+def server_facts(place: Place) -> dict[str, Any]:
+    """What the live server wrote in its pid file (pid, socket, version, start time); {} if unreadable."""
+    try:
+        facts = json.loads(place.pid_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return facts if isinstance(facts, dict) else {}
+
+
+def connect(place: Place) -> socket.socket | None:
+    """A connection to the server, or None when nothing listens there (no socket file, or a stale one)."""
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    connection.settimeout(CONNECT_S)
+    try:
+        connection.connect(os.fspath(place.socket))
+    except OSError as error:
+        connection.close()
+        if error.errno in (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTSOCK, errno.EAGAIN):
+            return None
+        raise
+    return connection
