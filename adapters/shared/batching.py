@@ -10,4 +10,5 @@ T = TypeVar("T")
 
 def chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:
     """Consecutive slices of at most `size` items (at least one item each), in order; none for no items."""
-    return [items[start : start + size] for start in range(0, len(items), max(1, size))]
+    step = max(1, size)
+    return [items[start : start + step] for start in range(0, len(items), step)]

@@ -22,6 +22,7 @@ from returns.result import Result
 import agent_memory.adapters.qdrant.catalog as qdrant_catalog
 import agent_memory.adapters.qdrant.layout as qdrant_layout
 import agent_memory.adapters.qdrant.records as qdrant_records
+from agent_memory.adapters.qdrant.boundary import Boundary
 from agent_memory.adapters.qdrant.catalog import QdrantCatalog
 from agent_memory.adapters.qdrant.layout import GENERATION
 from agent_memory.adapters.qdrant.layout import index_payload as _index_payload
@@ -441,6 +442,33 @@ def test_library_errors_become_storage_errors(catalog: QdrantCatalog) -> None:
     store.dimension = None  # let the bad vector reach Qdrant
     failure = failed_with(store.replace(full_memory(), [1.0, 0.0]), ErrorCode.STORAGE_ERROR)
     assert failure.cause
+
+
+class _Bug(RuntimeError):
+    """A RuntimeError subclass: not how local mode says its client is closed, so a bug to let through."""
+
+
+def _raise(error: Exception) -> None:
+    raise error
+
+
+def test_the_boundary_runs_a_port_method_whole_under_the_guard_and_lets_bugs_through() -> None:
+    steps: list[str] = []
+
+    @contextlib.contextmanager
+    def guard() -> Iterator[None]:
+        steps.append("locked")
+        yield
+        steps.append("released")
+
+    boundary = Boundary("here", server=False, guard=guard())
+    assert ok(boundary.result("count", lambda: steps.append("work") or len(steps))) == 2
+    assert steps == ["locked", "work", "released"]
+    closed = Boundary("here", server=False, guard=contextlib.nullcontext())
+    error = failed_with(closed.result("count", lambda: _raise(RuntimeError("closed"))), ErrorCode.STORAGE_ERROR)
+    assert error.message == "Qdrant failed to count."
+    with pytest.raises(_Bug):
+        closed.result("count", lambda: _raise(_Bug("a bug")))
 
 
 def test_scan_and_writes_page_through_small_batches(catalog: QdrantCatalog, monkeypatch: pytest.MonkeyPatch) -> None:
