@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from functools import partial
+from typing import Any
 
 from attrs import define, evolve, field
 from qdrant_client import QdrantClient, models
@@ -151,7 +152,7 @@ class QdrantVectorStore:
         def scored() -> dict[str, float]:
             found: dict[str, Vector] = {}
             for stored in self.client.retrieve(self.collection, ids=point_ids(ids), with_vectors=[DENSE]):
-                vector = stored.vector.get(DENSE) if isinstance(stored.vector, dict) else stored.vector
+                vector: Any = stored.vector.get(DENSE) if isinstance(stored.vector, dict) else stored.vector
                 if vector is not None:
                     found[str(stored.id)] = list(vector)
             return cosines(embedding, found)
@@ -195,9 +196,9 @@ class QdrantVectorStore:
     def _overwrite(self, memories: Sequence[Memory]) -> None:
         """New payloads for memories that all exist (MEMORY_NOT_FOUND names the first that does not)."""
         present: set[str] = set()
-        for batch in chunks(point_ids([memory.id for memory in memories]), layout.SCAN_PAGE):
+        for page in chunks(point_ids([memory.id for memory in memories]), layout.SCAN_PAGE):
             present.update(
-                str(found.id) for found in self.client.retrieve(self.collection, ids=list(batch), with_payload=False)
+                str(found.id) for found in self.client.retrieve(self.collection, ids=list(page), with_payload=False)
             )
         missing = [memory.id for memory in memories if memory.id not in present]
         if missing:
