@@ -17,16 +17,13 @@ from agent_memory.adapters.qdrant.layout import GENERATION, ModelRecords
 from agent_memory.adapters.qdrant.records import DENSE, memories_of, memory_payload, point, point_ids, to_filter
 from agent_memory.adapters.qdrant.records import similarity_from_score as similarity
 from agent_memory.adapters.shared.batching import chunks
-from agent_memory.adapters.shared.boundary import Abort
+from agent_memory.adapters.shared.boundary import Abort, abort_if
+from agent_memory.adapters.shared.embeddings import count_mismatch, dimension_mismatch, mixed_dimensions
 from agent_memory.adapters.vector_math import cosines
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory
 from agent_memory.domain.ports import Vector
-
-
-def _mismatched_counts() -> Abort:
-    return Abort(DomainError(ErrorCode.STORAGE_ERROR, "memories and embeddings differ in number"))
 
 
 @define(kw_only=True)
@@ -73,8 +70,7 @@ class QdrantVectorStore:
         """Fill a fresh generation, record its model, then switch the alias to it in one request."""
 
         def rebuild() -> None:
-            if len(memories) != len(embeddings):
-                raise _mismatched_counts()
+            abort_if(count_mismatch(memories, embeddings))
             dimension = self._rebuild_dimension(embeddings)
             self._switch_to(self._staged(memories, embeddings, embedding_model, dimension))
 
@@ -174,8 +170,7 @@ class QdrantVectorStore:
     # --- helpers (plain: they raise, the port method's boundary converts)
 
     def _add(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> None:
-        if len(memories) != len(embeddings):
-            raise _mismatched_counts()
+        abort_if(count_mismatch(memories, embeddings))
         latest = {memory.id: (memory, vector) for memory, vector in zip(memories, embeddings, strict=True)}
         self._check_dimension([vector for _, vector in latest.values()])
         points = [point(memory, vector) for memory, vector in latest.values()]
@@ -183,15 +178,7 @@ class QdrantVectorStore:
             self.client.upsert(self.collection, points=batch, wait=True)
 
     def _check_dimension(self, vectors: Sequence[Vector]) -> None:
-        for vector in vectors:
-            if self.dimension is not None and len(vector) != self.dimension:
-                raise Abort(
-                    DomainError(
-                        ErrorCode.EMBEDDING_MISMATCH,
-                        f"This store holds {self.dimension}-dimensional embeddings but got {len(vector)} "
-                        "dimensions. Run `memory reindex` after changing the embedding model.",
-                    )
-                )
+        abort_if(dimension_mismatch(self.dimension, vectors))
 
     def _overwrite(self, memories: Sequence[Memory]) -> None:
         """New payloads for memories that all exist (MEMORY_NOT_FOUND names the first that does not)."""
@@ -213,15 +200,8 @@ class QdrantVectorStore:
             self.client.batch_update_points(self.collection, update_operations=list(batch), wait=True)
 
     def _rebuild_dimension(self, embeddings: Sequence[Vector]) -> int:
-        dimensions = {len(vector) for vector in embeddings}
-        if len(dimensions) > 1:
-            raise Abort(
-                DomainError(
-                    ErrorCode.EMBEDDING_MISMATCH,
-                    f"A rebuild got embeddings of several dimensions: {sorted(dimensions)}.",
-                )
-            )
-        dimension = dimensions.pop() if dimensions else self.dimension
+        abort_if(mixed_dimensions(embeddings))
+        dimension = len(embeddings[0]) if embeddings else self.dimension
         if dimension is None:
             raise Abort(DomainError(ErrorCode.STORAGE_ERROR, "The store's embedding dimension is unknown."))
         return dimension

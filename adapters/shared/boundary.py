@@ -22,6 +22,12 @@ class Abort(Exception):
         self.error = error
 
 
+def abort_if(error: DomainError | None) -> None:
+    """Abort with the error a check found, if it found one."""
+    if error is not None:
+        raise Abort(error)
+
+
 def value_of(result: Result[T, DomainError]) -> T:
     """The value of a Result met inside plain code (another port's answer); a failure aborts with its error."""
     match result:

@@ -10,8 +10,9 @@ from returns.result import Failure, Success
 
 from agent_memory.adapters.shared import durable
 from agent_memory.adapters.shared.batching import chunks
-from agent_memory.adapters.shared.boundary import Abort, as_result, value_of
+from agent_memory.adapters.shared.boundary import Abort, abort_if, as_result, value_of
 from agent_memory.adapters.shared.durable import fsync_directory, temporary_prefix, write_atomically
+from agent_memory.adapters.shared.embeddings import count_mismatch, dimension_mismatch, mixed_dimensions
 from agent_memory.adapters.shared.names import collection_of, is_store_name, store_not_found, store_of
 from agent_memory.adapters.shared.prefixes import NAMESPACE_JOIN, namespace_prefixes, path_prefixes
 from agent_memory.adapters.shared.words import STOP_WORDS, content_words, query_terms
@@ -51,6 +52,24 @@ def test_a_failed_result_inside_plain_code_aborts_with_its_error() -> None:
         value_of(Failure(REFUSED))
     assert raised.value.error == REFUSED
     assert as_result(lambda: value_of(Failure(REFUSED))) == Failure(REFUSED)
+    assert as_result(lambda: abort_if(None)) == Success(None)
+    assert as_result(lambda: abort_if(REFUSED)) == Failure(REFUSED)
+
+
+# --- embedding checks -------------------------------------------------------------------------
+
+
+def test_embedding_checks_refuse_what_a_store_cannot_hold() -> None:
+    assert count_mismatch([1, 2], [[0.0], [1.0]]) is None
+    assert count_mismatch([1, 2], [[0.0]]).code is ErrorCode.STORAGE_ERROR  # type: ignore[union-attr]
+    assert dimension_mismatch(None, [[0.0], [0.0, 1.0]]) is None  # a store whose dimension is not known yet
+    assert dimension_mismatch(2, [[0.0, 1.0]]) is None
+    mismatch = dimension_mismatch(2, [[0.0, 1.0], [0.0, 1.0, 2.0]])
+    assert mismatch is not None and mismatch.code is ErrorCode.EMBEDDING_MISMATCH
+    assert "holds 2-dimensional embeddings but got 3" in mismatch.message and "memory reindex" in mismatch.message
+    assert mixed_dimensions([]) is None and mixed_dimensions([[0.0], [1.0]]) is None
+    mixed = mixed_dimensions([[0.0], [0.0, 1.0]])
+    assert mixed is not None and mixed.code is ErrorCode.EMBEDDING_MISMATCH and "[1, 2]" in mixed.message
 
 
 # --- store names ------------------------------------------------------------------------------
