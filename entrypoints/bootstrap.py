@@ -70,8 +70,8 @@ def build_catalog(settings: Settings, embedder: Embedder) -> Result[StoreCatalog
 def build_keywords(settings: Settings, catalog: StoreCatalog) -> KeywordIndex:
     """The keyword side: inside a Qdrant server (shared by every machine using it), else SQLite FTS5 beside the data."""
     if settings.backend == "qdrant" and settings.qdrant_url:
-        from agent_memory.adapters.qdrant.keywords import keyword_index_for
         from agent_memory.adapters.qdrant.catalog import QdrantCatalog
+        from agent_memory.adapters.qdrant.keywords import keyword_index_for
 
         if isinstance(catalog, QdrantCatalog):
             return keyword_index_for(catalog)
