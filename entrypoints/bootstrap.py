@@ -33,7 +33,7 @@ def _chroma(settings: Settings, embedder: Embedder, *, path: Path) -> StoreCatal
 
 
 def _qdrant(settings: Settings, embedder: Embedder) -> StoreCatalog:
-    from agent_memory.adapters.qdrant_store import QdrantCatalog
+    from agent_memory.adapters.qdrant.catalog import QdrantCatalog
 
     return QdrantCatalog(
         path=None if settings.qdrant_url else settings.data_dir / "qdrant",
@@ -70,8 +70,8 @@ def build_catalog(settings: Settings, embedder: Embedder) -> Result[StoreCatalog
 def build_keywords(settings: Settings, catalog: StoreCatalog) -> KeywordIndex:
     """The keyword side: inside a Qdrant server (shared by every machine using it), else SQLite FTS5 beside the data."""
     if settings.backend == "qdrant" and settings.qdrant_url:
-        from agent_memory.adapters.qdrant_keywords import keyword_index_for
-        from agent_memory.adapters.qdrant_store import QdrantCatalog
+        from agent_memory.adapters.qdrant.catalog import QdrantCatalog
+        from agent_memory.adapters.qdrant.keywords import keyword_index_for
 
         if isinstance(catalog, QdrantCatalog):
             return keyword_index_for(catalog)

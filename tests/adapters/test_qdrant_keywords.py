@@ -16,29 +16,29 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from qdrant_client import QdrantClient, models
 
-import agent_memory.adapters.qdrant_keywords as qdrant_keywords
-import agent_memory.adapters.qdrant_store as qdrant_store
-from agent_memory.adapters.qdrant_keywords import (
-    AVERAGE_LENGTH,
-    K1,
+import agent_memory.adapters.qdrant.layout as qdrant_layout
+from agent_memory.adapters.qdrant.catalog import QdrantCatalog
+from agent_memory.adapters.qdrant.keywords import (
     KEYWORD_PAYLOAD_FIELDS,
-    NEIGHBOUR_WEIGHT,
     TERMS,
     QdrantKeywordIndex,
-    _create_collection,
-    content_words,
-    document_terms,
     keyword_index_for,
-    memory_weights,
     normalised,
     point_id,
+    thread_prefixes,
+)
+from agent_memory.adapters.qdrant.keywords import create_collection as _create_collection
+from agent_memory.adapters.qdrant.terms import (
+    AVERAGE_LENGTH,
+    K1,
+    NEIGHBOUR_WEIGHT,
+    document_terms,
+    memory_weights,
     query_vector,
     term_index,
     term_of,
-    thread_prefixes,
 )
-from agent_memory.adapters.qdrant_store import QdrantCatalog
-from agent_memory.adapters.sqlite_keywords import query_terms
+from agent_memory.adapters.shared.words import content_words, query_terms
 from agent_memory.domain.errors import ErrorCode
 from agent_memory.domain.ports import KeywordEntry
 from tests.contract.keyword_index_contract import chain, entry, filler
@@ -246,8 +246,8 @@ def test_a_crashed_rebuild_keeps_the_old_index_and_the_next_one_tidies(
 def test_writes_page_through_small_requests(
     catalog: QdrantCatalog, index: QdrantKeywordIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(qdrant_keywords, "SCAN_PAGE", 3)
-    monkeypatch.setattr(qdrant_store, "MAX_BATCH_POINTS", 2)
+    monkeypatch.setattr(qdrant_layout, "SCAN_PAGE", 3)
+    monkeypatch.setattr(qdrant_layout, "MAX_BATCH_POINTS", 2)
     ids = [f"m{i}" for i in range(9)]
     ok(index.upsert(STORE, [entry(i, f"word{n} banana") for n, i in enumerate(ids)]))
     ok(index.upsert(STORE, [entry(i, f"word{n} cherry") for n, i in enumerate(ids)]))

@@ -19,22 +19,25 @@ import pytest
 from qdrant_client import QdrantClient, models
 from returns.result import Result
 
-import agent_memory.adapters.qdrant_store as qdrant_store
-from agent_memory.adapters.qdrant_store import (
+import agent_memory.adapters.qdrant.catalog as qdrant_catalog
+import agent_memory.adapters.qdrant.layout as qdrant_layout
+import agent_memory.adapters.qdrant.records as qdrant_records
+from agent_memory.adapters.qdrant.boundary import Boundary
+from agent_memory.adapters.qdrant.catalog import QdrantCatalog
+from agent_memory.adapters.qdrant.layout import GENERATION
+from agent_memory.adapters.qdrant.layout import index_payload as _index_payload
+from agent_memory.adapters.qdrant.records import (
     BOOL_FIELDS,
     DENSE,
-    GENERATION,
     INTEGER_FIELDS,
     KEYWORD,
     KEYWORD_FIELDS,
-    NEVER_EXPIRES_US,
-    QdrantCatalog,
-    QdrantVectorStore,
-    _index_payload,
     memory_payload,
     point_ids,
     to_filter,
 )
+from agent_memory.adapters.qdrant.store import QdrantVectorStore
+from agent_memory.adapters.record_time import NEVER_EXPIRES_US
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory
@@ -175,7 +178,7 @@ def test_a_foreign_collection_with_the_store_name_is_left_alone(catalog: QdrantC
 HOLDER = """
 import sys
 from pathlib import Path
-from agent_memory.adapters.qdrant_store import QdrantCatalog
+from agent_memory.adapters.qdrant.catalog import QdrantCatalog
 catalog = QdrantCatalog(path=Path(sys.argv[1]), embedder_name="m", dimension=8)
 catalog.health().unwrap()
 print("ready", flush=True)
@@ -319,7 +322,7 @@ def test_a_refused_connection_is_backend_unavailable_at_once() -> None:
 def test_a_silent_server_is_given_up_after_the_connect_timeout(
     silent_port: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(qdrant_store, "CONNECT_TIMEOUT_S", 1.0)  # requests themselves may take REQUEST_TIMEOUT_S
+    monkeypatch.setattr(qdrant_catalog, "CONNECT_TIMEOUT_S", 1.0)  # requests themselves may take REQUEST_TIMEOUT_S
     assert_unreachable(f"http://127.0.0.1:{silent_port}", within_s=2.5)
 
 
@@ -441,9 +444,36 @@ def test_library_errors_become_storage_errors(catalog: QdrantCatalog) -> None:
     assert failure.cause
 
 
+class _Bug(RuntimeError):
+    """A RuntimeError subclass: not how local mode says its client is closed, so a bug to let through."""
+
+
+def _raise(error: Exception) -> None:
+    raise error
+
+
+def test_the_boundary_runs_a_port_method_whole_under_the_guard_and_lets_bugs_through() -> None:
+    steps: list[str] = []
+
+    @contextlib.contextmanager
+    def guard() -> Iterator[None]:
+        steps.append("locked")
+        yield
+        steps.append("released")
+
+    boundary = Boundary("here", server=False, guard=guard())
+    assert ok(boundary.result("count", lambda: steps.append("work") or len(steps))) == 2
+    assert steps == ["locked", "work", "released"]
+    closed = Boundary("here", server=False, guard=contextlib.nullcontext())
+    error = failed_with(closed.result("count", lambda: _raise(RuntimeError("closed"))), ErrorCode.STORAGE_ERROR)
+    assert error.message == "Qdrant failed to count."
+    with pytest.raises(_Bug):
+        closed.result("count", lambda: _raise(_Bug("a bug")))
+
+
 def test_scan_and_writes_page_through_small_batches(catalog: QdrantCatalog, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(qdrant_store, "SCAN_PAGE", 7)
-    monkeypatch.setattr(qdrant_store, "MAX_BATCH_POINTS", 6)
+    monkeypatch.setattr(qdrant_layout, "SCAN_PAGE", 7)
+    monkeypatch.setattr(qdrant_layout, "MAX_BATCH_POINTS", 6)
     store = ok(catalog.open("default", create=True))
     pairs = sample()
     ok(store.add([m for m, _ in pairs], [v for _, v in pairs]))
@@ -456,7 +486,7 @@ def test_scan_and_writes_page_through_small_batches(catalog: QdrantCatalog, monk
 
 
 def test_categories_page_through_scrolls(catalog: QdrantCatalog, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(qdrant_store, "SCAN_PAGE", 3)
+    monkeypatch.setattr(qdrant_layout, "SCAN_PAGE", 3)
     ok(catalog.open("default", create=True))
     registry = ok(catalog.categories("default"))
     for i in range(8):
@@ -470,9 +500,9 @@ def test_categories_page_through_scrolls(catalog: QdrantCatalog, monkeypatch: py
 def test_crash_while_filling_keeps_the_old_contents(catalog: QdrantCatalog) -> None:
     store, old = filled(catalog)
     half = "memories" + GENERATION + "half"
-    qdrant_store._create_generation(store.client, half, DIM, server=False)
+    qdrant_layout.create_generation(store.client, half, DIM, server=False)
     fresh = sample(2, seed=31)
-    store.client.upsert(half, points=[qdrant_store._point(m, v) for m, v in fresh])  # then the "crash"
+    store.client.upsert(half, points=[qdrant_records.point(m, v) for m, v in fresh])  # then the "crash"
     assert contents(catalog) == (MODEL, sorted(m.id for m in old))
     store = ok(catalog.open("default", create=False))
     ok(store.rebuild(old[:2], [axis(0), axis(1)], "later"))  # a later rebuild drops the stale half
@@ -491,7 +521,7 @@ def test_crash_after_the_switch_shows_the_new_and_the_next_rebuild_tidies(catalo
     store, _ = filled(catalog)
     fresh = sample(4, seed=31)
     staged = ok(store._stage([m for m, _ in fresh], [v for _, v in fresh], "next-model", DIM))
-    qdrant_store._switch_alias(store.client, "memories", staged.collection)  # then the "crash"
+    qdrant_layout.switch_alias(store.client, "memories", staged.collection)  # then the "crash"
     assert contents(catalog) == ("next-model", sorted(m.id for m, _ in fresh))
     assert ok(catalog.names()) == ["default"]
     reopened = ok(catalog.open("default", create=False))
@@ -506,7 +536,7 @@ def test_crash_after_the_switch_shows_the_new_and_the_next_rebuild_tidies(catalo
 
 def test_crash_while_creating_a_store_leaves_no_store_and_a_retry_works(catalog: QdrantCatalog) -> None:
     store = ok(catalog.open("default", create=True))
-    qdrant_store._create_generation(store.client, "memories--work" + GENERATION + "0", DIM, server=False)
+    qdrant_layout.create_generation(store.client, "memories--work" + GENERATION + "0", DIM, server=False)
     failed_with(catalog.open("work", create=False), ErrorCode.STORE_NOT_FOUND)
     assert ok(catalog.names()) == ["default"]
     work = ok(catalog.open("work", create=True))
@@ -516,7 +546,7 @@ def test_crash_while_creating_a_store_leaves_no_store_and_a_retry_works(catalog:
 
 def test_a_leftover_first_generation_of_another_dimension_is_replaced(catalog: QdrantCatalog) -> None:
     store = ok(catalog.open("default", create=True))
-    qdrant_store._create_generation(store.client, "memories--work" + GENERATION + "0", DIM + 4, server=False)
+    qdrant_layout.create_generation(store.client, "memories--work" + GENERATION + "0", DIM + 4, server=False)
     work = ok(catalog.open("work", create=True))
     assert work.dimension == DIM and ok(work.embedding_model()) == MODEL
     ok(work.add([full_memory()], [axis(0)]))

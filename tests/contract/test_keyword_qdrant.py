@@ -8,8 +8,8 @@ from pathlib import Path
 import attrs
 import pytest
 
-from agent_memory.adapters.qdrant_keywords import QdrantKeywordIndex, keyword_index_for
-from agent_memory.adapters.qdrant_store import QdrantCatalog
+from agent_memory.adapters.qdrant.catalog import QdrantCatalog
+from agent_memory.adapters.qdrant.keywords import QdrantKeywordIndex, keyword_index_for
 from agent_memory.domain.ports import KeywordIndex
 from tests.contract.keyword_index_contract import (
     STORE,

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from returns.result import Success
 
-from agent_memory.adapters.sqlite_keywords import ID_BATCH, STOP_WORDS, TOKENIZER, SqliteKeywordIndex, query_terms
+from agent_memory.adapters.shared.words import STOP_WORDS, query_terms
+from agent_memory.adapters.sqlite_keywords import ID_BATCH, TOKENIZER, SqliteKeywordIndex
 from agent_memory.domain.errors import ErrorCode
 from agent_memory.domain.ports import KeywordIndex
 from tests.contract.keyword_index_contract import (

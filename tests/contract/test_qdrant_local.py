@@ -8,7 +8,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from agent_memory.adapters.qdrant_store import QdrantCatalog
+from agent_memory.adapters.qdrant.catalog import QdrantCatalog
 from agent_memory.domain.ports import StoreCatalog
 from tests.contract.vector_store_contract import DIM, MODEL, VectorStoreContract
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from agent_memory.adapters.in_memory import HashingEmbedder
-from agent_memory.adapters.qdrant_keywords import QdrantKeywordIndex
+from agent_memory.adapters.qdrant.keywords import QdrantKeywordIndex
 from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
 from agent_memory.entrypoints.bootstrap import build_service
 from agent_memory.entrypoints.settings import load_settings

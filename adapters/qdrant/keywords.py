@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
-import hashlib
-import re
 import threading
-import unicodedata
 import uuid
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from functools import lru_cache
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
-import snowballstemmer
 from attrs import define, field
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ApiException
 from returns.result import Result, Success
 
-from agent_memory.adapters import qdrant_store
-from agent_memory.adapters.qdrant_store import GENERATION, SCAN_PAGE, QdrantCatalog, request_batches
-from agent_memory.adapters.sqlite_keywords import STOP_WORDS, query_terms
+from agent_memory.adapters.qdrant import layout
+from agent_memory.adapters.qdrant.catalog import QdrantCatalog
+from agent_memory.adapters.qdrant.layout import FIRST_GENERATION, GENERATION
+from agent_memory.adapters.qdrant.terms import memory_weights, query_vector, sparse_vector
+from agent_memory.adapters.shared.batching import chunks
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.ports import THREAD_JOIN, KeywordEntry
 
@@ -44,33 +41,7 @@ T = TypeVar("T")
 #   content          the memory's text, so that its neighbours' vectors can be recomputed
 
 KEYWORDS_SUFFIX = ".keywords"
-FIRST_GENERATION = "0"  # deterministic, so two processes creating one index on a server meet on one collection
 TERMS = "terms"  # the named sparse vector (IDF modifier)
-
-# --- weights ----------------------------------------------------------------------------------
-#
-# BM25F over a memory and its thread neighbours, as FTS5's bm25 with column weights (1, 0.5, 0.5) ranks in
-# SqliteKeywordIndex: a term's frequency is tf(own) + NEIGHBOUR_WEIGHT × (tf(previous) + tf(next)), saturated
-# once, and the length is the content words of all three. The vector holds that term-frequency part; Qdrant's
-# IDF modifier multiplies in idf(t) = ln(1 + (N − n + 0.5)/(n + 0.5)) at query time, and the query's terms weigh
-# 1.0 each, so a score is Σ idf(t) · weight(t) over the query's terms.
-# (Own and neighbour weights saturated apart and then added ranked worse: LoCoMo keyword recall@10 0.67 against
-# 0.71 this way, the figure SQLite gives.)
-
-K1 = 1.2  # term-frequency saturation, as in fastembed's Bm25 and Lucene
-B = 0.75  # length normalisation, likewise
-# A fixed stand-in for the mean length of a memory, in content words (after stop words): Qdrant keeps no such
-# statistic and a moving one would change every stored vector. Memories are a sentence or a short paragraph;
-# fastembed's 256 suits passages and would leave length normalisation nearly inert here. A memory is weighed
-# with its two neighbours, so the mean length of that window is three times this.
-AVERAGE_LENGTH = 16.0
-NEIGHBOUR_WEIGHT = 0.5  # the previous and next memories' words (own words: 1.0), as in SqliteKeywordIndex
-
-# Terms become sparse indices through the first 4 bytes of blake2b, cut to 31 bits: stable across processes
-# and machines (Python's hash() is not) and needs no vocabulary to share. Two terms may share an index: with a
-# vocabulary of V terms about V²/2³² pairs do (≈2 at 100 000 terms); they then count as one word, which only
-# blurs two rare words into each other, never breaks a search.
-INDEX_MASK = 0x7FFFFFFF
 
 KEYWORD_POINT_IDS = uuid.UUID("0b6f3a52-9c1e-4d8a-b7e4-2f5d9a1c8e63")  # uuid5 namespace for ids that are no UUID
 TAIL_CANDIDATES = 16  # a thread has one tail; more only after racing writers, and the latest one wins
@@ -78,73 +49,6 @@ TAIL_CANDIDATES = 16  # a thread has one tail; more only after racing writers, a
 KEYWORD_PAYLOAD_FIELDS = ("id", "thread", "thread_prefixes", "next_id")  # indexed on a server
 
 Payload = dict[str, Any]
-
-
-# --- terms ------------------------------------------------------------------------------------
-
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)  # the tokens of `query_terms` (a test holds the two together)
-_STEMMER = snowballstemmer.stemmer("english")  # Porter2; its objects keep state, hence the lock
-_STEM_LOCK = threading.Lock()
-
-
-def _fold(word: str) -> str:
-    """The word without diacritics, as FTS5's `remove_diacritics` folds them: "Zürich" → "zurich"."""
-    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c)).lower()
-
-
-@lru_cache(maxsize=1 << 16)
-def term_of(word: str) -> str:
-    """The indexed form of a content word: folded and stemmed ("running" → "run", "café" → "cafe")."""
-    folded = _fold(word)
-    with _STEM_LOCK:
-        return str(_STEMMER.stemWord(folded))
-
-
-def content_words(text: str) -> list[str]:
-    """`query_terms` with repeats kept: lower-cased words, stop words and one-letter tokens dropped."""
-    return [word for word in _WORD.findall(text.lower()) if word not in STOP_WORDS and len(word) > 1]
-
-
-def document_terms(text: str) -> list[str]:
-    """A text's terms, each as often as it occurs (what its term frequencies count)."""
-    return [term for word in content_words(text) if (term := term_of(word))]
-
-
-def term_index(term: str) -> int:
-    """The sparse index of a term: stable everywhere (see INDEX_MASK for collisions)."""
-    return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=4).digest(), "big") & INDEX_MASK
-
-
-def term_frequencies(text: str) -> tuple[Counter[int], int]:
-    """How often each term index occurs in the text, and its length in terms (indices shared count as one)."""
-    terms = document_terms(text)
-    return Counter(term_index(term) for term in terms), len(terms)
-
-
-def memory_weights(own: str, before: str | None, after: str | None) -> dict[int, float]:
-    """tf·(k1+1) / (tf + k1·(1 − b + b·len/avg)) per term, tf and len over the memory and its neighbours."""
-    frequencies, length = term_frequencies(own)
-    weighted: dict[int, float] = dict(frequencies)
-    for neighbour in (before, after):
-        if neighbour is None:
-            continue
-        counts, words = term_frequencies(neighbour)
-        length += words
-        for index, count in counts.items():
-            weighted[index] = weighted.get(index, 0.0) + NEIGHBOUR_WEIGHT * count
-    saturation = K1 * (1 - B + B * length / (3 * AVERAGE_LENGTH))
-    return {index: tf * (K1 + 1) / (tf + saturation) for index, tf in weighted.items()}
-
-
-def query_vector(query: str) -> models.SparseVector | None:
-    """The query's terms at weight 1.0 each; None when it has no content word."""
-    indices = sorted({term_index(term) for word in query_terms(query) if (term := term_of(word))})
-    return models.SparseVector(indices=indices, values=[1.0] * len(indices)) if indices else None
-
-
-def _sparse(weights: dict[int, float]) -> models.SparseVector:
-    indices = sorted(weights)
-    return models.SparseVector(indices=indices, values=[weights[index] for index in indices])
 
 
 # --- points -----------------------------------------------------------------------------------
@@ -222,11 +126,6 @@ def _sparse_point_size(point: models.PointStruct) -> int:
     return 6 * len(str((point.payload or {}).get("content", ""))) + 40 * terms + 1024
 
 
-def _pages(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
 def _match(key: str, value: str) -> models.FieldCondition:
     return models.FieldCondition(key=key, match=models.MatchValue(value=value))
 
@@ -258,7 +157,7 @@ class Window:
         if self.fresh:
             self.absent.update(wanted)
             return
-        for page in _pages(wanted, SCAN_PAGE):
+        for page in chunks(wanted, layout.SCAN_PAGE):
             points = self.client.retrieve(
                 self.collection, ids=[point_id(i) for i in page], with_payload=True, with_vectors=False
             )
@@ -358,7 +257,7 @@ class Window:
 
     def _point(self, link: Link) -> models.PointStruct:
         weights = memory_weights(link.text, self._text_of(link.prev), self._text_of(link.next))
-        vector: dict[str, models.Vector] = {TERMS: _sparse(weights)} if weights else {}  # no content word: none
+        vector: dict[str, models.Vector] = {TERMS: sparse_vector(weights)} if weights else {}  # no content word: none
         return models.PointStruct(id=point_id(link.id), vector=vector, payload=link.payload())
 
     def _text_of(self, memory_id: str | None) -> str | None:
@@ -367,10 +266,10 @@ class Window:
 
     def flush(self) -> None:
         """Write the changed points, then delete the removed ones."""
-        for batch in request_batches(self.points(), _sparse_point_size):
+        for batch in layout.request_batches(self.points(), _sparse_point_size):
             self.client.upsert(self.collection, points=batch, wait=True)
         gone = [point_id(i) for i in self.removed]
-        for page in _pages(gone, qdrant_store.MAX_BATCH_POINTS):
+        for page in chunks(gone, layout.MAX_BATCH_POINTS):
             self.client.delete(self.collection, points_selector=models.PointIdsList(points=list(page)), wait=True)
         self.changed.clear()
         self.removed.clear()
@@ -379,36 +278,17 @@ class Window:
 # --- collections ------------------------------------------------------------------------------
 
 
-def _aliases(client: QdrantClient) -> dict[str, str]:
-    return {alias.alias_name: alias.collection_name for alias in client.get_aliases().aliases}
-
-
-def _create_collection(client: QdrantClient, name: str, *, server: bool) -> None:
+def create_collection(client: QdrantClient, name: str, *, server: bool) -> None:
     """A sparse-only collection for one store's keywords; an existing one is kept (another process made it)."""
-    if not client.collection_exists(name):
-        try:
-            client.create_collection(
-                name,
-                vectors_config={},
-                sparse_vectors_config={TERMS: models.SparseVectorParams(modifier=models.Modifier.IDF)},
-            )
-        except (ApiException, ValueError):
-            if not client.collection_exists(name):
-                raise
+    layout.create_collection(
+        client,
+        name,
+        vectors_config={},
+        sparse_vectors_config={TERMS: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+    )
     if server:  # local mode ignores payload indexes
         for key in KEYWORD_PAYLOAD_FIELDS:
             client.create_payload_index(name, field_name=key, field_schema=models.PayloadSchemaType.KEYWORD, wait=True)
-
-
-def _point_alias(client: QdrantClient, alias: str, target: str, *, replacing: bool) -> None:
-    """Create `alias` → `target`, or move it there, in one request."""
-    operations: list[models.AliasOperations] = []
-    if replacing:
-        operations.append(models.DeleteAliasOperation(delete_alias=models.DeleteAlias(alias_name=alias)))
-    operations.append(
-        models.CreateAliasOperation(create_alias=models.CreateAlias(collection_name=target, alias_name=alias))
-    )
-    client.update_collection_aliases(change_aliases_operations=operations)
 
 
 # --- the index --------------------------------------------------------------------------------
@@ -503,44 +383,47 @@ class QdrantKeywordIndex:
 
     def rebuild(self, store: str, entries: Sequence[KeywordEntry]) -> Result[None, DomainError]:
         """Fill a new generation in the order given, then switch the alias to it (readers see old or new)."""
-
-        def replace(client: QdrantClient) -> str | None:
-            alias = self.alias_of(store)
-            live = _aliases(client).get(alias)
-            generation = f"{alias}{GENERATION}{uuid.uuid4().hex[:12]}"
-            self._drop_stale(client, alias, keep=live)
-            _create_collection(client, generation, server=self.catalog.boundary.server)
-            window = Window(client, generation, fresh=True)
-            for entry in entries:
-                window.put(entry)
-            window.flush()
-            _point_alias(client, alias, generation, replacing=live is not None)  # the commit point
-            self._ready.add(alias)
-            return live
-
-        def drop(old: str | None) -> Result[None, DomainError]:
-            # The rebuild is done; a generation left behind here is dropped by the next rebuild, so this
-            # outcome is deliberately not reported.
-            if old is not None:
-                self._read(f"drop collection '{old}'", lambda client: client.delete_collection(old))
-            return Success(None)
-
-        return self._write("rebuild keywords", replace).bind(drop)
+        return self._write("rebuild keywords", partial(self._rebuilt, store, entries)).map(self._drop_quietly)
 
     # --- helpers
 
     def _read(self, doing: str, work: Callable[[QdrantClient], T]) -> Result[T, DomainError]:
-        return self.catalog.connect().bind(lambda client: self.catalog.boundary.run(doing, lambda: work(client)))
+        """One port method's plain work on the catalog's client, through the catalog's boundary."""
+        return self.catalog.boundary.result(doing, lambda: work(self.catalog.client()))
 
     def _write(self, doing: str, work: Callable[[QdrantClient], T]) -> Result[T, DomainError]:
         """One write, whole: under the process's write lock and (local mode) the catalog's guard throughout."""
         with self._write_lock:
             return self._read(doing, work)
 
+    def _rebuilt(self, store: str, entries: Sequence[KeywordEntry], client: QdrantClient) -> str | None:
+        """The new generation filled and published; the one it replaced, if any."""
+        alias = self.alias_of(store)
+        live = layout.aliases(client).get(alias)
+        generation = f"{alias}{GENERATION}{uuid.uuid4().hex[:12]}"
+        self._drop_stale(client, alias, keep=live)
+        create_collection(client, generation, server=self.catalog.boundary.server)
+        window = Window(client, generation, fresh=True)
+        for entry in entries:
+            window.put(entry)
+        window.flush()
+        layout.point_alias(client, alias, generation, replacing=live is not None)  # the commit point
+        self._ready.add(alias)
+        return live
+
+    def _drop_quietly(self, old: str | None) -> None:
+        """Drop the generation a rebuild replaced.
+
+        The rebuild is done: a generation left behind here is dropped by the next rebuild, so the outcome is
+        deliberately not reported.
+        """
+        if old is not None:
+            self._read(f"drop collection '{old}'", lambda client: client.delete_collection(old))
+
     def _existing(self, client: QdrantClient, store: str) -> str | None:
         """The store's keyword alias if it exists (reading a store never written is reading nothing)."""
         alias = self.alias_of(store)
-        if alias not in self._ready and alias in _aliases(client):
+        if alias not in self._ready and alias in layout.aliases(client):
             self._ready.add(alias)
         return alias if alias in self._ready else None
 
@@ -551,21 +434,20 @@ class QdrantKeywordIndex:
             return alias
         alias = self.alias_of(store)
         generation = alias + GENERATION + FIRST_GENERATION
-        _create_collection(client, generation, server=self.catalog.boundary.server)
+        create_collection(client, generation, server=self.catalog.boundary.server)
         try:
-            _point_alias(client, alias, generation, replacing=False)
+            layout.point_alias(client, alias, generation, replacing=False)
         except (ApiException, ValueError):  # another process made the alias meanwhile
-            if alias not in _aliases(client):
+            if alias not in layout.aliases(client):
                 raise
         self._ready.add(alias)
         return alias
 
     def _drop_stale(self, client: QdrantClient, alias: str, *, keep: str | None) -> None:
         """Generations left by failed rebuilds (never the live one)."""
-        prefix = alias + GENERATION
-        for collection in client.get_collections().collections:
-            if collection.name.startswith(prefix) and collection.name != keep:
-                client.delete_collection(collection.name)
+        for generation in layout.generations(client, alias):
+            if generation != keep:
+                client.delete_collection(generation)
 
 
 def normalised(hits: list[tuple[str, float]]) -> list[tuple[str, float]]:

@@ -1,0 +1,1 @@
+"""What the storage backends share: store-name rules, the error boundary, batching, durable files, keyword words."""
