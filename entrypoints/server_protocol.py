@@ -1,7 +1,8 @@
 """The memory server's wire and places, in the standard library only: where its socket, locks and log live, who it is.
 
 One server per (data directory, backend). Its files sit in `<data dir>/server/` (0700): `<name>.sock` (0600; in
-`$XDG_RUNTIME_DIR/agent-memory/` when the data directory's path is too long for a Unix socket), `<name>.start`
+`$XDG_RUNTIME_DIR/agent-memory/`, else `/tmp/agent-memory-<uid>/` (0700), when the data directory's path is
+too long for a Unix socket), `<name>.start`
 (the lock racing clients take to start one server), `<name>.pid` (locked by the live server for its whole life:
 free means no server) and `<name>.log`.
 
@@ -80,6 +81,9 @@ def place_for(data_dir: Path, backend: str, env: Mapping[str, str]) -> Place | N
     candidates = [data_dir / "server" / name]
     if env.get("XDG_RUNTIME_DIR", "").startswith("/"):
         candidates.append(Path(env["XDG_RUNTIME_DIR"]) / "agent-memory" / name)
+    # last, as tmux and ssh-agent do: a directory of this user's own in the temporary directory (0700, owner
+    # checked by private_directory, so another user's directory of that name is refused, never used)
+    candidates.append(Path("/tmp") / f"agent-memory-{os.getuid()}" / name)
     for candidate in candidates:
         if len(os.fsencode(candidate)) <= MAX_SOCKET_PATH:
             return Place(data_dir=data_dir, backend=backend, socket=candidate)
