@@ -105,7 +105,7 @@ def test_status_and_stop(served: MemoryCli) -> None:
 
 def test_a_stale_socket_file_is_replaced(served: MemoryCli) -> None:
     where = Path(str(status(served)["socket"]))
-    where.parent.mkdir(mode=0o700, parents=True)
+    where.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     stale.bind(str(where))
     stale.close()  # the file stays; nothing listens: what a crashed server leaves
@@ -138,7 +138,7 @@ def test_a_client_of_another_build_replaces_the_server(served: MemoryCli) -> Non
 def test_a_server_speaking_another_protocol_is_replaced(served: MemoryCli) -> None:
     """What a later version's server answers a protocol-1 client: a refusal; the client starts its own server."""
     where = Path(str(status(served)["socket"]))
-    where.parent.mkdir(mode=0o700, parents=True)
+    where.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     foreign = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     foreign.bind(str(where))
     foreign.listen(8)
