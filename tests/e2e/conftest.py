@@ -14,6 +14,7 @@ import pytest
 from attrs import frozen
 
 from tests.chroma_server import chroma_server
+from tests.isolation import empty_config
 
 MEMORY = Path(sys.executable).parent / "memory"
 BACKENDS = ("chroma", "files", "qdrant")
@@ -45,7 +46,7 @@ class MemoryCli:
         self.env = {
             "PATH": os.environ.get("PATH", ""),
             "HOME": str(home),
-            "MEMORY_CONFIG": str(home / "no-config.toml"),
+            "MEMORY_CONFIG": empty_config(home),
             "MEMORY_DATA_DIR": str(home / "data"),
             "MEMORY_BACKEND": backend,
             **(extra_env or {}),

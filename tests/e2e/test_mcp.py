@@ -23,6 +23,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import CallToolResult
 
 from tests.e2e.conftest import MEMORY, MemoryCli
+from tests.isolation import empty_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 
@@ -52,7 +53,7 @@ def server_env(home: Path) -> dict[str, str]:
     return {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(home),
-        "MEMORY_CONFIG": str(home / "no-config.toml"),
+        "MEMORY_CONFIG": empty_config(home),
         "MEMORY_DATA_DIR": str(home / "data"),
         "MEMORY_BACKEND": "chroma",
         "ANONYMIZED_TELEMETRY": "False",

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from tests.e2e.conftest import MEMORY
+from tests.isolation import empty_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 
@@ -36,7 +37,7 @@ def server_env(home: Path) -> dict[str, str]:
     return {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(home),
-        "MEMORY_CONFIG": str(home / "no-config.toml"),
+        "MEMORY_CONFIG": empty_config(home),
         "MEMORY_DATA_DIR": str(home / "data"),
         "MEMORY_BACKEND": "chroma",
         "MEMORY_API_TOKEN": TOKEN,
