@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import uuid
 from pathlib import Path
 
 import pytest
@@ -53,3 +55,43 @@ def test_a_missing_memory_config_file_is_an_error_naming_it(tmp_path: Path) -> N
     missing.write_text('store = "from-the-file"\n', encoding="utf-8")
     read = cli.fails("status", env={"MEMORY_CONFIG": str(missing)})  # once it exists, it is read
     assert read["code"] == "STORE_NOT_FOUND" and "from-the-file" in read["error"]
+
+
+def test_a_new_memory_at_a_soft_deleted_path_gets_the_path_own_file(tmp_path: Path) -> None:
+    cli = MemoryCli(tmp_path, "files")
+    notes = Path(cli.env["MEMORY_DATA_DIR"]) / "files" / "default" / "notes"
+    old = cli.ok("add", "notes/idea", "--content", "the first idea")
+    cli.ok("delete", "notes/idea")
+    new = cli.ok("add", "notes/idea", "--content", "the second idea")
+    assert sorted(p.name for p in notes.iterdir()) == sorted(["idea.md", f"idea.{old['id']}.md"])
+    assert f"id: {new['id']}" in (notes / "idea.md").read_text(encoding="utf-8")
+
+    for _ in range(2):  # the layout survives reindex, and the live memory stays the one found at the path
+        assert cli.ok("get", "notes/idea")["id"] == new["id"]
+        assert [m["id"] for m in cli.ok("list", "notes")["memories"]] == [new["id"]]
+        cli.ok("reindex")
+    assert sorted(p.name for p in notes.iterdir()) == sorted(["idea.md", f"idea.{old['id']}.md"])
+    exported = {row["id"]: row for row in map(json.loads, cli("export").stdout.strip().split("\n")[1:])}
+    assert exported[old["id"]]["deleted"] is True and exported[old["id"]]["path"] == "notes/idea"
+    assert exported[new["id"]]["deleted"] is False
+    status = cli.ok("status")
+    assert (status["memory_count"], status["deleted_count"], status["status"]) == (1, 1, "healthy")
+
+
+def test_reindex_gives_a_file_without_an_id_a_uuid4_written_into_it(tmp_path: Path) -> None:
+    cli = MemoryCli(tmp_path, "files")
+    cli.ok("store", "create", "default")
+    hand = Path(cli.env["MEMORY_DATA_DIR"]) / "files" / "default" / "garden" / "beans.md"
+    hand.parent.mkdir(parents=True)
+    text = "---\ncreated_at: 2026-01-01T00:00:00Z\nupdated_at: 2026-01-01T00:00:00Z\ntags: [veg]\n---\nBeans climb.\n"
+    hand.write_text(text, encoding="utf-8")
+    seen = cli.ok("get", "garden/beans")["id"]
+    assert uuid.UUID(seen).version == 4
+    assert cli.ok("list", "garden")["memories"][0]["id"] == seen  # the same id in every process
+
+    cli.ok("reindex")
+    first, rest = text.split("\n", 1)
+    assert hand.read_text(encoding="utf-8") == f"{first}\nid: {seen}\n{rest}"  # only the id line is new
+    cli.ok("reindex")
+    assert hand.read_text(encoding="utf-8") == f"{first}\nid: {seen}\n{rest}"
+    assert cli.ok("get", seen)["content"] == "Beans climb.\n"
