@@ -16,7 +16,7 @@ from uuid import UUID
 import chromadb
 import filelock
 import httpx
-from attrs import define, field, frozen
+from attrs import define, evolve, field, frozen
 from chromadb.api import ClientAPI
 from chromadb.api.client import Client
 from chromadb.api.models.Collection import Collection
@@ -31,6 +31,12 @@ from agent_memory.adapters.chroma_records import (
     memory_metadata,
     similarity_from_distance,
     to_where,
+)
+from agent_memory.adapters.chroma_salvage import (
+    SalvageError,
+    damaged_index_problem,
+    is_vector_index_damage,
+    salvage_memories,
 )
 from agent_memory.adapters.vector_math import cosines
 from agent_memory.adapters.vector_mirror import VectorMirror
@@ -95,8 +101,18 @@ class Boundary:
 def storage_error(doing: str, error: BaseException) -> DomainError:
     return DomainError(
         ErrorCode.STORAGE_ERROR,
-        f"ChromaDB failed to {doing}{disk_hint(error)}.",
+        f"ChromaDB failed to {doing}{disk_hint(error) or index_hint(error)}.",
         cause=f"{type(error).__name__}: {error}",
+    )
+
+
+def index_hint(cause: BaseException | str) -> str:
+    """': its vector index is damaged …' when the cause is Chroma failing to load its HNSW files; '' otherwise."""
+    if not is_vector_index_damage(str(cause)):
+        return ""
+    return (
+        ": its vector index (HNSW files) is damaged. `memory export` still reads every memory, and "
+        "`memory reindex` rebuilds the index from them"
     )
 
 
@@ -660,15 +676,37 @@ class ChromaVectorStore:
                     return Success(memories)
                 offset += SCAN_PAGE
 
-        return self._on_collection("scan memories", read)
+        return self._on_collection("scan memories", read).lash(
+            lambda error: self._salvaged(error).map(lambda found: [m for m in found if where.matches(m)])
+        )
 
     def count(self) -> Result[int, DomainError]:
         return self._on_collection(
             "count memories", lambda collection: self.boundary.run("count memories", collection.count)
-        )
+        ).lash(lambda error: self._salvaged(error).map(len))
 
     def problems(self) -> Result[tuple[str, ...], DomainError]:
-        return Success(())
+        """A damaged vector index (embedded Chroma): the records are read from chroma.sqlite3 meanwhile."""
+        probe = self._on_collection(
+            "count memories", lambda collection: self.boundary.run("count memories", collection.count)
+        )
+        if (
+            isinstance(probe, Success)
+            or self.session.directory is None
+            or not is_vector_index_damage(probe.failure().cause)
+        ):
+            return Success(())
+        return Success((damaged_index_problem(self.session.directory, self.name),))
+
+    def _salvaged(self, error: DomainError) -> Result[list[Memory], DomainError]:
+        """With a damaged HNSW index (embedded only), the records straight from chroma.sqlite3; else `error`."""
+        directory = self.session.directory
+        if directory is None or not is_vector_index_damage(error.cause):
+            return Failure(error)
+        try:
+            return Success(salvage_memories(directory, self.name))
+        except SalvageError as problem:
+            return Failure(evolve(error, message=f"{error.message} Reading the records without it failed: {problem}."))
 
     def embedding_model(self) -> Result[str | None, DomainError]:
         return self._on_collection("read the embedding model", lambda _: Success(self.model))

@@ -95,3 +95,31 @@ def test_reindex_gives_a_file_without_an_id_a_uuid4_written_into_it(tmp_path: Pa
     cli.ok("reindex")
     assert hand.read_text(encoding="utf-8") == f"{first}\nid: {seen}\n{rest}"
     assert cli.ok("get", seen)["content"] == "Beans climb.\n"
+
+
+def test_export_gets_every_record_out_of_a_chroma_store_whose_vector_index_is_damaged(tmp_path: Path) -> None:
+    cli = MemoryCli(tmp_path, "chroma")
+    batch = tmp_path / "batch.jsonl"  # past Chroma's sync threshold (1000), so the HNSW files hold the vectors
+    batch.write_text("".join(json.dumps({"content": f"note {i} on topic {i % 13}"}) + "\n" for i in range(1010)))
+    created = cli.ok("create", "--jsonl", str(batch))["created"]
+    cli.ok("delete", created[0])
+    segments = [p.parent for p in (Path(cli.env["MEMORY_DATA_DIR"]) / "chroma").glob("*/index_metadata.pickle")]
+    assert len(segments) == 1
+    for part in segments[0].glob("*.bin"):
+        part.write_bytes(b"\x07" * part.stat().st_size)  # same size, garbage inside
+
+    error = cli.fails("search", "note")
+    assert error["code"] == "STORAGE_ERROR" and "vector index (HNSW files) is damaged" in error["error"]
+    exported = cli("export")
+    assert exported.code == 0, exported.stderr
+    rows = [json.loads(line) for line in exported.stdout.strip().split("\n")[1:]]
+    assert sorted(row["id"] for row in rows) == sorted(created)
+    assert [row["id"] for row in rows if row["deleted"]] == [created[0]]
+    assert {row["content"] for row in rows} == {f"note {i} on topic {i % 13}" for i in range(1010)}
+    status = cli.ok("status")
+    assert status["status"] == "degraded" and "`memory reindex`" in status["problems"][0]
+    assert (status["memory_count"], status["deleted_count"]) == (1009, 1)
+
+    assert cli.ok("reindex")["memory_count"] == 1010  # rebuilt from the records
+    assert cli.ok("status")["status"] == "healthy"
+    assert cli.ok("search", "note 7 on topic 7", "--limit", "1")["count"] == 1
