@@ -43,6 +43,7 @@ import yaml
 from attrs import define, evolve, field, frozen
 from returns.result import Failure, Result, Success
 
+from agent_memory.adapters.disk import disk_hint
 from agent_memory.adapters.frontmatter import (
     load_block,
     parse_frontmatter,
@@ -131,12 +132,15 @@ def _guarded(doing: str, where: Path, call: Callable[[], T]) -> Result[T, Domain
             )
         )
     except OSError as error:
+        hint = disk_hint(error)
         return Failure(
             DomainError(
                 ErrorCode.STORAGE_ERROR,
-                f"Could not {doing} in {where}: {error.strerror or error}. Check that the directory exists and is "
-                "writable and that the disk has space, then retry (run `memory reindex` if the search index may "
-                "have fallen behind the files).",
+                f"Could not {doing} in {where}{hint}."
+                if hint
+                else f"Could not {doing} in {where}: "
+                f"{error.strerror or error}. Check that the directory exists and is writable and that the disk has "
+                "space, then retry (run `memory reindex` if the search index may have fallen behind the files).",
                 path=error.filename if isinstance(error.filename, str) else str(where),
                 cause=str(error),
             )
@@ -1090,7 +1094,11 @@ class FilesCatalog:
             fields = {"files_root": str(self.root), "index_backend": self.index.backend}
             return fields | {f"index_{key}": value for key, value in index_fields.items()}
 
-        return self._writable_root().bind(lambda _: self.index.health().map(merged))
+        return self._usable_root().bind(lambda _: self.index.health().map(merged))
+
+    def _usable_root(self) -> Result[None, DomainError]:
+        """A root that exists is usable for reading even on a disk that refuses writes (writes then say so)."""
+        return Success(None) if self.root.is_dir() else self._writable_root()
 
     def _writable_root(self) -> Result[None, DomainError]:
         def check() -> None:

@@ -18,6 +18,7 @@ from qdrant_client.common.client_exceptions import QdrantException
 from qdrant_client.http.exceptions import ApiException, ResponseHandlingException, UnexpectedResponse
 from returns.result import Failure, Result, Success
 
+from agent_memory.adapters.disk import cannot_write, disk_hint, read_only_copy
 from agent_memory.adapters.record_time import NEVER_EXPIRES_US, iso, micros, parse_iso, required_iso
 from agent_memory.adapters.vector_math import cosines
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
@@ -249,7 +250,11 @@ def _is_transport_failure(error: BaseException) -> bool:
 
 
 def storage_error(doing: str, error: BaseException) -> DomainError:
-    return DomainError(ErrorCode.STORAGE_ERROR, f"Qdrant failed to {doing}.", cause=f"{type(error).__name__}: {error}")
+    return DomainError(
+        ErrorCode.STORAGE_ERROR,
+        f"Qdrant failed to {doing}{disk_hint(error)}.",
+        cause=f"{type(error).__name__}: {error}",
+    )
 
 
 @frozen
@@ -268,7 +273,7 @@ class Boundary:
         if self.server:
             message = f"Cannot connect to Qdrant at {self.location}. Is the server running?"
         else:
-            message = f"Cannot open the Qdrant data at {self.location}."
+            message = f"Cannot open the Qdrant data at {self.location}{disk_hint(cause)}."
         return DomainError(ErrorCode.BACKEND_UNAVAILABLE, message, cause=f"{type(cause).__name__}: {cause}")
 
     def refused(self, error: UnexpectedResponse, *, probe: bool) -> DomainError | None:
@@ -1046,6 +1051,16 @@ class QdrantCatalog:
                 return Failure(self._in_use(data, error))
             return Failure(self.boundary.unavailable(error))
         except (OSError, ValueError) as error:  # unwritable folder; unreadable meta.json
+            if isinstance(error, OSError) and cannot_write(error) and (data / "meta.json").is_file():
+                return self._read_only_client(data)
+            return Failure(self.boundary.unavailable(error))
+
+    def _read_only_client(self, data: pathlib.Path) -> Result[QdrantClient, DomainError]:
+        """Local mode must write to open its data (a lock file): on a disk that refuses writes, a client over a
+        private copy, so reads still work. Writes never reach it: the store's write lock, on the same disk, fails."""
+        try:
+            return Success(QdrantClient(path=str(read_only_copy(data)), force_disable_check_same_thread=True))
+        except (OSError, ValueError, RuntimeError) as error:
             return Failure(self.boundary.unavailable(error))
 
     @staticmethod
