@@ -753,7 +753,7 @@ class FilesVectorStore:
         self._check_storable(batch, [m for _, m in rewritten] + created)
         for record in dropped:
             batch.delete(record.parts)
-        known = {r.memory.id: r for r in untouched if r.memory.id in given}
+        known: dict[str, _Record | None] = {r.memory.id: r for r in untouched if r.memory.id in given}
         finder = _Finder(self.files, {}, walk_for_unindexed=False, known=known)
         # soft-deleted memories first: they leave `<slug>.md` before any live memory is placed
         for record in [r for r in kept if r.memory.deleted]:
