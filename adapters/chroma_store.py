@@ -16,7 +16,7 @@ from uuid import UUID
 import chromadb
 import filelock
 import httpx
-from attrs import define, field, frozen
+from attrs import define, evolve, field, frozen
 from chromadb.api import ClientAPI
 from chromadb.api.client import Client
 from chromadb.api.models.Collection import Collection
@@ -32,6 +32,13 @@ from agent_memory.adapters.chroma_records import (
     similarity_from_distance,
     to_where,
 )
+from agent_memory.adapters.chroma_salvage import (
+    SalvageError,
+    damaged_index_problem,
+    is_vector_index_damage,
+    salvage_memories,
+)
+from agent_memory.adapters.shared.disk import cannot_write, disk_hint, read_only_copy
 from agent_memory.adapters.vector_math import cosines
 from agent_memory.adapters.vector_mirror import VectorMirror
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
@@ -95,22 +102,19 @@ class Boundary:
 def storage_error(doing: str, error: BaseException) -> DomainError:
     return DomainError(
         ErrorCode.STORAGE_ERROR,
-        f"ChromaDB failed to {doing}{disk_hint(error)}.",
+        f"ChromaDB failed to {doing}{disk_hint(error) or index_hint(error)}.",
         cause=f"{type(error).__name__}: {error}",
     )
 
 
-def disk_hint(cause: BaseException | str) -> str:
-    """': the disk is full' and the like, when the cause says so; '' otherwise."""
-    text = str(cause).lower()
-    errno = getattr(cause, "errno", None)
-    if errno == 28 or "no space left" in text or "database or disk is full" in text:
-        return ": the disk is full (free some space, then try again)"
-    if errno == 30 or "read-only" in text or "readonly" in text:
-        return ": the disk or folder is read-only (make it writable, or point MEMORY_DATA_DIR elsewhere)"
-    if errno == 13 or "permission denied" in text:
-        return ": permission denied (check who owns the data directory)"
-    return ""
+def index_hint(cause: BaseException | str) -> str:
+    """': its vector index is damaged …' when the cause is Chroma failing to load its HNSW files; '' otherwise."""
+    if not is_vector_index_damage(str(cause)):
+        return ""
+    return (
+        ": its vector index (HNSW files) is damaged. `memory export` still reads every memory, and "
+        "`memory reindex` rebuilds the index from them"
+    )
 
 
 def _chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:
@@ -231,7 +235,7 @@ class _Session:
         Re-entrant: a run inside a run of the same thread keeps the lock it holds.
         """
         with self._mutex:  # the threads of this process take turns too
-            locked = self._lock_directory(doing)
+            locked = self._lock_directory(doing, write=write)
             if isinstance(locked, Failure):
                 return locked
             try:
@@ -243,7 +247,7 @@ class _Session:
                     self._collections.clear()  # it may have created, renamed or dropped some
                 return result
             finally:
-                if self._lock is not None:
+                if self._lock is not None and self._lock.is_locked:
                     self._lock.release()
 
     def find(self, client: ClientAPI, name: str) -> Collection | None:
@@ -269,7 +273,9 @@ class _Session:
             self._client = made.unwrap()
         return made
 
-    def _lock_directory(self, doing: str) -> Result[None, DomainError]:
+    def _lock_directory(self, doing: str, *, write: bool) -> Result[None, DomainError]:
+        """Take the data directory's lock; a reader on a disk that refuses writes reads without it (nobody
+        can write there either), a writer there is refused saying why."""
         if self.directory is None:
             return Success(None)
         lock_path = self.directory / LOCK_FILE
@@ -289,6 +295,8 @@ class _Session:
                 )
             )
         except OSError as error:
+            if not write and cannot_write(error):
+                return Success(None)
             return Failure(self.boundary.unavailable(error))
         return Success(None)
 
@@ -351,8 +359,8 @@ class _Session:
             return Failure(
                 DomainError(
                     ErrorCode.STORAGE_ERROR,
-                    f"Cannot write to the ChromaDB data at {self.directory}: the write could not be announced "
-                    f"to other processes in {target}. Nothing was written.",
+                    f"Cannot write to the ChromaDB data at {self.directory}{disk_hint(error)}: the write could not "
+                    f"be announced to other processes in {target}. Nothing was written.",
                     path=str(target),
                     cause=f"{type(error).__name__}: {error}",
                 )
@@ -660,15 +668,37 @@ class ChromaVectorStore:
                     return Success(memories)
                 offset += SCAN_PAGE
 
-        return self._on_collection("scan memories", read)
+        return self._on_collection("scan memories", read).lash(
+            lambda error: self._salvaged(error).map(lambda found: [m for m in found if where.matches(m)])
+        )
 
     def count(self) -> Result[int, DomainError]:
         return self._on_collection(
             "count memories", lambda collection: self.boundary.run("count memories", collection.count)
-        )
+        ).lash(lambda error: self._salvaged(error).map(len))
 
     def problems(self) -> Result[tuple[str, ...], DomainError]:
-        return Success(())
+        """A damaged vector index (embedded Chroma): the records are read from chroma.sqlite3 meanwhile."""
+        probe = self._on_collection(
+            "count memories", lambda collection: self.boundary.run("count memories", collection.count)
+        )
+        if (
+            isinstance(probe, Success)
+            or self.session.directory is None
+            or not is_vector_index_damage(probe.failure().cause)
+        ):
+            return Success(())
+        return Success((damaged_index_problem(self.session.directory, self.name),))
+
+    def _salvaged(self, error: DomainError) -> Result[list[Memory], DomainError]:
+        """With a damaged HNSW index (embedded only), the records straight from chroma.sqlite3; else `error`."""
+        directory = self.session.directory
+        if directory is None or not is_vector_index_damage(error.cause):
+            return Failure(error)
+        try:
+            return Success(salvage_memories(directory, self.name))
+        except SalvageError as problem:
+            return Failure(evolve(error, message=f"{error.message} Reading the records without it failed: {problem}."))
 
     def embedding_model(self) -> Result[str | None, DomainError]:
         return self._on_collection("read the embedding model", lambda _: Success(self.model))
@@ -1040,6 +1070,18 @@ def _embedded_client(boundary: Boundary, path: pathlib.Path) -> Result[ClientAPI
     except (ChromaError, OSError, ValueError, TypeError, AttributeError) as error:
         # AttributeError: chromadb 1.5.9 masks a failed start of its Rust bindings with
         # AttributeError('bindings') while cleaning up (chromadb/api/rust.py stop()).
+        if cannot_write(error) and database.is_file():
+            return _read_only_client(boundary, path)
+        return Failure(boundary.unavailable(error))
+
+
+def _read_only_client(boundary: Boundary, path: pathlib.Path) -> Result[ClientAPI, DomainError]:
+    """Chroma must write to open its data (migrations, journals): on a disk that refuses writes, a client over a
+    private copy, so reads still work. Writes never reach it: each is announced on the real disk first, and fails."""
+    try:
+        copy = read_only_copy(path)
+        return Success(chromadb.PersistentClient(path=str(copy), settings=Settings(anonymized_telemetry=False)))
+    except (ChromaError, OSError, ValueError, TypeError, AttributeError) as error:
         return Failure(boundary.unavailable(error))
 
 

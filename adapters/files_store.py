@@ -1,9 +1,10 @@
 """The `files` backend: markdown files with YAML frontmatter are the record; an injected VectorStore indexes them.
 
 Layout. A store is the directory ``<root>/<store>/``. A memory with a path lives at
-``<store>/<category>/…/<slug>.md``; one without a path at ``<store>/_unfiled/<id>.md``. When another
-memory already holds ``<slug>.md`` (only reachable below the use cases, which keep paths unique) the
-file is ``<slug>.<id>.md``. A category's description is ``<category dir>/_category.md`` with a
+``<store>/<category>/…/<slug>.md``; one without a path at ``<store>/_unfiled/<id>.md``. A soft-deleted
+memory's file is ``<slug>.<id>.md`` (a live memory taking the path moves an older soft-deleted holder of
+``<slug>.md`` there), so ``<slug>.md`` is always the live memory's. When another live memory already holds
+``<slug>.md`` (only reachable below the use cases, which keep paths unique) the file is ``<slug>.<id>.md`` too. A category's description is ``<category dir>/_category.md`` with a
 ``description:`` key; an empty category directory is a category without a description. Names that
 start with ``.`` (the ``.lock`` file, temporary files) or ``_`` are reserved and never read as memories.
 
@@ -27,6 +28,7 @@ and then the index. A moved memory's new file is written (and synced) before the
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import re
 import tempfile
@@ -48,6 +50,7 @@ from agent_memory.adapters.frontmatter import (
     split_frontmatter,
     to_domain_error,
 )
+from agent_memory.adapters.shared.disk import disk_hint
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory, check_memory_id, check_store_name
@@ -62,7 +65,6 @@ CATEGORY_FILE = "_category.md"
 LOCK_FILE = ".lock"
 TEMP_MARKER = ".tmp-"
 LOCK_TIMEOUT_S = 30.0
-DEFAULT_ID_NAMESPACE = uuid.NAMESPACE_URL
 
 _SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
@@ -78,8 +80,11 @@ Stamp = tuple[int, int, int]  # a file version as (inode, size, modification tim
 
 
 def default_memory_id(store: str, relative: str) -> str:
-    """The stable id of a hand-written file without one: uuid5 of '<store>/<path relative to the store>'."""
-    return str(uuid.uuid5(DEFAULT_ID_NAMESPACE, f"{store}/{relative}"))
+    """The id of a hand-written file without one, which `rebuild` (reindex) writes into it: a UUID4, like every
+    memory id (decision 1), whose bits other than version and variant are a SHA-256 of '<store>/<path relative
+    to the store>' rather than random, so that every process reads the same id before the reindex writes it."""
+    digest = hashlib.sha256(f"{store}/{relative}".encode()).digest()
+    return str(uuid.UUID(bytes=digest[:16], version=4))
 
 
 def memory_file(memory_id: str, path: MemoryPath | None) -> str:
@@ -127,12 +132,15 @@ def _guarded(doing: str, where: Path, call: Callable[[], T]) -> Result[T, Domain
             )
         )
     except OSError as error:
+        hint = disk_hint(error)
         return Failure(
             DomainError(
                 ErrorCode.STORAGE_ERROR,
-                f"Could not {doing} in {where}: {error.strerror or error}. Check that the directory exists and is "
-                "writable and that the disk has space, then retry (run `memory reindex` if the search index may "
-                "have fallen behind the files).",
+                f"Could not {doing} in {where}{hint}."
+                if hint
+                else f"Could not {doing} in {where}: "
+                f"{error.strerror or error}. Check that the directory exists and is writable and that the disk has "
+                "space, then retry (run `memory reindex` if the search index may have fallen behind the files).",
                 path=error.filename if isinstance(error.filename, str) else str(where),
                 cause=str(error),
             )
@@ -459,14 +467,6 @@ class _StoreFiles:
     def forget(self, parts: Parts) -> None:
         self.cache.pop(parts, None)
 
-    def id_at(self, parts: Parts) -> str | None:
-        """The id held by a file ('' for one that cannot be read as a memory), or None when there is none."""
-        try:
-            record = self.read_record(parts)
-        except _Abort:
-            return ""
-        return None if record is None else record.memory.id
-
     def records(self, select: Callable[[Parts], bool] | None = None) -> dict[str, _Record]:
         """The memory files (those whose place `select` accepts), by id.
 
@@ -753,11 +753,15 @@ class FilesVectorStore:
         self._check_storable(batch, [m for _, m in rewritten] + created)
         for record in dropped:
             batch.delete(record.parts)
-        finder = _Finder(self.files, {}, walk_for_unindexed=False, known={r.memory.id: r for r, _ in rewritten})
-        for memory in [m for _, m in rewritten] + created:
+        known: dict[str, _Record | None] = {r.memory.id: r for r in untouched if r.memory.id in given}
+        finder = _Finder(self.files, {}, walk_for_unindexed=False, known=known)
+        # soft-deleted memories first: they leave `<slug>.md` before any live memory is placed
+        for record in [r for r in kept if r.memory.deleted]:
+            self._settle(batch, finder, record)
+        for memory in sorted([m for _, m in rewritten] + created, key=lambda m: not m.deleted):
             self._save(batch, finder, memory)
-        for record in kept:
-            self._settle(batch, record)
+        for record in [r for r in kept if not r.memory.deleted]:
+            self._settle(batch, finder, record)
 
     def _stored(self, memory: Memory) -> Memory:
         return memory if memory.store == self.files.name else evolve(memory, store=self.files.name)
@@ -771,7 +775,7 @@ class FilesVectorStore:
     def _save(self, batch: _Batch, finder: _Finder, memory: Memory) -> None:
         """Write a memory's file (keeping the unknown keys of its current file), then drop its old place."""
         current = finder.find(memory.id)
-        parts = self._place(memory, None if current is None else current.parts)
+        parts = self._place(batch, finder, memory, None if current is None else current.parts)
         extra = {} if current is None else current.extra
         text = batch.texts.get(memory) if not extra else None
         text = serialize_frontmatter(memory, extra) if text is None else text
@@ -804,18 +808,42 @@ class FilesVectorStore:
                 )
             )
 
-    def _place(self, memory: Memory, current: Parts | None) -> Parts:
-        """Its current file when that fits its path; else `<slug>.md` unless another memory holds it."""
+    def _place(self, batch: _Batch, finder: _Finder, memory: Memory, current: Parts | None) -> Parts:
+        """Where a memory's file goes. A soft-deleted memory: `<slug>.<id>.md`, always. A live one: `<slug>.md`,
+        moving a soft-deleted holder aside first; `<slug>.<id>.md` only when another live memory (or a file
+        that cannot be read) holds `<slug>.md`. So the live memory at a path has the path's own file name."""
         candidates = _candidate_parts(memory.id, memory.path)
-        if current in candidates:
-            return current
-        occupant = self.files.id_at(candidates[0])
-        return candidates[0] if occupant in (None, memory.id) else candidates[-1]
+        usual, aside = candidates[0], candidates[-1]
+        if memory.deleted:
+            return aside
+        if current == usual:
+            return usual
+        try:
+            holder = self.files.read_record(usual)
+        except _Abort:  # a file that cannot be read holds the place: it is never overwritten
+            return aside
+        if holder is None or holder.memory.id == memory.id:
+            return usual
+        if holder.memory.deleted:
+            self._move_aside(batch, finder, holder)
+            return usual
+        return aside
 
-    def _settle(self, batch: _Batch, record: _Record) -> None:
+    def _move_aside(self, batch: _Batch, finder: _Finder, record: _Record) -> None:
+        """Rename a soft-deleted memory's file to `<slug>.<id>.md`, byte for byte, freeing `<slug>.md`."""
+        path = record.memory.path
+        assert path is not None  # for the type checker: only a file at a path's `<slug>.md` is moved aside
+        aside = _collision_parts(record.memory.id, path)
+        moved = evolve(record, parts=aside, stamp=batch.write(aside, record.text))
+        batch.delete(record.parts)
+        self.files.remember(moved)
+        finder.remember(moved)
+
+    def _settle(self, batch: _Batch, finder: _Finder, found: _Record) -> None:
         """Give a file its id and its place in the layout (reindex), rewriting as little as possible."""
+        record = finder.find(found.memory.id) or found  # where it is now: it may have been moved aside
         memory, parts = record.memory, record.parts
-        place = self._place(memory, parts)
+        place = self._place(batch, finder, memory, parts)
         block = split_frontmatter(record.text).bind(lambda split: load_block(split[0])).value_or({})
         recorded_path = block.get("path")
         stale_path = recorded_path is not None and recorded_path != (None if memory.path is None else str(memory.path))
@@ -1066,7 +1094,11 @@ class FilesCatalog:
             fields = {"files_root": str(self.root), "index_backend": self.index.backend}
             return fields | {f"index_{key}": value for key, value in index_fields.items()}
 
-        return self._writable_root().bind(lambda _: self.index.health().map(merged))
+        return self._usable_root().bind(lambda _: self.index.health().map(merged))
+
+    def _usable_root(self) -> Result[None, DomainError]:
+        """A root that exists is usable for reading even on a disk that refuses writes (writes then say so)."""
+        return Success(None) if self.root.is_dir() else self._writable_root()
 
     def _writable_root(self) -> Result[None, DomainError]:
         def check() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -11,6 +12,7 @@ from typing import TypeVar
 
 from returns.result import Failure, Result, Success
 
+from agent_memory.adapters.shared.disk import disk_hint
 from agent_memory.adapters.shared.words import query_terms
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.ports import THREAD_JOIN, KeywordEntry
@@ -44,11 +46,20 @@ class SqliteKeywordIndex:
 
     def _connect(self) -> sqlite3.Connection:
         if self._connection is None:
+            if self.path.is_file() and not os.access(self.path.parent, os.W_OK):
+                self._connection = self._read_only()
+                return self._connection
             self.path.parent.mkdir(parents=True, exist_ok=True)
             connection = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
             connection.execute("PRAGMA journal_mode=WAL")
             self._connection = connection
         return self._connection
+
+    def _read_only(self) -> sqlite3.Connection:
+        """On a disk that refuses writes: the index as it stands (immutable: SQLite makes no journal files),
+        so searches still work; any write through it fails as a read-only database."""
+        uri = f"file:{self.path}?mode=ro&immutable=1"
+        return sqlite3.connect(uri, uri=True, timeout=60, check_same_thread=False, isolation_level=None)
 
     def _ensure(self, connection: sqlite3.Connection, store: str) -> str:
         table = _table(store)
@@ -82,7 +93,8 @@ class SqliteKeywordIndex:
             return Failure(
                 DomainError(
                     ErrorCode.STORAGE_ERROR,
-                    f"The keyword index at {self.path} failed while {doing}; `memory reindex` rebuilds it.",
+                    f"The keyword index at {self.path} failed while {doing}{disk_hint(error)}"
+                    + ("." if disk_hint(error) else "; `memory reindex` rebuilds it."),
                     cause=str(error),
                 )
             )

@@ -11,6 +11,7 @@ from typing import TypeVar
 from filelock import FileLock, Timeout
 from returns.result import Failure, Result
 
+from agent_memory.adapters.shared.disk import disk_hint
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
 from agent_memory.domain.model import check_store_name
 
@@ -54,8 +55,9 @@ class FileWriteLocks:
             return Failure(
                 DomainError(
                     ErrorCode.STORAGE_ERROR,
-                    f"Cannot take the write lock of store '{store}' in {self.directory}: {error.strerror or error}. "
-                    "Check that the data directory is writable and the disk is not full.",
+                    f"Cannot write to store '{store}': its lock in {self.directory} cannot be taken"
+                    + (disk_hint(error) or f" ({error.strerror or error}): check that the data directory is writable")
+                    + ". Nothing was written.",
                     path=store,
                     cause=type(error).__name__,
                 )

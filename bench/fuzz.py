@@ -96,8 +96,10 @@ class Sandbox:
         self.cwd = self.root / "cwd"
         self.data = self.home / ".local" / "share" / "agent-memory"
         self.logs = self.top / "logs"  # the servers' stderr: ours, not theirs
-        for folder in (self.home, self.tmp, self.cwd, self.data, self.logs):
+        self.config = self.home / ".config" / "agent-memory" / "config.toml"  # empty: MEMORY_CONFIG must name a file
+        for folder in (self.home, self.tmp, self.cwd, self.data, self.logs, self.config.parent):
             folder.mkdir(parents=True, exist_ok=True)
+        self.config.touch()
         self.canary = f"agent-memory-fuzz-canary-{uuid.uuid4().hex[:12]}"
         self.before = self.listing()
 
@@ -106,7 +108,7 @@ class Sandbox:
             "PATH": os.environ.get("PATH", ""),
             "HOME": str(self.home),
             "TMPDIR": str(self.tmp),
-            "MEMORY_CONFIG": str(self.home / ".config" / "agent-memory" / "config.toml"),
+            "MEMORY_CONFIG": str(self.config),
             "MEMORY_DATA_DIR": str(self.data),
             "MEMORY_BACKEND": "chroma",
             "MEMORY_SERVER": "off",  # every command its own process, as the fuzz measured them

@@ -197,7 +197,9 @@ def run_measured(command: list[str], env: dict[str, str]) -> tuple[float, int]:
 
 def bench_cold_start(repeat: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as home:
-        env = {**os.environ, "HOME": home, "MEMORY_DATA_DIR": home, "MEMORY_CONFIG": f"{home}/none.toml"}
+        config = Path(home) / "empty-config.toml"  # MEMORY_CONFIG must name a file that exists
+        config.touch()
+        env = {**os.environ, "HOME": home, "MEMORY_DATA_DIR": home, "MEMORY_CONFIG": str(config)}
         service = service_for("chroma", home)
         views = service.create_many([CreateMemory(content=t) for t in corpus(1000)]).unwrap()
         del service

@@ -219,11 +219,17 @@ class UseCaseBase:
         )
 
     def _load_live(
-        self, ref: str, store: str | None, *, include_expired: bool, namespace: Sequence[str] | None = None
+        self,
+        ref: str,
+        store: str | None,
+        *,
+        include_expired: bool,
+        namespace: Sequence[str] | None = None,
+        doing: str = "read",
     ) -> Result[Memory, DomainError]:
-        """A memory by id or path that is neither soft-deleted nor (unless asked) expired."""
+        """A memory by id or path that is neither soft-deleted nor (unless asked) expired; `doing` words the refusal."""
         return self._load_ref(ref, store, namespace=namespace).bind(
-            lambda memory: self._visible(memory, include_expired=include_expired)
+            lambda memory: self._visible(memory, include_expired=include_expired, doing=doing)
         )
 
     def _save_metadata(self, memory: Memory) -> Result[None, DomainError]:
@@ -284,15 +290,19 @@ class UseCaseBase:
             .bind(lambda found: _one_at(path, [m for m in found if visible(m, guard)], guard))
         )
 
-    def _visible(self, memory: Memory, *, include_expired: bool) -> Result[Memory, DomainError]:
+    def _visible(self, memory: Memory, *, include_expired: bool, doing: str = "read") -> Result[Memory, DomainError]:
         if memory.deleted:
             return Failure(not_found(memory.id))
-        if not include_expired and memory.is_expired(self.clock.now()):
-            return Failure(
-                DomainError(
-                    ErrorCode.MEMORY_EXPIRED,
-                    "Memory expired: pass include_expired to read it anyway.",
-                    path=str(memory.path or memory.id),
-                )
+        return self._unexpired(memory, include_expired=include_expired, doing=doing)
+
+    def _unexpired(self, memory: Memory, *, include_expired: bool, doing: str) -> Result[Memory, DomainError]:
+        """MEMORY_EXPIRED for a memory past its expiry, unless the caller said include_expired."""
+        if include_expired or not memory.is_expired(self.clock.now()):
+            return Success(memory)
+        return Failure(
+            DomainError(
+                ErrorCode.MEMORY_EXPIRED,
+                f"Memory expired: pass include_expired to {doing} it anyway.",
+                path=str(memory.path or memory.id),
             )
-        return Success(memory)
+        )

@@ -68,3 +68,4 @@ class UpdateMemory:
     type: str | None = None
     global_: bool | None = None
     decay_policy: str | None = None
+    include_expired: bool = False  # an expired memory is refused (MEMORY_EXPIRED) unless this is set

@@ -66,7 +66,11 @@ class HierarchicalUseCases(UseCaseBase):
             lambda: (
                 changes.bind(
                     lambda fields: self._load_live(
-                        command.ref, command.store, include_expired=True, namespace=command.namespace
+                        command.ref,
+                        command.store,
+                        include_expired=command.include_expired,
+                        namespace=command.namespace,
+                        doing="update",
                     ).map(lambda memory: (memory, fields))
                 )
                 .bind(lambda pair: attempt(lambda: evolve(pair[0], **pair[1], updated_at=self.clock.now())))
@@ -108,9 +112,17 @@ class HierarchicalUseCases(UseCaseBase):
         )
 
     def move(
-        self, ref: str, destination: str, *, store: str | None = None, namespace: Sequence[str] | None = None
+        self,
+        ref: str,
+        destination: str,
+        *,
+        store: str | None = None,
+        namespace: Sequence[str] | None = None,
+        include_expired: bool = False,
     ) -> Result[MemoryView, DomainError]:
-        """Give a memory a new path; DESTINATION_EXISTS if taken; moving onto itself changes nothing."""
+        """Give a memory a new path; DESTINATION_EXISTS if taken; moving onto itself changes nothing.
+
+        An expired memory is MEMORY_EXPIRED unless include_expired (as for get)."""
 
         def relocate(memory: Memory, target: MemoryPath) -> Result[MemoryView, DomainError]:
             if memory.path == target:
@@ -127,9 +139,9 @@ class HierarchicalUseCases(UseCaseBase):
         return self._exclusive(
             store,
             lambda: parse_memory_path(destination).bind(
-                lambda target: self._load_live(ref, store, include_expired=True, namespace=namespace).bind(
-                    lambda memory: relocate(memory, target)
-                )
+                lambda target: self._load_live(
+                    ref, store, include_expired=include_expired, namespace=namespace, doing="move"
+                ).bind(lambda memory: relocate(memory, target))
             ),
         )
 

@@ -26,7 +26,7 @@ from agent_memory.domain.model import (
 from agent_memory.domain.paths import MemoryPath
 from agent_memory.domain.ports import Vector, VectorStore, thread_of
 from agent_memory.domain.tenancy import Guard, place
-from agent_memory.domain.views import MemoryView, SearchResults, Status
+from agent_memory.domain.views import Census, MemoryView, SearchResults, Status
 
 MAX_SEARCH_LIMIT = 1000
 
@@ -299,18 +299,31 @@ class ScopedUseCases(UseCaseBase):
         return self._save_metadata(reinforced).map(lambda _: self._view(reinforced))
 
     def delete(
-        self, memory_id: str, *, store: str | None = None, namespace: Sequence[str] | None = None
+        self,
+        memory_id: str,
+        *,
+        store: str | None = None,
+        namespace: Sequence[str] | None = None,
+        include_expired: bool = False,
     ) -> Result[Memory, DomainError]:
-        """Soft delete: the memory stays stored with deleted=true and never surfaces again."""
+        """Soft delete: the memory stays stored with deleted=true and never surfaces again.
+
+        An expired memory is MEMORY_EXPIRED unless include_expired (as for get); `remove` and `prune` are
+        the ways to get rid of expired memories for good."""
         return self._exclusive(
-            store, lambda: self._load_ref(memory_id, store, namespace=namespace).bind(self._soft_deleted)
+            store,
+            lambda: self._load_ref(memory_id, store, namespace=namespace).bind(
+                lambda memory: self._soft_deleted(memory, include_expired=include_expired)
+            ),
         )
 
-    def _soft_deleted(self, memory: Memory) -> Result[Memory, DomainError]:
+    def _soft_deleted(self, memory: Memory, *, include_expired: bool) -> Result[Memory, DomainError]:
         if memory.deleted:
             return Failure(
                 DomainError(ErrorCode.INVALID_OPERATION, f"Memory {memory.id} is already deleted.", path=memory.id)
             )
+        if isinstance(live := self._unexpired(memory, include_expired=include_expired, doing="delete"), Failure):
+            return live
         gone = evolve(memory, deleted=True, deleted_at=self.clock.now())
         return self._save_metadata(gone).map(lambda _: gone)
 
@@ -319,7 +332,8 @@ class ScopedUseCases(UseCaseBase):
     def status(
         self, *, store: str | None = None, namespace: Sequence[str] | None = None
     ) -> Result[Status, DomainError]:
-        """Reach the backend, count the store's memories (soft-deleted ones included) and verify the indexes.
+        """Reach the backend, count the store's live memories (and its soft-deleted and expired ones beside
+        them) and verify the indexes.
 
         Under a namespace only its memories are counted, and the store-wide checks (whose findings name other
         tenants' files and counts) are left to the operator."""
@@ -330,8 +344,8 @@ class ScopedUseCases(UseCaseBase):
                     lambda opened: (
                         self._verified(opened, name, location)
                         if guard is None
-                        else self._count(name, guard).map(
-                            lambda count: Status(self.catalog.backend, name, count, location)
+                        else self._census(opened, guard).map(
+                            lambda census: _status(self.catalog.backend, name, census, location, ())
                         )
                     )
                 )
@@ -341,11 +355,23 @@ class ScopedUseCases(UseCaseBase):
     def _verified(self, opened: VectorStore, name: str, location: Mapping[str, str]) -> Result[Status, DomainError]:
         """The store's status; with damage found, counts cannot agree until it is fixed, so only the damage is said."""
         return Result.do(
-            Status(self.catalog.backend, name, count, location, damage or self._problems(name, count, model))
+            _status(self.catalog.backend, name, census, location, damage or self._problems(name, count, model))
             for count in opened.count()
+            for census in self._census(opened, None)
             for model in opened.embedding_model()
             for damage in opened.problems()
         )
+
+    def _census(self, opened: VectorStore, guard: Guard) -> Result[Census, DomainError]:
+        """How many of the store's (or the namespace's) memories are live, soft-deleted, expired."""
+        now = self.clock.now()
+
+        def tally(memories: list[Memory]) -> Census:
+            deleted = sum(1 for m in memories if m.deleted)
+            expired = sum(1 for m in memories if not m.deleted and m.is_expired(now))
+            return Census(len(memories) - deleted - expired, deleted, expired)
+
+        return opened.scan(MemoryFilter(include_deleted=True, namespace=guard)).map(tally)
 
     def _problems(self, store: str, count: int, model: str | None) -> tuple[str, ...]:
         """What is out of step in a readable store, each with what to run."""
@@ -385,6 +411,10 @@ def parse_mode(raw: str) -> SearchMode:
     except ValueError:
         names = ", ".join(m.value for m in SearchMode)
         raise InvalidValue(f"Unknown search mode {raw!r}: use one of {names}.") from None
+
+
+def _status(backend: str, store: str, census: Census, location: Mapping[str, str], problems: tuple[str, ...]) -> Status:
+    return Status(backend, store, census.live, location, problems, census.deleted, census.expired)
 
 
 def _undo_add(store: VectorStore, memories: Sequence[Memory], error: DomainError) -> Result[None, DomainError]:

@@ -30,13 +30,25 @@ class SearchResults:
 
 @frozen
 class Status:
-    """A reachable backend: its name, how many memories the store holds, where it lives, and what is out of step."""
+    """A reachable backend: its name, how many live memories the store holds (and how many soft-deleted and
+    expired ones beside them), where it lives, and what is out of step."""
 
     backend: str
     store: str
-    memory_count: int
+    memory_count: int  # live: neither soft-deleted nor expired
     location: Mapping[str, str]
     problems: tuple[str, ...] = ()  # what verification found out of step, each with the command that repairs it
+    deleted_count: int = 0
+    expired_count: int = 0  # expired and not soft-deleted (a soft-deleted one counts as deleted only)
+
+
+@frozen
+class Census:
+    """A store's (or a namespace's) memories by state: live, soft-deleted, expired."""
+
+    live: int
+    deleted: int
+    expired: int
 
 
 @frozen

@@ -204,7 +204,7 @@ def reinforce(service: MemoryService, args: argparse.Namespace) -> Outcome:
 
 
 def delete(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return service.delete(args.id, store=getattr(args, "store", None)).map(
+    return service.delete(args.id, store=getattr(args, "store", None), include_expired=args.include_expired).map(
         lambda memory: {"id": memory.id, "deleted": True}
     )
 
@@ -230,12 +230,15 @@ def update(service: MemoryService, args: argparse.Namespace) -> Outcome:
         project=args.project,
         type=args.type,
         decay_policy=args.decay,
+        include_expired=args.include_expired,
     )
     return service.update(command).map(out.view_json)
 
 
 def move(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return service.move(args.id, args.destination, store=getattr(args, "store", None)).map(out.view_json)
+    return service.move(
+        args.id, args.destination, store=getattr(args, "store", None), include_expired=args.include_expired
+    ).map(out.view_json)
 
 
 def listing(service: MemoryService, args: argparse.Namespace) -> Outcome:

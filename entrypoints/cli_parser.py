@@ -9,6 +9,7 @@ from typing import NoReturn
 FORMATS = ("json", "text")
 MODES = ("hybrid", "semantic", "keyword")
 MCP_TRANSPORTS = ("stdio", "http")
+_ACT_ON_EXPIRED = "act on the memory even if it has expired (refused otherwise)"
 
 
 class UsageError(Exception):
@@ -110,6 +111,8 @@ def _add_memory_commands(commands: argparse._SubParsersAction) -> None:  # type:
     ):
         sub = commands.add_parser(name, help=text)
         sub.add_argument("id", help="the memory's id or path")
+        if name == "delete":
+            sub.add_argument("--include-expired", action="store_true", help=_ACT_ON_EXPIRED)
         _common(sub)
 
     update = commands.add_parser("update", help="change a memory's content or metadata")
@@ -121,11 +124,13 @@ def _add_memory_commands(commands: argparse._SubParsersAction) -> None:  # type:
     update.add_argument("--clear-tags", action="store_true")
     update.add_argument("--clear-citations", action="store_true")
     update.add_argument("--clear-expiry", action="store_true")
+    update.add_argument("--include-expired", action="store_true", help=_ACT_ON_EXPIRED)
     _common(update)
 
     move = commands.add_parser("move", help="give a memory a new path")
     move.add_argument("id", help="the memory's id or path")
     move.add_argument("destination", help="the new path")
+    move.add_argument("--include-expired", action="store_true", help=_ACT_ON_EXPIRED)
     _common(move)
 
 

@@ -92,7 +92,9 @@ def status_json(status: Status) -> dict[str, Any]:
         "backend": status.backend,
         **dict(status.location),
         "store": status.store,
-        "memory_count": status.memory_count,
+        "memory_count": status.memory_count,  # live memories: neither soft-deleted nor expired
+        "deleted_count": status.deleted_count,
+        "expired_count": status.expired_count,
     }
     return body | {"problems": list(status.problems)} if status.problems else body
 

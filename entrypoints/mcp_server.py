@@ -100,6 +100,9 @@ DecayArg = Annotated[
     ),
 ]
 IncludeExpired = Annotated[bool, Field(description="Also return memories whose expiry has passed.")]
+ActOnExpired = Annotated[
+    bool, Field(description="Act on the memory even if its expiry has passed (MEMORY_EXPIRED otherwise).")
+]
 TenantId = Annotated[str | None, Field(description="Resolves the namespace when `namespace` is omitted.")]
 
 
@@ -283,6 +286,7 @@ class _Tools:
         source: Annotated[str | None, Field(description="New source; omit to keep it.")] = None,
         store: StoreArg = None,
         namespace: NamespaceGuard = None,
+        include_expired: ActOnExpired = False,
     ) -> CallToolResult:
         def command(expiry: datetime | None) -> UpdateMemory:
             return UpdateMemory(
@@ -295,6 +299,7 @@ class _Tools:
                 source=source,
                 expires_at=expiry,
                 clear_expiry=clear_expiry,
+                include_expired=include_expired,
             )
 
         return self._run(
@@ -320,6 +325,7 @@ class _Tools:
                     arguments["to"],
                     store=self._store(arguments["store"]),
                     namespace=arguments["namespace"],
+                    include_expired=arguments["include_expired"],
                 ).map(out.view_json)
             )
         )
@@ -543,6 +549,7 @@ class _MoveArguments(ArgModelBase):
     to: Annotated[str, Field(min_length=1, description="The new path, 'category/…/slug'. It must be free.")]
     store: StoreArg = None
     namespace: NamespaceGuard = None
+    include_expired: ActOnExpired = False
 
 
 class _SearchArguments(ArgModelBase):
@@ -595,9 +602,11 @@ _DESCRIPTIONS: dict[str, str] = {
     "get_memory": "Read one memory (content and metadata, citations always included) by path or id. "
     "Expired memories are hidden unless include_expired is true.",
     "update_memory": "Change a memory's content or metadata by path or id. Omitted fields are kept; "
-    "tags and citations given replace the old ones ([] clears); clear_expiry removes the expiry.",
+    "tags and citations given replace the old ones ([] clears); clear_expiry removes the expiry. "
+    "An expired memory is refused (MEMORY_EXPIRED) unless include_expired is true.",
     "remove_memory": "Delete a memory for good, by path or id.",
-    "move_memory": "Give a memory a new path. Fails with DESTINATION_EXISTS if the new path is taken.",
+    "move_memory": "Give a memory a new path. Fails with DESTINATION_EXISTS if the new path is taken, and with "
+    "MEMORY_EXPIRED for an expired memory unless include_expired is true.",
     "reinforce_memory": "Reset the decay of a memory with decay policy 'reinforceable' (it is being used).",
     "list_memories": "List a category's memories (recursively, newest first) and its direct subcategories with "
     "counts and descriptions. Omit category for the whole store.",

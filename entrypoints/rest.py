@@ -111,7 +111,7 @@ _MEANING: Mapping[int, str] = {
     403: "A browser Origin that is not allowed (FORBIDDEN_ORIGIN): see MEMORY_ALLOWED_ORIGINS",
     404: "MEMORY_NOT_FOUND, CATEGORY_NOT_FOUND or STORE_NOT_FOUND",
     409: "DESTINATION_EXISTS, INVALID_OPERATION (already deleted, cannot reinforce, store-wide under a namespace) or EMBEDDING_MISMATCH",
-    410: "MEMORY_EXPIRED: pass include_expired=true to read it anyway",
+    410: "MEMORY_EXPIRED: pass include_expired=true to read or change it anyway",
     413: "The body is larger than 1 MiB (REQUEST_TOO_LARGE)",
     415: "A body that is not 'Content-Type: application/json' (INVALID_INPUT)",
     421: "A Host header that names another server (MISDIRECTED_REQUEST): see MEMORY_ALLOWED_HOSTS",
@@ -223,7 +223,7 @@ class CreateBody(AttrsDTO[CreateMemory]):
 
 
 class UpdateBody(AttrsDTO[UpdateMemory]):
-    config = _config("ref", "store", "namespace")
+    config = _config("ref", "store", "namespace", "include_expired")  # include_expired is a query parameter
 
 
 class SearchBody(AttrsDTO[SearchMemories]):
@@ -274,6 +274,9 @@ NamespaceQuery = Annotated[
     Parameter(description="Tenant guard: only act on memories in this namespace or below it, e.g. 'user/u-123'."),
 ]
 IncludeExpired = Annotated[bool, Parameter(description="Also return memories whose expiry has passed.")]
+ActOnExpired = Annotated[
+    bool, Parameter(description="Act on the memory even if its expiry has passed (410 MEMORY_EXPIRED otherwise).")
+]
 CategoryQuery = Annotated[str | None, Parameter(description="Only memories under this category path.")]
 
 
@@ -355,7 +358,7 @@ async def get_memory(
     dto=UpdateBody,
     return_dto=None,
     tags=["memories"],
-    responses=_errors(400, 404, 409, 413, 415, 422, 503),
+    responses=_errors(400, 404, 409, 410, 413, 415, 422, 503),
 )
 async def update_memory(
     ref: FromPath[str],
@@ -363,31 +366,40 @@ async def update_memory(
     door: NamedDependency[Door],
     store: StoreQuery = None,
     namespace: NamespaceQuery = None,
+    include_expired: ActOnExpired = False,
 ) -> Response[Payload]:
     """Change content or metadata. Omitted or null fields are kept; tags/citations replace, [] clears them."""
 
     def update(service: MemoryService, guard: tuple[str, ...] | None) -> Result[MemoryView, DomainError]:
-        return _update_in_utc(data.create_instance(ref=_ref(ref), store=store, namespace=guard)).bind(service.update)
+        command = data.create_instance(ref=_ref(ref), store=store, namespace=guard, include_expired=include_expired)
+        return _update_in_utc(command).bind(service.update)
 
     return await door.reply(_guarded(namespace, update), out.view_json)
 
 
-@delete("/memories/{ref:path}", status_code=200, tags=["memories"], responses=_errors(400, 404, 409, 422, 503))
+@delete("/memories/{ref:path}", status_code=200, tags=["memories"], responses=_errors(400, 404, 409, 410, 422, 503))
 async def delete_memory(
     ref: FromPath[str],
     door: NamedDependency[Door],
     store: StoreQuery = None,
     namespace: NamespaceQuery = None,
     hard: Annotated[bool, Parameter(description="Remove it for good instead of soft-deleting it.")] = False,
+    include_expired: ActOnExpired = False,
 ) -> Response[Payload]:
-    """Soft-delete a memory (409 if already deleted); with ?hard=true remove it for good, deleted or not."""
+    """Soft-delete a memory (409 if already deleted, 410 if expired unless include_expired); with ?hard=true
+    remove it for good, deleted or expired or not."""
     if hard:
         return await door.reply(
             _guarded(namespace, lambda service, guard: service.remove(_ref(ref), store=store, namespace=guard)),
             out.removed_json,
         )
     return await door.reply(
-        _guarded(namespace, lambda service, guard: service.delete(_ref(ref), store=store, namespace=guard)),
+        _guarded(
+            namespace,
+            lambda service, guard: service.delete(
+                _ref(ref), store=store, namespace=guard, include_expired=include_expired
+            ),
+        ),
         lambda memory: {"id": memory.id, "deleted": True},
     )
 
@@ -397,7 +409,7 @@ async def delete_memory(
     status_code=200,
     tags=["memories"],
     summary="Reinforce or move a memory",
-    responses=_errors(400, 404, 409, 413, 415, 422, 503),
+    responses=_errors(400, 404, 409, 410, 413, 415, 422, 503),
 )
 async def memory_action(
     ref: Annotated[str, PathParameter(description="The memory's id or path, then '/reinforce' or '/move'.")],
@@ -405,9 +417,11 @@ async def memory_action(
     data: JSONBody[MoveRequest | None] = None,
     store: StoreQuery = None,
     namespace: NamespaceQuery = None,
+    include_expired: ActOnExpired = False,
 ) -> Response[Payload]:
     """POST /memories/{ref}/reinforce resets a reinforceable memory's decay (409 for stable or contextual ones).
-    POST /memories/{ref}/move with {"destination": "category/slug"} gives it a new path (409 if taken).
+    POST /memories/{ref}/move with {"destination": "category/slug"} gives it a new path (409 if taken; an
+    expired memory is 410 unless include_expired). Reinforcing an expired memory is always 410.
     """
     # one route for both actions: a ref may be a path of several segments, and Litestar's path parameter
     # must come last, so the action is the last segment (POST on a memory itself means nothing else)
@@ -422,7 +436,12 @@ async def memory_action(
             return _failure(invalid_input('move needs a JSON body like {"destination": "category/slug"}.'))
         destination = data.destination
         return await door.reply(
-            _guarded(namespace, lambda service, guard: service.move(memory, destination, store=store, namespace=guard)),
+            _guarded(
+                namespace,
+                lambda service, guard: service.move(
+                    memory, destination, store=store, namespace=guard, include_expired=include_expired
+                ),
+            ),
             out.view_json,
         )
     return _no_route(f"POST /memories/{_ref(ref)} names no action: use /memories/<id or path>/reinforce or …/move.")

@@ -194,9 +194,28 @@ def _typed(name: str, raw: object, origin: str) -> Result[object, DomainError]:
         return Failure(DomainError(ErrorCode.INVALID_INPUT, f"{origin} must be {kind}, got {raw!r}."))
 
 
-def _read_config(path: Path) -> Result[dict[str, object], DomainError]:
-    if not path.is_file():
+def _read_config(path: Path, *, chosen: bool) -> Result[dict[str, object], DomainError]:
+    """The config file's settings. Only the default location may be absent; a file MEMORY_CONFIG names must exist."""
+    if not path.exists() and not chosen:
         return Success({})
+    if not path.exists():
+        return Failure(
+            DomainError(
+                ErrorCode.INVALID_INPUT,
+                f"MEMORY_CONFIG names the config file {path}, which does not exist: create it (an empty file will "
+                "do), or unset MEMORY_CONFIG to use the default location.",
+                path=str(path),
+            )
+        )
+    if not path.is_file():
+        return Failure(
+            DomainError(
+                ErrorCode.INVALID_INPUT,
+                f"The config file {path} is not a file: make it a TOML file, or "
+                + ("unset MEMORY_CONFIG." if chosen else "remove it."),
+                path=str(path),
+            )
+        )
     try:
         with path.open("rb") as handle:
             data = tomllib.load(handle)
@@ -221,7 +240,7 @@ def load_settings(
 ) -> Result[Settings, DomainError]:
     """Merge the four layers; every bad value is an INVALID_INPUT failure that names where it came from."""
     environment = dict(os.environ) if env is None else dict(env)
-    config = _read_config(default_config_path(environment))
+    config = _read_config(default_config_path(environment), chosen=bool(environment.get("MEMORY_CONFIG")))
     if isinstance(config, Failure):
         return config
     merged: dict[str, object] = {"data_dir": default_data_dir(environment)}

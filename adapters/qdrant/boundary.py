@@ -15,6 +15,7 @@ from qdrant_client.http.exceptions import ApiException, ResponseHandlingExceptio
 from returns.result import Result
 
 from agent_memory.adapters.shared.boundary import Abort, as_result
+from agent_memory.adapters.shared.disk import disk_hint
 from agent_memory.domain.errors import DomainError, ErrorCode
 
 T = TypeVar("T")
@@ -43,7 +44,11 @@ def is_transport_failure(error: BaseException) -> bool:
 
 
 def storage_error(doing: str, error: BaseException) -> DomainError:
-    return DomainError(ErrorCode.STORAGE_ERROR, f"Qdrant failed to {doing}.", cause=f"{type(error).__name__}: {error}")
+    return DomainError(
+        ErrorCode.STORAGE_ERROR,
+        f"Qdrant failed to {doing}{disk_hint(error)}.",
+        cause=f"{type(error).__name__}: {error}",
+    )
 
 
 @frozen
@@ -88,7 +93,7 @@ class Boundary:
         if self.server:
             message = f"Cannot connect to Qdrant at {self.location}. Is the server running?"
         else:
-            message = f"Cannot open the Qdrant data at {self.location}."
+            message = f"Cannot open the Qdrant data at {self.location}{disk_hint(cause)}."
         return DomainError(ErrorCode.BACKEND_UNAVAILABLE, message, cause=f"{type(cause).__name__}: {cause}")
 
     def refused(self, error: UnexpectedResponse, *, probe: bool) -> DomainError | None:

@@ -29,6 +29,7 @@ from agent_memory.adapters.qdrant.store import QdrantVectorStore
 from agent_memory.adapters.shared import names
 from agent_memory.adapters.shared.batching import chunks
 from agent_memory.adapters.shared.boundary import Abort
+from agent_memory.adapters.shared.disk import cannot_write, read_only_copy
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
 from agent_memory.domain.model import check_store_name
 from agent_memory.domain.paths import CategoryPath
@@ -305,4 +306,14 @@ class QdrantCatalog:
                 _in_use(data, error) if _is_lock_conflict(error) else self.boundary.unavailable(error)
             ) from error
         except (OSError, ValueError) as error:  # unwritable folder; unreadable meta.json
+            if isinstance(error, OSError) and cannot_write(error) and (data / "meta.json").is_file():
+                return self._read_only_client(data)
+            raise Abort(self.boundary.unavailable(error)) from error
+
+    def _read_only_client(self, data: pathlib.Path) -> QdrantClient:
+        """Local mode must write to open its data (a lock file): on a disk that refuses writes, a client over a
+        private copy, so reads still work. Writes never reach it: the store's write lock, on the same disk, fails."""
+        try:
+            return QdrantClient(path=str(read_only_copy(data)), force_disable_check_same_thread=True)
+        except (OSError, ValueError, RuntimeError) as error:
             raise Abort(self.boundary.unavailable(error)) from error

@@ -252,11 +252,29 @@ def test_reindex_adds_the_id_in_the_file_own_style_or_rewrites_it_whole(
 def test_soft_delete_stores_and_counts(service: MemoryService, root: Path) -> None:
     stored = ok(service.add(CreateMemory(content="to forget", path="a/b", store="work"))).memory  # type: ignore[attr-defined]
     ok(service.delete(stored.id, store="work"))
-    assert "deleted: true" in (root / "work" / "a" / "b.md").read_text()
+    assert "deleted: true" in (root / "work" / "a" / f"b.{stored.id}.md").read_text()  # <slug>.md is for the live one
+    assert not (root / "work" / "a" / "b.md").exists()
     failed(service.get(stored.id, store="work"), ErrorCode.MEMORY_NOT_FOUND)
     ok(service.create_store("empty"))
     summaries = ok(service.list_stores())
     assert [(s.name, s.memory_count) for s in summaries] == [("empty", 0), ("work", 1)]  # type: ignore[attr-defined]
+
+
+def test_reindex_gives_the_path_own_file_back_to_the_live_memory(service: MemoryService, root: Path) -> None:
+    """Stores written before soft-deleted memories moved aside: the deleted one held `<slug>.md`."""
+    gone = ok(service.add(CreateMemory(content="first", path="notes/x"))).memory  # type: ignore[attr-defined]
+    ok(service.delete(gone.id))
+    live = ok(service.add(CreateMemory(content="second", path="notes/x"))).memory  # type: ignore[attr-defined]
+    notes = root / "default" / "notes"
+    (notes / "x.md").rename(notes / "swap")
+    (notes / f"x.{gone.id}.md").rename(notes / "x.md")
+    (notes / "swap").rename(notes / f"x.{live.id}.md")
+    assert ok(service.get("notes/x")).memory.id == live.id  # type: ignore[attr-defined]
+
+    ok(service.reindex())
+    assert memory_files(root / "default") == {"notes/x.md", f"notes/x.{gone.id}.md"}
+    assert f"id: {live.id}" in (notes / "x.md").read_text()
+    assert ok(service.get("notes/x")).memory.content == "second"  # type: ignore[attr-defined]
 
 
 def test_a_file_deleted_by_hand_leaves_search(service: MemoryService, root: Path) -> None:
@@ -404,7 +422,7 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(
     error = failed(service.update(UpdateMemory(ref="a/note", content="after")), ErrorCode.STORAGE_ERROR)
     monkeypatch.undo()
     assert "No space left on device" in (error.cause or "")
-    assert "writable" in error.message
+    assert "the disk is full" in error.message  # worded as every backend words it (adapters/shared/disk.py)
     assert (root / "default" / "a" / "note.md").read_bytes() == before
     assert [p for p in tree(root) if ".tmp-" in p] == []
     assert ok(service.get("a/note")).memory.content == "before"  # type: ignore[attr-defined]

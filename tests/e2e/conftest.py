@@ -15,6 +15,7 @@ import pytest
 from attrs import frozen
 
 from tests.chroma_server import chroma_server
+from tests.isolation import empty_config
 
 MEMORY = Path(sys.executable).parent / "memory"
 BACKENDS = ("chroma", "files", "qdrant")
@@ -66,7 +67,7 @@ class MemoryCli:
         self.env = {
             "PATH": os.environ.get("PATH", ""),
             "HOME": str(home),
-            "MEMORY_CONFIG": str(home / "no-config.toml"),
+            "MEMORY_CONFIG": empty_config(home),
             "MEMORY_DATA_DIR": str(home / "data"),
             "MEMORY_BACKEND": backend,
             "MEMORY_SERVER": "auto" if mode == "served" else "off",

@@ -24,6 +24,7 @@ from mcp.types import CallToolResult
 
 from tests.e2e.conftest import MEMORY, MODES, MemoryCli
 from tests.http_raw import UNPARSABLE_REQUESTS, unparsable_answers
+from tests.isolation import empty_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 
@@ -53,7 +54,7 @@ def server_env(home: Path, mode: str = "direct") -> dict[str, str]:
     return {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(home),
-        "MEMORY_CONFIG": str(home / "no-config.toml"),
+        "MEMORY_CONFIG": empty_config(home),
         "MEMORY_DATA_DIR": str(home / "data"),
         "MEMORY_BACKEND": "chroma",
         "MEMORY_SERVER": "auto" if mode == "served" else "off",

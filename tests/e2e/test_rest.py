@@ -18,6 +18,7 @@ import pytest
 
 from tests.e2e.conftest import MEMORY
 from tests.http_raw import UNPARSABLE_REQUESTS, unparsable_answers
+from tests.isolation import empty_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 
@@ -37,7 +38,7 @@ def server_env(home: Path) -> dict[str, str]:
     return {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(home),
-        "MEMORY_CONFIG": str(home / "no-config.toml"),
+        "MEMORY_CONFIG": empty_config(home),
         "MEMORY_DATA_DIR": str(home / "data"),
         "MEMORY_BACKEND": "chroma",
         "MEMORY_API_TOKEN": TOKEN,

@@ -165,7 +165,9 @@ class StoreMachine(RuleBasedStateMachine):
     def list_and_count_agree(self) -> None:
         listed = {view.memory.id for view in self.service.list().unwrap().memories}
         assert listed == {i for i, m in self.model.items() if not m.deleted}  # the root lists unfiled ones too
-        assert self.service.status().unwrap().memory_count == len(self.model)
+        status = self.service.status().unwrap()
+        deleted = sum(1 for m in self.model.values() if m.deleted)
+        assert (status.memory_count, status.deleted_count) == (len(self.model) - deleted, deleted)
 
     @invariant()
     def keyword_search_finds_the_live_and_never_the_deleted(self) -> None:

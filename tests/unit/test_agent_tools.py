@@ -23,6 +23,7 @@ from agent_memory.entrypoints.agent_tools import (
     create_search_memory_tool,
     to_langchain_tools,
 )
+from tests.isolation import empty_config
 
 U1 = {"user_id": "u-1"}
 U2 = {"user_id": "u-2"}
@@ -424,7 +425,7 @@ def test_without_a_service_the_tools_build_one_on_first_call(
 def test_bad_settings_raise_configuration_error_on_first_call(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any, fresh_shared: None
 ) -> None:
-    monkeypatch.setenv("MEMORY_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.setenv("MEMORY_CONFIG", empty_config(tmp_path))
     monkeypatch.setenv("MEMORY_BACKEND", "punched-cards")
     tool = create_manage_memory_tool()
     with pytest.raises(ConfigurationError, match="INVALID_INPUT: Unknown backend"):

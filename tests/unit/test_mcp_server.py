@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.mcp_server import TOOL_NAMES, build_mcp_http_app, build_mcp_server, run_mcp
 from agent_memory.entrypoints.settings import load_settings
+from tests.isolation import empty_config
 
 
 class Server:
@@ -199,7 +200,7 @@ def test_mcp_takes_the_token_from_the_flag_or_the_environment(monkeypatch: pytes
         return 0
 
     monkeypatch.setattr(agent_memory.entrypoints.mcp_server, "run_mcp", fake_run_mcp)
-    monkeypatch.setenv("MEMORY_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.setenv("MEMORY_CONFIG", empty_config(tmp_path))
     monkeypatch.setenv("MEMORY_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("MEMORY_API_TOKEN", "from-env")
 

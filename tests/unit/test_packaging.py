@@ -17,6 +17,7 @@ import agent_memory.adapters
 import agent_memory.domain
 import agent_memory.entrypoints
 from agent_memory.entrypoints import cli, extras
+from tests.isolation import empty_config
 
 PACKAGE_ROOT = Path(agent_memory.__file__).parent
 # one folder in a wheel; four in an editable install of the checkout
@@ -103,7 +104,7 @@ def test_a_missing_extra_is_a_json_error_naming_the_extra(
     absent = set(extras.EXTRA_MODULES[extra])
     real = extras._installed
     monkeypatch.setattr(extras, "_installed", lambda module: module not in absent and real(module))
-    monkeypatch.setenv("MEMORY_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.setenv("MEMORY_CONFIG", empty_config(tmp_path))
     monkeypatch.setenv("MEMORY_DATA_DIR", str(tmp_path))
 
     assert cli.run(argv) == 1

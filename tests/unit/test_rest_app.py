@@ -20,6 +20,7 @@ from agent_memory.domain.model import Memory
 from agent_memory.domain.ports import Vector
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.rest import MAX_BODY_BYTES, build_app
+from tests.isolation import empty_config
 
 TOKEN = "s3cret-token"
 BASE = "http://127.0.0.1:8080"  # a loopback Host, as a local client sends it (others are 421)
@@ -182,6 +183,25 @@ def test_an_expired_memory_is_410_unless_include_expired(client: TestClient[Any]
     body = fails(client.get("/memories/notes/temp"), 410, "MEMORY_EXPIRED")
     assert body["path"] == "notes/temp"
     assert client.get("/memories/notes/temp", params={"include_expired": "true"}).status_code == 200
+
+
+def test_an_expired_memory_is_not_changed_unless_include_expired(client: TestClient[Any], clock: FixedClock) -> None:
+    create(client, path="notes/temp", content="old", expires_at="2026-01-02T00:00:00Z")
+    clock.advance(hours=48)
+    told = {"include_expired": "true"}
+
+    assert (
+        "update it anyway"
+        in fails(client.patch("/memories/notes/temp", json={"content": "new"}), 410, "MEMORY_EXPIRED")["error"]
+    )
+    fails(client.post("/memories/notes/temp/move", json={"destination": "notes/kept"}), 410, "MEMORY_EXPIRED")
+    fails(client.delete("/memories/notes/temp"), 410, "MEMORY_EXPIRED")
+    assert client.get("/memories/notes/temp", params=told).json()["content"] == "old"  # nothing changed
+
+    assert client.patch("/memories/notes/temp", params=told, json={"content": "new"}).json()["content"] == "new"
+    moved = client.post("/memories/notes/temp/move", params=told, json={"destination": "notes/kept"})
+    assert moved.json()["path"] == "notes/kept"
+    assert client.delete("/memories/notes/kept", params=told).json()["deleted"] is True
 
 
 def test_the_namespace_query_parameter_guards_by_reference_routes(client: TestClient[Any]) -> None:
@@ -472,15 +492,20 @@ def test_category_failures(client: TestClient[Any]) -> None:
 # --- status, health, backend failures, bugs -------------------------------------------------------------------
 
 
-def test_status_and_health(client: TestClient[Any]) -> None:
+def test_status_and_health(client: TestClient[Any], clock: FixedClock) -> None:
     create(client)
+    client.delete(f"/memories/{create(client)['id']}")
+    create(client, expires_at="2026-01-02T00:00:00Z")
+    clock.advance(hours=48)
 
     assert client.get("/status").json() == {
         "status": "healthy",
         "backend": "memory",
         "location": "memory",
         "store": "default",
-        "memory_count": 1,
+        "memory_count": 1,  # live only, the soft-deleted and the expired counted beside it
+        "deleted_count": 1,
+        "expired_count": 1,
     }
     assert client.get("/health").json() == {"status": "ok"}
 
@@ -861,7 +886,7 @@ def test_serve_takes_the_token_from_the_environment(monkeypatch: pytest.MonkeyPa
         return 0
 
     monkeypatch.setattr(agent_memory.entrypoints.rest, "run_rest", fake_run_rest)
-    monkeypatch.setenv("MEMORY_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.setenv("MEMORY_CONFIG", empty_config(tmp_path))
     monkeypatch.setenv("MEMORY_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("MEMORY_API_TOKEN", "from-env")
 

@@ -75,6 +75,25 @@ def test_a_broken_or_unknown_config_file_is_reported(home: dict[str, str], tmp_p
     assert isinstance(unknown, Failure) and "colour" in unknown.failure().message
 
 
+def test_a_config_file_named_by_memory_config_must_exist(home: dict[str, str], tmp_path: Path) -> None:
+    missing = tmp_path / "typo.toml"
+    result = load_settings({}, {**home, "MEMORY_CONFIG": str(missing)})
+    assert isinstance(result, Failure) and result.failure().code is ErrorCode.INVALID_INPUT
+    assert str(missing) in result.failure().message and "unset MEMORY_CONFIG" in result.failure().message
+    missing.write_text("")  # an empty file is a config with nothing set
+    assert load_settings({}, {**home, "MEMORY_CONFIG": str(missing)}).unwrap().backend == "chroma"
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    assert "is not a file" in load_settings({}, {**home, "MEMORY_CONFIG": str(folder)}).failure().message
+
+
+def test_only_the_default_config_location_may_be_absent(home: dict[str, str], tmp_path: Path) -> None:
+    assert load_settings({}, home).unwrap().backend == "chroma"  # no ~/.config/agent-memory/config.toml: defaults
+    default = tmp_path / ".config" / "agent-memory" / "config.toml"
+    default.mkdir(parents=True)
+    assert "is not a file" in load_settings({}, home).failure().message
+
+
 def test_the_http_allow_lists_come_comma_separated_or_as_a_list(home: dict[str, str], tmp_path: Path) -> None:
     assert load_settings({}, home).unwrap().allowed_hosts == ()
     env = {

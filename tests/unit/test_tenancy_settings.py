@@ -9,10 +9,11 @@ import pytest
 from agent_memory.domain.errors import ErrorCode
 from agent_memory.entrypoints.settings import load_settings
 from agent_memory.entrypoints.tenancy import Tenancy
+from tests.isolation import empty_config
 
 
 def env(tmp_path: Path, **variables: str) -> dict[str, str]:
-    return {"HOME": str(tmp_path), "MEMORY_CONFIG": str(tmp_path / "none.toml"), **variables}
+    return {"HOME": str(tmp_path), "MEMORY_CONFIG": empty_config(tmp_path), **variables}
 
 
 def test_a_pin_and_token_namespaces_load_from_the_environment(tmp_path: Path) -> None:

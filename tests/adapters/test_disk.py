@@ -1,0 +1,54 @@
+"""A full or read-only disk is worded alike by every backend (one helper, adapters/shared/disk.py)."""
+
+from __future__ import annotations
+
+import errno
+import sqlite3
+from pathlib import Path
+
+import pytest
+from returns.result import Failure
+
+from agent_memory.adapters import chroma_store, files_store
+from agent_memory.adapters.qdrant import boundary as qdrant_boundary
+from agent_memory.adapters.shared.disk import cannot_write, disk_hint, read_only_copy
+
+CAUSES = [
+    (OSError(errno.ENOSPC, "No space left on device"), "the disk is full"),
+    (sqlite3.OperationalError("database or disk is full"), "the disk is full"),
+    (OSError(errno.EROFS, "Read-only file system"), "read-only"),
+    (PermissionError(errno.EACCES, "Permission denied"), "not writable"),
+]
+
+
+@pytest.mark.parametrize(("cause", "words"), CAUSES)
+def test_every_backend_words_a_disk_fault_alike(cause: BaseException, words: str) -> None:
+    assert words in disk_hint(cause)
+    assert words in chroma_store.storage_error("write memories", cause).message
+    assert words in qdrant_boundary.storage_error("write memories", cause).message
+
+    if not isinstance(cause, OSError):
+        return  # the files backend meets the disk through OS calls only
+
+    def write() -> None:
+        raise cause
+
+    written = files_store._guarded("write a memory", Path("/data/files/default"), write)
+    assert isinstance(written, Failure) and words in written.failure().message
+
+
+def test_only_refused_writes_count_as_a_disk_that_cannot_be_written() -> None:
+    assert cannot_write(OSError(errno.EROFS, "Read-only file system"))
+    assert cannot_write(sqlite3.OperationalError("attempt to write a readonly database"))
+    assert not cannot_write(OSError(errno.ENOSPC, "No space left on device"))
+    assert not cannot_write(ValueError("bad where clause"))
+
+
+def test_a_read_only_copy_holds_the_files_but_not_the_locks(tmp_path: Path) -> None:
+    data = tmp_path / "qdrant"
+    (data / "collection").mkdir(parents=True)
+    (data / "meta.json").write_text("{}")
+    (data / ".lock").write_text("")
+    copy = read_only_copy(data)
+    assert copy != data and (copy / "meta.json").read_text() == "{}" and (copy / "collection").is_dir()
+    assert not (copy / ".lock").exists()
