@@ -51,7 +51,7 @@ def _config(env: Mapping[str, str]) -> dict[str, Any]:
         with path.open("rb") as handle:
             return tomllib.load(handle)
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-        raise InProcess("a config file the in-process run reports") from None
+        raise InProcess("the config file cannot be read: any other command says why") from None
 
 
 def _setting(name: str, flag: object, env: Mapping[str, str], config: Mapping[str, Any]) -> object:
@@ -158,7 +158,9 @@ def build_request(op: str, argv: Sequence[str], args: Any, place: wire.Place, en
         content = sys.stdin.buffer.read()
         request["stdin"] = base64.b64encode(content).decode("ascii")
         # should the command run in-process after all, it reads the same text
-        sys.stdin = io.TextIOWrapper(io.BytesIO(content), encoding=sys.stdin.encoding, errors=sys.stdin.errors)
+        sys.stdin = io.TextIOWrapper(
+            io.BytesIO(content), encoding=sys.stdin.encoding, errors=sys.stdin.errors, newline="\n"
+        )
     return request
 
 
@@ -324,10 +326,10 @@ def manage_server(args: Any, env: Mapping[str, str]) -> int:
 
     try:
         place = resolve_place(args, env, honour_mode=False)
-    except InProcess:
+    except InProcess as reason:
         body: dict[str, Any] = {
-            "error": "No memory server can serve this data directory (it is relative or its path is too long for a "
-            "socket), so commands run in-process.",
+            "error": f"No memory server can serve this data directory ({reason}), so commands run in-process: "
+            "`memory server` has nothing to show or stop here.",
             "code": "INVALID_INPUT",
         }
         sys.stderr.write(json.dumps(body, ensure_ascii=False) + "\n")

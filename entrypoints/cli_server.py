@@ -75,9 +75,9 @@ def _text(buffer: _Bytes, facts: Any, default_errors: str) -> io.TextIOWrapper:
     if isinstance(facts, list) and len(facts) == 3 and all(isinstance(f, str) for f in facts[:2]):
         encoding, errors = facts[0], facts[1]
     try:
-        return io.TextIOWrapper(buffer, encoding=encoding, errors=errors)
+        return io.TextIOWrapper(buffer, encoding=encoding, errors=errors, newline="\n")
     except LookupError:
-        return io.TextIOWrapper(buffer, encoding="utf-8", errors=default_errors)
+        return io.TextIOWrapper(buffer, encoding="utf-8", errors=default_errors, newline="\n")
 
 
 class MemoryServer:

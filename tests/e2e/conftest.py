@@ -104,7 +104,8 @@ class MemoryCli:
 
     def stop_servers(self) -> None:
         """Stop every memory server of this data directory and check that no server process is left."""
-        ran = self("server", "stop", "--all")
+        # with a config of its own: a test may have broken the one it ran with (the server's place does not depend on it)
+        ran = self("server", "stop", "--all", env={"MEMORY_CONFIG": empty_config(self.data_dir.parent / "teardown")})
         assert ran.code == 0, ran.stderr
         assert all(server["exited"] for server in json.loads(ran.stdout)["stopped"]), ran.stdout
         assert server_processes(self.data_dir) == []
