@@ -31,7 +31,6 @@ import errno
 import hashlib
 import os
 import re
-import tempfile
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -51,6 +50,7 @@ from agent_memory.adapters.frontmatter import (
     to_domain_error,
 )
 from agent_memory.adapters.shared.disk import disk_hint
+from agent_memory.adapters.shared.durable import TEMP_MARKER, fsync_directory, write_atomically
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory, check_memory_id, check_store_name
@@ -63,7 +63,6 @@ SUFFIX = ".md"
 UNFILED = "_unfiled"
 CATEGORY_FILE = "_category.md"
 LOCK_FILE = ".lock"
-TEMP_MARKER = ".tmp-"
 LOCK_TIMEOUT_S = 30.0
 
 _SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -282,47 +281,12 @@ def _read_bytes(path: Path) -> tuple[bytes, Stamp] | None:
         return handle.read(), (status.st_ino, status.st_size, status.st_mtime_ns)
 
 
-def _write_atomically(target: Path, text: str) -> None:
-    """Temporary file in the same directory, flushed and fsynced, then renamed onto the target."""
-    mode = _mode_of(target)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{target.name}{TEMP_MARKER}", dir=target.parent)
-    renamed = False
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(text.encode("utf-8"))
-            handle.flush()
-            if mode is not None:
-                os.fchmod(handle.fileno(), mode)
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
-        renamed = True
-    finally:
-        if not renamed:
-            Path(temporary).unlink(missing_ok=True)
-
-
-def _mode_of(target: Path) -> int | None:
-    """An existing file's permissions, kept on rewrite (new files are private: 0600)."""
-    try:
-        return target.lstat().st_mode & 0o777
-    except FileNotFoundError:
-        return None
-
-
 def _stamp(place: Path) -> Stamp | None:
     try:
         status = place.lstat()
     except (FileNotFoundError, NotADirectoryError):
         return None
     return (status.st_ino, status.st_size, status.st_mtime_ns)
-
-
-def _fsync_directory(directory: Path) -> None:
-    descriptor = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
 
 
 @frozen
@@ -533,7 +497,7 @@ class _Batch:
         target = self.files.target(parts, make_folders=True)
         self._clean(target.parent)
         self.files.forget(parts)
-        _write_atomically(target, text)
+        write_atomically(target, text.encode("utf-8"))
         self.written.add(target.parent)
         return _stamp(target)
 
@@ -561,7 +525,7 @@ class _Batch:
     def _sync(directories: set[Path]) -> None:
         for directory in sorted(directories):
             if directory.is_dir():
-                _fsync_directory(directory)
+                fsync_directory(directory)
         directories.clear()
 
     def _clean(self, directory: Path) -> None:
