@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import select
+import selectors
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -42,7 +42,10 @@ class RawStdio:
 
     def answer(self, timeout: float = 60.0) -> dict[str, Any]:
         assert self.process.stdout is not None
-        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        # a selector, not select.select: a pytest worker that has run many tests may hold descriptors past 1024
+        with selectors.DefaultSelector() as waiting:
+            waiting.register(self.process.stdout, selectors.EVENT_READ)
+            ready = waiting.select(timeout)
         assert ready, "no answer: the request was left unanswered"
         answer: dict[str, Any] = json.loads(self.process.stdout.readline())
         return answer
