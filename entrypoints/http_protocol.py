@@ -13,7 +13,7 @@ from agent_memory.domain.errors import ErrorCode
 MAX_HEAD_BYTES = 64 * 1024
 LINGER_SECONDS = 2.0  # after a refusal, how long the rest of the request is read before the connection closes
 # uvicorn answers a request line or header block it cannot parse (a lowercase or unknown method, an
-# over-long URL, a malformed header) itself, before any app sees it, as text/plain: same words, as JSON
+# over-long URL, a malformed header) itself, before any app sees it, in text/plain: here as a JSON error
 UNPARSABLE_REQUEST = (
     "The request is not valid HTTP/1.1 (its method, request line or headers could not be parsed, or they "
     "exceed 64 KB together): send an upper-case method such as GET or POST and well-formed headers, "
