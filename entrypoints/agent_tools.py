@@ -16,6 +16,7 @@ from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.model import Memory, ScoredMemory
 from agent_memory.domain.namespaces import ConfigurationError, resolve_namespace
 from agent_memory.domain.service import MemoryService
+from agent_memory.entrypoints.door_words import for_door
 from agent_memory.entrypoints.json_codec import memory_json, parse_iso
 
 __all__ = [
@@ -59,7 +60,8 @@ class MemoryToolError(ValueError):
 
     @classmethod
     def from_domain(cls, error: DomainError) -> MemoryToolError:
-        return cls(error.code, error.message, text=error_text(error))
+        worded = for_door(error, "python")
+        return cls(worded.code, worded.message, text=error_text(worded))
 
 
 def _invalid(message: str) -> MemoryToolError:

@@ -47,8 +47,9 @@ from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
 from agent_memory.domain.model import check_namespace
 from agent_memory.domain.scoped import MAX_SEARCH_LIMIT
 from agent_memory.domain.service import MemoryService
-from agent_memory.domain.views import Listing, MemoryView
+from agent_memory.domain.views import Listing, MemoryView, Status
 from agent_memory.entrypoints import json_codec as out
+from agent_memory.entrypoints.door_words import worded
 from agent_memory.entrypoints.http_safety import HttpPolicy, json_body_problem, media_type_problem, refuse_open_bind
 from agent_memory.entrypoints.json_codec import parse_iso
 from agent_memory.entrypoints.paging import listing_page_json, search_page, search_page_json
@@ -134,7 +135,7 @@ def _errors(*statuses: int) -> dict[int, ResponseSpec]:
 
 def error_body(error: DomainError) -> Payload:
     """{"error", "code"} plus the path and, for the caller's own mistakes, the cause."""
-    body: Payload = {"error": error.message, "code": error.code.value}
+    body: Payload = {"error": worded(error.message, "rest"), "code": error.code.value}
     if error.path is not None:
         body["path"] = error.path
     if error.cause is not None and STATUS.get(error.code, 500) < 500:
@@ -645,12 +646,20 @@ async def delete_category(
     )
 
 
+def _status_json(found: Status) -> Payload:
+    """The status JSON with each problem's advice worded for REST callers."""
+    body = out.status_json(found)
+    if "problems" in body:
+        body["problems"] = [worded(problem, "rest") for problem in body["problems"]]
+    return body
+
+
 @get("/status", tags=["health"], responses=_errors(404, 422, 503))
 async def status(door: NamedDependency[Door], store: StoreQuery = None) -> Response[Payload]:
     """Reach the backend and count the store's memories; a failure adds "status": "unhealthy" (503 if it is down)."""
     outcome = await door.run(lambda service: service.status(store=store))
     return unwrap_or_failure(
-        outcome.map(lambda found: Response(out.status_json(found))).alt(
+        outcome.map(lambda found: Response(_status_json(found))).alt(
             lambda error: Response({"status": "unhealthy", **error_body(error)}, status_code=STATUS[error.code])
         )
     )

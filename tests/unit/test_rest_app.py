@@ -14,7 +14,8 @@ from returns.result import Failure, Result
 
 from agent_memory._version import __version__
 from agent_memory.adapters.clock import FixedClock
-from agent_memory.adapters.in_memory import InMemoryCatalog, InMemoryVectorStore
+from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog, InMemoryVectorStore
+from agent_memory.adapters.shared.names import store_not_found
 from agent_memory.domain.commands import SearchMemories
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.model import Memory
@@ -980,3 +981,39 @@ def test_serving_beyond_loopback_without_a_token_is_refused_before_anything_star
     assert run_rest(settings, host=host, port=9) == 1
     error = json.loads(capsys.readouterr().err)
     assert error["code"] == "INVALID_INPUT" and "MEMORY_API_TOKEN" in error["error"]
+
+
+# --- issue 15: error advice worded for REST, never for the CLI -------------------------------------------
+
+
+class CliWordedCatalog(InMemoryCatalog):
+    """A catalog whose missing stores fail with the backends' own CLI-worded STORE_NOT_FOUND."""
+
+    def open(self, name: str, *, create: bool) -> Any:
+        if create or name in self.stores:
+            return super().open(name, create=create)
+        return Failure(store_not_found(name))
+
+
+def test_rest_errors_give_rest_advice_not_cli_advice(clock: FixedClock) -> None:
+    catalog = CliWordedCatalog(embedder_name="hashing-bow")
+    with TestClient(
+        build_app(MemoryService(catalog=catalog, embedder=HashingEmbedder(), clock=clock)), base_url=BASE
+    ) as client:
+        _rest_errors_give_rest_advice(client, catalog)
+
+
+def _rest_errors_give_rest_advice(client: TestClient[Any], catalog: InMemoryCatalog) -> None:
+    missing = fails(client.get("/memories/notes/a", params={"store": "nope"}), 404, "STORE_NOT_FOUND")
+    contextual = create(client, decay_policy="contextual")
+    refused = fails(client.post(f"/memories/{contextual['id']}/reinforce"), 409, "INVALID_OPERATION")
+    catalog.stores["default"].model = "some-other-model"
+    mismatch = fails(client.post("/search", json={"query": "vim"}), 409, "EMBEDDING_MISMATCH")
+
+    assert missing["error"] == (
+        "Store 'nope' does not exist. Create it with POST /stores, or create a memory in it "
+        "(POST /memories?store=nope)."
+    )
+    assert '"decay_policy": "reinforceable"' in refused["error"] and "POST /reindex" in mismatch["error"]
+    for body in (missing, refused, mismatch):
+        assert "`memory" not in body["error"] and "--" not in body["error"] and ".." not in body["error"]
