@@ -477,6 +477,10 @@ class _Tools:
         ] = "create",
         content: Annotated[str | None, Field(description="The memory's text, for create and update.")] = None,
         id: Annotated[str | None, Field(description="The memory's id, for update and delete.")] = None,
+        type: Annotated[
+            str | None, Field(description="What kind of memory, e.g. 'preference' (search_memory's category).")
+        ] = None,
+        tags: Annotated[list[str] | None, Field(description="Labels; on update they replace the old ones.")] = None,
         namespace: Annotated[
             list[str] | None,
             Field(description='The namespace, e.g. ["user", "u-123"]; or give user_id, or org_id and agent_id.'),
@@ -489,7 +493,16 @@ class _Tools:
         def step() -> CallToolResult:
             resolved = resolve_namespace(_template(namespace), _config(user_id, org_id, agent_id))
             return _text(
-                run_manage(self.service, resolved, content=content, action=action, id=id, store=self._store(store))
+                run_manage(
+                    self.service,
+                    resolved,
+                    content=content,
+                    action=action,
+                    id=id,
+                    store=self._store(store),
+                    type=type,
+                    tags=tags,
+                )
             )
 
         return self._run(lambda: _agent_step(step))
