@@ -102,8 +102,8 @@ def run_manage(
         if content is None:
             raise _invalid("create needs content: the text of the memory to store.")
         labels = _tags(tags)
-        command = CreateMemory(content=content, namespace=namespace, store=store, type=type or "", tags=labels or ())
-        view = _ok(service.create(command))
+        new = CreateMemory(content=content, namespace=namespace, store=store, type=type or "", tags=labels or ())
+        view = _ok(service.create(new))
         return f"created memory {view.memory.id}"
     if id is None or not str(id).strip():
         raise _invalid(f"{action} needs the id of the memory (as returned by create or search_memory).")

@@ -5,7 +5,7 @@ as written, and the other doors replace each piece of CLI advice with what their
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Literal
 
 import attrs
@@ -46,8 +46,12 @@ _ADVICE: tuple[tuple[re.Pattern[str], Mapping[Door, str]], ...] = (
 def worded(text: str, door: Door) -> str:
     """`text` with each piece of CLI advice replaced by this door's."""
     for pattern, instead in _ADVICE:
-        text = pattern.sub(lambda match, say=instead[door]: say.format(**match.groupdict()), text)
+        text = pattern.sub(_saying(instead[door]), text)
     return text
+
+
+def _saying(say: str) -> Callable[[re.Match[str]], str]:
+    return lambda match: say.format(**match.groupdict())
 
 
 def for_door(error: DomainError, door: Door) -> DomainError:
