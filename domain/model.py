@@ -69,7 +69,9 @@ def check_store_name(raw: str) -> str:
 
 
 def _content(_i: object, _a: object, value: str) -> None:
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str):
+        raise InvalidValue(f"content must be a string, got {type(value).__name__}.")
+    if not value.strip():
         raise InvalidValue("Content is empty: a memory needs some text.")
     if len(value) > MAX_CONTENT_CHARS:
         raise InvalidValue(

@@ -16,6 +16,7 @@ from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.model import Memory, ScoredMemory
 from agent_memory.domain.namespaces import ConfigurationError, resolve_namespace
 from agent_memory.domain.service import MemoryService
+from agent_memory.entrypoints.door_words import for_door
 from agent_memory.entrypoints.json_codec import memory_json, parse_iso
 
 __all__ = [
@@ -59,7 +60,8 @@ class MemoryToolError(ValueError):
 
     @classmethod
     def from_domain(cls, error: DomainError) -> MemoryToolError:
-        return cls(error.code, error.message, text=error_text(error))
+        worded = for_door(error, "python")
+        return cls(worded.code, worded.message, text=error_text(worded))
 
 
 def _invalid(message: str) -> MemoryToolError:
@@ -85,8 +87,11 @@ def run_manage(
     id: str | None = None,
     store: str | None = None,
     permitted: Sequence[str] = ACTIONS,
+    type: str | None = None,
+    tags: Sequence[str] | None = None,
 ) -> str:
-    """Create, update or delete one memory inside `namespace`; returns the spec 003 sentence."""
+    """Create, update or delete one memory inside `namespace`; returns the spec 003 sentence. `type` (what
+    search_memory's filter calls category, e.g. 'preference') and `tags` are set on create and, given, on update."""
     _check_action(action, permitted)
     if action == "create":
         if id is not None:
@@ -96,7 +101,9 @@ def run_manage(
             )
         if content is None:
             raise _invalid("create needs content: the text of the memory to store.")
-        view = _ok(service.create(CreateMemory(content=content, namespace=namespace, store=store)))
+        labels = _tags(tags)
+        new = CreateMemory(content=content, namespace=namespace, store=store, type=type or "", tags=labels or ())
+        view = _ok(service.create(new))
         return f"created memory {view.memory.id}"
     if id is None or not str(id).strip():
         raise _invalid(f"{action} needs the id of the memory (as returned by create or search_memory).")
@@ -104,11 +111,19 @@ def run_manage(
     if action == "update":
         if content is None:
             raise _invalid("update needs content: the full new text of the memory.")
-        command = UpdateMemory(ref=ref, content=content, namespace=namespace, store=store)
+        command = UpdateMemory(ref=ref, content=content, namespace=namespace, store=store, type=type, tags=_tags(tags))
         view = _guarded(service.update(command), ref, namespace)
         return f"updated memory {view.memory.id}"
     deleted = _guarded(service.delete(ref, store=store, namespace=namespace), ref, namespace)  # soft (decision 13)
     return f"Deleted memory {deleted.id}"
+
+
+def _tags(raw: object) -> tuple[str, ...] | None:
+    if raw is None:
+        return None
+    if isinstance(raw, str) or not isinstance(raw, Sequence) or not all(isinstance(t, str) for t in raw):
+        raise _invalid(f"tags must be a list of strings, got {raw!r}.")
+    return tuple(raw)
 
 
 def _check_action(action: str, permitted: Sequence[str]) -> None:
@@ -409,18 +424,35 @@ def _manage_description(permitted: Sequence[str], instructions: str) -> str:
         "update": "update: give the memory's `id` (from search_memory) and the full new `content`",
         "delete": "delete: give the memory's `id`",
     }
+    verbs = {"create": "Create", "update": "update", "delete": "delete"}
+    named = [verbs[action] if i == 0 else verbs[action].lower() for i, action in enumerate(permitted)]
+    said = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " or " + named[-1]
     lines = [
-        "Create, update or delete a long-term memory (a fact, preference or piece of context) "
+        f"{said[0].upper()}{said[1:]} a long-term memory (a fact, preference or piece of context) "
         "so it persists across conversations.",
-        f"Permitted actions: {', '.join(permitted)}.",
+        f"Permitted actions: {', '.join(permitted)} (default {permitted[0]}).",
         *(f"- {how[action]}." for action in permitted),
-        "Proactively call this tool when you: 1. learn a new user preference; 2. are asked to remember "
-        "something or to change your behaviour; 3. want to record important context; "
-        "4. find that a stored memory is wrong or outdated" + (" (update it)." if "update" in permitted else "."),
     ]
-    if instructions:
-        lines.append(instructions)
+    if any(action in permitted for action in ("create", "update")):
+        lines.append("Optionally give `type` (e.g. 'preference'; search_memory's filter calls it category) and `tags`.")
+    # custom instructions replace the default guidance on when to call the tool (as in LangMem)
+    lines.append(instructions or _when_to_call(permitted))
     return "\n".join(lines)
+
+
+def _when_to_call(permitted: Sequence[str]) -> str:
+    cases = []
+    if "create" in permitted:
+        cases += [
+            "learn a new user preference",
+            "are asked to remember something or to change your behaviour",
+            "want to record important context",
+        ]
+    if "update" in permitted:
+        cases.append("find that a stored memory is wrong or outdated (update it)")
+    if "delete" in permitted:
+        cases.append("are asked to forget something (delete it)")
+    return "Proactively call this tool when you: " + "; ".join(f"{n}. {c}" for n, c in enumerate(cases, 1)) + "."
 
 
 def _manage_schema(permitted: Sequence[str]) -> dict[str, Any]:
@@ -431,8 +463,17 @@ def _manage_schema(permitted: Sequence[str]) -> dict[str, Any]:
         },
         "action": {"type": "string", "enum": list(permitted), "description": "What to do."},
     }
-    if "create" in permitted:
-        properties["action"]["default"] = "create"
+    properties["action"]["default"] = permitted[0]  # as in LangMem: a call without action does the first
+    if any(a in permitted for a in ("create", "update")):
+        properties["type"] = {
+            "type": ["string", "null"],
+            "description": "What kind of memory, e.g. 'preference' (search_memory's filter calls it category).",
+        }
+        properties["tags"] = {
+            "type": ["array", "null"],
+            "items": {"type": "string"},
+            "description": "Labels to find the memory by (update: replaces them; [] clears).",
+        }
     if any(a in permitted for a in ("update", "delete")):
         properties["id"] = {
             "type": ["string", "null"],
@@ -442,7 +483,7 @@ def _manage_schema(permitted: Sequence[str]) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": properties,
-        "required": [] if "create" in permitted else ["action"],
+        "required": [],
         "additionalProperties": False,
     }
 
@@ -472,15 +513,26 @@ def create_manage_memory_tool(
 
     def manage_memory(
         content: str | None = None,
-        action: str = "create",
+        action: str | None = None,
         *,
         id: str | None = None,
+        type: str | None = None,
+        tags: Sequence[str] | None = None,
         config: Mapping[str, Any] | None = None,
     ) -> str:
-        _check_action(action, permitted)
+        chosen = permitted[0] if action is None else action  # LangMem's default: the first permitted action
+        _check_action(chosen, permitted)
         resolved = resolve_namespace(namespace, config)
         return run_manage(
-            services.get(), resolved, content=content, action=action, id=id, store=store, permitted=permitted
+            services.get(),
+            resolved,
+            content=content,
+            action=chosen,
+            id=id,
+            store=store,
+            permitted=permitted,
+            type=type,
+            tags=tags,
         )
 
     return MemoryTool(name, _manage_description(permitted, instructions), _manage_schema(permitted), manage_memory)
@@ -539,13 +591,14 @@ def create_search_memory_tool(
         )
         return found if response_format == "content_and_artifact" else found[0]
 
+    # custom instructions replace the default guidance on when to call the tool (as in LangMem)
+    when = instructions or (
+        "Call it to recall user preferences, facts and context from earlier conversations before answering."
+    )
     description = (
-        "Search your long-term memories by meaning and keywords. Call it to recall user preferences, "
-        "facts and context from earlier conversations before answering. Returns a JSON list of memories "
+        f"Search your long-term memories by meaning and keywords. {when}\nReturns a JSON list of memories "
         "with namespace, id, content, metadata, created_at, updated_at and score (higher is better)."
     )
-    if instructions:
-        description += "\n" + instructions
     return MemoryTool(name, description, _search_schema(), search_memory, response_format)
 
 

@@ -25,13 +25,16 @@ from agent_memory.domain.namespaces import ConfigurationError, resolve_namespace
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints import json_codec as out
 from agent_memory.entrypoints.agent_tools import MemoryToolError, error_text, run_manage, run_search
+from agent_memory.entrypoints.door_words import for_door, sentence
 from agent_memory.entrypoints.http_safety import ANY_HOST, HttpPolicy, media_type_problem, refuse_open_bind
 from agent_memory.entrypoints.mcp_callers import CALLER, Callers, unknown_arguments
 from agent_memory.entrypoints.mcp_stdio import REFUSED_TOOL, run_stdio
+from agent_memory.entrypoints.paging import listing_page_json, search_page, search_page_json
 from agent_memory.entrypoints.settings import Settings
 from agent_memory.entrypoints.tenancy import UNAUTHORIZED, Tenancy
 
 TRANSPORTS = ("stdio", "http")
+MAX_PAGE = 1000
 SERVER_NAME = "agent-memory"
 
 INSTRUCTIONS = """\
@@ -111,8 +114,7 @@ TenantId = Annotated[str | None, Field(description="Resolves the namespace when 
 
 def tool_error_text(error: DomainError) -> str:
     """'CODE: message (path p)' plus what to do next, e.g. 'MEMORY_NOT_FOUND: Memory not found (path notes/x). …'."""
-    hint = _HINTS.get(error.code)
-    return error_text(error) + (f". {hint}" if hint else "")
+    return sentence(error_text(for_door(error, "mcp")), _HINTS.get(error.code, ""))
 
 
 def _error(text: str) -> CallToolResult:
@@ -345,6 +347,8 @@ class _Tools:
     def list_memories(
         self,
         category: OptionalCategory = None,
+        limit: Annotated[int, Field(ge=1, le=MAX_PAGE, description="Most memories to list (default 100).")] = 100,
+        offset: Annotated[int, Field(ge=0, description="Memories to skip, for paging (see total).")] = 0,
         include_expired: IncludeExpired = False,
         store: StoreArg = None,
         namespace: NamespaceGuard = None,
@@ -353,7 +357,7 @@ class _Tools:
             lambda: _reply(
                 self.service.list(
                     category, store=self._store(store), include_expired=include_expired, namespace=namespace
-                ).map(out.listing_json)
+                ).map(lambda listing: listing_page_json(listing, limit, offset, compact=True))
             )
         )
 
@@ -394,7 +398,8 @@ class _Tools:
             mode=arguments["mode"],
             store=self._store(arguments["store"]),
         )
-        return self._run(lambda: _reply(self.service.search(command).map(out.search_json)))
+        offset = arguments["offset"]
+        return self._run(lambda: _reply(search_page(self.service, command, offset).map(search_page_json)))
 
     # maintenance --------------------------------------------------------------------------------
 
@@ -472,6 +477,10 @@ class _Tools:
         ] = "create",
         content: Annotated[str | None, Field(description="The memory's text, for create and update.")] = None,
         id: Annotated[str | None, Field(description="The memory's id, for update and delete.")] = None,
+        type: Annotated[
+            str | None, Field(description="What kind of memory, e.g. 'preference' (search_memory's category).")
+        ] = None,
+        tags: Annotated[list[str] | None, Field(description="Labels; on update they replace the old ones.")] = None,
         namespace: Annotated[
             list[str] | None,
             Field(description='The namespace, e.g. ["user", "u-123"]; or give user_id, or org_id and agent_id.'),
@@ -484,7 +493,16 @@ class _Tools:
         def step() -> CallToolResult:
             resolved = resolve_namespace(_template(namespace), _config(user_id, org_id, agent_id))
             return _text(
-                run_manage(self.service, resolved, content=content, action=action, id=id, store=self._store(store))
+                run_manage(
+                    self.service,
+                    resolved,
+                    content=content,
+                    action=action,
+                    id=id,
+                    store=self._store(store),
+                    type=type,
+                    tags=tags,
+                )
             )
 
         return self._run(lambda: _agent_step(step))
@@ -555,6 +573,9 @@ class _MoveArguments(ArgModelBase):
 class _SearchArguments(ArgModelBase):
     query: Annotated[str, Field(description="What to look for, in natural language or keywords.")]
     limit: Annotated[int | None, Field(ge=1, le=1000, description="Most results (default 10).")] = None
+    offset: Annotated[
+        int, Field(ge=0, le=999, description="Results to skip, for paging; has_more says whether more follow.")
+    ] = 0
     min_confidence: Annotated[
         float | None, Field(ge=0.0, le=1.0, description="Confidence floor, 0 to 1 (default 0.3).")
     ] = None
@@ -583,7 +604,7 @@ def _model_tool(name: str, model: type[ArgModelBase], run: Callable[[dict[str, A
     return Tool(
         fn=call,
         name=name,
-        title=None,
+        title=TITLES[name],
         description=_DESCRIPTIONS[name],
         parameters=model.model_json_schema(by_alias=True),
         fn_metadata=FuncMetadata(arg_model=model),
@@ -594,7 +615,8 @@ def _model_tool(name: str, model: type[ArgModelBase], run: Callable[[dict[str, A
 
 
 _READ_ONLY = {"get_memory", "list_memories", "get_recent_memories", "list_stores", "search_memories", "search_memory"}
-_DESTRUCTIVE = {"remove_memory", "prune_memories", "delete_category", "manage_memory"}
+# destructive: may overwrite or delete what is stored (an update replaces content, tags and citations)
+_DESTRUCTIVE = {"remove_memory", "prune_memories", "delete_category", "manage_memory", "update_memory"}
 
 _DESCRIPTIONS: dict[str, str] = {
     "add_memory": "Create a memory at a path ('category/…/slug'). The store and categories are created if missing. "
@@ -608,11 +630,14 @@ _DESCRIPTIONS: dict[str, str] = {
     "move_memory": "Give a memory a new path. Fails with DESTINATION_EXISTS if the new path is taken, and with "
     "MEMORY_EXPIRED for an expired memory unless include_expired is true.",
     "reinforce_memory": "Reset the decay of a memory with decay policy 'reinforceable' (it is being used).",
-    "list_memories": "List a category's memories (recursively, newest first) and its direct subcategories with "
-    "counts and descriptions. Omit category for the whole store.",
+    "list_memories": "List a category's memories (recursively, newest first), one page of them, and its direct "
+    "subcategories with counts and descriptions. Omit category for the whole store. Each memory is listed as "
+    "path, id, tokens (a size estimate) and updated_at; read one with get_memory. total is how many there are: "
+    "page with limit and offset.",
     "get_recent_memories": "The most recently updated memories, newest first (limit 1–100, default 5).",
     "search_memories": "Find memories by meaning and keywords, best first, with optional filters "
-    "(agent, project, type, global, tags, namespace, category). Each hit has similarity, confidence and score.",
+    "(agent, project, type, global, tags, namespace, category). Each hit has similarity, confidence and score; "
+    "page with limit and offset (has_more says whether more follow).",
     "prune_memories": "Delete every expired memory of the store for good; dry_run only lists them.",
     "reindex_store": "Re-embed every memory of the store (after an embedding-model change or hand-edited files).",
     "list_stores": "Every store with its memory count.",
@@ -651,8 +676,30 @@ TOOL_NAMES = (
 )
 
 
+TITLES: dict[str, str] = {
+    "add_memory": "Add a memory",
+    "get_memory": "Read a memory",
+    "update_memory": "Update a memory",
+    "remove_memory": "Remove a memory for good",
+    "move_memory": "Move a memory",
+    "reinforce_memory": "Reinforce a memory",
+    "list_memories": "List memories",
+    "get_recent_memories": "Recent memories",
+    "search_memories": "Search memories",
+    "prune_memories": "Prune expired memories",
+    "reindex_store": "Re-embed a store",
+    "list_stores": "List stores",
+    "create_store": "Create a store",
+    "create_category": "Create a category",
+    "set_category_description": "Describe a category",
+    "delete_category": "Delete a category",
+    "manage_memory": "Manage a namespaced memory",
+    "search_memory": "Search namespaced memories",
+}
+
+
 def _annotations(name: str) -> ToolAnnotations:
-    return ToolAnnotations(read_only_hint=name in _READ_ONLY, destructive_hint=name in _DESTRUCTIVE)
+    return ToolAnnotations(title=TITLES[name], read_only_hint=name in _READ_ONLY, destructive_hint=name in _DESTRUCTIVE)
 
 
 def build_mcp_server(
@@ -675,7 +722,11 @@ def build_mcp_server(
         _model_tool(name, *by_model[name])
         if name in by_model
         else Tool.from_function(
-            getattr(tools, name), name=name, description=_DESCRIPTIONS[name], annotations=_annotations(name)
+            getattr(tools, name),
+            name=name,
+            title=TITLES[name],
+            description=_DESCRIPTIONS[name],
+            annotations=_annotations(name),
         )
         for name in TOOL_NAMES
     ]

@@ -11,13 +11,14 @@ from dataclasses import replace
 from datetime import datetime
 from http import HTTPStatus
 from typing import Annotated, Any, Generic, TypeVar
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlencode
 
 import anyio
 import attrs
 from litestar import Litestar, Request, Response, Router, delete, get, patch, post, put
 from litestar.config.cors import CORSConfig
 from litestar.connection import ASGIConnection
+from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 from litestar.dto import AbstractDTO, DTOConfig, DTOData, DTOField
 from litestar.dto.data_structures import DTOFieldDefinition
@@ -31,7 +32,6 @@ from litestar.exceptions import (
 )
 from litestar.handlers.base import BaseRouteHandler
 from litestar.openapi import OpenAPIConfig, ResponseSpec
-from litestar.openapi.plugins import SwaggerRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme, Tag
 from litestar.params import FromPath, JSONBody, Parameter, PathParameter
 from litestar.types import Guard
@@ -45,11 +45,15 @@ from agent_memory.domain.base import attempt
 from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
 from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
 from agent_memory.domain.model import check_namespace
+from agent_memory.domain.scoped import MAX_SEARCH_LIMIT
 from agent_memory.domain.service import MemoryService
-from agent_memory.domain.views import Listing, MemoryView
+from agent_memory.domain.views import Listing, MemoryView, Status
 from agent_memory.entrypoints import json_codec as out
+from agent_memory.entrypoints.door_words import worded
 from agent_memory.entrypoints.http_safety import HttpPolicy, json_body_problem, media_type_problem, refuse_open_bind
 from agent_memory.entrypoints.json_codec import parse_iso
+from agent_memory.entrypoints.paging import listing_page_json, search_page, search_page_json
+from agent_memory.entrypoints.rest_docs import OfflineDocsPlugin
 from agent_memory.entrypoints.settings import Settings
 from agent_memory.entrypoints.tenancy import UNAUTHORIZED, Tenancy
 
@@ -59,6 +63,7 @@ Payload = dict[str, Any]
 MAX_BODY_BYTES = 1_048_576
 DEFAULT_PAGE = 100
 MAX_PAGE = 1000
+MAX_RECENT = 100
 DOCS_PATH = "/docs"
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 LOG = logging.getLogger("agent_memory.rest")
@@ -130,7 +135,7 @@ def _errors(*statuses: int) -> dict[int, ResponseSpec]:
 
 def error_body(error: DomainError) -> Payload:
     """{"error", "code"} plus the path and, for the caller's own mistakes, the cause."""
-    body: Payload = {"error": error.message, "code": error.code.value}
+    body: Payload = {"error": worded(error.message, "rest"), "code": error.code.value}
     if error.path is not None:
         body["path"] = error.path
     if error.cause is not None and STATUS.get(error.code, 500) < 500:
@@ -146,9 +151,26 @@ def _no_route(message: str) -> Response[Payload]:
     return Response({"error": message, "code": "NOT_FOUND"}, status_code=404)
 
 
-def _reply(outcome: Result[T, DomainError], render: Callable[[T], Payload], status: int = 200) -> Response[Payload]:
-    """The thin door's last step: a success rendered with the CLI's JSON shapes, a failure as its error body."""
-    return unwrap_or_failure(outcome.map(lambda value: Response(render(value), status_code=status)).alt(_failure))
+Locate = Callable[[T], str]
+
+
+def _reply(
+    outcome: Result[T, DomainError], render: Callable[[T], Payload], status: int = 200, locate: Locate[T] | None = None
+) -> Response[Payload]:
+    """The thin door's last step: a success rendered with the CLI's JSON shapes (with `locate`, a Location header
+    naming where to read what was created), a failure as its error body."""
+
+    def success(value: T) -> Response[Payload]:
+        headers = None if locate is None else {"Location": locate(value)}
+        return Response(render(value), status_code=status, headers=headers)
+
+    return unwrap_or_failure(outcome.map(success).alt(_failure))
+
+
+def _with_store(url: str, store: str | None, **query: str) -> str:
+    """A URL of this API, with the store and other query parameters when given."""
+    given = {**query, **({} if store is None else {"store": store})}
+    return url + ("?" + urlencode(given) if given else "")
 
 
 # --- the service, one call at a time ---------------------------------------------------------------
@@ -172,9 +194,11 @@ class Door:
     async def run(self, use: Use[T]) -> Result[T, DomainError]:
         return await anyio.to_thread.run_sync(self._locked, use)
 
-    async def reply(self, use: Use[T], render: Callable[[T], Payload], status: int = 200) -> Response[Payload]:
+    async def reply(
+        self, use: Use[T], render: Callable[[T], Payload], status: int = 200, locate: Locate[T] | None = None
+    ) -> Response[Payload]:
         """Run one use case and answer with its JSON (the CLI's shapes) or its error body."""
-        return _reply(await self.run(use), render, status)
+        return _reply(await self.run(use), render, status, locate)
 
 
 def _guarded(
@@ -226,7 +250,14 @@ class UpdateBody(AttrsDTO[UpdateMemory]):
     config = _config("ref", "store", "namespace", "include_expired")  # include_expired is a query parameter
 
 
-class SearchBody(AttrsDTO[SearchMemories]):
+@attrs.frozen(kw_only=True)
+class SearchRequest(SearchMemories):
+    """POST /search: the search command, plus how many of the best hits to skip (paging)."""
+
+    offset: int = 0
+
+
+class SearchBody(AttrsDTO[SearchRequest]):
     config = _config("store")
 
 
@@ -311,6 +342,13 @@ def _update_in_utc(command: UpdateMemory) -> Result[UpdateMemory, DomainError]:
     return _utc("expires_at", command.expires_at).map(lambda expires: attrs.evolve(command, expires_at=expires))
 
 
+def _check_page(name: str, value: int | None, least: int, most: int, source: str) -> None:
+    """A limit or offset out of its range is a 400, as Litestar answers one in the query of GET /memories."""
+    if value is not None and not least <= value <= most:
+        message = f"must be between {least} and {most}, got {value}"
+        raise ValidationException(extra=[{"message": message, "key": name, "source": source}])
+
+
 # --- memories --------------------------------------------------------------------------------------
 
 
@@ -329,7 +367,10 @@ async def create_memory(
     command = data.create_instance(store=store)
     use = MemoryService.create if command.path is None else MemoryService.add
     return await door.reply(
-        lambda service: _create_in_utc(command).bind(lambda ready: use(service, ready)), out.view_json, 201
+        lambda service: _create_in_utc(command).bind(lambda ready: use(service, ready)),
+        out.view_json,
+        201,
+        lambda view: _with_store(f"/memories/{view.memory.id}", store),
     )
 
 
@@ -460,8 +501,7 @@ async def list_memories(
     """A category's memories (recursively, newest update first), one page of them, and its subcategories."""
 
     def page(listing: Listing) -> Payload:
-        shown = attrs.evolve(listing, memories=listing.memories[offset : offset + limit])
-        return {**out.listing_json(shown), "total": len(listing.memories), "limit": limit, "offset": offset}
+        return listing_page_json(listing, limit, offset, compact=False)
 
     return await door.reply(
         _guarded(
@@ -477,7 +517,7 @@ async def list_memories(
 @get("/recent", tags=["memories"], responses=_errors(400, 404, 422, 503))
 async def recent_memories(
     door: NamedDependency[Door],
-    limit: Annotated[int, Parameter(description="How many, 1 to 100.")] = 5,
+    limit: Annotated[int, Parameter(ge=1, le=MAX_RECENT, description="How many, 1 to 100.")] = 5,
     category: CategoryQuery = None,
     store: StoreQuery = None,
     include_expired: IncludeExpired = False,
@@ -504,11 +544,14 @@ async def recent_memories(
     responses=_errors(400, 404, 409, 413, 415, 422, 503),
 )
 async def search_memories(
-    data: JSONBody[DTOData[SearchMemories]], door: NamedDependency[Door], store: StoreQuery = None
+    data: JSONBody[DTOData[SearchRequest]], door: NamedDependency[Door], store: StoreQuery = None
 ) -> Response[Payload]:
-    """Find memories by meaning, best first, under the filters; each hit has similarity, confidence and score."""
+    """Find memories by meaning, best first, under the filters; each hit has similarity, confidence and score.
+    `limit` (1–1000, default 10) and `offset` page through the hits; `has_more` says whether more follow."""
     command = data.create_instance(store=store)
-    return await door.reply(lambda service: service.search(command), out.search_json)
+    _check_page("limit", command.limit, 1, MAX_SEARCH_LIMIT, "body")
+    _check_page("offset", command.offset, 0, MAX_SEARCH_LIMIT - 1, "body")
+    return await door.reply(lambda service: search_page(service, command, command.offset), search_page_json)
 
 
 # --- maintenance, stores, categories, health ------------------------------------------------------
@@ -554,6 +597,7 @@ async def create_store(data: JSONBody[StoreRequest], door: NamedDependency[Door]
         lambda service: service.create_store(data.name),
         lambda summary: {"name": summary.name, "memory_count": 0, "created": True},
         201,
+        lambda summary: _with_store("/memories", summary.name),
     )
 
 
@@ -566,6 +610,7 @@ async def create_category(
         lambda service: service.create_category(data.path, description=data.description, store=store),
         out.category_json,
         201,
+        lambda summary: _with_store("/memories", store, category=summary.path),
     )
 
 
@@ -601,21 +646,30 @@ async def delete_category(
     )
 
 
+def _status_json(found: Status) -> Payload:
+    """The status JSON with each problem's advice worded for REST callers."""
+    body = out.status_json(found)
+    if "problems" in body:
+        body["problems"] = [worded(problem, "rest") for problem in body["problems"]]
+    return body
+
+
 @get("/status", tags=["health"], responses=_errors(404, 422, 503))
 async def status(door: NamedDependency[Door], store: StoreQuery = None) -> Response[Payload]:
     """Reach the backend and count the store's memories; a failure adds "status": "unhealthy" (503 if it is down)."""
     outcome = await door.run(lambda service: service.status(store=store))
     return unwrap_or_failure(
-        outcome.map(lambda found: Response(out.status_json(found))).alt(
+        outcome.map(lambda found: Response(_status_json(found))).alt(
             lambda error: Response({"status": "unhealthy", **error_body(error)}, status_code=STATUS[error.code])
         )
     )
 
 
 @get("/health", tags=["health"], opt={"public": True})
-async def health() -> Payload:
-    """Liveness: the server answers (without touching the backend; /status does). Never needs the token."""
-    return {"status": "ok"}
+async def health(request: Request[Any, Any, Any]) -> Payload:
+    """Liveness: the server answers, with its version and the backend it is configured for, without touching the
+    backend (/status does). Never needs the token: it shows no memory, store or namespace."""
+    return {"status": "ok", "version": __version__, "backend": request.app.state.backend}
 
 
 @get("/openapi.json", include_in_schema=False, opt={"public": True}, media_type=OpenAPIMediaType.OPENAPI_JSON)
@@ -793,7 +847,7 @@ def _openapi(secured: bool) -> OpenAPIConfig:
         version=__version__,
         description='Long-term memory for AI agents. Every failure is {"error": message, "code": CODE}.',
         path=DOCS_PATH,
-        render_plugins=[SwaggerRenderPlugin(path="/")],
+        render_plugins=[OfflineDocsPlugin(path="/")],  # no CDN: the page works offline
         openapi_router=Router(DOCS_PATH, route_handlers=[], opt={"public": True}, include_in_schema=False),
         use_handler_docstrings=True,
         tags=[Tag(name=name) for name in ("memories", "maintenance", "stores", "categories", "health")],
@@ -827,6 +881,7 @@ def build_app(
         cors_config=_cors(policy),
         exception_handlers={HTTPException: _http_error, Exception: _unexpected},
         openapi_config=_openapi(tenancy.secured),
+        state=State({"backend": service.catalog.backend}),  # a name, read once: /health never reaches the backend
         request_max_body_size=MAX_BODY_BYTES,
         logging_config=None,  # the host process owns logging; failures go to the "agent_memory.rest" logger
         debug=False,

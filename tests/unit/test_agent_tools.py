@@ -114,15 +114,20 @@ def test_actions_permitted_limits_the_tool(service: MemoryService) -> None:
         tool(action="delete", id=memory_id, config=U1)
     assert stored(service, memory_id).content == "keep me"
     assert tool.args_schema["properties"]["action"]["enum"] == ["create", "update"]
-    assert "Permitted actions: create, update." in tool.description
-    assert "delete:" not in tool.description
+    assert "Permitted actions: create, update (default create)." in tool.description
+    assert "delete" not in tool.description.lower()
 
 
-def test_a_tool_that_cannot_create_requires_an_action(service: MemoryService) -> None:
-    tool = create_manage_memory_tool(actions_permitted=("delete",), service=service)
-    assert tool.args_schema["required"] == ["action"]
-    with pytest.raises(ValueError, match="not permitted"):
-        tool(content="x", config=U1)
+def test_a_call_without_action_does_the_first_permitted_action(service: MemoryService) -> None:
+    creator = create_manage_memory_tool(service=service)
+    memory_id = created_id(creator(content="old", config=U1))
+    updater = create_manage_memory_tool(actions_permitted=("update", "create"), service=service)
+
+    assert updater(content="new", id=memory_id, config=U1) == f"updated memory {memory_id}"
+    assert stored(service, memory_id).content == "new"
+    assert updater.args_schema["required"] == [] and updater.args_schema["properties"]["action"]["default"] == "update"
+    deleter = create_manage_memory_tool(actions_permitted=("delete",), service=service)
+    assert deleter(id=memory_id, config=U1) == f"Deleted memory {memory_id}"
 
 
 def test_empty_or_unknown_actions_permitted_fail_at_construction(service: MemoryService) -> None:
@@ -135,16 +140,18 @@ def test_empty_or_unknown_actions_permitted_fail_at_construction(service: Memory
 def test_the_description_states_the_permitted_actions_then_the_custom_instructions(service: MemoryService) -> None:
     tool = create_manage_memory_tool(instructions="Only store facts about cooking.", service=service)
     assert tool.name == "manage_memory"
-    permitted = tool.description.index("Permitted actions: create, update, delete.")
+    permitted = tool.description.index("Permitted actions: create, update, delete (default create).")
     assert tool.description.index("Only store facts about cooking.") > permitted
     assert tool.description.endswith("Only store facts about cooking.")
+    assert "Proactively" not in tool.description  # the custom instructions replace the default ones
+    assert "Proactively" in create_manage_memory_tool(service=service).description
     renamed = create_manage_memory_tool(name="remember", service=service)
     assert renamed.name == "remember"
 
 
 def test_manage_schema_is_a_json_schema(manage: MemoryTool) -> None:
     schema = manage.args_schema
-    assert schema["type"] == "object" and set(schema["properties"]) == {"content", "action", "id"}
+    assert schema["type"] == "object" and set(schema["properties"]) == {"content", "action", "id", "type", "tags"}
     assert schema["properties"]["action"]["default"] == "create"
     json.dumps(schema)
 
@@ -207,7 +214,8 @@ def test_unknown_response_format_fails_at_construction(service: MemoryService) -
 
 def test_search_description_and_schema(service: MemoryService) -> None:
     tool = create_search_memory_tool(instructions="Search before answering.", service=service, name="recall")
-    assert tool.name == "recall" and tool.description.endswith("Search before answering.")
+    assert tool.name == "recall" and "Search before answering." in tool.description
+    assert "before answering." not in tool.description.replace("Search before answering.", "")
     assert tool.args_schema["required"] == ["query"]
     assert set(tool.args_schema["properties"]) == {"query", "limit", "offset", "filter"}
 
@@ -461,3 +469,27 @@ def test_to_langchain_tools_makes_structured_tools_that_receive_the_config(
     assert [m.id for m in message.artifact] == [memory_id]
     with pytest.raises(ValueError, match=r"Unknown action 'explode'"):
         lc_manage.invoke({"content": "x", "action": "explode"}, config=config)
+
+
+# --- issue 15: manage_memory sets type and tags, so the README's filter example matches -----------------
+
+
+def test_the_readme_example_finds_a_preference_made_with_manage_memory(service: MemoryService) -> None:
+    manage = create_manage_memory_tool(namespace=("{user_id}", "memories"), service=service)
+    search = create_search_memory_tool(namespace=("{user_id}", "memories"), service=service)
+    config = {"configurable": {"user_id": "u-123"}}
+
+    made = manage(content="User prefers dark mode", action="create", type="preference", tags=["ui"], config=config)
+    found = json.loads(search(query="ui preferences", filter={"category": "preference"}, config=config))
+
+    assert [hit["id"] for hit in found] == [created_id(made)]
+    assert found[0]["metadata"]["type"] == "preference" and found[0]["metadata"]["tags"] == ["ui"]
+    manage(action="update", id=created_id(made), content="User prefers light mode", tags=[], config=config)
+    assert stored(service, created_id(made)).tags == () and stored(service, created_id(made)).type == "preference"
+
+
+def test_non_string_content_is_a_type_error_not_empty_content(manage: MemoryTool) -> None:
+    with pytest.raises(MemoryToolError, match="content must be a string, got int"):
+        manage(content=5, config=U1)
+    with pytest.raises(MemoryToolError, match="tags must be a list of strings"):
+        manage(content="x", tags="ui", config=U1)

@@ -11,8 +11,12 @@ from typing import Any
 import anyio
 import pytest
 from mcp.types import CallToolResult
+from returns.result import Failure
 from starlette.testclient import TestClient
 
+from agent_memory.adapters.clock import FixedClock
+from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog
+from agent_memory.adapters.shared.names import store_not_found
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.mcp_server import TOOL_NAMES, build_mcp_http_app, build_mcp_server, run_mcp
 from agent_memory.entrypoints.settings import load_settings
@@ -218,3 +222,98 @@ def test_a_timestamp_outside_utc_years_is_invalid_input_not_an_sdk_error(mcp: Se
     mcp.text("add_memory", {"path": "notes/late", "content": "x"}, error=False)
     updated = mcp.text("update_memory", {"path_or_id": "notes/late", "expires_at": moment}, error=True)
     assert updated.startswith("INVALID_INPUT: expires_at")
+
+
+# --- issue 15: paging, compact listings, annotations, version --------------------------------------
+
+
+def test_list_memories_is_a_compact_page_with_a_total(mcp: Server) -> None:
+    for n in range(5):
+        mcp.text("add_memory", {"path": f"notes/n{n}", "content": "x" * 400}, error=False)
+
+    page = json.loads(mcp.text("list_memories", {"category": "notes", "limit": 2, "offset": 1}, error=False))
+
+    assert (page["total"], page["count"], page["limit"], page["offset"]) == (5, 2, 2, 1)
+    first = page["memories"][0]
+    assert set(first) == {"path", "id", "tokens", "updated_at"} and first["tokens"] == 100
+    assert "content" not in json.dumps(page["memories"])
+    full = json.loads(mcp.text("get_memory", {"path_or_id": first["id"]}, error=False))
+    assert full["content"] == "x" * 400
+
+
+def test_four_hundred_memories_list_in_a_bounded_text(mcp: Server) -> None:
+    for n in range(400):
+        mcp.text("add_memory", {"path": f"notes/n{n}", "content": f"memory {n} " + "y" * 500}, error=False)
+
+    text = mcp.text("list_memories", {}, error=False)
+
+    assert json.loads(text)["total"] == 400 and len(text) < 20_000
+
+
+def test_search_memories_pages_with_offset(mcp: Server) -> None:
+    for n in range(5):
+        mcp.text("add_memory", {"path": f"notes/n{n}", "content": f"vim note number {n}"}, error=False)
+
+    whole = json.loads(mcp.text("search_memories", {"query": "vim note", "limit": 5}, error=False))
+    page = json.loads(mcp.text("search_memories", {"query": "vim note", "limit": 2, "offset": 2}, error=False))
+
+    assert (page["count"], page["limit"], page["offset"], page["has_more"]) == (2, 2, 2, True)
+    assert [hit["id"] for hit in page["results"]] == [hit["id"] for hit in whole["results"]][2:4]
+    assert whole["has_more"] is False
+    assert mcp.text("search_memories", {"query": "x", "offset": -1}, error=True).startswith("INVALID_INPUT: offset")
+
+
+def test_tools_have_titles_and_update_is_destructive(mcp: Server) -> None:
+    listed = {tool.name: tool for tool in anyio.run(mcp.server.list_tools)}
+
+    assert all(tool.title for tool in listed.values())
+    update = listed["update_memory"].annotations
+    assert update is not None and update.destructive_hint is True and update.read_only_hint is False
+    assert listed["get_memory"].annotations.read_only_hint is True  # type: ignore[union-attr]
+
+
+def test_initialize_reports_the_package_version(service: MemoryService) -> None:
+    from agent_memory._version import __version__
+
+    with http(service) as client:
+        response = client.post("/mcp", json=INITIALIZE, headers=STREAM)
+    line = next(part for part in response.text.splitlines() if part.startswith("data:"))
+    assert json.loads(line[5:])["result"]["serverInfo"] == {"name": "agent-memory", "version": __version__}
+
+
+# --- issue 15: error advice worded for MCP, never for the CLI ----------------------------------------------
+
+
+class CliWordedCatalog(InMemoryCatalog):
+    """A catalog whose missing stores fail with the backends' own CLI-worded STORE_NOT_FOUND."""
+
+    def open(self, name: str, *, create: bool) -> Any:
+        if create or name in self.stores:
+            return super().open(name, create=create)
+        return Failure(store_not_found(name))
+
+
+def test_mcp_errors_give_mcp_advice_not_cli_advice(clock: FixedClock) -> None:
+    mcp = Server(
+        MemoryService(catalog=CliWordedCatalog(embedder_name="hashing-bow"), embedder=HashingEmbedder(), clock=clock)
+    )
+    missing = mcp.text("get_memory", {"path_or_id": "notes/a", "store": "nope"}, error=True)
+    mcp.text("add_memory", {"path": "notes/c", "content": "x", "decay_policy": "contextual"}, error=False)
+    contextual = mcp.text("reinforce_memory", {"id": "notes/c"}, error=True)
+
+    assert missing == (
+        "STORE_NOT_FOUND: Store 'nope' does not exist. "
+        "list_stores shows the stores; create_store or add_memory creates one."
+    )
+    assert "decay_policy 'reinforceable'" in contextual
+    for text in (missing, contextual):
+        assert "`memory" not in text and "--" not in text and ".." not in text
+
+
+def test_an_embedding_mismatch_names_the_reindex_tool(mcp: Server, catalog: Any) -> None:
+    mcp.text("add_memory", {"path": "notes/a", "content": "x"}, error=False)
+    catalog.stores["default"].model = "some-other-model"
+
+    text = mcp.text("search_memories", {"query": "x"}, error=True)
+
+    assert text.startswith("EMBEDDING_MISMATCH:") and "reindex_store" in text and "`memory" not in text

@@ -12,8 +12,10 @@ import pytest
 from litestar.testing import TestClient
 from returns.result import Failure, Result
 
+from agent_memory._version import __version__
 from agent_memory.adapters.clock import FixedClock
-from agent_memory.adapters.in_memory import InMemoryCatalog, InMemoryVectorStore
+from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog, InMemoryVectorStore
+from agent_memory.adapters.shared.names import store_not_found
 from agent_memory.domain.commands import SearchMemories
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.model import Memory
@@ -68,6 +70,20 @@ def test_create_returns_201_and_the_memory_in_the_cli_json_shape(client: TestCli
     assert body["confidence"] == 1.0 and body["decay_policy"] == "stable"
     assert body["created_at"] == "2026-01-01T00:00:00Z" and body["path"] is None
     assert body["global"] is False and "global_" not in body
+
+
+def test_a_201_says_where_to_read_what_was_created(client: TestClient[Any]) -> None:
+    memory = client.post("/memories", json={"content": "x"})
+    in_store = client.post("/memories", params={"store": "work"}, json={"content": "y"})
+    store = client.post("/stores", json={"name": "other"})
+    category = client.post("/categories", json={"path": "projects/a"})
+
+    assert memory.headers["location"] == f"/memories/{memory.json()['id']}"
+    assert client.get(memory.headers["location"]).json()["content"] == "x"
+    assert client.get(in_store.headers["location"]).json()["content"] == "y"
+    assert store.headers["location"] == "/memories?store=other"
+    assert client.get(store.headers["location"]).status_code == 200
+    assert client.get(category.headers["location"]).json()["category"] == "projects/a"
 
 
 def test_create_spells_the_global_flag_global_as_in_the_response(client: TestClient[Any]) -> None:
@@ -355,6 +371,39 @@ def test_list_refuses_a_bad_page_with_400(client: TestClient[Any], params: dict[
     fails(client.get("/memories", params=params), 400, "INVALID_INPUT")
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "options"),
+    [
+        ("GET", "/memories", {"params": {"limit": 0}}),
+        ("GET", "/memories", {"params": {"limit": 1001}}),
+        ("GET", "/recent", {"params": {"limit": 0}}),
+        ("GET", "/recent", {"params": {"limit": 101}}),
+        ("POST", "/search", {"json": {"query": "x", "limit": 0}}),
+        ("POST", "/search", {"json": {"query": "x", "limit": 1001}}),
+        ("POST", "/search", {"json": {"query": "x", "offset": -1}}),
+    ],
+)
+def test_an_out_of_range_limit_is_the_same_400_on_every_listing(
+    client: TestClient[Any], method: str, path: str, options: dict[str, Any]
+) -> None:
+    body = fails(client.request(method, path, **options), 400, "INVALID_INPUT")
+    assert body["error"].startswith("Invalid request: ") and body["details"][0]["key"] in ("limit", "offset")
+
+
+def test_search_pages_with_offset_and_says_whether_more_follow(client: TestClient[Any]) -> None:
+    for n in range(5):
+        create(client, content=f"vim note number {n}")
+
+    first = client.post("/search", json={"query": "vim note", "limit": 2}).json()
+    rest = client.post("/search", json={"query": "vim note", "limit": 2, "offset": 4}).json()
+    whole = client.post("/search", json={"query": "vim note", "limit": 5}).json()
+
+    assert (first["count"], first["limit"], first["offset"], first["has_more"]) == (2, 2, 0, True)
+    assert (rest["count"], rest["has_more"]) == (1, False)
+    ranked = [hit["id"] for hit in whole["results"]]
+    assert [hit["id"] for hit in first["results"]] == ranked[:2] and rest["results"][0]["id"] == ranked[4]
+
+
 def test_list_of_a_missing_store_is_404(client: TestClient[Any]) -> None:
     fails(client.get("/memories", params={"store": "nope"}), 404, "STORE_NOT_FOUND")
 
@@ -367,8 +416,8 @@ def test_recent_is_newest_first_and_limited_to_1_to_100(client: TestClient[Any],
     recent = client.get("/recent", params={"limit": 2}).json()
 
     assert [m["path"] for m in recent["memories"]] == ["notes/n2", "notes/n1"] and recent["count"] == 2
-    fails(client.get("/recent", params={"limit": 0}), 422, "INVALID_INPUT")
-    fails(client.get("/recent", params={"limit": 101}), 422, "INVALID_INPUT")
+    fails(client.get("/recent", params={"limit": 0}), 400, "INVALID_INPUT")
+    fails(client.get("/recent", params={"limit": 101}), 400, "INVALID_INPUT")
 
 
 # --- POST /search ---------------------------------------------------------------------------------------
@@ -401,7 +450,7 @@ def test_search_accepts_a_mode_when_the_command_has_one(client: TestClient[Any])
     ("body", "status"),
     [
         ({"query": "  "}, 422),
-        ({"query": "x", "limit": 0}, 422),
+        ({"query": "x", "limit": 0}, 400),
         ({"query": "x", "min_confidence": 2}, 422),
         ({"query": "x", "path_prefix": "/abs"}, 422),
         ({"query": "x", "limit": "ten"}, 400),
@@ -507,7 +556,7 @@ def test_status_and_health(client: TestClient[Any], clock: FixedClock) -> None:
         "deleted_count": 1,
         "expired_count": 1,
     }
-    assert client.get("/health").json() == {"status": "ok"}
+    assert client.get("/health").json() == {"status": "ok", "version": __version__, "backend": "memory"}
 
 
 def test_an_unreachable_backend_is_503_and_health_still_answers(
@@ -608,6 +657,25 @@ def test_health_and_the_api_description_need_no_token(secured: TestClient[Any]) 
     assert secured.get("/openapi.json").status_code == 200
     assert secured.get("/docs").status_code == 200
     assert secured.get("/docs/openapi.json").status_code == 200
+
+
+def test_health_needs_no_token_and_shows_the_version_and_backend_only(secured: TestClient[Any]) -> None:
+    created = secured.post("/memories", json={"content": "secret"}, headers={"Authorization": f"Bearer {TOKEN}"})
+    assert created.status_code == 201
+
+    health = secured.get("/health")
+
+    assert health.json() == {"status": "ok", "version": __version__, "backend": "memory"}
+    assert secured.get("/health", headers={"Host": "attacker.example"}).status_code == 421
+
+
+def test_the_docs_page_loads_nothing_from_elsewhere(client: TestClient[Any]) -> None:
+    page = client.get("/docs")
+
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "/memories" in page.text and "/search" in page.text
+    assert "<script" not in page.text and "http://" not in page.text and "https://" not in page.text
+    assert client.get("/docs/openapi.json").json()["info"]["version"] == __version__
 
 
 def test_the_token_is_checked_before_the_body_is_read(secured: TestClient[Any]) -> None:
@@ -913,3 +981,39 @@ def test_serving_beyond_loopback_without_a_token_is_refused_before_anything_star
     assert run_rest(settings, host=host, port=9) == 1
     error = json.loads(capsys.readouterr().err)
     assert error["code"] == "INVALID_INPUT" and "MEMORY_API_TOKEN" in error["error"]
+
+
+# --- issue 15: error advice worded for REST, never for the CLI -------------------------------------------
+
+
+class CliWordedCatalog(InMemoryCatalog):
+    """A catalog whose missing stores fail with the backends' own CLI-worded STORE_NOT_FOUND."""
+
+    def open(self, name: str, *, create: bool) -> Any:
+        if create or name in self.stores:
+            return super().open(name, create=create)
+        return Failure(store_not_found(name))
+
+
+def test_rest_errors_give_rest_advice_not_cli_advice(clock: FixedClock) -> None:
+    catalog = CliWordedCatalog(embedder_name="hashing-bow")
+    with TestClient(
+        build_app(MemoryService(catalog=catalog, embedder=HashingEmbedder(), clock=clock)), base_url=BASE
+    ) as client:
+        _rest_errors_give_rest_advice(client, catalog)
+
+
+def _rest_errors_give_rest_advice(client: TestClient[Any], catalog: InMemoryCatalog) -> None:
+    missing = fails(client.get("/memories/notes/a", params={"store": "nope"}), 404, "STORE_NOT_FOUND")
+    contextual = create(client, decay_policy="contextual")
+    refused = fails(client.post(f"/memories/{contextual['id']}/reinforce"), 409, "INVALID_OPERATION")
+    catalog.stores["default"].model = "some-other-model"
+    mismatch = fails(client.post("/search", json={"query": "vim"}), 409, "EMBEDDING_MISMATCH")
+
+    assert missing["error"] == (
+        "Store 'nope' does not exist. Create it with POST /stores, or create a memory in it "
+        "(POST /memories?store=nope)."
+    )
+    assert '"decay_policy": "reinforceable"' in refused["error"] and "POST /reindex" in mismatch["error"]
+    for body in (missing, refused, mismatch):
+        assert "`memory" not in body["error"] and "--" not in body["error"] and ".." not in body["error"]
