@@ -39,7 +39,7 @@ from agent_memory.adapters.chroma_salvage import (
     salvage_memories,
 )
 from agent_memory.adapters.shared.disk import cannot_write, disk_hint, read_only_copy
-from agent_memory.adapters.vector_math import cosines
+from agent_memory.adapters.shared.vector_math import cosines
 from agent_memory.adapters.vector_mirror import VectorMirror
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
 from agent_memory.domain.filters import MemoryFilter

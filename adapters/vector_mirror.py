@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 from attrs import define, field
 
-from agent_memory.adapters.record_time import NEVER_EXPIRES_US, micros
-from agent_memory.adapters.vector_math import unit_rows
+from agent_memory.adapters.shared.record_time import NEVER_EXPIRES_US, micros
+from agent_memory.adapters.shared.vector_math import unit_rows
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import DecayPolicy, Memory
 

@@ -22,7 +22,7 @@ from agent_memory.adapters.chroma_records import (
     path_prefixes,
 )
 from agent_memory.adapters.chroma_store import ChromaCatalog, ChromaVectorStore
-from agent_memory.adapters.record_time import iso, micros
+from agent_memory.adapters.shared.record_time import iso, micros
 from agent_memory.domain.errors import ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import DecayPolicy, Memory
