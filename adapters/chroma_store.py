@@ -25,14 +25,15 @@ from chromadb.config import Settings
 from chromadb.errors import ChromaError, NotFoundError, UniqueConstraintError
 from returns.result import Failure, Result, Success
 
-from agent_memory.adapters.chroma_records import (
+from agent_memory.adapters.chroma.mirror import VectorMirror
+from agent_memory.adapters.chroma.records import (
     MetadataDict,
     memory_from_record,
     memory_metadata,
     similarity_from_distance,
     to_where,
 )
-from agent_memory.adapters.chroma_salvage import (
+from agent_memory.adapters.chroma.salvage import (
     SalvageError,
     damaged_index_problem,
     is_vector_index_damage,
@@ -40,7 +41,6 @@ from agent_memory.adapters.chroma_salvage import (
 )
 from agent_memory.adapters.shared.disk import cannot_write, disk_hint, read_only_copy
 from agent_memory.adapters.shared.vector_math import cosines
-from agent_memory.adapters.vector_mirror import VectorMirror
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import DEFAULT_STORE, Memory, check_store_name
@@ -607,7 +607,7 @@ class ChromaVectorStore:
     ) -> Result[list[tuple[Memory, float]], DomainError]:
         """The `limit` nearest memories `where` keeps, best first: from the mirror when there is one, else Chroma.
 
-        Embedded stores are mirrored in process (adapters.vector_mirror) once Chroma's searches of the store
+        Embedded stores are mirrored in process (adapters.chroma.mirror) once Chroma's searches of the store
         since another process last wrote have cost as much as reading it would (see `_mirrored`): a
         process that searches once (a CLI call) never pays for reading the whole collection; a server or
         an agent loop pays once, then searches in numpy.

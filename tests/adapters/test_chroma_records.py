@@ -12,7 +12,7 @@ import pytest
 from chromadb.config import Settings
 from hypothesis import HealthCheck, given, settings
 
-from agent_memory.adapters.chroma_records import (
+from agent_memory.adapters.chroma.records import (
     NEVER_EXPIRES_US,
     RECORD_KEY,
     memory_from_record,

@@ -12,7 +12,7 @@ import pytest
 from chromadb.config import Settings
 
 import agent_memory.adapters.chroma_store as chroma_store
-from agent_memory.adapters.chroma_records import memory_metadata, to_where
+from agent_memory.adapters.chroma.records import memory_metadata, to_where
 from agent_memory.adapters.chroma_store import (
     NEXT_SUFFIX,
     PREV_SUFFIX,
@@ -64,7 +64,7 @@ class TestChromaEmbeddedWithoutMirror(TestChromaEmbedded):
 
 
 class TestChromaEmbeddedMirrored(TestChromaEmbedded):
-    """Every search answered by the in-process mirror (adapters.vector_mirror), built at the first search."""
+    """Every search answered by the in-process mirror (adapters.chroma.mirror), built at the first search."""
 
     @pytest.fixture
     def catalog(self, tmp_path: Path) -> StoreCatalog:

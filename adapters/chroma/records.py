@@ -6,12 +6,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from agent_memory.adapters.shared import prefixes
+from agent_memory.adapters.shared.prefixes import NAMESPACE_JOIN, path_prefixes
 from agent_memory.adapters.shared.record_time import NEVER_EXPIRES_US, iso, micros, parse_iso, required_iso
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import DecayPolicy, Memory
 from agent_memory.domain.paths import MemoryPath
 
-NAMESPACE_JOIN = "\x1f"  # labels cannot hold control characters (domain.model._label), so joins are unambiguous
 RECORD_KEY = "record"  # the JSON string holding every field no `where` needs
 RECORD_VERSION = 1
 MetadataDict = dict[str, Any]
@@ -21,13 +22,8 @@ MetadataDict = dict[str, Any]
 
 
 def namespace_prefixes(namespace: tuple[str, ...]) -> list[str]:
-    """Every prefix of the namespace, "" first: ("user", "a") → ["", "user", "user␟a"]."""
-    return [NAMESPACE_JOIN.join(namespace[:depth]) for depth in range(len(namespace) + 1)]
-
-
-def path_prefixes(path: MemoryPath) -> list[str]:
-    """Every category a path lies under, itself included (CategoryPath.contains accepts equal segments)."""
-    return ["/".join(path.segments[:depth]) for depth in range(1, len(path.segments) + 1)]
+    """Every prefix of the namespace, "" first: ("user", "a") → ["", "user", "user␟a"] (never an empty list)."""
+    return prefixes.namespace_prefixes(namespace, with_empty=True)
 
 
 def memory_metadata(memory: Memory) -> MetadataDict:
