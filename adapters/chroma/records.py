@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent_memory.adapters.shared import prefixes
+from agent_memory.adapters.shared.boundary import Abort
 from agent_memory.adapters.shared.prefixes import NAMESPACE_JOIN, path_prefixes
 from agent_memory.adapters.shared.record_time import NEVER_EXPIRES_US, iso, micros, parse_iso, required_iso
+from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import DecayPolicy, Memory
 from agent_memory.domain.paths import MemoryPath
@@ -99,6 +101,24 @@ def memory_from_record(memory_id: str, document: str | None, meta: Mapping[str, 
         expires_at=parse_iso(_text(fields, "expires_at")),
         deleted_at=parse_iso(_text(fields, "deleted_at")),
     )
+
+
+def memories_of(ids: Sequence[str], documents: Sequence[Any], metadatas: Sequence[Any]) -> list[Memory]:
+    """The memories these records hold; a record this adapter did not write aborts with STORAGE_ERROR."""
+    try:
+        return [
+            memory_from_record(memory_id, document, meta or {})
+            for memory_id, document, meta in zip(ids, documents, metadatas, strict=True)
+        ]
+    except (KeyError, ValueError, TypeError) as error:  # InvalidValue is a ValueError
+        raise Abort(
+            DomainError(
+                ErrorCode.STORAGE_ERROR,
+                "A ChromaDB record is not a memory this program can read "
+                "(was the collection written by another tool?).",
+                cause=f"{type(error).__name__}: {error}",
+            )
+        ) from error
 
 
 def _filter_fields(meta: Mapping[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import pytest
 from chromadb.config import Settings
 from hypothesis import HealthCheck, given, settings
 
+from agent_memory.adapters.chroma.catalog import ChromaCatalog
 from agent_memory.adapters.chroma.records import (
     NEVER_EXPIRES_US,
     RECORD_KEY,
@@ -21,7 +22,7 @@ from agent_memory.adapters.chroma.records import (
     new_record_metadata,
     path_prefixes,
 )
-from agent_memory.adapters.chroma_store import ChromaCatalog, ChromaVectorStore
+from agent_memory.adapters.chroma.store import ChromaVectorStore
 from agent_memory.adapters.shared.record_time import iso, micros
 from agent_memory.domain.errors import ErrorCode
 from agent_memory.domain.filters import MemoryFilter
