@@ -20,7 +20,7 @@ def build_embedder(settings: Settings) -> Result[Embedder, DomainError]:
 
 
 def _chroma(settings: Settings, embedder: Embedder, *, path: Path) -> StoreCatalog:
-    from agent_memory.adapters.chroma_store import ChromaCatalog
+    from agent_memory.adapters.chroma.catalog import ChromaCatalog
 
     return ChromaCatalog(
         path=None if settings.chroma_host else path,

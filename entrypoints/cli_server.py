@@ -457,7 +457,9 @@ def _warm_up(backend: str) -> None:
 
     modules = ["agent_memory.entrypoints.cli", "agent_memory.entrypoints.cli_handlers"]
     modules += ["agent_memory.entrypoints.bootstrap", "agent_memory.adapters.onnx_embedder"]
-    modules += ["agent_memory.adapters.qdrant_store" if backend == "qdrant" else "agent_memory.adapters.chroma_store"]
+    modules += [
+        "agent_memory.adapters.qdrant.catalog" if backend == "qdrant" else "agent_memory.adapters.chroma.catalog"
+    ]
     for module in modules:
         with contextlib.suppress(ImportError):
             importlib.import_module(module)

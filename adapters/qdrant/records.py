@@ -8,9 +8,9 @@ from typing import Any
 
 from qdrant_client import models
 
-from agent_memory.adapters.record_time import NEVER_EXPIRES_US, iso, micros, parse_iso, required_iso
 from agent_memory.adapters.shared.boundary import Abort
 from agent_memory.adapters.shared.prefixes import NAMESPACE_JOIN, namespace_prefixes, path_prefixes
+from agent_memory.adapters.shared.record_time import NEVER_EXPIRES_US, iso, micros, parse_iso, required_iso
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import DecayPolicy, Memory

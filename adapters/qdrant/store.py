@@ -19,7 +19,7 @@ from agent_memory.adapters.qdrant.records import similarity_from_score as simila
 from agent_memory.adapters.shared.batching import chunks
 from agent_memory.adapters.shared.boundary import Abort, abort_if
 from agent_memory.adapters.shared.embeddings import count_mismatch, dimension_mismatch, mixed_dimensions
-from agent_memory.adapters.vector_math import cosines
+from agent_memory.adapters.shared.vector_math import cosines
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory

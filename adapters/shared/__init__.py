@@ -1,1 +1,1 @@
-"""What the storage backends share: store-name rules, the error boundary, batching, durable files, keyword words."""
+"""What the storage backends share: store names, error boundary, batching, durable files, words, timestamps, cosines."""

@@ -7,7 +7,8 @@ import sqlite3
 
 import pytest
 
-from agent_memory.adapters.chroma_store import Boundary, disk_hint, storage_error
+from agent_memory.adapters.chroma.boundary import Boundary, storage_error
+from agent_memory.adapters.shared.disk import disk_hint
 
 
 @pytest.mark.parametrize(

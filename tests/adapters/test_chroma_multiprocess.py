@@ -16,8 +16,9 @@ import attrs
 import filelock
 import pytest
 
-import agent_memory.adapters.chroma_store as chroma_store
-from agent_memory.adapters.chroma_store import GENERATION_FILE, LOCK_FILE, ChromaCatalog
+import agent_memory.adapters.chroma.session as chroma_store
+from agent_memory.adapters.chroma.catalog import ChromaCatalog
+from agent_memory.adapters.chroma.session import GENERATION_FILE, LOCK_FILE
 from agent_memory.domain.errors import ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.paths import CategoryPath

@@ -12,7 +12,8 @@ import pytest
 from chromadb.config import Settings
 from hypothesis import HealthCheck, given, settings
 
-from agent_memory.adapters.chroma_records import (
+from agent_memory.adapters.chroma.catalog import ChromaCatalog
+from agent_memory.adapters.chroma.records import (
     NEVER_EXPIRES_US,
     RECORD_KEY,
     memory_from_record,
@@ -21,8 +22,8 @@ from agent_memory.adapters.chroma_records import (
     new_record_metadata,
     path_prefixes,
 )
-from agent_memory.adapters.chroma_store import ChromaCatalog, ChromaVectorStore
-from agent_memory.adapters.record_time import iso, micros
+from agent_memory.adapters.chroma.store import ChromaVectorStore
+from agent_memory.adapters.shared.record_time import iso, micros
 from agent_memory.domain.errors import ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import DecayPolicy, Memory

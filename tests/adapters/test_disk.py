@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from returns.result import Failure
 
-from agent_memory.adapters import chroma_store, files_store
+from agent_memory.adapters import files_store
+from agent_memory.adapters.chroma import boundary as chroma_store
 from agent_memory.adapters.qdrant import boundary as qdrant_boundary
 from agent_memory.adapters.shared.disk import cannot_write, disk_hint, read_only_copy
 

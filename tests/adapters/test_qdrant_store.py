@@ -37,7 +37,7 @@ from agent_memory.adapters.qdrant.records import (
     to_filter,
 )
 from agent_memory.adapters.qdrant.store import QdrantVectorStore
-from agent_memory.adapters.record_time import NEVER_EXPIRES_US
+from agent_memory.adapters.shared.record_time import NEVER_EXPIRES_US
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory

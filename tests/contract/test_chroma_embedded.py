@@ -11,15 +11,11 @@ import chromadb
 import pytest
 from chromadb.config import Settings
 
-import agent_memory.adapters.chroma_store as chroma_store
-from agent_memory.adapters.chroma_records import memory_metadata, to_where
-from agent_memory.adapters.chroma_store import (
-    NEXT_SUFFIX,
-    PREV_SUFFIX,
-    REBUILDING,
-    ChromaCatalog,
-    ChromaVectorStore,
-)
+import agent_memory.adapters.chroma.layout as chroma_store
+from agent_memory.adapters.chroma.catalog import ChromaCatalog
+from agent_memory.adapters.chroma.layout import NEXT_SUFFIX, PREV_SUFFIX, REBUILDING
+from agent_memory.adapters.chroma.records import memory_metadata, to_where
+from agent_memory.adapters.chroma.store import ChromaVectorStore
 from agent_memory.domain.errors import ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory
@@ -64,7 +60,7 @@ class TestChromaEmbeddedWithoutMirror(TestChromaEmbedded):
 
 
 class TestChromaEmbeddedMirrored(TestChromaEmbedded):
-    """Every search answered by the in-process mirror (adapters.vector_mirror), built at the first search."""
+    """Every search answered by the in-process mirror (adapters.chroma.mirror), built at the first search."""
 
     @pytest.fixture
     def catalog(self, tmp_path: Path) -> StoreCatalog:

@@ -9,7 +9,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from agent_memory.adapters.chroma_store import ChromaCatalog
+from agent_memory.adapters.chroma.catalog import ChromaCatalog
 from agent_memory.domain.errors import ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.ports import StoreCatalog

@@ -6,8 +6,8 @@ filters memory search always sends (not deleted, not expired, confidence floor) 
 A brute-force matrix product over 10k unit vectors takes under a millisecond. The mirror holds what the
 store holds and answers `query`, `get` and `similarities` with the semantics of `MemoryFilter.matches`.
 
-It knows nothing about where its contents come from: the owner (adapters.chroma_store) builds it from the
-collection, applies its own writes to it, and drops it whenever another process may have written.
+It knows nothing about where its contents come from: the owner (the Chroma store, by the rule of
+adapters.chroma.mirroring) builds it from the collection, applies its own writes to it, and drops it whenever another process may have written.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 from attrs import define, field
 
-from agent_memory.adapters.record_time import NEVER_EXPIRES_US, micros
-from agent_memory.adapters.vector_math import unit_rows
+from agent_memory.adapters.shared.record_time import NEVER_EXPIRES_US, micros
+from agent_memory.adapters.shared.vector_math import unit_rows
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import DecayPolicy, Memory
 

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agent_memory.adapters.record_time import NEVER_EXPIRES_US, iso, micros, parse_iso, required_iso
+from agent_memory.adapters.shared import prefixes
+from agent_memory.adapters.shared.boundary import Abort
+from agent_memory.adapters.shared.prefixes import NAMESPACE_JOIN, path_prefixes
+from agent_memory.adapters.shared.record_time import NEVER_EXPIRES_US, iso, micros, parse_iso, required_iso
+from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import DecayPolicy, Memory
 from agent_memory.domain.paths import MemoryPath
 
-NAMESPACE_JOIN = "\x1f"  # labels cannot hold control characters (domain.model._label), so joins are unambiguous
 RECORD_KEY = "record"  # the JSON string holding every field no `where` needs
 RECORD_VERSION = 1
 MetadataDict = dict[str, Any]
@@ -21,13 +24,8 @@ MetadataDict = dict[str, Any]
 
 
 def namespace_prefixes(namespace: tuple[str, ...]) -> list[str]:
-    """Every prefix of the namespace, "" first: ("user", "a") → ["", "user", "user␟a"]."""
-    return [NAMESPACE_JOIN.join(namespace[:depth]) for depth in range(len(namespace) + 1)]
-
-
-def path_prefixes(path: MemoryPath) -> list[str]:
-    """Every category a path lies under, itself included (CategoryPath.contains accepts equal segments)."""
-    return ["/".join(path.segments[:depth]) for depth in range(1, len(path.segments) + 1)]
+    """Every prefix of the namespace, "" first: ("user", "a") → ["", "user", "user␟a"] (never an empty list)."""
+    return prefixes.namespace_prefixes(namespace, with_empty=True)
 
 
 def memory_metadata(memory: Memory) -> MetadataDict:
@@ -103,6 +101,24 @@ def memory_from_record(memory_id: str, document: str | None, meta: Mapping[str, 
         expires_at=parse_iso(_text(fields, "expires_at")),
         deleted_at=parse_iso(_text(fields, "deleted_at")),
     )
+
+
+def memories_of(ids: Sequence[str], documents: Sequence[Any], metadatas: Sequence[Any]) -> list[Memory]:
+    """The memories these records hold; a record this adapter did not write aborts with STORAGE_ERROR."""
+    try:
+        return [
+            memory_from_record(memory_id, document, meta or {})
+            for memory_id, document, meta in zip(ids, documents, metadatas, strict=True)
+        ]
+    except (KeyError, ValueError, TypeError) as error:  # InvalidValue is a ValueError
+        raise Abort(
+            DomainError(
+                ErrorCode.STORAGE_ERROR,
+                "A ChromaDB record is not a memory this program can read "
+                "(was the collection written by another tool?).",
+                cause=f"{type(error).__name__}: {error}",
+            )
+        ) from error
 
 
 def _filter_fields(meta: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
-from agent_memory.adapters.chroma_records import memory_from_record
+from agent_memory.adapters.chroma.records import memory_from_record
 from agent_memory.domain.model import Memory
 
 DATABASE = "chroma.sqlite3"

@@ -1,0 +1,1 @@
+"""The ChromaDB backend (embedded or a server): records, boundary, layout, session, clients, mirror, store, catalog."""

@@ -1,0 +1,71 @@
+"""Where chromadb meets the domain: its exceptions as DomainErrors, raised inside and returned once per port method."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import httpx
+from attrs import frozen
+from chromadb.errors import ChromaError
+from returns.result import Result
+
+from agent_memory.adapters.chroma.salvage import is_vector_index_damage
+from agent_memory.adapters.shared.boundary import Abort, as_result
+from agent_memory.adapters.shared.disk import disk_hint
+from agent_memory.domain.errors import DomainError, ErrorCode
+
+T = TypeVar("T")
+
+
+@frozen
+class Boundary:
+    """Runs Chroma calls inside plain code (`call`), and a port method's plain code as a Result (`result`)."""
+
+    location: str
+    server: bool
+
+    def unavailable(self, cause: BaseException | str) -> DomainError:
+        if self.server:
+            message = f"Cannot connect to ChromaDB at {self.location}. Is Docker running?"
+        else:
+            message = f"Cannot open the ChromaDB data at {self.location}{disk_hint(cause)}."
+        return DomainError(ErrorCode.BACKEND_UNAVAILABLE, message, cause=str(cause))
+
+    def call(self, doing: str, call: Callable[[], T]) -> T:
+        """`call()`; what it raises aborts: network failures as BACKEND_UNAVAILABLE, library errors as STORAGE_ERROR."""
+        try:
+            return call()
+        except (httpx.TransportError, ConnectionError) as error:
+            raise Abort(self.unavailable(error)) from error
+        except (ChromaError, ValueError, TypeError, KeyError) as error:
+            raise Abort(storage_error(doing, error)) from error
+        except Exception as error:
+            # Boundary catch-all, narrowed: chromadb's HTTP client raises a plain `Exception(response.text)`
+            # for server errors it cannot classify (chromadb/api/base_http_client.py). Only that exact
+            # type is turned into STORAGE_ERROR; any subclass (an Abort from inside included) propagates.
+            if type(error) is not Exception:
+                raise
+            raise Abort(storage_error(doing, error)) from error
+
+    def result(self, call: Callable[[], T]) -> Result[T, DomainError]:
+        """A port method's plain code as a Result: an Abort gives its DomainError, anything else is a bug."""
+        return as_result(call)
+
+
+def storage_error(doing: str, error: BaseException) -> DomainError:
+    return DomainError(
+        ErrorCode.STORAGE_ERROR,
+        f"ChromaDB failed to {doing}{disk_hint(error) or index_hint(error)}.",
+        cause=f"{type(error).__name__}: {error}",
+    )
+
+
+def index_hint(cause: BaseException | str) -> str:
+    """': its vector index is damaged …' when the cause is Chroma failing to load its HNSW files; '' otherwise."""
+    if not is_vector_index_damage(str(cause)):
+        return ""
+    return (
+        ": its vector index (HNSW files) is damaged. `memory export` still reads every memory, and "
+        "`memory reindex` rebuilds the index from them"
+    )

@@ -1,0 +1,221 @@
+"""The session: one Chroma client per database in a process, and the lock-and-generation protocol between processes."""
+
+from __future__ import annotations
+
+import contextlib
+import pathlib
+import threading
+from collections.abc import Callable
+from functools import partial
+from typing import TypeVar
+from uuid import UUID
+
+import filelock
+from attrs import define, field
+from chromadb.api import ClientAPI
+from chromadb.api.client import Client
+from chromadb.api.models.Collection import Collection
+from chromadb.api.shared_system_client import SharedSystemClient
+from chromadb.errors import ChromaError
+
+from agent_memory.adapters.chroma import layout
+from agent_memory.adapters.chroma.boundary import Boundary
+from agent_memory.adapters.chroma.clients import embedded_client
+from agent_memory.adapters.chroma.mirror import VectorMirror
+from agent_memory.adapters.shared.boundary import Abort
+from agent_memory.adapters.shared.disk import cannot_write, disk_hint
+from agent_memory.adapters.shared.durable import write_atomically
+from agent_memory.domain.errors import DomainError, ErrorCode
+
+T = TypeVar("T")
+
+LOCK_FILE = ".agent-memory.lock"  # an embedded data directory's lock, held around every operation on it
+GENERATION_FILE = ".agent-memory.generation"  # how many writes the data directory has seen (see Session)
+LOCK_TIMEOUT_S = 60.0  # read at call time (tests shorten it)
+MIRROR_BUILD_S_PER_RECORD = 3e-4  # a first guess at a mirror's build cost (measured: 0.2-0.3 ms); see mirroring
+
+
+def _forget_system(identifier: str) -> None:
+    """Make the next client for `identifier` start a fresh Chroma System, which reads the data from disk.
+
+    Chroma keeps one System per data directory per process (SharedSystemClient, chromadb 1.5.9) and a
+    new client reuses it, stale segments included. `close()` stops it only when no other client of this
+    process holds it, so the cached entry is dropped here too. Its reference count is left alone: a
+    later `close()` of such an old client must not count against, and stop, the new System.
+    """
+    SharedSystemClient._identifier_to_system.pop(identifier, None)
+
+
+@define
+class Session:
+    """The one Chroma client of a database in this process, and the rules for sharing it with others.
+
+    Every operation goes through `run`. A server orders its clients' writes itself, so there `run` only
+    supplies the (lazily made) client. An embedded database is safe for one process only (Chroma's docs,
+    chroma-core/chroma#961, #3792): a process keeps cached segments and overwrites what another wrote.
+    So around each operation on a data directory `run`
+      1. takes the directory's lock (LOCK_FILE): one process at a time touches the files;
+      2. reads the generation (GENERATION_FILE); when it is not the one this process saw last, another
+         process has written since: the client, the cached collections and Chroma's cached System are
+         dropped and a new client reads everything from disk;
+      3. before a write, bumps the generation, so the other processes reload before their next operation
+         (before, not after: a writer killed half-way has announced what it may have written);
+      4. runs the operation, each collection looked up by name (a handle from before a reload is dead).
+    A process that is the only writer pays for the lock and the read of a small file per operation.
+    """
+
+    boundary: Boundary
+    directory: pathlib.Path | None  # the embedded database's data directory; None for a server
+    connect: Callable[[], ClientAPI]  # a new client, or an Abort saying why there is none
+    _client: ClientAPI | None = field(default=None, init=False)
+    _collections: dict[str, Collection] = field(factory=dict, init=False)  # by name, until a write or reload
+    _seen: int | None = field(default=None, init=False)  # the generation the client has read up to
+    # per collection id: the in-process mirror of its records, and the seconds Chroma spent on its searches,
+    # both valid only while no other process has written (dropped by _reset); see adapters.chroma.mirroring
+    mirrors: dict[UUID, VectorMirror] = field(factory=dict, init=False)
+    search_seconds: dict[UUID, float] = field(factory=dict, init=False)
+    build_s_per_record: float = field(default=MIRROR_BUILD_S_PER_RECORD, init=False)  # learnt from each build
+    _mutex: threading.RLock = field(factory=threading.RLock, init=False)  # this process's threads take turns
+    _lock: filelock.FileLock | None = field(default=None, init=False)
+
+    def run(self, doing: str, op: Callable[[ClientAPI], T], *, write: bool = False) -> T:
+        """`op` with a client that has seen every other process's writes; a `write` is announced first.
+
+        Plain: a failure aborts (adapters.shared.boundary.Abort). Re-entrant: a run inside a run of the same
+        thread keeps the lock it holds.
+        """
+        with self._mutex:  # the threads of this process take turns too
+            self._lock_directory(doing, write=write)
+            try:
+                self._refresh()
+                if write:
+                    self._announce()
+                return op(self._connect())
+            finally:
+                if write:
+                    self._collections.clear()  # it may have created, renamed or dropped some
+                if self._lock is not None and self._lock.is_locked:
+                    self._lock.release()
+
+    def find(self, client: ClientAPI, name: str) -> Collection | None:
+        """The collection called `name`, None when there is none (raises what chromadb raises)."""
+        cached = self._collections.get(name)
+        if cached is not None and cached.name == name:  # a rename in this process changes `name` in place
+            return cached
+        found = layout.find(client, name)
+        if found is None:
+            self._collections.pop(name, None)
+        else:
+            self._collections[name] = found
+        return found
+
+    # --- helpers
+
+    def _connect(self) -> ClientAPI:
+        """The client, made on first success (a failed attempt is retried on the next call)."""
+        if self._client is None:
+            self._client = self.connect()
+        return self._client
+
+    def _lock_directory(self, doing: str, *, write: bool) -> None:
+        """Take the data directory's lock; a reader on a disk that refuses writes reads without it (nobody
+        can write there either), a writer there is refused saying why."""
+        if self.directory is None:
+            return
+        lock_path = self.directory / LOCK_FILE
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            if self._lock is None:
+                self._lock = filelock.FileLock(str(lock_path))
+            self._lock.acquire(timeout=LOCK_TIMEOUT_S)
+        except filelock.Timeout as error:  # before OSError: filelock.Timeout is one
+            raise Abort(
+                DomainError(
+                    ErrorCode.BACKEND_UNAVAILABLE,
+                    f"Cannot {doing}: another process has held the ChromaDB data directory {self.directory} for "
+                    f"more than {LOCK_TIMEOUT_S:.0f} s (lock file {lock_path}). Retry when it has finished.",
+                    path=str(lock_path),
+                    cause=str(error),
+                )
+            ) from error
+        except OSError as error:
+            if not write and cannot_write(error):
+                return
+            raise Abort(self.boundary.unavailable(error)) from error
+
+    def _refresh(self) -> None:
+        """Drop the client when another process wrote since it was made (the next `_connect` makes a new one)."""
+        if self.directory is None:
+            return
+        current = self._generation(self.directory)
+        if current != self._seen:
+            self._reset()
+            self._seen = current
+
+    def _reset(self) -> None:
+        client, self._client = self._client, None
+        self._collections.clear()
+        self.mirrors.clear()
+        self.search_seconds.clear()
+        if client is None:  # nothing read yet: a first client reads from disk anyway
+            return
+        # chromadb 1.5.9 may raise AttributeError('bindings') while stopping a System (chromadb/api/rust.py
+        # stop()); the old System is dropped all the same and the new client does not depend on it.
+        if isinstance(client, Client):  # what PersistentClient makes
+            with contextlib.suppress(ChromaError, AttributeError):
+                client.close()
+        _forget_system(str(self.directory))
+
+    def _generation(self, directory: pathlib.Path) -> int:
+        try:
+            text = (directory / GENERATION_FILE).read_bytes()
+        except FileNotFoundError:
+            return 0  # nothing written since this protocol started
+        except OSError as error:
+            raise Abort(self.boundary.unavailable(error)) from error
+        try:
+            return int(text)
+        except ValueError:
+            return -1  # not written by this module: differs from every count, the next write replaces it
+
+    def _announce(self) -> None:
+        """Bump the generation: written whole (adapters.shared.durable), so no reader sees half of it.
+
+        It is done with the lock held and before the write, so no other process can read in between.
+        """
+        if self.directory is None:
+            return
+        following = max(self._seen or 0, 0) + 1
+        target = self.directory / GENERATION_FILE
+        try:
+            write_atomically(target, b"%d\n" % following)
+        except OSError as error:
+            raise Abort(
+                DomainError(
+                    ErrorCode.STORAGE_ERROR,
+                    f"Cannot write to the ChromaDB data at {self.directory}{disk_hint(error)}: the write could not "
+                    f"be announced to other processes in {target}. Nothing was written.",
+                    path=str(target),
+                    cause=f"{type(error).__name__}: {error}",
+                )
+            ) from error
+        self._seen = following
+
+
+_EMBEDDED: dict[str, Session] = {}  # this process's session of each data directory
+_EMBEDDED_GUARD = threading.Lock()
+
+
+def embedded_session(path: pathlib.Path) -> Session:
+    """The one session of the data directory `path` in this process (Chroma keeps one System per path too).
+
+    Catalogs of the same directory share it, so they never make each other reload.
+    """
+    key = str(path)
+    with _EMBEDDED_GUARD:
+        session = _EMBEDDED.get(key)
+        if session is None:
+            boundary = Boundary(key, server=False)
+            session = Session(boundary=boundary, directory=path, connect=partial(embedded_client, boundary, path))
+            _EMBEDDED[key] = session
+        return session

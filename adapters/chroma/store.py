@@ -1,0 +1,485 @@
+"""The VectorStore over one Chroma collection, and its rebuild: a `.next` collection filled, then swapped in."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any, TypeVar, cast
+from uuid import UUID
+
+from attrs import define, evolve
+from chromadb.api import ClientAPI
+from chromadb.api.models.Collection import Collection
+from returns.result import Result, Success
+
+from agent_memory.adapters.chroma import layout, mirroring
+from agent_memory.adapters.chroma.boundary import Boundary
+from agent_memory.adapters.chroma.mirroring import MIRROR_LIMIT
+from agent_memory.adapters.chroma.records import memories_of, memory_metadata, similarity_from_distance, to_where
+from agent_memory.adapters.chroma.salvage import (
+    SalvageError,
+    damaged_index_problem,
+    is_vector_index_damage,
+    salvage_memories,
+)
+from agent_memory.adapters.chroma.session import Session
+from agent_memory.adapters.shared.batching import chunks
+from agent_memory.adapters.shared.boundary import Abort, abort_if
+from agent_memory.adapters.shared.embeddings import count_mismatch, dimension_mismatch, mixed_dimensions
+from agent_memory.adapters.shared.vector_math import cosines
+from agent_memory.domain.errors import DomainError, ErrorCode
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.model import Memory
+from agent_memory.domain.ports import Vector
+
+T = TypeVar("T")
+
+
+@define(kw_only=True)
+class ChromaVectorStore:
+    """One store = one Chroma collection; memories are records (id, content as document, fields as metadata).
+
+    Each operation looks the collection up by name through the session (another process may have rebuilt
+    it), and re-reads the space, model and dimension when the collection found is not the last one seen.
+    Each port method is plain Python that raises (Abort) inside, turned into a Result once by the Boundary.
+    """
+
+    session: Session
+    name: str
+    boundary: Boundary
+    batch_size: int = layout.FALLBACK_BATCH
+    space: str = "cosine"
+    model: str | None = None
+    dimension: int | None = None
+    mirror_limit: int = MIRROR_LIMIT  # 0: never mirror, every search goes to Chroma
+    mirror_eagerly: bool = False  # build the mirror at the first search (tests), not by adapters.chroma.mirroring
+    _collection_id: UUID | None = None
+
+    @classmethod
+    def over(
+        cls,
+        session: Session,
+        collection: Collection,
+        boundary: Boundary,
+        batch_size: int,
+        mirror_limit: int = 0,
+        mirror_eagerly: bool = False,
+    ) -> ChromaVectorStore:
+        """The store over an existing collection, reading its space, model and dimension."""
+        return cls(
+            session=session,
+            name=collection.name,
+            boundary=boundary,
+            batch_size=batch_size,
+            space=layout.space(collection),
+            model=layout.recorded_model(collection),
+            dimension=layout.recorded_dimension(collection),
+            mirror_limit=mirror_limit,
+            mirror_eagerly=mirror_eagerly,
+            collection_id=collection.id,
+        )
+
+    @property
+    def collection(self) -> Collection:
+        """The collection as of now, for inspection (the store's operations look it up themselves).
+
+        Raises Abort (holding the DomainError) when it cannot be found: the operations, not this, are the port.
+        """
+        return self._run("open the collection", lambda collection: collection)
+
+    # --- writes
+
+    def add(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
+        """Upsert (so a re-added id is overwritten, as in the reference store), in client-sized batches."""
+        return self.boundary.result(partial(self._add, memories, embeddings))
+
+    def replace(self, memory: Memory, embedding: Vector) -> Result[None, DomainError]:
+        def write(collection: Collection) -> None:
+            self._check_dimension([embedding])
+            mirroring.written(
+                self.session,
+                collection,
+                partial(self._upsert, collection, [memory], [list(embedding)]),
+                lambda mirror: mirror.upsert([memory], [embedding]),
+            )
+
+        return self._result("write memories", write, write=True)
+
+    def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
+        """Rewrite fields of existing memories, keeping their vectors; MEMORY_NOT_FOUND before any write."""
+        latest = {memory.id: memory for memory in memories}
+        if not latest:
+            return Success(None)
+        ids = list(latest)
+
+        def update(collection: Collection) -> None:
+            documents: dict[str, str | None] = {}
+            for id_batch in chunks(ids, self.batch_size):
+                found = self.boundary.call(
+                    "read memories", partial(collection.get, ids=list(id_batch), include=["documents"])
+                )
+                documents.update(zip(found["ids"], found["documents"] or [], strict=False))
+            missing = [memory_id for memory_id in ids if memory_id not in documents]
+            if missing:
+                raise Abort(DomainError(ErrorCode.MEMORY_NOT_FOUND, "Memory not found", path=missing[0]))
+            same = [latest[i] for i in ids if documents[i] == latest[i].content]
+            changed = [latest[i] for i in ids if documents[i] != latest[i].content]
+
+            def write() -> None:
+                for batch in chunks(same, self.batch_size):
+                    self._update_fields(collection, batch)
+                for batch in chunks(changed, self.batch_size):
+                    self._update_content(collection, batch)
+
+            mirroring.written(self.session, collection, write, lambda mirror: mirror.update(list(latest.values())))
+
+        return self._result("update memories", update, write=True)
+
+    def remove(self, ids: Sequence[str]) -> Result[None, DomainError]:
+        unique = list(dict.fromkeys(ids))
+        if not unique:
+            return Success(None)
+
+        def delete(collection: Collection) -> None:
+            def write() -> None:
+                for batch in chunks(unique, self.batch_size):
+                    self.boundary.call("delete memories", partial(collection.delete, ids=list(batch)))
+
+            mirroring.written(self.session, collection, write, lambda mirror: mirror.remove(unique))
+
+        return self._result("delete memories", delete, write=True)
+
+    def rebuild(
+        self, memories: Sequence[Memory], embeddings: Sequence[Vector], embedding_model: str
+    ) -> Result[None, DomainError]:
+        """Fill a fresh `.next` collection, then swap it in by two renames (see `layout.recover` for a crash between).
+
+        The fill takes the lock batch by batch (other processes only wait for one batch); the swap holds
+        it throughout, so no other process ever finds the store's collection missing.
+        """
+
+        def rebuild() -> None:
+            abort_if(count_mismatch(memories, embeddings))
+            abort_if(mixed_dimensions(embeddings))
+            current = self._run("read the store's dimension", lambda _: self.dimension)
+            dimension = len(embeddings[0]) if embeddings else current
+            self._swap(self._staged(memories, embeddings, embedding_model, dimension))
+
+        return self.boundary.result(rebuild)
+
+    # --- reads
+
+    def get(self, ids: Sequence[str]) -> Result[list[Memory], DomainError]:
+        """The memories with these ids, in the order asked, unknown ids left out."""
+        unique = list(dict.fromkeys(ids))
+
+        def read(collection: Collection) -> list[Memory]:
+            mirror = self.session.mirrors.get(collection.id)
+            found: dict[str, Memory] = {}
+            if mirror is not None:
+                found.update((memory.id, memory) for memory in mirror.get(unique))
+            else:
+                for batch in chunks(unique, self.batch_size):
+                    page = self.boundary.call(
+                        "read memories", partial(collection.get, ids=list(batch), include=["documents", "metadatas"])
+                    )
+                    found.update((memory.id, memory) for memory in self._memories(page))
+            return [found[i] for i in ids if i in found]
+
+        return self._result("read memories", read) if unique else Success([])
+
+    def similarities(self, embedding: Vector, ids: Sequence[str]) -> Result[dict[str, float], DomainError]:
+        """Cosine of `embedding` against the stored vectors of these ids, unknown ids left out."""
+        unique = list(dict.fromkeys(ids))
+
+        def read(collection: Collection) -> dict[str, float]:
+            mirror = self.session.mirrors.get(collection.id)
+            if mirror is not None:
+                return mirror.similarities(embedding, unique)
+            vectors: dict[str, Any] = {}
+            for batch in chunks(unique, self.batch_size):
+                found = self.boundary.call(
+                    "read vectors", partial(collection.get, ids=list(batch), include=["embeddings"])
+                )
+                stored = found["embeddings"] if found["embeddings"] is not None else []
+                vectors.update(zip(found["ids"], stored, strict=False))
+            return cosines(embedding, vectors)
+
+        return self._result("read vectors", read) if unique else Success({})
+
+    def query(
+        self, embedding: Vector, where: MemoryFilter, limit: int
+    ) -> Result[list[tuple[Memory, float]], DomainError]:
+        """The `limit` nearest memories `where` keeps, best first: from the mirror when there is one, else Chroma.
+
+        Embedded stores are mirrored in process (adapters.chroma.mirror) once Chroma's searches of the store
+        since another process last wrote have cost as much as reading it would (adapters.chroma.mirroring):
+        a process that searches once (a CLI call) never pays for reading the whole collection; a server or
+        an agent loop pays once, then searches in numpy.
+        """
+        if limit < 1:
+            return Success([])
+
+        def search(collection: Collection) -> list[tuple[Memory, float]]:
+            self._check_dimension([embedding])
+            mirror = mirroring.current(
+                self.session,
+                self.boundary,
+                collection,
+                limit=self.mirror_limit,
+                eagerly=self.mirror_eagerly,
+                dimension=self.dimension,
+            )
+            if mirror is not None:
+                return mirror.query(embedding, where, limit)
+            clause = to_where(where)
+
+            def ask() -> list[tuple[Memory, float]]:
+                answer = self.boundary.call(
+                    "search memories",
+                    lambda: collection.query(
+                        query_embeddings=cast(Any, [list(embedding)]),
+                        n_results=limit,
+                        where=cast(Any, clause),
+                        include=["documents", "metadatas", "distances"],
+                    ),
+                )
+                return self._ranked(answer, self.space, limit)
+
+            return mirroring.timed(self.session, collection.id, ask)
+
+        return self._result("search memories", search)
+
+    def scan(self, where: MemoryFilter) -> Result[list[Memory], DomainError]:
+        """Every memory the filter keeps, read in pages of SCAN_PAGE."""
+        clause = to_where(where)
+
+        def read(collection: Collection) -> list[Memory]:
+            memories: list[Memory] = []
+            offset = 0
+            while True:
+                page = self.boundary.call(
+                    "scan memories",
+                    partial(
+                        collection.get,
+                        where=cast(Any, clause),
+                        limit=layout.SCAN_PAGE,
+                        offset=offset,
+                        include=["documents", "metadatas"],
+                    ),
+                )
+                batch = self._memories(page)
+                memories.extend(batch)
+                if len(batch) < layout.SCAN_PAGE:
+                    return memories
+                offset += layout.SCAN_PAGE
+
+        def scan() -> list[Memory]:
+            try:
+                return self._run("scan memories", read)
+            except Abort as abort:
+                return [memory for memory in self._salvaged(abort.error) if where.matches(memory)]
+
+        return self.boundary.result(scan)
+
+    def count(self) -> Result[int, DomainError]:
+        def count() -> int:
+            try:
+                return self._count()
+            except Abort as abort:
+                return len(self._salvaged(abort.error))
+
+        return self.boundary.result(count)
+
+    def problems(self) -> Result[tuple[str, ...], DomainError]:
+        """A damaged vector index (embedded Chroma): the records are read from chroma.sqlite3 meanwhile."""
+
+        def problems() -> tuple[str, ...]:
+            try:
+                self._count()
+            except Abort as abort:
+                directory = self.session.directory
+                if directory is not None and is_vector_index_damage(abort.error.cause):
+                    return (damaged_index_problem(directory, self.name),)
+            return ()
+
+        return self.boundary.result(problems)
+
+    def embedding_model(self) -> Result[str | None, DomainError]:
+        return self._result("read the embedding model", lambda _: self.model)
+
+    # --- the steps of a rebuild, as Results for the tests that stop a rebuild half-way
+
+    def _stage(
+        self, memories: Sequence[Memory], embeddings: Sequence[Vector], model: str, dimension: int | None
+    ) -> Result[ChromaVectorStore, DomainError]:
+        """A filled `.next` collection, not swapped in yet."""
+        return self.boundary.result(partial(self._staged, memories, embeddings, model, dimension))
+
+    def _swap_in(self, staged: ChromaVectorStore) -> Result[None, DomainError]:
+        """Swap a staged collection in."""
+        return self.boundary.result(partial(self._swap, staged))
+
+    # --- helpers (plain: they raise, the port method's boundary converts)
+
+    def _result(self, doing: str, op: Callable[[Collection], T], *, write: bool = False) -> Result[T, DomainError]:
+        """`op` on this store's collection (see `_run`), as a port method's Result."""
+        return self.boundary.result(partial(self._run, doing, op, write=write))
+
+    def _run(self, doing: str, op: Callable[[Collection], T], *, write: bool = False) -> T:
+        """`op` on this store's collection, as found now, under the session's rules."""
+        return self.session.run(doing, lambda client: op(self._resolve(client)), write=write)
+
+    def _resolve(self, client: ClientAPI) -> Collection:
+        """The collection, its space, model and dimension read again when it is not the one seen last."""
+        collection = self.boundary.call(f"open collection '{self.name}'", partial(self.session.find, client, self.name))
+        if collection is None:
+            raise Abort(
+                DomainError(
+                    ErrorCode.STORAGE_ERROR,
+                    f"The ChromaDB collection '{self.name}' no longer exists (was it deleted by another tool?).",
+                )
+            )
+        if collection.id != self._collection_id:
+            self.space, self.model = layout.space(collection), layout.recorded_model(collection)
+            self.dimension, self._collection_id = layout.recorded_dimension(collection), collection.id
+        return collection
+
+    def _add(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> None:
+        abort_if(count_mismatch(memories, embeddings))
+        latest = {memory.id: (memory, list(vector)) for memory, vector in zip(memories, embeddings, strict=True)}
+        pairs = list(latest.values())
+        if not pairs:
+            return
+
+        def write(collection: Collection) -> None:
+            self._check_dimension([vector for _, vector in pairs])
+
+            def upsert() -> None:
+                for batch in chunks(pairs, self.batch_size):
+                    self._upsert(collection, [m for m, _ in batch], [v for _, v in batch])
+
+            mirroring.written(
+                self.session,
+                collection,
+                upsert,
+                lambda mirror: mirror.upsert([m for m, _ in pairs], [v for _, v in pairs]),
+            )
+
+        self._run("write memories", write, write=True)
+
+    def _count(self) -> int:
+        return self._run("count memories", lambda collection: self.boundary.call("count memories", collection.count))
+
+    def _salvaged(self, error: DomainError) -> list[Memory]:
+        """With a damaged HNSW index (embedded only), the records straight from chroma.sqlite3; else `error` aborts."""
+        directory = self.session.directory
+        if directory is None or not is_vector_index_damage(error.cause):
+            raise Abort(error)
+        try:
+            return salvage_memories(directory, self.name)
+        except SalvageError as problem:
+            message = f"{error.message} Reading the records without it failed: {problem}."
+            raise Abort(evolve(error, message=message)) from problem
+
+    def _check_dimension(self, vectors: Sequence[Vector]) -> None:
+        abort_if(dimension_mismatch(self.dimension, vectors))
+
+    def _memories(self, found: Any) -> list[Memory]:
+        return memories_of(found["ids"], found["documents"] or [], found["metadatas"] or [])
+
+    def _upsert(self, collection: Collection, memories: Sequence[Memory], vectors: Sequence[list[float]]) -> None:
+        self.boundary.call(
+            "write memories",
+            lambda: collection.upsert(
+                ids=[m.id for m in memories],
+                embeddings=cast(Any, list(vectors)),
+                documents=[m.content for m in memories],
+                metadatas=cast(Any, [memory_metadata(m) for m in memories]),
+            ),
+        )
+
+    def _update_fields(self, collection: Collection, memories: Sequence[Memory]) -> None:
+        self.boundary.call(
+            "update memories",
+            lambda: collection.update(
+                ids=[m.id for m in memories], metadatas=cast(Any, [memory_metadata(m) for m in memories])
+            ),
+        )
+
+    def _update_content(self, collection: Collection, memories: Sequence[Memory]) -> None:
+        """New content with the stored vector: Chroma wants embeddings with documents when it has no embedder."""
+        ids = [m.id for m in memories]
+        found = self.boundary.call("read embeddings", lambda: collection.get(ids=ids, include=["embeddings"]))
+        vectors = dict(zip(found["ids"], found["embeddings"] if found["embeddings"] is not None else [], strict=False))
+        self.boundary.call(
+            "update memories",
+            lambda: collection.update(
+                ids=ids,
+                embeddings=cast(Any, [[float(x) for x in vectors[i]] for i in ids]),
+                documents=[m.content for m in memories],
+                metadatas=cast(Any, [memory_metadata(m) for m in memories]),
+            ),
+        )
+
+    def _staged(
+        self, memories: Sequence[Memory], embeddings: Sequence[Vector], model: str, dimension: int | None
+    ) -> ChromaVectorStore:
+        """A filled `.next` collection, flagged REBUILDING until its last write succeeded."""
+        staged_name = self.name + layout.NEXT_SUFFIX
+        final = layout.collection_metadata(model, dimension) if dimension is not None else {"embedding_model": model}
+        creating = f"create collection '{staged_name}'"
+
+        def create(client: ClientAPI) -> ChromaVectorStore:
+            def fresh() -> Collection:
+                layout.drop(client, staged_name)
+                return client.create_collection(
+                    staged_name,
+                    configuration=layout.COSINE,
+                    metadata={**final, layout.REBUILDING: True},
+                    embedding_function=None,
+                )
+
+            collection = self.boundary.call(creating, fresh)
+            return ChromaVectorStore.over(self.session, collection, self.boundary, self.batch_size)
+
+        staging = self.session.run(creating, create, write=True)
+        staging._add(memories, embeddings)
+        staging._run(
+            "finish a rebuild",
+            lambda collection: self.boundary.call("finish a rebuild", partial(collection.modify, metadata=final)),
+            write=True,
+        )
+        return staging
+
+    def _swap(self, staged: ChromaVectorStore) -> None:
+        """Old → `.prev`, `.next` → the store's name, drop `.prev`, all under one hold of the lock."""
+        previous_name = self.name + layout.PREV_SUFFIX
+        doing = f"swap in the rebuilt collection '{self.name}'"
+
+        def swap(client: ClientAPI) -> None:
+            current = self._resolve(client)
+
+            def renames() -> None:
+                self.session.mirrors.pop(current.id, None)
+                replacement = client.get_collection(staged.name, embedding_function=None)
+                layout.drop(client, previous_name)
+                current.modify(name=previous_name)
+                replacement.modify(name=self.name)
+                layout.drop(client, previous_name)
+
+            self.boundary.call(doing, renames)
+
+        self.session.run(doing, swap, write=True)
+
+    def _ranked(self, result: Any, space: str, limit: int) -> list[tuple[Memory, float]]:
+        ids = result["ids"][0] if result["ids"] else []
+        documents = (result["documents"] or [[]])[0]
+        metadatas = (result["metadatas"] or [[]])[0]
+        distances = (result["distances"] or [[]])[0]
+        pairs = [
+            (memory, similarity_from_distance(float(distance), space))
+            for memory, distance in zip(memories_of(ids, documents, metadatas), distances, strict=True)
+        ]
+        pairs.sort(key=lambda pair: pair[1], reverse=True)
+        return pairs[:limit]
