@@ -152,6 +152,11 @@ class Session:
             self._reset()
             self._seen = current
 
+    def close(self) -> None:
+        """Close the client (its files are released); the next operation makes a new one."""
+        with self._mutex:
+            self._reset()
+
     def _reset(self) -> None:
         client, self._client = self._client, None
         self._collections.clear()
@@ -219,3 +224,17 @@ def embedded_session(path: pathlib.Path) -> Session:
             session = Session(boundary=boundary, directory=path, connect=partial(embedded_client, boundary, path))
             _EMBEDDED[key] = session
         return session
+
+
+def close_embedded_sessions() -> None:
+    """Close the client of every embedded data directory this process has opened, releasing its files.
+
+    Sessions are kept per data directory for the life of the process; a process that opens many
+    directories (an app serving many users, a test run) calls this when done with them. A catalog that
+    is used again afterwards reconnects, reading its data from disk.
+    """
+    with _EMBEDDED_GUARD:
+        sessions = list(_EMBEDDED.values())
+        _EMBEDDED.clear()
+    for session in sessions:
+        session.close()
