@@ -46,7 +46,7 @@ def _qdrant(settings: Settings, embedder: Embedder) -> StoreCatalog:
 
 
 def _files(settings: Settings, embedder: Embedder) -> StoreCatalog:
-    from agent_memory.adapters.files_store import FilesCatalog
+    from agent_memory.adapters.files.catalog import FilesCatalog
 
     # the markdown files are the record; the search index beside them is an embedded Chroma
     index = _chroma(settings, embedder, path=settings.data_dir / "files-index")

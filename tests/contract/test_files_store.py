@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_memory.adapters.files_store import FilesCatalog, FilesVectorStore
+from agent_memory.adapters.files.catalog import FilesCatalog
+from agent_memory.adapters.files.store import FilesVectorStore
 from agent_memory.adapters.in_memory import InMemoryCatalog
 from agent_memory.domain.ports import StoreCatalog
 from tests.contract.vector_store_contract import MODEL, VectorStoreContract, ok, sample
