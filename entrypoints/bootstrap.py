@@ -32,11 +32,11 @@ def _chroma(settings: Settings, embedder: Embedder, *, path: Path) -> StoreCatal
     )
 
 
-def _qdrant(settings: Settings, embedder: Embedder) -> StoreCatalog:
+def _qdrant(settings: Settings, embedder: Embedder, *, path: Path) -> StoreCatalog:
     from agent_memory.adapters.qdrant.catalog import QdrantCatalog
 
     return QdrantCatalog(
-        path=None if settings.qdrant_url else settings.data_dir / "qdrant",
+        path=None if settings.qdrant_url else path,
         url=settings.qdrant_url,
         api_key=settings.qdrant_api_key,
         collection=settings.collection,
@@ -45,12 +45,24 @@ def _qdrant(settings: Settings, embedder: Embedder) -> StoreCatalog:
     )
 
 
-def _files(settings: Settings, embedder: Embedder) -> StoreCatalog:
-    from agent_memory.adapters.files_store import FilesCatalog
+def _files(settings: Settings, embedder: Embedder) -> Result[StoreCatalog, DomainError]:
+    from agent_memory.adapters.files.catalog import FilesCatalog
 
-    # the markdown files are the record; the search index beside them is an embedded Chroma
-    index = _chroma(settings, embedder, path=settings.data_dir / "files-index")
-    return FilesCatalog(root=settings.data_dir / "files", index=index)
+    # the markdown files are the record; the search index beside them is the backend `files_index` names
+    if settings.files_index == "qdrant":
+        absent = _missing_qdrant("The files backend's qdrant index (files_index)")
+        if absent is not None:
+            return Failure(absent)
+        index = _qdrant(settings, embedder, path=settings.data_dir / "files-index-qdrant")
+    else:
+        index = _chroma(settings, embedder, path=settings.data_dir / "files-index")
+    return Success(FilesCatalog(root=settings.data_dir / "files", index=index))
+
+
+def _missing_qdrant(purpose: str) -> DomainError | None:
+    from agent_memory.entrypoints.extras import missing_extra
+
+    return missing_extra("qdrant", purpose)
 
 
 def build_catalog(settings: Settings, embedder: Embedder) -> Result[StoreCatalog, DomainError]:
@@ -58,12 +70,14 @@ def build_catalog(settings: Settings, embedder: Embedder) -> Result[StoreCatalog
     if settings.backend == "chroma":
         return Success(_chroma(settings, embedder, path=settings.data_dir / "chroma"))
     if settings.backend == "qdrant":
-        from agent_memory.entrypoints.extras import missing_extra
-
-        absent = missing_extra("qdrant", "The qdrant backend")
-        return Success(_qdrant(settings, embedder)) if absent is None else Failure(absent)
+        absent = _missing_qdrant("The qdrant backend")
+        return (
+            Success(_qdrant(settings, embedder, path=settings.data_dir / "qdrant"))
+            if absent is None
+            else Failure(absent)
+        )
     if settings.backend == "files":
-        return Success(_files(settings, embedder))
+        return _files(settings, embedder)
     return Failure(DomainError(ErrorCode.INVALID_INPUT, f"Unknown backend {settings.backend!r}."))
 
 

@@ -30,7 +30,7 @@ from agent_memory.entrypoints import server_protocol as wire
 
 # the settings that open the storage; the others (store, decay, limits) only shape each request's policy
 STORAGE_FIELDS: tuple[str, ...] = ("data_dir", "backend", "collection", "chroma_host", "chroma_port", "qdrant_url")
-STORAGE_FIELDS += ("qdrant_api_key", "embedder")
+STORAGE_FIELDS += ("qdrant_api_key", "embedder", "files_index")
 
 
 class Refusal(Exception):

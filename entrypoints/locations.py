@@ -10,12 +10,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 BACKENDS = ("chroma", "qdrant", "files")
+FILES_INDEXES = ("chroma", "qdrant")  # the vector index beside the files backend's markdown files
 SERVER_MODES = ("auto", "off")
 
 # setting name -> environment variables that set it (first one found wins)
 ENVIRONMENT: Mapping[str, tuple[str, ...]] = {
     "data_dir": ("MEMORY_DATA_DIR",),
     "backend": ("MEMORY_BACKEND",),
+    "files_index": ("MEMORY_FILES_INDEX",),
     "store": ("MEMORY_STORE",),
     "collection": ("MEMORY_COLLECTION", "COLLECTION_NAME"),
     "chroma_host": ("CHROMADB_HOST",),

@@ -18,6 +18,7 @@ from agent_memory.domain.tenancy import check_pin, within
 from agent_memory.entrypoints.locations import (
     BACKENDS,
     ENVIRONMENT,
+    FILES_INDEXES,
     SERVER_MODES,
     default_config_path,
     default_data_dir,
@@ -33,6 +34,13 @@ def _as_path(value: str | Path) -> Path:
 def _backend(_i: object, _a: object, value: str) -> None:
     if value not in BACKENDS:
         raise InvalidValue(f"Unknown backend {value!r}: use one of {', '.join(BACKENDS)}.")
+
+
+def _files_index(_i: object, _a: object, value: str) -> None:
+    if value not in FILES_INDEXES:
+        raise InvalidValue(
+            f"Unknown files_index {value!r}: the files backend's search index is chroma (the default) or qdrant."
+        )
 
 
 def _server_mode(_i: object, _a: object, value: str) -> None:
@@ -141,6 +149,8 @@ class Settings:
 
     data_dir: Path = field(converter=_as_path)
     backend: str = field(default="chroma", validator=_backend)
+    # the files backend's search index: which other backend's store holds it (its host or URL settings apply)
+    files_index: str = field(default="chroma", validator=_files_index)
     store: str = field(default="default", validator=_store)
     collection: str = "memories"
     chroma_host: str | None = None

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from returns.result import Failure
 
-from agent_memory.adapters import files_store
 from agent_memory.adapters.chroma import boundary as chroma_store
+from agent_memory.adapters.files import boundary as files_boundary
 from agent_memory.adapters.qdrant import boundary as qdrant_boundary
 from agent_memory.adapters.shared.disk import cannot_write, disk_hint, read_only_copy
 
@@ -34,7 +34,7 @@ def test_every_backend_words_a_disk_fault_alike(cause: BaseException, words: str
     def write() -> None:
         raise cause
 
-    written = files_store._guarded("write a memory", Path("/data/files/default"), write)
+    written = files_boundary.guarded("write a memory", Path("/data/files/default"), write)
     assert isinstance(written, Failure) and words in written.failure().message
 
 

@@ -14,15 +14,11 @@ from attrs import evolve
 from returns.result import Failure, Success
 
 from agent_memory.adapters.clock import FixedClock
-from agent_memory.adapters.files_store import (
-    CATEGORY_FILE,
-    UNFILED,
-    FilesCatalog,
-    FilesVectorStore,
-    default_memory_id,
-    memory_file,
-)
-from agent_memory.adapters.frontmatter import parse_frontmatter, split_frontmatter
+from agent_memory.adapters.files.catalog import FilesCatalog
+from agent_memory.adapters.files.format import split_frontmatter
+from agent_memory.adapters.files.frontmatter import parse_frontmatter
+from agent_memory.adapters.files.layout import CATEGORY_FILE, UNFILED, default_memory_id, memory_file
+from agent_memory.adapters.files.store import FilesVectorStore
 from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog
 from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
 from agent_memory.domain.errors import DomainError, ErrorCode

@@ -11,15 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from returns.result import Failure, Success
 
-from agent_memory.adapters.frontmatter import (
-    KNOWN_KEYS,
-    FrontmatterError,
-    FrontmatterErrorCode,
-    ParsedMemory,
-    parse_frontmatter,
-    serialize_frontmatter,
-    to_domain_error,
-)
+from agent_memory.adapters.files.format import FrontmatterError, FrontmatterErrorCode, to_domain_error
+from agent_memory.adapters.files.frontmatter import KNOWN_KEYS, ParsedMemory, parse_frontmatter, serialize_frontmatter
 from agent_memory.domain.errors import ErrorCode
 from agent_memory.domain.model import DecayPolicy, Memory
 from agent_memory.domain.paths import MemoryPath

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_memory.adapters.frontmatter import parse_frontmatter
+from agent_memory.adapters.files.frontmatter import parse_frontmatter
 from agent_memory.adapters.in_memory import HashingEmbedder
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.service import MemoryService

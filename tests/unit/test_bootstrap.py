@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from agent_memory.adapters.chroma.catalog import ChromaCatalog
+from agent_memory.adapters.files.catalog import FilesCatalog
 from agent_memory.adapters.in_memory import HashingEmbedder
+from agent_memory.adapters.qdrant.catalog import QdrantCatalog
 from agent_memory.adapters.qdrant.keywords import QdrantKeywordIndex
 from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
 from agent_memory.entrypoints.bootstrap import build_service
@@ -29,3 +32,18 @@ def test_a_qdrant_server_keeps_keywords_in_its_own_sparse_vectors(tmp_path: Path
     service = service_with(tmp_path, backend="qdrant", qdrant_url="http://127.0.0.1:9")  # never contacted here
     assert isinstance(service.keywords, QdrantKeywordIndex)
     assert not list(tmp_path.glob("*.sqlite3"))
+
+
+def test_the_files_backend_indexes_with_embedded_chroma_by_default(tmp_path: Path) -> None:
+    catalog = service_with(tmp_path, backend="files").catalog
+    assert isinstance(catalog, FilesCatalog) and catalog.root == tmp_path / "files"
+    assert isinstance(catalog.index, ChromaCatalog) and catalog.index.path == tmp_path / "files-index"
+
+
+def test_files_index_qdrant_puts_the_files_backends_index_in_qdrant(tmp_path: Path) -> None:
+    catalog = service_with(tmp_path, backend="files", files_index="qdrant").catalog
+    assert isinstance(catalog, FilesCatalog) and catalog.root == tmp_path / "files"
+    assert isinstance(catalog.index, QdrantCatalog) and catalog.index.path == tmp_path / "files-index-qdrant"
+    served = service_with(tmp_path, backend="files", files_index="qdrant", qdrant_url="http://127.0.0.1:9").catalog
+    assert isinstance(served, FilesCatalog) and isinstance(served.index, QdrantCatalog)
+    assert served.index.path is None and served.index.url == "http://127.0.0.1:9"  # never contacted here

@@ -35,6 +35,14 @@ def test_flag_beats_environment_beats_config_file(home: dict[str, str], tmp_path
     assert load_settings({}, env).unwrap().backend == "files"
 
 
+def test_the_files_index_is_chroma_unless_set(home: dict[str, str], tmp_path: Path) -> None:
+    assert load_settings({}, home).unwrap().files_index == "chroma"
+    assert load_settings({}, {**home, "MEMORY_FILES_INDEX": "qdrant"}).unwrap().files_index == "qdrant"
+    config = tmp_path / "config.toml"
+    config.write_text('files_index = "qdrant"\n')
+    assert load_settings({}, {**home, "MEMORY_CONFIG": str(config)}).unwrap().files_index == "qdrant"
+
+
 def test_the_spec_000_environment_names_still_work(home: dict[str, str]) -> None:
     env = {**home, "CHROMADB_HOST": "db.local", "CHROMADB_PORT": "9000", "COLLECTION_NAME": "legacy"}
     settings = load_settings({}, env).unwrap()
@@ -49,6 +57,7 @@ def test_the_spec_000_environment_names_still_work(home: dict[str, str]) -> None
         ({"MEMORY_DECAY_HOURS": "-1"}, {}, "decay_hours"),
         ({"MEMORY_MIN_CONFIDENCE": "2"}, {}, "min_confidence"),
         ({}, {"backend": "mongo"}, "chroma, qdrant, files"),
+        ({"MEMORY_FILES_INDEX": "sqlite"}, {}, "files_index 'sqlite'"),
         ({}, {"store": "../x"}, "store name"),
         ({"MEMORY_ALLOWED_HOSTS": "http://memory.internal/"}, {}, "allowed_hosts"),
         ({"MEMORY_ALLOWED_ORIGINS": "localhost:3000"}, {}, "allowed_origins"),

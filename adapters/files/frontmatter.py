@@ -1,16 +1,11 @@
-"""The frontmatter format adapter: a markdown file with a YAML metadata block ↔ a Memory.
+"""A Memory ⇄ its file: the frontmatter keys written in file order, and read back one key at a time.
 
-Format. A file is ``"---\\n" + yaml + "---\\n" + content``. When parsing, the file must start with a
-line that is exactly ``---`` (ended by ``\\n`` or ``\\r\\n``; one leading UTF-8 BOM is ignored); the
-block ends at the first following line that is exactly ``---`` (again ``\\n`` or ``\\r\\n``), and
-everything after that line's line break is the content, verbatim: leading and trailing newlines,
-blank lines, ``---`` lines, CRLF and unicode all round-trip. The block is a YAML mapping with
-snake_case keys, read with ``yaml.safe_load`` only. ``id``, ``created_at`` and ``updated_at`` are
-required; ``tags``, ``source`` and ``citations`` are always written; other fields are written only
-when they differ from their default (``global_`` is written as ``global``). Timestamps are written
-as ISO 8601 UTC with a ``Z`` (microseconds kept when non-zero) and read leniently: ``Z``, any offset
-(converted to UTC), naive (taken as UTC), or a YAML date (midnight UTC). Keys this module does not
-know are returned as ``extra`` and written back after the known keys, so they survive a rewrite.
+The block holds snake_case keys. ``id``, ``created_at`` and ``updated_at`` are required; ``tags``, ``source`` and
+``citations`` are always written; other fields are written only when they differ from their default (``global_``
+is written as ``global``). Timestamps are written as ISO 8601 UTC with a ``Z`` (microseconds kept when non-zero)
+and read leniently: ``Z``, any offset (converted to UTC), naive (taken as UTC), or a YAML date (midnight UTC).
+Keys this module does not know are returned as ``extra`` and written back after the known keys, so they survive
+a rewrite. The syntax around the keys (the ``---`` lines, YAML) is format.py's.
 
 Location wins. A memory's store and path are where its file lives, so they come from the caller.
 ``store`` is never written and a ``store`` key in a file is ignored. ``path`` is written (when set)
@@ -21,15 +16,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime
-from enum import StrEnum
 from typing import Any
 
 import attrs
-import yaml
 from attrs import frozen
 from returns.result import Failure, Result, Success
 
-from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
+from agent_memory.adapters.files.format import (
+    EXAMPLE_TIMESTAMP,
+    FrontmatterError,
+    FrontmatterErrorCode,
+    UtcTimestamp,
+    dump_block,
+    format_timestamp,
+    read_block,
+)
+from agent_memory.domain.errors import InvalidValue
 from agent_memory.domain.model import (
     DEFAULT_STORE,
     DecayPolicy,
@@ -40,34 +42,6 @@ from agent_memory.domain.model import (
 )
 from agent_memory.domain.paths import MemoryPath, parse_memory_path
 
-DELIMITER = "---"
-_BOM = "\ufeff"
-_EXAMPLE_TIMESTAMP = "2026-11-22T04:13:35Z"
-_LINE_BREAKS = ("\n", "\r", "\x85", "\u2028", "\u2029")
-_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
-
-
-class FrontmatterErrorCode(StrEnum):
-    """Why a file could not be read as a memory."""
-
-    MISSING_FRONTMATTER = "MISSING_FRONTMATTER"
-    INVALID_FRONTMATTER = "INVALID_FRONTMATTER"
-    MISSING_FIELD = "MISSING_FIELD"
-    INVALID_TIMESTAMP = "INVALID_TIMESTAMP"
-    INVALID_TAGS = "INVALID_TAGS"
-    INVALID_SOURCE = "INVALID_SOURCE"
-    INVALID_CITATIONS = "INVALID_CITATIONS"
-    INVALID_FIELD = "INVALID_FIELD"
-
-
-@frozen
-class FrontmatterError:
-    """A parse failure: its code, a message saying how to fix the file, and the key at fault."""
-
-    code: FrontmatterErrorCode
-    message: str
-    field: str | None = None
-
 
 @frozen
 class ParsedMemory:
@@ -75,11 +49,6 @@ class ParsedMemory:
 
     memory: Memory
     extra: Mapping[str, object]
-
-
-def to_domain_error(err: FrontmatterError, path: str | None) -> DomainError:
-    """The domain's INVALID_INPUT error for a file that could not be parsed (cause: the format code)."""
-    return DomainError(ErrorCode.INVALID_INPUT, f"{err.code.value}: {err.message}", path=path, cause=err.code.value)
 
 
 # --- keys ---------------------------------------------------------------------------------------
@@ -108,44 +77,15 @@ _CAMEL_CASE = {"created_at": "createdAt", "updated_at": "updatedAt", "expires_at
 # --- serialize ----------------------------------------------------------------------------------
 
 
-class _UtcTimestamp(str):
-    """A timestamp already formatted as ISO 8601 UTC with 'Z': written as a plain YAML timestamp."""
-
-
-class _FrontmatterDumper(yaml.SafeDumper):  # type: ignore[misc]  # PyYAML ships no type stubs
-    """SafeDumper that writes our timestamps unquoted and any multi-line string double-quoted.
-
-    Double quotes escape every line break, so no line of the block can ever be a bare ``---``.
-    """
-
-
-def _represent_timestamp(dumper: yaml.SafeDumper, value: _UtcTimestamp) -> Any:
-    return dumper.represent_scalar(_TIMESTAMP_TAG, str(value))
-
-
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> Any:
-    style = '"' if any(brk in value for brk in _LINE_BREAKS) else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_FrontmatterDumper.add_representer(_UtcTimestamp, _represent_timestamp)
-_FrontmatterDumper.add_representer(str, _represent_str)
-
-
-def format_timestamp(value: datetime) -> str:
-    """ISO 8601 in UTC with a 'Z', microseconds only when non-zero: 2026-11-22T04:13:35.123456Z."""
-    return value.astimezone(UTC).replace(tzinfo=None).isoformat() + "Z"
-
-
 def _known_fields(memory: Memory) -> dict[str, object]:
     """The memory's keys in file order; optional ones only when they differ from their default."""
     fields: dict[str, object] = {"id": memory.id}
     if memory.path is not None:
         fields["path"] = str(memory.path)
-    fields["created_at"] = _UtcTimestamp(format_timestamp(memory.created_at))
-    fields["updated_at"] = _UtcTimestamp(format_timestamp(memory.updated_at))
+    fields["created_at"] = UtcTimestamp(format_timestamp(memory.created_at))
+    fields["updated_at"] = UtcTimestamp(format_timestamp(memory.updated_at))
     if memory.expires_at is not None:
-        fields["expires_at"] = _UtcTimestamp(format_timestamp(memory.expires_at))
+        fields["expires_at"] = UtcTimestamp(format_timestamp(memory.expires_at))
     fields["tags"] = list(memory.tags)
     fields["source"] = memory.source
     fields["citations"] = list(memory.citations)
@@ -159,11 +99,11 @@ def _known_fields(memory: Memory) -> dict[str, object]:
     if memory.decay_policy is not DecayPolicy.STABLE:
         fields["decay_policy"] = memory.decay_policy.value
     if memory.last_reinforced_at is not None:
-        fields["last_reinforced_at"] = _UtcTimestamp(format_timestamp(memory.last_reinforced_at))
+        fields["last_reinforced_at"] = UtcTimestamp(format_timestamp(memory.last_reinforced_at))
     if memory.deleted:
         fields["deleted"] = True
     if memory.deleted_at is not None:
-        fields["deleted_at"] = _UtcTimestamp(format_timestamp(memory.deleted_at))
+        fields["deleted_at"] = UtcTimestamp(format_timestamp(memory.deleted_at))
     return fields
 
 
@@ -178,134 +118,7 @@ def serialize_frontmatter(memory: Memory, extra: Mapping[str, object] | None = N
     for key, value in (extra or {}).items():
         if key not in KNOWN_KEYS:
             block[key] = value
-    text = yaml.dump(
-        block,
-        Dumper=_FrontmatterDumper,
-        sort_keys=False,
-        allow_unicode=True,
-        default_flow_style=False,
-        width=2**31 - 1,
-    )
-    return f"{DELIMITER}\n{text}{DELIMITER}\n{memory.content}"
-
-
-# --- parse: the file's layout ---------------------------------------------------------------------
-
-
-def _split_line(text: str, start: int) -> tuple[str, int] | None:
-    """The line starting at ``start`` without its '\\n' or '\\r\\n', and where the next one starts."""
-    end = text.find("\n", start)
-    if end == -1:
-        return None
-    return text[start:end].removesuffix("\r"), end + 1
-
-
-def split_frontmatter(text: str) -> Result[tuple[str, str], FrontmatterError]:
-    """The YAML block and the verbatim content of a file, per the format in the module docstring."""
-    text = text.removeprefix(_BOM)
-    first = _split_line(text, 0)
-    if first is None or first[0] != DELIMITER:
-        return Failure(
-            FrontmatterError(
-                FrontmatterErrorCode.MISSING_FRONTMATTER,
-                "The file does not start with a frontmatter block: its first line must be exactly '---', "
-                "followed by the metadata as YAML (at least id, created_at and updated_at), a line '---', "
-                "then the memory's text.",
-            )
-        )
-    block_start = position = first[1]
-    while (line := _split_line(text, position)) is not None:
-        if line[0] == DELIMITER:
-            return Success((text[block_start:position], text[line[1] :]))
-        position = line[1]
-    if text[position:] == DELIMITER:  # closing line at the very end, without a line break
-        return Success((text[block_start:position], ""))
-    return Failure(
-        FrontmatterError(
-            FrontmatterErrorCode.INVALID_FRONTMATTER,
-            "The frontmatter block opened on line 1 is never closed: add a line that is exactly '---' "
-            "between the metadata and the memory's text.",
-        )
-    )
-
-
-# --- parse: the YAML block ------------------------------------------------------------------------
-
-
-def _yaml_error(error: yaml.YAMLError) -> FrontmatterError:
-    mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
-    where = f"line {mark.line + 2}" if mark is not None else "the frontmatter"  # line 1 is the opening '---'
-    problem = getattr(error, "problem", None) or str(error)
-    return FrontmatterError(
-        FrontmatterErrorCode.INVALID_FRONTMATTER,
-        f"The frontmatter is not valid YAML ({where}: {problem}): fix that line; put values that contain "
-        "': ' or start with '#', '[', '{', '&', '*', '!', '|', '>', '%', '@' or '`' in quotes.",
-    )
-
-
-def _unbuildable_value(block: str, error: Exception) -> FrontmatterError:
-    """Well-formed YAML holding a value PyYAML cannot build: an impossible date, `!!int abc`, deep nesting."""
-    key, line = _key_of_bad_timestamp(block)
-    if key is not None:
-        detail = f" ({error})" if isinstance(error, ValueError) else ""
-        return FrontmatterError(
-            FrontmatterErrorCode.INVALID_TIMESTAMP,
-            f"`{key}` (line {line}) is not a real date{detail}: write it as an ISO 8601 UTC timestamp "
-            f"like {_EXAMPLE_TIMESTAMP}.",
-            key,
-        )
-    return FrontmatterError(
-        FrontmatterErrorCode.INVALID_FRONTMATTER,
-        f"A value in the frontmatter cannot be read ({type(error).__name__}: {error}): check dates, explicit "
-        "`!!` tags and nesting, and put plain text values in quotes.",
-    )
-
-
-def _key_of_bad_timestamp(block: str) -> tuple[str | None, int | None]:
-    """The top-level key whose unquoted timestamp cannot be built, found on the composed (unbuilt) node tree."""
-    try:
-        root = yaml.compose(block, Loader=yaml.SafeLoader)
-    except Exception:  # only a hint is lost
-        return None, None
-    if not isinstance(root, yaml.MappingNode):
-        return None, None
-    for key_node, value_node in root.value:
-        if value_node.tag == _TIMESTAMP_TAG and isinstance(value_node, yaml.ScalarNode):
-            try:
-                yaml.constructor.SafeConstructor().construct_yaml_timestamp(value_node)
-            except Exception:  # PyYAML raises ValueError, AttributeError… for bad timestamps
-                return str(key_node.value), value_node.start_mark.line + 2
-    return None, None
-
-
-def load_block(block: str) -> Result[dict[str, object], FrontmatterError]:
-    """The frontmatter block as a mapping with string keys (an empty block is an empty mapping)."""
-    try:
-        data = yaml.safe_load(block)
-    except yaml.YAMLError as error:
-        return Failure(_yaml_error(error))
-    except Exception as error:  # PyYAML's constructors raise bare errors for bad explicit tags
-        return Failure(_unbuildable_value(block, error))
-    if data is None:
-        return Success({})
-    if not isinstance(data, dict):
-        return Failure(
-            FrontmatterError(
-                FrontmatterErrorCode.INVALID_FRONTMATTER,
-                f"The frontmatter is a YAML {type(data).__name__}, not a mapping: write one `key: value` "
-                "per line, like `id: <uuid>`.",
-            )
-        )
-    for key in data:
-        if not isinstance(key, str):
-            return Failure(
-                FrontmatterError(
-                    FrontmatterErrorCode.INVALID_FRONTMATTER,
-                    f"The frontmatter key {key!r} is read by YAML as a {type(key).__name__}, not a name: "
-                    f"put it in quotes, like '{key}': ….",
-                )
-            )
-    return Success(data)
+    return dump_block(block, memory.content)
 
 
 # --- parse: one field at a time -------------------------------------------------------------------
@@ -325,7 +138,7 @@ def _problem(key: str, message: str) -> _FieldProblem:
 
 def _timestamp(key: str, raw: object) -> datetime:
     """A UTC datetime from an ISO 8601 string, a YAML datetime or a YAML date."""
-    how = f"write it as an ISO 8601 UTC timestamp like {_EXAMPLE_TIMESTAMP}."
+    how = f"write it as an ISO 8601 UTC timestamp like {EXAMPLE_TIMESTAMP}."
     if isinstance(raw, datetime):
         value = raw
     elif isinstance(raw, date):
@@ -395,7 +208,7 @@ def _missing(key: str, data: Mapping[str, object], how: str) -> _FieldProblem:
 
 def _required_timestamp(key: str, data: Mapping[str, object]) -> datetime:
     if data.get(key) is None:
-        raise _missing(key, data, f"add `{key}: {_EXAMPLE_TIMESTAMP}` (ISO 8601, UTC).")
+        raise _missing(key, data, f"add `{key}: {EXAMPLE_TIMESTAMP}` (ISO 8601, UTC).")
     return _timestamp(key, data[key])
 
 
@@ -418,10 +231,12 @@ def _location(data: Mapping[str, object], path: MemoryPath | None) -> MemoryPath
     raw = data["path"]
     if not isinstance(raw, str):
         raise _problem("path", f"`path` is a {type(raw).__name__}: write it as text like `path: category/slug`.")
-    recorded = parse_memory_path(raw)
-    if isinstance(recorded, Failure):
-        raise _problem("path", f"`path`: {recorded.failure().message}")
-    return recorded.value_or(None)
+    match parse_memory_path(raw):
+        case Success(recorded):
+            return recorded  # type: ignore[no-any-return]
+        case Failure(error):
+            raise _problem("path", f"`path`: {error.message}")
+    raise AssertionError("a Result is a Success or a Failure")  # pragma: no cover
 
 
 def _memory_values(
@@ -494,9 +309,7 @@ def parse_frontmatter(
     ``default_id`` is the id to give a hand-written file without one (reindex); without it a
     missing id is MISSING_FIELD. Never raises for a bad file: every problem is a Failure.
     """
-    return split_frontmatter(text).bind(
-        lambda parts: load_block(parts[0]).bind(lambda data: _read(data, parts[1], store, path, default_id))
-    )
+    return read_block(text).bind(lambda pieces: _read(pieces[0], pieces[1], store, path, default_id))
 
 
 def _read(

@@ -1,0 +1,1 @@
+"""The files backend (markdown files are the record): layout, format, frontmatter, directory, store, catalog."""

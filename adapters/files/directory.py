@@ -1,0 +1,347 @@
+"""One store's directory: safe places, walking, reading and parsing its files (cached by version), batched writes.
+
+Symbolic links are never followed: linked files and directories are not part of a store. Every write of a batch
+is atomic (a temporary ``.<name>.tmp-…`` beside the target, fsync, rename) and its directory is fsynced before
+any old file is removed, so a moved memory's new file is durable before the old one goes.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import TypeVar
+
+import filelock
+from attrs import define, evolve, field, frozen
+from returns.result import Failure, Result, Success
+
+from agent_memory.adapters.files.boundary import guarded
+from agent_memory.adapters.files.format import to_domain_error
+from agent_memory.adapters.files.frontmatter import parse_frontmatter
+from agent_memory.adapters.files.layout import (
+    UNFILED,
+    Parts,
+    bad_file,
+    check_found_parts,
+    check_writable_parts,
+    default_memory_id,
+    invalid_path,
+    is_memory_name,
+    is_temp_name,
+    location_path,
+    relative_path,
+)
+from agent_memory.adapters.shared.boundary import Abort
+from agent_memory.adapters.shared.durable import fsync_directory, write_atomically
+from agent_memory.domain.errors import DomainError
+from agent_memory.domain.model import Memory
+
+T = TypeVar("T")
+
+Stamp = tuple[int, int, int]  # a file version as (inode, size, modification time in ns): a rename or an edit changes it
+
+
+def _raise(error: OSError) -> None:
+    raise error
+
+
+def _read_bytes(path: Path) -> tuple[bytes, Stamp] | None:
+    """The file's bytes and version, without following a symbolic link; None when there is no such file."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as error:
+        if error.errno == errno.ELOOP:  # a symbolic link: not part of the store
+            return None
+        raise
+    with os.fdopen(descriptor, "rb") as handle:
+        status = os.fstat(handle.fileno())  # before reading: an edit during the read makes the stamp stale, not wrong
+        return handle.read(), (status.st_ino, status.st_size, status.st_mtime_ns)
+
+
+def stamp_of(place: Path) -> Stamp | None:
+    try:
+        status = place.lstat()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return (status.st_ino, status.st_size, status.st_mtime_ns)
+
+
+@frozen
+class Record:
+    """One memory file as read: the memory, its unknown keys, where it lies, and its text."""
+
+    memory: Memory
+    extra: Mapping[str, object]
+    parts: Parts
+    text: str
+    stamp: Stamp | None = None
+
+
+@frozen
+class Folder:
+    """One directory of a walk: where it is, whether it was empty, and its regular files."""
+
+    parts: Parts
+    empty: bool
+    files: tuple[str, ...]
+
+
+@define
+class StoreFiles:
+    """The files of one store directory: safe locations, walking, reading and parsing."""
+
+    name: str
+    directory: Path
+    lock: filelock.BaseFileLock
+    cache: dict[Parts, Record] = field(factory=dict)  # parsed files by place, valid while their stamp is
+    damaged: dict[Parts, str] = field(factory=dict)  # files the last walks could not read, with why
+
+    # --- the boundary
+
+    def guard(self, doing: str, call: Callable[[], T]) -> Result[T, DomainError]:
+        """`call()` as a Result, its errors said as failures to `doing` in this store."""
+        return guarded(doing, self.directory, call)
+
+    def locked(self, doing: str, step: Callable[[Batch], T]) -> Result[T, DomainError]:
+        """`step` run on a new batch under the store's lock, as a Result."""
+
+        def run() -> T:
+            with self.lock:
+                return step(Batch(self))
+
+        return self.guard(doing, run)
+
+    # --- locations
+
+    def target(self, parts: Parts, *, make_folders: bool) -> Path:
+        """The absolute place of a file to write (or, with make_folders False, to delete), refusing links and
+        anything outside the store. Files are only written under names the layout builds; a file found by
+        walking (a hand-named one that reindex moves) may be deleted whatever its name."""
+        if make_folders:
+            check_writable_parts(parts)
+        else:
+            check_found_parts(parts)
+        current = self.directory
+        for folder in parts[:-1]:
+            current = current / folder
+            if current.is_symlink():
+                raise invalid_path(
+                    f"Refusing to write through '{relative_path(parts)}': the folder '{folder}' is a symbolic link, "
+                    "and memory files are only written inside the store's own directory.",
+                    relative_path(parts),
+                )
+            if make_folders and not current.exists():
+                current.mkdir(exist_ok=True)
+        target = current / parts[-1]
+        self._check_inside(target.parent, relative_path(parts))
+        return target
+
+    def _check_inside(self, folder: Path, relative: str) -> None:
+        base = os.path.realpath(self.directory)
+        real = os.path.realpath(folder)
+        if real != base and not real.startswith(base + os.sep):
+            raise invalid_path(f"Refusing to write '{relative}': it would lie outside store '{self.name}'.", relative)
+
+    def readable(self, parts: Parts) -> Path | None:
+        """The place of a file to read, or None when a folder on the way is a link (not part of the store)."""
+        current = self.directory
+        for folder in parts[:-1]:
+            current = current / folder
+            if current.is_symlink():
+                return None
+        return current / parts[-1]
+
+    # --- walking
+
+    def walk(self) -> Iterator[Folder]:
+        """Every directory of the store, top first, without reserved folders or links."""
+        for folder, subfolders, names in os.walk(self.directory, onerror=_raise):
+            parts = Path(folder).relative_to(self.directory).parts
+            empty = not subfolders and not names
+            subfolders[:] = sorted(s for s in subfolders if self._walkable(parts, s, folder))
+            files = tuple(sorted(n for n in names if not os.path.islink(os.path.join(folder, n))))
+            yield Folder(parts, empty, files)
+
+    @staticmethod
+    def _walkable(parts: Parts, name: str, folder: str) -> bool:
+        if name.startswith(".") or os.path.islink(os.path.join(folder, name)):
+            return False
+        return not name.startswith("_") or (parts == () and name == UNFILED)
+
+    def memory_files(self, select: Callable[[Parts], bool] | None = None) -> list[Parts]:
+        found = [(*folder.parts, name) for folder in self.walk() for name in folder.files if is_memory_name(name)]
+        return found if select is None else [parts for parts in found if select(parts)]
+
+    # --- reading
+
+    def read_text(self, parts: Parts) -> str | None:
+        read = self.read_stamped(parts)
+        return None if read is None else read[0]
+
+    def read_stamped(self, parts: Parts) -> tuple[str, Stamp] | None:
+        place = self.readable(parts)
+        read = None if place is None else _read_bytes(place)
+        if read is None:
+            return None
+        try:
+            return read[0].decode("utf-8"), read[1]
+        except UnicodeDecodeError as error:
+            raise bad_file(
+                relative_path(parts), self.name, "it is not UTF-8 text. Save it as UTF-8.", str(error)
+            ) from None
+
+    def parse(self, parts: Parts, text: str, stamp: Stamp | None = None) -> Record:
+        relative = relative_path(parts)
+        path = location_path(parts, self.name)
+        parsed = parse_frontmatter(text, store=self.name, path=path, default_id=default_memory_id(self.name, relative))
+        match parsed:
+            case Success(found):
+                memory = found.memory if found.memory.path == path else evolve(found.memory, path=path)
+                return Record(memory, dict(found.extra), parts, text, stamp)
+            case Failure(problem):
+                error = to_domain_error(problem, relative)
+                raise Abort(evolve(error, message=f"The file '{relative}' in store '{self.name}': {error.message}"))
+        raise AssertionError("a Result is a Success or a Failure")  # pragma: no cover
+
+    def read_record(self, parts: Parts) -> Record | None:
+        """The memory of a file, parsed again only when the file changed since it was last read here."""
+        cached = self.cache.get(parts)
+        place = self.readable(parts)
+        if cached is not None and place is not None and stamp_of(place) == cached.stamp:
+            return cached
+        read = self.read_stamped(parts)
+        if read is None:
+            self.cache.pop(parts, None)
+            return None
+        record = self.parse(parts, *read)
+        self.cache[parts] = record
+        return record
+
+    def remember(self, record: Record) -> None:
+        self.cache[record.parts] = record
+
+    def forget(self, parts: Parts) -> None:
+        self.cache.pop(parts, None)
+
+    def records(self, select: Callable[[Parts], bool] | None = None) -> dict[str, Record]:
+        """The memory files (those whose place `select` accepts), by id.
+
+        Two files with one id are an error, unless a writer was mid-move (it writes the new file before it
+        deletes the old one): then the walk is repeated once the writer is done.
+        """
+        found = self._records_once(select)
+        if isinstance(found, Abort):
+            with self.lock:
+                found = self._records_once(select)
+        if isinstance(found, Abort):
+            raise found
+        if select is None:
+            self._keep_cached({r.parts for r in found.values()})
+        return found
+
+    def _keep_cached(self, places: set[Parts]) -> None:
+        for parts in [p for p in self.cache if p not in places]:
+            self.cache.pop(parts, None)
+
+    def _records_once(self, select: Callable[[Parts], bool] | None) -> dict[str, Record] | Abort:
+        """One walk. A file that cannot be read as a memory is skipped and remembered in `damaged`: one bad
+        hand edit never makes the whole store unreadable."""
+        records: dict[str, Record] = {}
+        if select is None:
+            self.damaged.clear()
+        for parts in self.memory_files(select):
+            try:
+                record = self.read_record(parts)
+            except Abort as problem:
+                self.damaged[parts] = problem.error.message
+                continue
+            self.damaged.pop(parts, None)
+            if record is None:
+                continue  # removed since the walk listed it
+            twin = records.get(record.memory.id)
+            if twin is not None:
+                return self._duplicate(twin.parts, parts, record.memory.id)
+            records[record.memory.id] = record
+        return records
+
+    def _duplicate(self, first: Parts, second: Parts, memory_id: str) -> Abort:
+        return bad_file(
+            relative_path(second),
+            self.name,
+            f"it holds memory {memory_id}, like '{relative_path(first)}'. Delete the stale copy (or remove the `id:` "
+            "line of one to make it a separate memory), then run `memory reindex`.",
+        )
+
+
+@define
+class Batch:
+    """The writes of one locked operation: atomic files, directories synced before any old file is removed."""
+
+    files: StoreFiles
+    cleaned: set[Path] = field(factory=set)
+    written: set[Path] = field(factory=set)  # directories that gained a file not yet synced
+    touched: set[Path] = field(factory=set)  # directories that lost a file or folder not yet synced
+    emptied: set[Parts] = field(factory=set)
+    texts: dict[Memory, str] = field(factory=dict)  # files already serialized (without unknown keys) by a check
+
+    def write(self, parts: Parts, text: str) -> Stamp | None:
+        """Write a file atomically; its stamp once written."""
+        target = self.files.target(parts, make_folders=True)
+        self._clean(target.parent)
+        self.files.forget(parts)
+        write_atomically(target, text.encode("utf-8"))
+        self.written.add(target.parent)
+        return stamp_of(target)
+
+    def delete(self, parts: Parts) -> None:
+        target = self.files.target(parts, make_folders=False)
+        self._sync(self.written)  # the new copy of a moved memory is durable before the old one goes
+        self.files.forget(parts)
+        target.unlink(missing_ok=True)
+        self.touched.add(target.parent)
+        self.emptied.add(parts[:-1])
+
+    def forget_folder(self, parts: Parts) -> None:
+        """Mark a folder for removal if it ends up empty."""
+        self.emptied.add(parts)
+
+    def finish(self) -> None:
+        """Remove folders the batch left empty, then make every change durable."""
+        for folder in sorted(self.emptied, key=len, reverse=True):
+            self._prune(folder)
+        self.emptied.clear()
+        self._sync(self.written)
+        self._sync(self.touched)
+
+    @staticmethod
+    def _sync(directories: set[Path]) -> None:
+        for directory in sorted(directories):
+            if directory.is_dir():
+                fsync_directory(directory)
+        directories.clear()
+
+    def _clean(self, directory: Path) -> None:
+        """Temporary files left by a writer that crashed (under the lock, any temporary file is stale)."""
+        if directory in self.cleaned:
+            return
+        self.cleaned.add(directory)
+        for entry in os.scandir(directory):
+            if is_temp_name(entry.name) and entry.is_file(follow_symlinks=False):
+                Path(entry.path).unlink(missing_ok=True)
+
+    def _prune(self, folder: Parts) -> None:
+        """Remove a folder and its parents while they are empty, never the store directory itself."""
+        while folder:
+            place = self.files.directory.joinpath(*folder)
+            if place.is_symlink():
+                return
+            try:
+                place.rmdir()
+            except OSError:  # not empty, already gone or not ours to remove: tidying stops here
+                return
+            self.touched.add(place.parent)
+            folder = folder[:-1]
