@@ -28,8 +28,10 @@ class _OneTransaction:
 
     def __init__(self, connection: sqlite3.Connection) -> None:
         self._connection = connection
+        self.used = False  # a point was (being) written: the collection in memory may have changed
 
     def __enter__(self) -> _OneTransaction:
+        self.used = True
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -85,20 +87,25 @@ def one_commit(client: QdrantClient, collection: str) -> Iterator[None]:
     if target is None:
         yield
         return
-    target.persistence.storage = _OneTransaction(target.connection)  # type: ignore[assignment]
+    stand_in = _OneTransaction(target.connection)
+    target.persistence.storage = stand_in  # type: ignore[assignment]
     try:
         yield
-        target.connection.commit()
+        commit(target.connection)
     except BaseException:
         target.persistence.storage = target.connection
-        written = target.connection.in_transaction
         with contextlib.suppress(sqlite3.Error):
-            target.connection.rollback()
-        if written:
+            target.connection.rollback()  # SQLite may have rolled back already (a full disk at COMMIT)
+        if stand_in.used:
             _read_back(target)
         raise
     finally:
         target.persistence.storage = target.connection
+
+
+def commit(connection: sqlite3.Connection) -> None:
+    """The one commit of a write (a function of its own so that a test can make it fail)."""
+    connection.commit()
 
 
 def _read_back(target: LocalTarget) -> None:

@@ -142,6 +142,20 @@ def test_a_removal_failing_midway_removes_nothing(store: QdrantVectorStore, monk
     assert ok(store.count()) == 20
 
 
+def test_a_failed_commit_leaves_nothing_in_memory_either(
+    store: QdrantVectorStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full_disk(connection: sqlite3.Connection) -> None:
+        connection.rollback()  # as SQLite does itself when COMMIT meets a full disk
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(local_commit, "commit", full_disk)
+    pairs = sample(20)
+    failed_with(store.add([m for m, _ in pairs], [v for _, v in pairs]), ErrorCode.STORAGE_ERROR)
+    assert rows_on_disk(store.client, store.collection) == 0
+    assert ok(store.count()) == 0
+
+
 def test_a_failure_before_any_write_keeps_the_collection_object(store: QdrantVectorStore) -> None:
     target = local_target(store.client, store.collection)
     assert target is not None
