@@ -16,6 +16,7 @@ from returns.result import Result, Success
 from agent_memory.adapters.qdrant import layout
 from agent_memory.adapters.qdrant.catalog import QdrantCatalog
 from agent_memory.adapters.qdrant.layout import FIRST_GENERATION, GENERATION
+from agent_memory.adapters.qdrant.local_commit import one_commit
 from agent_memory.adapters.qdrant.terms import memory_weights, query_vector, sparse_vector
 from agent_memory.adapters.shared.batching import chunks
 from agent_memory.domain.errors import DomainError
@@ -265,12 +266,15 @@ class Window:
         return None if link is None else link.text
 
     def flush(self) -> None:
-        """Write the changed points, then delete the removed ones."""
-        for batch in layout.request_batches(self.points(), _sparse_point_size):
-            self.client.upsert(self.collection, points=batch, wait=True)
+        """Write the changed points, then delete the removed ones (in local mode, as one commit)."""
+        points = self.points()
         gone = [point_id(i) for i in self.removed]
-        for page in chunks(gone, layout.MAX_BATCH_POINTS):
-            self.client.delete(self.collection, points_selector=models.PointIdsList(points=list(page)), wait=True)
+        with one_commit(self.client, self.collection):
+            for batch in layout.request_batches(points, _sparse_point_size):
+                self.client.upsert(self.collection, points=batch, wait=True)
+            for page in chunks(gone, layout.MAX_BATCH_POINTS):
+                selector = models.PointIdsList(points=list(page))
+                self.client.delete(self.collection, points_selector=selector, wait=True)
         self.changed.clear()
         self.removed.clear()
 

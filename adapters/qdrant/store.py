@@ -14,6 +14,7 @@ from returns.result import Result, Success
 from agent_memory.adapters.qdrant import layout
 from agent_memory.adapters.qdrant.boundary import Boundary
 from agent_memory.adapters.qdrant.layout import GENERATION, ModelRecords
+from agent_memory.adapters.qdrant.local_commit import one_commit
 from agent_memory.adapters.qdrant.records import DENSE, memories_of, memory_payload, point, point_ids, to_filter
 from agent_memory.adapters.qdrant.records import similarity_from_score as similarity
 from agent_memory.adapters.shared.batching import chunks
@@ -59,8 +60,10 @@ class QdrantVectorStore:
 
     def remove(self, ids: Sequence[str]) -> Result[None, DomainError]:
         def delete() -> None:
-            for batch in chunks(point_ids(ids), layout.MAX_BATCH_POINTS):
-                self.client.delete(self.collection, points_selector=models.PointIdsList(points=list(batch)), wait=True)
+            with one_commit(self.client, self.collection):
+                for batch in chunks(point_ids(ids), layout.MAX_BATCH_POINTS):
+                    selector = models.PointIdsList(points=list(batch))
+                    self.client.delete(self.collection, points_selector=selector, wait=True)
 
         return self.boundary.result("delete memories", delete)
 
@@ -174,8 +177,9 @@ class QdrantVectorStore:
         latest = {memory.id: (memory, vector) for memory, vector in zip(memories, embeddings, strict=True)}
         self._check_dimension([vector for _, vector in latest.values()])
         points = [point(memory, vector) for memory, vector in latest.values()]
-        for batch in layout.request_batches(points, partial(layout.dense_point_size, self.dimension or 0)):
-            self.client.upsert(self.collection, points=batch, wait=True)
+        with one_commit(self.client, self.collection):  # local mode: the whole add in one commit, not one per point
+            for batch in layout.request_batches(points, partial(layout.dense_point_size, self.dimension or 0)):
+                self.client.upsert(self.collection, points=batch, wait=True)
 
     def _check_dimension(self, vectors: Sequence[Vector]) -> None:
         abort_if(dimension_mismatch(self.dimension, vectors))
@@ -196,8 +200,9 @@ class QdrantVectorStore:
             )
             for memory in memories
         ]
-        for batch in chunks(operations, layout.MAX_BATCH_POINTS):
-            self.client.batch_update_points(self.collection, update_operations=list(batch), wait=True)
+        with one_commit(self.client, self.collection):
+            for batch in chunks(operations, layout.MAX_BATCH_POINTS):
+                self.client.batch_update_points(self.collection, update_operations=list(batch), wait=True)
 
     def _rebuild_dimension(self, embeddings: Sequence[Vector]) -> int:
         abort_if(mixed_dimensions(embeddings))
