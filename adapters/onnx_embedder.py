@@ -192,25 +192,15 @@ class OnnxMiniLMEmbedder:
         return loaded
 
     def _load(self) -> Result[_LoadedModel, DomainError]:
-        model_path = self._model_path or default_model_path()
-        if model_path is None or not model_path.is_file():
-            return Failure(
-                _embedding_error(
-                    "The embedding model file is missing: reinstall agent-memory "
-                    "(the package ships models/all-MiniLM-L6-v2/model.onnx).",
-                    path=model_path,
-                )
+        return Result.do(
+            loaded
+            for model_path in _shipped_file("model", self._model_path or default_model_path(), _MODEL_FILE)
+            for tokenizer_path in _shipped_file(
+                "tokenizer", self._tokenizer_path or default_tokenizer_path(), _TOKENIZER_FILE
             )
-        tokenizer_path = self._tokenizer_path or default_tokenizer_path()
-        if tokenizer_path is None or not tokenizer_path.is_file():
-            return Failure(
-                _embedding_error(
-                    "The embedding tokenizer file is missing: reinstall agent-memory "
-                    "(the package ships models/all-MiniLM-L6-v2/tokenizer.json).",
-                    path=tokenizer_path,
-                )
-            )
-        return _load_tokenizer(tokenizer_path).bind(lambda tokenizer: self._load_session_with(tokenizer, model_path))
+            for tokenizer in _load_tokenizer(tokenizer_path)
+            for loaded in self._load_session_with(tokenizer, model_path)
+        )
 
     def _load_session_with(self, tokenizer: Any, model_path: Path) -> Result[_LoadedModel, DomainError]:
         return (
@@ -235,6 +225,19 @@ class OnnxMiniLMEmbedder:
             )
         rows: list[Vector] = list(vectors.tolist())
         return Success(rows)
+
+
+def _shipped_file(what: str, path: Path | None, shipped: Path) -> Result[Path, DomainError]:
+    """`path` when the file is there; else an error saying the package ships it (`shipped` names where)."""
+    if path is not None and path.is_file():
+        return Success(path)
+    return Failure(
+        _embedding_error(
+            f"The embedding {what} file is missing: reinstall agent-memory "
+            f"(the package ships models/{shipped.parent.name}/{shipped.name}).",
+            path=path,
+        )
+    )
 
 
 def _load_tokenizer(path: Path) -> Result[Any, DomainError]:
