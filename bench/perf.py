@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from agent_memory.domain.base import keyword_entry
 from agent_memory.domain.commands import CreateMemory, SearchMemories
+from agent_memory.domain.context import keyword_entry
 from agent_memory.domain.model import Memory
 from agent_memory.entrypoints.bootstrap import build_service
 from agent_memory.entrypoints.settings import load_settings

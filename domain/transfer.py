@@ -9,12 +9,13 @@ from attrs import frozen
 from returns.iterables import Fold
 from returns.result import Failure, Result, Success
 
-from agent_memory.domain.base import UseCaseBase, attempt, keyword_entry
+from agent_memory.domain.context import Context, keyword_entry
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory, check_store_name
 from agent_memory.domain.paths import CategoryPath, parse_category_path
 from agent_memory.domain.ports import CategoryRegistry, VectorStore
+from agent_memory.domain.results import in_turn, validated
 from agent_memory.domain.tenancy import guarded_only
 
 IMPORT_BATCH = 256
@@ -57,57 +58,61 @@ class StoreOutline:
     categories: Mapping[str, str]
 
 
-class TransferUseCases(UseCaseBase):
+@frozen
+class Transfer:
     """export and import (issue: moving between backends loses nothing)."""
+
+    ctx: Context
 
     def export(self, *, stores: Sequence[str] | None = None) -> Result[list[Memory], DomainError]:
         """Every memory of the given stores (all stores when None): soft-deleted and expired ones too."""
-        names: Result[list[str], DomainError] = Success(list(stores)) if stores is not None else self.catalog.names()
+        dumped = (
+            guarded_only(self.ctx.tenant, "export")
+            .bind(lambda _: self._names(stores))
+            .bind(lambda names: in_turn(names, self._dump))
+        )
+        return dumped.map(lambda groups: [memory for group in groups for memory in group])
 
-        def dump(store_names: list[str]) -> Result[list[Memory], DomainError]:
-            everything: list[Memory] = []
-            for name in store_names:
-                scanned = self._open(name, create=False).bind(lambda s: s.scan(MemoryFilter(include_deleted=True)))
-                if isinstance(scanned, Failure):
-                    return scanned
-                everything.extend(sorted(scanned.value_or([]), key=lambda m: (m.created_at, m.id)))
-            return Success(everything)
+    def _names(self, stores: Sequence[str] | None) -> Result[list[str], DomainError]:
+        return Success(list(stores)) if stores is not None else self.ctx.catalog.names()
 
-        return guarded_only(self.tenant, "export").bind(lambda _: names).bind(dump)
+    def _dump(self, name: str) -> Result[list[Memory], DomainError]:
+        """One store's memories, soft-deleted ones included, in creation order."""
+        return (
+            self.ctx.open(name, create=False)
+            .bind(lambda store: store.scan(MemoryFilter(include_deleted=True)))
+            .map(lambda memories: sorted(memories, key=lambda m: (m.created_at, m.id)))
+        )
 
     def export_outlines(self, *, stores: Sequence[str] | None = None) -> Result[list[StoreOutline], DomainError]:
         """Every given store (all when None) with its registered categories and their descriptions."""
-        names: Result[list[str], DomainError] = Success(list(stores)) if stores is not None else self.catalog.names()
-
-        def outline(name: str) -> Result[StoreOutline, DomainError]:
-            return (
-                self._open(name, create=False)
-                .bind(lambda _: self.catalog.categories(name))
-                .bind(lambda registry: registry.describe_all())
-                .map(lambda described: StoreOutline(name, dict(sorted(described.items()))))
-            )
-
         return (
-            guarded_only(self.tenant, "export")
-            .bind(lambda _: names)
-            .bind(lambda found: Fold.collect([outline(n) for n in found], Success(())))
+            guarded_only(self.ctx.tenant, "export")
+            .bind(lambda _: self._names(stores))
+            .bind(lambda found: Fold.collect([self._outline(n) for n in found], Success(())))
             .map(list)
+        )
+
+    def _outline(self, name: str) -> Result[StoreOutline, DomainError]:
+        return (
+            self.ctx.open(name, create=False)
+            .bind(lambda _: self.ctx.catalog.categories(name))
+            .bind(lambda registry: registry.describe_all())
+            .map(lambda described: StoreOutline(name, dict(sorted(described.items()))))
         )
 
     def import_outlines(self, outlines: Sequence[StoreOutline]) -> Result[int, DomainError]:
         """Create each store and register its categories with their descriptions; idempotent. The stores made."""
         return (
-            guarded_only(self.tenant, "import")
+            guarded_only(self.ctx.tenant, "import")
             .bind(lambda _: Fold.collect([_parsed(outline) for outline in outlines], Success(())))
-            .bind(self._register_outlines)
+            .bind(lambda parsed: in_turn(parsed, self._register_outline))
+            .map(len)
         )
 
-    def _register_outlines(self, outlines: tuple[_Outline, ...]) -> Result[int, DomainError]:
-        for name, categories in outlines:
-            done = self._exclusive(name, partial(self._register, name, categories))
-            if isinstance(done, Failure):
-                return done
-        return Success(len(outlines))
+    def _register_outline(self, outline: _Outline) -> Result[None, DomainError]:
+        name, categories = outline
+        return self.ctx.exclusive(name, partial(self._register, name, categories))
 
     def _register(self, name: str, categories: tuple[tuple[CategoryPath, str], ...]) -> Result[None, DomainError]:
         def put_all(registry: CategoryRegistry) -> Result[None, DomainError]:
@@ -115,74 +120,69 @@ class TransferUseCases(UseCaseBase):
                 lambda _: None
             )
 
-        return self._open(name, create=True).bind(lambda _: self.catalog.categories(name)).bind(put_all)
+        return self.ctx.open(name, create=True).bind(lambda _: self.ctx.catalog.categories(name)).bind(put_all)
 
     def import_memories(
         self, memories: Sequence[Memory], *, progress: Progress = _quiet
     ) -> Result[ImportReport, DomainError]:
         """Write memories exactly as given (ids, timestamps, flags); an id already present is replaced."""
-        refused = guarded_only(self.tenant, "import")
-        if isinstance(refused, Failure):
-            return refused
         by_store: dict[str, list[Memory]] = {}
         for memory in memories:
             by_store.setdefault(memory.store, []).append(memory)
         tally = _Tally(total=len(memories), progress=progress)
-        for name, group in by_store.items():
-            outcome = self._exclusive(name, lambda name=name, group=group: self._import_store(name, group, tally))  # type: ignore[misc]
-            if isinstance(outcome, Failure):
-                return outcome
-        return Success(ImportReport(tally.created, tally.replaced))
+
+        def import_store(item: tuple[str, list[Memory]]) -> Result[None, DomainError]:
+            name, group = item
+            return self.ctx.exclusive(name, partial(self._import_store, name, group, tally))
+
+        return (
+            guarded_only(self.ctx.tenant, "import")
+            .bind(lambda _: in_turn(by_store.items(), import_store))
+            .map(lambda _: ImportReport(tally.created, tally.replaced))
+        )
 
     def _import_store(self, name: str, group: list[Memory], tally: _Tally) -> Result[None, DomainError]:
         return (
-            self._open(name, create=True)
-            .bind(self._check_model)
-            .bind(lambda store: self._paths_free(store, group))
+            self.ctx.open(name, create=True)
+            .bind(self.ctx.check_model)
+            .bind(lambda store: self.ctx.paths_free(store, group))
             .bind(lambda store: self._import_group(store, group, tally))
         )
 
     def _import_group(self, store: VectorStore, group: list[Memory], tally: _Tally) -> Result[None, DomainError]:
-        for start in range(0, len(group), IMPORT_BATCH):
-            batch = group[start : start + IMPORT_BATCH]
-            written = self._import_batch(store, batch).map(tally.add)
-            if isinstance(written, Failure):
-                return written
-        return Success(None)
+        batches = [group[start : start + IMPORT_BATCH] for start in range(0, len(group), IMPORT_BATCH)]
+        return in_turn(batches, lambda batch: self._import_batch(store, batch).map(tally.add)).map(lambda _: None)
 
     def _import_batch(self, store: VectorStore, batch: list[Memory]) -> Result[tuple[int, int], DomainError]:
-        def write(existing: list[Memory], vectors: list[Sequence[float]]) -> Result[tuple[int, int], DomainError]:
-            before = {m.id: m for m in existing}
-            known = set(before)
-            rethreaded = [  # a replaced memory now of another thread or scope leaves its old neighbours first
-                m.id for m in batch if m.id in before and keyword_entry(before[m.id]).thread != keyword_entry(m).thread
-            ]
-            fresh = [(m, v) for m, v in zip(batch, vectors, strict=True) if m.id not in known]
-            for memory, vector in zip(batch, vectors, strict=True):
-                if memory.id in known:
-                    replaced = store.replace(memory, vector)
-                    if isinstance(replaced, Failure):
-                        return replaced
-            if fresh:
-                added = store.add([m for m, _ in fresh], [v for _, v in fresh])
-                if isinstance(added, Failure):
-                    return added
-            counts = (len(fresh), len(batch) - len(fresh))
-            return (
-                self._unindex_keywords(batch[0].store, rethreaded)
-                .bind(lambda _: self._index_keywords(batch[0].store, batch))
-                .map(lambda _: counts)
-            )
-
         duplicates = {m.id for m in batch if sum(1 for o in batch if o.id == m.id) > 1}
         if duplicates:
             return Failure(
                 DomainError(ErrorCode.INVALID_INPUT, f"The import holds the same id twice: {sorted(duplicates)[0]}.")
             )
         return store.get([m.id for m in batch]).bind(
-            lambda existing: self.embedder.embed_documents([m.content for m in batch]).bind(
-                lambda vectors: write(existing, list(vectors))
+            lambda existing: self.ctx.embedder.embed_documents([m.content for m in batch]).bind(
+                lambda vectors: self._write_batch(store, batch, existing, list(vectors))
             )
+        )
+
+    def _write_batch(
+        self, store: VectorStore, batch: list[Memory], existing: list[Memory], vectors: list[Sequence[float]]
+    ) -> Result[tuple[int, int], DomainError]:
+        """Replace the batch's known ids, add the new ones, then bring the keyword index in step: (created, replaced)."""
+        before = {m.id: m for m in existing}
+        rethreaded = [  # a replaced memory now of another thread or scope leaves its old neighbours first
+            m.id for m in batch if m.id in before and keyword_entry(before[m.id]).thread != keyword_entry(m).thread
+        ]
+        paired = list(zip(batch, vectors, strict=True))
+        fresh = [(m, v) for m, v in paired if m.id not in before]
+        known = [(m, v) for m, v in paired if m.id in before]
+        counts = (len(fresh), len(batch) - len(fresh))
+        return (
+            in_turn(known, lambda pair: store.replace(*pair))
+            .bind(lambda _: store.add([m for m, _ in fresh], [v for _, v in fresh]) if fresh else Success(None))
+            .bind(lambda _: self.ctx.unindex_keywords(batch[0].store, rethreaded))
+            .bind(lambda _: self.ctx.index_keywords(batch[0].store, batch))
+            .map(lambda _: counts)
         )
 
 
@@ -193,7 +193,7 @@ def _parsed(outline: StoreOutline) -> Result[_Outline, DomainError]:
     """A store outline with its name and category paths checked."""
     return Result.do(
         (name, categories)
-        for name in attempt(lambda: check_store_name(outline.name))
+        for name in validated(lambda: check_store_name(outline.name))
         for categories in Fold.collect(
             [_category(path, text) for path, text in outline.categories.items()], Success(())
         )

@@ -10,8 +10,8 @@ from typing import Any
 from attrs import frozen
 from returns.result import Failure, Result
 
-from agent_memory.domain.base import is_memory_id
 from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
+from agent_memory.domain.context import is_memory_id
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.model import Memory, ScoredMemory
 from agent_memory.domain.namespaces import ConfigurationError, resolve_namespace

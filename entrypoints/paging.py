@@ -11,7 +11,7 @@ from returns.result import Failure, Result
 from agent_memory.domain.commands import SearchMemories
 from agent_memory.domain.errors import DomainError, invalid_input
 from agent_memory.domain.model import ScoredMemory
-from agent_memory.domain.scoped import MAX_SEARCH_LIMIT
+from agent_memory.domain.searching import MAX_SEARCH_LIMIT
 from agent_memory.domain.service import MemoryService
 from agent_memory.domain.views import Listing, MemoryView
 from agent_memory.entrypoints import json_codec as out

@@ -41,11 +41,11 @@ from returns.methods import unwrap_or_failure
 from returns.result import Failure, Result, Success
 
 from agent_memory._version import __version__
-from agent_memory.domain.base import attempt
 from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
 from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
 from agent_memory.domain.model import check_namespace
-from agent_memory.domain.scoped import MAX_SEARCH_LIMIT
+from agent_memory.domain.results import validated
+from agent_memory.domain.searching import MAX_SEARCH_LIMIT
 from agent_memory.domain.service import MemoryService
 from agent_memory.domain.views import Listing, MemoryView, Status
 from agent_memory.entrypoints import json_codec as out
@@ -317,7 +317,7 @@ def _ref(raw: str) -> str:
 
 
 def _namespace(raw: str | None) -> Result[tuple[str, ...] | None, DomainError]:
-    return Success(None) if raw is None else attempt(lambda: check_namespace(raw))
+    return Success(None) if raw is None else validated(lambda: check_namespace(raw))
 
 
 def _utc(name: str, moment: datetime | None) -> Result[datetime | None, DomainError]:

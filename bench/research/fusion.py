@@ -34,7 +34,7 @@ from locomo import reachable
 
 from agent_memory.adapters.onnx_embedder import make_embedder
 from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
-from agent_memory.domain.base import keyword_entry
+from agent_memory.domain.context import keyword_entry
 from agent_memory.domain.model import Memory, new_memory_id
 from agent_memory.domain.ports import thread_of
 

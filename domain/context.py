@@ -1,4 +1,4 @@
-"""What every use case shares: the ports it runs on, the search policy, and loading memories by reference."""
+"""What every use case shares: the ports and policy it runs on (`Context`), its common steps, loading by reference."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import DEFAULT_STORE, Memory, check_memory_id, check_store_name
 from agent_memory.domain.paths import CategoryPath, MemoryPath, parse_category_path, parse_memory_path
 from agent_memory.domain.ports import (
+    CategoryRegistry,
     Clock,
     Embedder,
     KeywordEntry,
@@ -25,6 +26,7 @@ from agent_memory.domain.ports import (
     WriteLocks,
     thread_key,
 )
+from agent_memory.domain.results import validated
 from agent_memory.domain.tenancy import Guard, narrow, visible
 from agent_memory.domain.views import MemoryView
 
@@ -50,14 +52,6 @@ def _taken(path: MemoryPath, why: str) -> DomainError:
         f"Path '{path}' is taken ({why}): update that memory, or choose another path.",
         path=str(path),
     )
-
-
-def attempt(build: Callable[[], T]) -> Result[T, DomainError]:
-    """Run a constructor or check that may raise InvalidValue, as a Result."""
-    try:
-        return Success(build())
-    except InvalidValue as error:
-        return Failure(error.to_error())
 
 
 def optional_path(raw: str | None) -> Result[MemoryPath | None, DomainError]:
@@ -107,6 +101,12 @@ def _one_at(path: MemoryPath, found: Sequence[Memory], guard: Guard) -> Result[M
     )
 
 
+def under(known: str, category: CategoryPath) -> bool:
+    """Whether a category path (as text) is the category or one below it."""
+    prefix = str(category)
+    return known == prefix or known.startswith(prefix + "/")
+
+
 def keyword_entry(memory: Memory) -> KeywordEntry:
     """What the keyword index sees: the content plus the path's words and the tags, in the memory's thread."""
     extras = [*(memory.path.segments if memory.path else ()), *memory.tags]
@@ -124,8 +124,9 @@ class SearchPolicy:
     default_store: str = DEFAULT_STORE
 
 
-class UseCaseBase:
-    """The ports and the shared steps; MemoryService supplies the fields."""
+@frozen(kw_only=True)
+class Context:
+    """The ports and policy one service runs on, with the steps its use cases share; each use case unit holds one."""
 
     catalog: StoreCatalog
     embedder: Embedder
@@ -135,22 +136,20 @@ class UseCaseBase:
     locks: WriteLocks
     tenant: Guard  # the namespace a pinned service is confined to (None: not pinned)
 
-    # --- helpers ----------------------------------------------------------------------------
-
-    def _guard(self, namespace: Sequence[str] | None) -> Result[Guard, DomainError]:
+    def guard(self, namespace: Sequence[str] | None) -> Result[Guard, DomainError]:
         """The namespace this call may act in: the caller's narrowing of the service's pin (domain.tenancy)."""
         return narrow(self.tenant, namespace)
 
-    def _exclusive(self, store: str | None, work: Callable[[], Result[T, DomainError]]) -> Result[T, DomainError]:
+    def exclusive(self, store: str | None, work: Callable[[], Result[T, DomainError]]) -> Result[T, DomainError]:
         """Run a change to one store (the configured one by default) while no other change to it runs."""
-        return attempt(lambda: check_store_name(store or self.policy.default_store)).bind(
+        return validated(lambda: check_store_name(store or self.policy.default_store)).bind(
             lambda name: self.locks.exclusive(name, work)
         )
 
-    def _open(self, name: str | None, *, create: bool) -> Result[VectorStore, DomainError]:
+    def open(self, name: str | None, *, create: bool) -> Result[VectorStore, DomainError]:
         """A store by name (the configured one by default). Only writers create: a reader of a missing store
         gets STORE_NOT_FOUND, except for the built-in default store, which reads as empty until written."""
-        return attempt(lambda: check_store_name(name or self.policy.default_store)).bind(
+        return validated(lambda: check_store_name(name or self.policy.default_store)).bind(
             lambda store_name: self._open_checked(store_name, create=create)
         )
 
@@ -162,7 +161,7 @@ class UseCaseBase:
             lambda error: Success(EmptyStore()) if error.code is ErrorCode.STORE_NOT_FOUND else Failure(error)
         )
 
-    def _paths_free(self, store: VectorStore, memories: Sequence[Memory]) -> Result[VectorStore, DomainError]:
+    def paths_free(self, store: VectorStore, memories: Sequence[Memory]) -> Result[VectorStore, DomainError]:
         """DESTINATION_EXISTS unless every live memory of the batch has a path no other live memory of its
         namespace holds (paths are unique per namespace: tenants never learn of each other's paths).
 
@@ -185,14 +184,28 @@ class UseCaseBase:
         )
         return Fold.collect(scans, Success(())).bind(lambda found: _none_taken(found, owners, ids)).map(lambda _: store)
 
-    def _count(self, store: str, guard: Guard) -> Result[int, DomainError]:
+    def count(self, store: str, guard: Guard) -> Result[int, DomainError]:
         """How many memories a store holds (soft-deleted ones included), or only a namespace's."""
-        opened = self._open(store, create=False)
+        opened = self.open(store, create=False)
         if guard is None:
             return opened.bind(lambda s: s.count())
         return opened.bind(lambda s: s.scan(MemoryFilter(include_deleted=True, namespace=guard))).map(len)
 
-    def _check_model(self, store: VectorStore) -> Result[VectorStore, DomainError]:
+    def registry(self, store: str) -> Result[CategoryRegistry, DomainError]:
+        """A store's category registry."""
+        return validated(lambda: check_store_name(store)).bind(self.catalog.categories)
+
+    def descriptions(self, store: str, guard: Guard = None) -> Result[Mapping[str, str], DomainError]:
+        """The store's registered categories; none under a namespace (they belong to no tenant)."""
+        if guard is not None:
+            return Success({})
+        described = self.registry(store).bind(lambda registry: registry.describe_all())
+        if store != DEFAULT_STORE:
+            return described
+        # the built-in store reads as empty until written (see open)
+        return described.lash(lambda error: Success({}) if error.code is ErrorCode.STORE_NOT_FOUND else Failure(error))
+
+    def check_model(self, store: VectorStore) -> Result[VectorStore, DomainError]:
         def compare(recorded: str | None) -> Result[VectorStore, DomainError]:
             if recorded is None or recorded == self.embedder.name:
                 return Success(store)
@@ -206,19 +219,15 @@ class UseCaseBase:
 
         return store.embedding_model().bind(compare)
 
-    def _load_any(self, memory_id: str, store: str | None) -> Result[Memory, DomainError]:
-        def first(found: list[Memory], canonical: str) -> Result[Memory, DomainError]:
-            return Success(found[0]) if found else Failure(not_found(canonical))
+    def load_any(self, memory_id: str, store: str | None) -> Result[Memory, DomainError]:
+        """A memory by id, soft-deleted ones included, whatever its namespace."""
+        return validated(lambda: check_memory_id(memory_id)).bind(lambda canonical: self._load_id(canonical, store))
 
-        return attempt(lambda: check_memory_id(memory_id)).bind(
-            lambda canonical: (
-                self._open(store, create=False)
-                .bind(lambda opened: opened.get([canonical]))
-                .bind(lambda found: first(found, canonical))
-            )
-        )
+    def _load_id(self, canonical: str, store: str | None) -> Result[Memory, DomainError]:
+        found = Result.do(memories for opened in self.open(store, create=False) for memories in opened.get([canonical]))
+        return found.bind(lambda memories: Success(memories[0]) if memories else Failure(not_found(canonical)))
 
-    def _load_live(
+    def load_live(
         self,
         ref: str,
         store: str | None,
@@ -228,42 +237,42 @@ class UseCaseBase:
         doing: str = "read",
     ) -> Result[Memory, DomainError]:
         """A memory by id or path that is neither soft-deleted nor (unless asked) expired; `doing` words the refusal."""
-        return self._load_ref(ref, store, namespace=namespace).bind(
-            lambda memory: self._visible(memory, include_expired=include_expired, doing=doing)
+        return self.load_ref(ref, store, namespace=namespace).bind(
+            lambda memory: self.readable(memory, include_expired=include_expired, doing=doing)
         )
 
-    def _save_metadata(self, memory: Memory) -> Result[None, DomainError]:
-        return self._open(memory.store, create=False).bind(lambda s: s.update_metadata([memory]))
+    def save_metadata(self, memory: Memory) -> Result[None, DomainError]:
+        return self.open(memory.store, create=False).bind(lambda s: s.update_metadata([memory]))
 
-    def _confidence(self, memory: Memory) -> float:
+    def confidence_now(self, memory: Memory) -> float:
         return confidence(memory, self.clock.now(), self.policy.decay_window_hours)
 
-    def _view(self, memory: Memory) -> MemoryView:
-        return MemoryView(memory, self._confidence(memory))
+    def view(self, memory: Memory) -> MemoryView:
+        return MemoryView(memory, self.confidence_now(memory))
 
-    def _index_keywords(self, store: str, memories: Sequence[Memory]) -> Result[None, DomainError]:
+    def index_keywords(self, store: str, memories: Sequence[Memory]) -> Result[None, DomainError]:
         """Keep the keyword index in step after a write (no-op without one)."""
         if self.keywords is None or not memories:
             return Success(None)
         return self.keywords.upsert(store, [keyword_entry(m) for m in memories])
 
-    def _reindex_words(self, before: Memory, after: Memory) -> Result[None, DomainError]:
+    def reindex_words(self, before: Memory, after: Memory) -> Result[None, DomainError]:
         """Re-index a memory whose indexed words (content, tags, path) or thread (scope) changed."""
         old, new = keyword_entry(before), keyword_entry(after)
         if old.thread != new.thread:  # another scope: it leaves its old neighbours and joins the new thread's end
-            return self._unindex_keywords(after.store, [after.id]).bind(
-                lambda _: self._index_keywords(after.store, [after])
+            return self.unindex_keywords(after.store, [after.id]).bind(
+                lambda _: self.index_keywords(after.store, [after])
             )
         if old.text == new.text:
             return Success(None)
-        return self._index_keywords(after.store, [after])
+        return self.index_keywords(after.store, [after])
 
-    def _unindex_keywords(self, store: str, ids: Sequence[str]) -> Result[None, DomainError]:
+    def unindex_keywords(self, store: str, ids: Sequence[str]) -> Result[None, DomainError]:
         if self.keywords is None or not ids:
             return Success(None)
         return self.keywords.remove(store, ids)
 
-    def _load_ref(
+    def load_ref(
         self, ref: str, store: str | None, *, namespace: Sequence[str] | None = None
     ) -> Result[Memory, DomainError]:
         """A memory by id (a UUID) or path (anything else), soft-deleted ones included.
@@ -271,11 +280,11 @@ class UseCaseBase:
         Within the call's guard (the service's pin, narrowed by `namespace`): a memory outside it (or its
         sub-namespaces) is not found, by id or by path, so tenants never reach each other's memories.
         """
-        return self._guard(namespace).bind(lambda guard: self._load_guarded(ref, store, guard))
+        return self.guard(namespace).bind(lambda guard: self._load_guarded(ref, store, guard))
 
     def _load_guarded(self, ref: str, store: str | None, guard: Guard) -> Result[Memory, DomainError]:
         if is_memory_id(ref):
-            return self._load_any(ref, store).bind(lambda memory: _inside(memory, guard))
+            return self.load_any(ref, store).bind(lambda memory: _inside(memory, guard))
         return (
             parse_memory_path(ref)
             .alt(lambda error: error if _path_like(ref) else _neither(ref, error))
@@ -285,17 +294,17 @@ class UseCaseBase:
     def _load_path(self, path: MemoryPath, store: str | None, guard: Guard) -> Result[Memory, DomainError]:
         where = MemoryFilter(path=path, namespace=guard)
         return (
-            self._open(store, create=False)
+            self.open(store, create=False)
             .bind(lambda opened: opened.scan(where))
             .bind(lambda found: _one_at(path, [m for m in found if visible(m, guard)], guard))
         )
 
-    def _visible(self, memory: Memory, *, include_expired: bool, doing: str = "read") -> Result[Memory, DomainError]:
+    def readable(self, memory: Memory, *, include_expired: bool, doing: str = "read") -> Result[Memory, DomainError]:
         if memory.deleted:
             return Failure(not_found(memory.id))
-        return self._unexpired(memory, include_expired=include_expired, doing=doing)
+        return self.unexpired(memory, include_expired=include_expired, doing=doing)
 
-    def _unexpired(self, memory: Memory, *, include_expired: bool, doing: str) -> Result[Memory, DomainError]:
+    def unexpired(self, memory: Memory, *, include_expired: bool, doing: str) -> Result[Memory, DomainError]:
         """MEMORY_EXPIRED for a memory past its expiry, unless the caller said include_expired."""
         if include_expired or not memory.is_expired(self.clock.now()):
             return Success(memory)

@@ -1,0 +1,209 @@
+"""The upkeep use cases: status (counts and index checks), prune of expired memories, reindex of a store."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from attrs import evolve, frozen
+from returns.iterables import Fold
+from returns.result import Failure, Result, Success
+
+from agent_memory.domain.context import Context, keyword_entry
+from agent_memory.domain.errors import DomainError
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.model import Memory
+from agent_memory.domain.paths import MemoryPath
+from agent_memory.domain.ports import VectorStore
+from agent_memory.domain.tenancy import Guard, guarded_only
+from agent_memory.domain.views import Census, PruneReport, ReindexReport, Status
+
+REINDEX_BATCH = 256
+
+
+@frozen
+class Maintenance:
+    """status, prune and reindex."""
+
+    ctx: Context
+
+    # --- status -----------------------------------------------------------------------------
+
+    def status(
+        self, *, store: str | None = None, namespace: Sequence[str] | None = None
+    ) -> Result[Status, DomainError]:
+        """Reach the backend, count the store's live memories (and its soft-deleted and expired ones beside
+        them) and verify the indexes.
+
+        Under a namespace only its memories are counted, and the store-wide checks (whose findings name other
+        tenants' files and counts) are left to the operator."""
+        name = store or self.ctx.policy.default_store
+        return self.ctx.guard(namespace).bind(lambda guard: self._status_of(name, guard))
+
+    def _status_of(self, name: str, guard: Guard) -> Result[Status, DomainError]:
+        def report(location: Mapping[str, str], opened: VectorStore) -> Result[Status, DomainError]:
+            if guard is None:
+                return self._verified(opened, name, location)
+            return self._census(opened, guard).map(
+                lambda census: _status(self.ctx.catalog.backend, name, census, location, ())
+            )
+
+        return self.ctx.catalog.health().bind(
+            lambda location: self.ctx.open(name, create=False).bind(lambda opened: report(location, opened))
+        )
+
+    def _verified(self, opened: VectorStore, name: str, location: Mapping[str, str]) -> Result[Status, DomainError]:
+        """The store's status; with damage found, counts cannot agree until it is fixed, so only the damage is said."""
+        return Result.do(
+            _status(self.ctx.catalog.backend, name, census, location, damage or self._problems(name, count, model))
+            for count in opened.count()
+            for census in self._census(opened, None)
+            for model in opened.embedding_model()
+            for damage in opened.problems()
+        )
+
+    def _census(self, opened: VectorStore, guard: Guard) -> Result[Census, DomainError]:
+        """How many of the store's (or the namespace's) memories are live, soft-deleted, expired."""
+        now = self.ctx.clock.now()
+
+        def tally(memories: list[Memory]) -> Census:
+            deleted = sum(1 for m in memories if m.deleted)
+            expired = sum(1 for m in memories if not m.deleted and m.is_expired(now))
+            return Census(len(memories) - deleted - expired, deleted, expired)
+
+        return opened.scan(MemoryFilter(include_deleted=True, namespace=guard)).map(tally)
+
+    def _problems(self, store: str, count: int, model: str | None) -> tuple[str, ...]:
+        """What is out of step in a readable store, each with what to run."""
+        embedder, keywords = self.ctx.embedder, self.ctx.keywords
+        repair = (
+            f"run `memory reindex --store {store}`"
+            if store != self.ctx.policy.default_store
+            else "run `memory reindex`"
+        )
+        found: list[str] = []
+        if model is not None and model != embedder.name:
+            found.append(f"The store was embedded with '{model}' but '{embedder.name}' is configured: {repair}.")
+        if keywords is not None:
+            match keywords.count(store):
+                case Success(indexed) if indexed != count:
+                    found.append(f"The keyword index holds {indexed} of the {count} memories: {repair}.")
+                case Failure(error):
+                    found.append(f"The keyword index cannot be read ({error.cause or error.message}): {repair}.")
+        return tuple(found)
+
+    # --- prune --------------------------------------------------------------------------------
+
+    def prune(
+        self, *, store: str | None = None, dry_run: bool = False, namespace: Sequence[str] | None = None
+    ) -> Result[PruneReport, DomainError]:
+        """Remove every expired memory (of the namespace, under one) for good; a dry run only lists them."""
+        now = self.ctx.clock.now()
+
+        def expired_ones(opened: VectorStore) -> Result[PruneReport, DomainError]:
+            scanned = self.ctx.guard(namespace).bind(
+                lambda guard: opened.scan(MemoryFilter(include_deleted=True, namespace=guard))
+            )
+            return scanned.bind(
+                lambda memories: self._pruned(opened, tuple(m for m in memories if m.is_expired(now)), dry_run=dry_run)
+            )
+
+        return self.ctx.exclusive(store, lambda: self.ctx.open(store, create=False).bind(expired_ones))
+
+    def _pruned(
+        self, opened: VectorStore, expired: tuple[Memory, ...], *, dry_run: bool
+    ) -> Result[PruneReport, DomainError]:
+        if dry_run or not expired:
+            return Success(PruneReport(dry_run, expired))
+        ids = [m.id for m in expired]
+        return (
+            opened.remove(ids)
+            .bind(lambda _: self.ctx.unindex_keywords(expired[0].store, ids))
+            .map(lambda _: PruneReport(False, expired))
+        )
+
+    # --- reindex ------------------------------------------------------------------------------
+
+    def reindex(self, *, store: str | None = None) -> Result[ReindexReport, DomainError]:
+        """Re-embed every memory of the store with the configured embedder, replacing the index at once."""
+        name = store or self.ctx.policy.default_store
+
+        def scan_and_rebuild(opened: VectorStore) -> Result[ReindexReport, DomainError]:
+            return opened.scan(MemoryFilter(include_deleted=True)).bind(
+                lambda memories: self._rebuilt(name, opened, memories)
+            )
+
+        return self.ctx.exclusive(
+            name,
+            lambda: (
+                guarded_only(self.ctx.tenant, "reindex")
+                .bind(lambda _: self.ctx.open(name, create=False))
+                .bind(scan_and_rebuild)
+            ),
+        )
+
+    def _rebuilt(self, name: str, opened: VectorStore, found: list[Memory]) -> Result[ReindexReport, DomainError]:
+        embedder = self.ctx.embedder
+        memories, renamed = one_memory_per_path(found)
+        batches = [memories[i : i + REINDEX_BATCH] for i in range(0, len(memories), REINDEX_BATCH)]
+        vectors = Fold.collect([embedder.embed_documents([m.content for m in batch]) for batch in batches], Success(()))
+        return (
+            vectors.bind(lambda parts: opened.rebuild(memories, [v for part in parts for v in part], embedder.name))
+            .bind(lambda _: self._rebuild_keywords(name, memories))
+            .map(lambda _: ReindexReport(name, len(memories), embedder.name, renamed))
+        )
+
+    def _rebuild_keywords(self, store: str, memories: Sequence[Memory]) -> Result[None, DomainError]:
+        keywords = self.ctx.keywords
+        if keywords is None:
+            return Success(None)
+        known: Result[Mapping[str, tuple[str | None, str | None]], DomainError] = keywords.neighbours(
+            store, [m.id for m in memories]
+        )
+        return known.lash(lambda _: Success({})).bind(  # an unreadable index: creation order alone
+            lambda links: keywords.rebuild(store, [keyword_entry(m) for m in saved_order(memories, links)])
+        )
+
+
+def _status(backend: str, store: str, census: Census, location: Mapping[str, str], problems: tuple[str, ...]) -> Status:
+    return Status(backend, store, census.live, location, problems, census.deleted, census.expired)
+
+
+def saved_order(memories: Sequence[Memory], links: Mapping[str, tuple[str | None, str | None]]) -> list[Memory]:
+    """Creation order; memories created at the same moment (one batch's turns) keep their order in the old index.
+
+    The old order is read off the index's previous/next links: each chain is walked from its first
+    known memory, and a memory's place in that walk breaks ties of created_at (then the id).
+    """
+    present = {m.id for m in memories}
+    place: dict[str, int] = {}
+    for memory in memories:
+        before = links.get(memory.id, (None, None))[0]
+        if before in present:
+            continue  # not the first of its chain
+        current: str | None = memory.id
+        while current is not None and current in present and current not in place:
+            place[current] = len(place)
+            current = links.get(current, (None, None))[1]
+    return sorted(memories, key=lambda m: (m.created_at, place.get(m.id, len(place)), m.id))
+
+
+def one_memory_per_path(memories: Sequence[Memory]) -> tuple[list[Memory], tuple[str, ...]]:
+    """Live memories that share a path (hand-made files like `My Note.md` and `my_note.md`, or data written
+    before paths were enforced) keep their content: the oldest keeps the path, each other one moves to
+    `<slug>-<first 8 characters of its id>` beside it. Returns the memories and what was renamed.
+    Paths are unique per namespace: memories of different namespaces at one path all keep it."""
+    holders: dict[tuple[tuple[str, ...], MemoryPath], Memory] = {}
+    for memory in sorted(memories, key=lambda m: (m.created_at, m.id)):
+        if memory.path is not None and not memory.deleted:
+            holders.setdefault((memory.namespace, memory.path), memory)
+    kept: list[Memory] = []
+    renamed: list[str] = []
+    for memory in memories:
+        path = memory.path
+        if path is None or memory.deleted or holders[(memory.namespace, path)].id == memory.id:
+            kept.append(memory)
+            continue
+        unique = MemoryPath((*path.segments[:-1], f"{path.slug[:100]}-{memory.id[:8]}"))
+        kept.append(evolve(memory, path=unique))
+        renamed.append(f"{path} → {unique}")
+    return kept, tuple(renamed)

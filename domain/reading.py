@@ -1,0 +1,122 @@
+"""The use cases that read without searching: get one memory, list a category, the most recent memories."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from attrs import frozen
+from returns.result import Failure, Result, Success
+
+from agent_memory.domain.context import Context, optional_category, under
+from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.model import Memory
+from agent_memory.domain.paths import CategoryPath
+from agent_memory.domain.tenancy import Guard
+from agent_memory.domain.views import CategorySummary, Listing, MemoryView
+
+MAX_RECENT = 100
+
+
+@frozen
+class Reading:
+    """get, list and recent."""
+
+    ctx: Context
+
+    def get(
+        self,
+        memory_id: str,
+        *,
+        store: str | None = None,
+        include_expired: bool = False,
+        namespace: Sequence[str] | None = None,
+    ) -> Result[MemoryView, DomainError]:
+        """A live memory by id or path with its confidence now; soft-deleted ones are not found."""
+        loaded = self.ctx.load_live(memory_id, store, include_expired=include_expired, namespace=namespace)
+        return loaded.map(self.ctx.view)
+
+    def list(
+        self,
+        category: str | None = None,
+        *,
+        store: str | None = None,
+        include_expired: bool = False,
+        namespace: Sequence[str] | None = None,
+    ) -> Result[Listing, DomainError]:
+        """A category's memories (recursively) and direct subcategories with counts and descriptions.
+
+        Under a namespace, only its memories and the categories their paths make (the store's registered
+        categories and descriptions belong to no tenant, so they are not shown)."""
+        return self.ctx.guard(namespace).bind(
+            lambda guard: optional_category(category).bind(
+                lambda parsed: self._listing(parsed, store, include_expired=include_expired, guard=guard)
+            )
+        )
+
+    def recent(
+        self,
+        *,
+        store: str | None = None,
+        limit: int = 5,
+        category: str | None = None,
+        include_expired: bool = False,
+        namespace: Sequence[str] | None = None,
+    ) -> Result[tuple[MemoryView, ...], DomainError]:
+        """The most recently updated memories, newest first (limit 1–100, default 5)."""
+        if not 1 <= limit <= MAX_RECENT:
+            return Failure(invalid_input(f"limit must be between 1 and {MAX_RECENT}, got {limit}."))
+        return self.list(category, store=store, include_expired=include_expired, namespace=namespace).map(
+            lambda listing: listing.memories[:limit]
+        )
+
+    def _listing(
+        self,
+        category: CategoryPath | None,
+        store: str | None,
+        *,
+        include_expired: bool,
+        guard: Guard,
+    ) -> Result[Listing, DomainError]:
+        name = store or self.ctx.policy.default_store
+        where = MemoryFilter(
+            path_prefix=category, alive_at=None if include_expired else self.ctx.clock.now(), namespace=guard
+        )
+        scanned = self.ctx.open(name, create=False).bind(lambda opened: opened.scan(where))
+        return scanned.bind(
+            lambda memories: self.ctx.descriptions(name, guard).bind(
+                lambda described: _assemble_listing(category, memories, described, self.ctx.view)
+            )
+        )
+
+
+def _assemble_listing(
+    category: CategoryPath | None,
+    memories: list[Memory],
+    described: Mapping[str, str],
+    view: Callable[[Memory], MemoryView],
+) -> Result[Listing, DomainError]:
+    depth = 0 if category is None else len(category.segments)
+    known_here = [k for k in described if category is None or under(k, category)]
+    if category is not None and not memories and not known_here:
+        return Failure(
+            DomainError(
+                ErrorCode.CATEGORY_NOT_FOUND,
+                f"Category '{category}' does not exist: create it, or add a memory under it.",
+                path=str(category),
+            )
+        )
+    counts: dict[str, int] = {}
+    for memory in memories:
+        if memory.path is not None and len(memory.path.segments) - 1 > depth:
+            child = "/".join(memory.path.segments[: depth + 1])
+            counts[child] = counts.get(child, 0) + 1
+    for known in known_here:
+        parts = known.split("/")
+        if len(parts) > depth:
+            counts.setdefault("/".join(parts[: depth + 1]), 0)
+    subcategories = tuple(CategorySummary(path, counts[path], described.get(path, "")) for path in sorted(counts))
+    ordered = sorted(memories, key=lambda m: m.updated_at, reverse=True)
+    views = tuple(view(m) for m in ordered)
+    description = described.get(str(category), "") if category is not None else ""
+    return Success(Listing(None if category is None else str(category), views, subcategories, description))

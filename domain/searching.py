@@ -1,0 +1,204 @@
+"""The search use case: a plan from the command, then semantic fetching or the hybrid and keyword blend."""
+
+from __future__ import annotations
+
+from attrs import frozen
+from returns.result import Failure, Result, Success
+
+from agent_memory.domain.commands import SearchMemories
+from agent_memory.domain.context import Context, optional_category
+from agent_memory.domain.decay import oldest_anchor_for
+from agent_memory.domain.errors import DomainError, InvalidValue, invalid_input
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.hybrid import DEPTH, SearchMode, fuse
+from agent_memory.domain.model import Memory, ScoredMemory, check_store_name
+from agent_memory.domain.paths import CategoryPath
+from agent_memory.domain.ports import Vector, VectorStore, thread_of
+from agent_memory.domain.results import validated
+from agent_memory.domain.tenancy import Guard
+from agent_memory.domain.views import SearchResults
+
+MAX_SEARCH_LIMIT = 1000
+
+Links = dict[str, tuple[str | None, str | None]]  # a memory's previous and next neighbour in its thread
+
+
+@frozen
+class Searching:
+    """search: hybrid (default), semantic or keyword, under the command's filters and confidence floor."""
+
+    ctx: Context
+
+    def search(self, command: SearchMemories) -> Result[SearchResults, DomainError]:
+        """Search under the filters: hybrid (default), semantic or keyword; `limit` hits whenever that many qualify."""
+        return self.ctx.guard(command.namespace).bind(lambda guard: self._plan(command, guard)).bind(self._run)
+
+    def _plan(self, command: SearchMemories, guard: Guard) -> Result[_SearchPlan, DomainError]:
+        if not isinstance(command.query, str) or not command.query.strip():
+            return Failure(invalid_input("The search query is empty: say what to look for."))
+        limit = self.ctx.policy.default_limit if command.limit is None else command.limit
+        if not 1 <= limit <= MAX_SEARCH_LIMIT:
+            return Failure(invalid_input(f"limit must be between 1 and {MAX_SEARCH_LIMIT}, got {limit}."))
+        floor = self.ctx.policy.min_confidence if command.min_confidence is None else command.min_confidence
+        if not 0.0 <= floor <= 1.0:
+            return Failure(invalid_input(f"min-confidence must be between 0 and 1, got {floor}."))
+        return optional_category(command.path_prefix).bind(
+            lambda prefix: validated(lambda: self._planned(command, guard, limit, floor, prefix))
+        )
+
+    def _planned(
+        self, command: SearchMemories, guard: Guard, limit: int, floor: float, prefix: CategoryPath | None
+    ) -> _SearchPlan:
+        """The plan of a checked command; raises InvalidValue for a bad mode or store name."""
+        now = self.ctx.clock.now()
+        return _SearchPlan(
+            mode=parse_mode(command.mode),
+            query=command.query,
+            store=check_store_name(command.store or self.ctx.policy.default_store),
+            limit=limit,
+            floor=floor,
+            where=MemoryFilter(
+                namespace=guard,
+                agent=command.agent,
+                personality=command.personality,
+                project=command.project,
+                type=command.type,
+                global_=command.global_,
+                tags=tuple(command.tags),
+                path_prefix=prefix,
+                alive_at=None if command.include_expired else now,
+                oldest_anchor=oldest_anchor_for(floor, now, self.ctx.policy.decay_window_hours),
+            ),
+        )
+
+    def _run(self, plan: _SearchPlan) -> Result[SearchResults, DomainError]:
+        def ranked(store: VectorStore, vector: Vector) -> Result[SearchResults, DomainError]:
+            if plan.mode is SearchMode.SEMANTIC or self.ctx.keywords is None:
+                return self._fetch(store, vector, plan, max(plan.limit * 2, 20))
+            return self._blend(store, vector, plan, max(plan.limit, DEPTH))
+
+        return (
+            self.ctx.open(plan.store, create=False)
+            .bind(self.ctx.check_model)
+            .bind(lambda store: self.ctx.embedder.embed_query(plan.query).bind(lambda vector: ranked(store, vector)))
+        )
+
+    def _fetch(
+        self, store: VectorStore, vector: Vector, plan: _SearchPlan, want: int
+    ) -> Result[SearchResults, DomainError]:
+        """Semantic: the store's nearest memories, asking for more until enough pass the confidence floor."""
+
+        def qualify(pairs: list[tuple[Memory, float]]) -> Result[SearchResults, DomainError]:
+            qualified = [
+                ScoredMemory(memory, round(similarity, 4), conf, round(similarity, 4))
+                for memory, similarity in pairs
+                if (conf := self.ctx.confidence_now(memory)) >= plan.floor
+            ]
+            if len(qualified) >= plan.limit or len(pairs) < want:
+                return Success(SearchResults(tuple(qualified[: plan.limit])))
+            return self._fetch(store, vector, plan, want * 4)
+
+        return store.query(vector, plan.where, want).bind(qualify)
+
+    def _blend(
+        self, store: VectorStore, vector: Vector, plan: _SearchPlan, depth: int
+    ) -> Result[SearchResults, DomainError]:
+        """Hybrid and keyword: candidates from both sides, filtered, then ranked (domain.hybrid)."""
+        keywords = self.ctx.keywords
+        assert keywords is not None  # _run routes here only with a keyword index
+        dense: Result[list[tuple[Memory, float]], DomainError] = (
+            store.query(vector, plan.where, depth) if plan.mode is SearchMode.HYBRID else Success([])
+        )
+        gathered = Result.do(
+            _Candidates(pairs, dict(hits), found)
+            for pairs in dense
+            for hits in keywords.search(plan.store, plan.query, depth, thread_prefix=plan.thread_prefix)
+            for found in _keyword_memories(store, plan, hits)
+        )
+        return gathered.bind(lambda candidates: self._rank(store, vector, plan, depth, candidates))
+
+    def _rank(
+        self, store: VectorStore, vector: Vector, plan: _SearchPlan, depth: int, found: _Candidates
+    ) -> Result[SearchResults, DomainError]:
+        keywords = self.ctx.keywords
+        assert keywords is not None
+        memories = {m.id: m for m in found.keyword_memories} | {m.id: m for m, _ in found.dense}
+        candidates = [i for i, m in memories.items() if self.ctx.confidence_now(m) >= plan.floor]
+        similarity = {m.id: s for m, s in found.dense}
+
+        def score(links: Links) -> Result[SearchResults, DomainError]:
+            wanted = {n for i in candidates for n in links.get(i, (None, None)) if n} | set(candidates)
+            return store.similarities(vector, [i for i in wanted if i not in similarity]).map(
+                lambda scored: self._results(plan, memories, candidates, similarity | scored, found.keyword, links)
+            )
+
+        exhausted = len(found.dense) < depth and len(found.keyword) < depth
+        if len(candidates) < plan.limit and not exhausted:
+            return self._blend(store, vector, plan, depth * 4)
+        return keywords.neighbours(plan.store, candidates).bind(score)
+
+    def _results(
+        self,
+        plan: _SearchPlan,
+        memories: dict[str, Memory],
+        candidates: list[str],
+        similarity: dict[str, float],
+        keyword: dict[str, float],
+        links: Links,
+    ) -> SearchResults:
+        if plan.mode is SearchMode.KEYWORD:
+            ranking = sorted(((i, keyword.get(i, 0.0)) for i in candidates), key=lambda p: (-p[1], p[0]))
+        else:
+            ranking = fuse(candidates, similarity, keyword, links)
+        return SearchResults(
+            tuple(
+                ScoredMemory(
+                    memories[i],
+                    round(similarity.get(i, 0.0), 4),
+                    self.ctx.confidence_now(memories[i]),
+                    round(score, 4),
+                )
+                for i, score in ranking[: plan.limit]
+            )
+        )
+
+
+@frozen
+class _Candidates:
+    """One round of the blend: the dense side's hits, the keyword side's scores and their records."""
+
+    dense: list[tuple[Memory, float]]
+    keyword: dict[str, float]
+    keyword_memories: list[Memory]
+
+
+@frozen(kw_only=True)
+class _SearchPlan:
+    mode: SearchMode
+    query: str
+    store: str
+    limit: int
+    floor: float
+    where: MemoryFilter
+
+    @property
+    def thread_prefix(self) -> str | None:
+        """The keyword side's restriction to the filter's namespace (None: the whole store)."""
+        return thread_of(self.where.namespace) if self.where.namespace else None
+
+
+def _keyword_memories(
+    store: VectorStore, plan: _SearchPlan, hits: list[tuple[str, float]]
+) -> Result[list[Memory], DomainError]:
+    """The keyword hits' records, kept only if they pass every filter (deleted, expired, scope…)."""
+    return store.get([memory_id for memory_id, _ in hits]).map(
+        lambda memories: [m for m in memories if plan.where.matches(m)]
+    )
+
+
+def parse_mode(raw: str) -> SearchMode:
+    try:
+        return SearchMode(str(raw).strip().lower())
+    except ValueError:
+        names = ", ".join(m.value for m in SearchMode)
+        raise InvalidValue(f"Unknown search mode {raw!r}: use one of {names}.") from None

@@ -1,0 +1,205 @@
+"""The store and category commands: list and create stores; create, describe and delete categories."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from attrs import frozen
+from returns.iterables import Fold
+from returns.result import Failure, Result, Success
+
+from agent_memory.domain.context import Context, under
+from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.model import Memory, check_store_name
+from agent_memory.domain.paths import CategoryPath, parse_category_path
+from agent_memory.domain.ports import CategoryRegistry, VectorStore
+from agent_memory.domain.results import validated
+from agent_memory.domain.tenancy import Guard, guarded_only
+from agent_memory.domain.views import CategorySummary, StoreSummary
+
+MAX_DESCRIPTION = 500
+
+
+@frozen
+class Stores:
+    """list_stores and create_store; create_category, describe_category and delete_category."""
+
+    ctx: Context
+
+    # --- stores -------------------------------------------------------------------------------
+
+    def list_stores(self, *, namespace: Sequence[str] | None = None) -> Result[tuple[StoreSummary, ...], DomainError]:
+        """Every store with its memory count (soft-deleted ones included; under a namespace, only its own)."""
+
+        def summaries(guard: Guard, names: list[str]) -> Result[tuple[StoreSummary, ...], DomainError]:
+            return Fold.collect([self._summary(name, guard) for name in names], Success(()))
+
+        return self.ctx.guard(namespace).bind(
+            lambda guard: self.ctx.catalog.names().bind(lambda names: summaries(guard, names))
+        )
+
+    def _summary(self, name: str, guard: Guard) -> Result[StoreSummary, DomainError]:
+        return self.ctx.count(name, guard).map(lambda n: StoreSummary(name, n))
+
+    def create_store(self, name: str) -> Result[StoreSummary, DomainError]:
+        """Create an empty store; DESTINATION_EXISTS if there is one by that name."""
+
+        def create(checked: str) -> Result[StoreSummary, DomainError]:
+            return self.ctx.catalog.names().bind(lambda existing: self._created(checked, existing))
+
+        return self.ctx.exclusive(name, lambda: validated(lambda: check_store_name(name)).bind(create))
+
+    def _created(self, checked: str, existing: list[str]) -> Result[StoreSummary, DomainError]:
+        if checked in existing:
+            return Failure(
+                DomainError(ErrorCode.DESTINATION_EXISTS, f"Store '{checked}' already exists.", path=checked)
+            )
+        return self.ctx.catalog.open(checked, create=True).map(lambda _: StoreSummary(checked, 0))
+
+    # --- categories ---------------------------------------------------------------------------
+
+    def create_category(
+        self,
+        category: str,
+        *,
+        description: str = "",
+        store: str | None = None,
+        namespace: Sequence[str] | None = None,
+    ) -> Result[CategorySummary, DomainError]:
+        """Register a category (the store is created if missing); creating one that exists is a no-op.
+
+        The registry belongs to the store, not to a tenant: under a namespace it is INVALID_OPERATION
+        (a tenant's categories are the paths of its memories)."""
+        name = store or self.ctx.policy.default_store
+        if len(description) > MAX_DESCRIPTION:
+            return Failure(invalid_input(f"A description has at most {MAX_DESCRIPTION} characters."))
+
+        def register(path: CategoryPath) -> Result[CategorySummary, DomainError]:
+            return (
+                self.ctx.open(name, create=True)
+                .bind(lambda _: self.ctx.registry(name))
+                .bind(lambda registry: _put_keeping_description(registry, path, description))
+                .bind(lambda _: self._category_exists(name, path, None))
+            )
+
+        return self._in_registry(name, namespace, "Registering a category", category, register)
+
+    def describe_category(
+        self, category: str, description: str, *, store: str | None = None, namespace: Sequence[str] | None = None
+    ) -> Result[CategorySummary, DomainError]:
+        """Set a category's description (at most 500 characters); INVALID_OPERATION under a namespace."""
+        name = store or self.ctx.policy.default_store
+        if len(description) > MAX_DESCRIPTION:
+            return Failure(
+                invalid_input(f"The description is {len(description)} characters; the limit is {MAX_DESCRIPTION}.")
+            )
+
+        def describe(path: CategoryPath) -> Result[CategorySummary, DomainError]:
+            return (
+                self._category_exists(name, path, None)
+                .bind(lambda _: self.ctx.registry(name))
+                .bind(lambda registry: registry.put(path, description))
+                .bind(lambda _: self._category_exists(name, path, None))
+            )
+
+        return self._in_registry(name, namespace, "A category description", category, describe)
+
+    def delete_category(
+        self, category: str, *, store: str | None = None, namespace: Sequence[str] | None = None
+    ) -> Result[CategorySummary, DomainError]:
+        """Delete a non-root category with its subcategories and memories, for good.
+
+        Under a namespace: only that namespace's memories under it, and never the store's registry."""
+        name = store or self.ctx.policy.default_store
+
+        def delete(guard: Guard) -> Result[CategorySummary, DomainError]:
+            return parse_category_path(category).bind(lambda path: self._deleted(name, path, guard))
+
+        return self.ctx.exclusive(name, lambda: self.ctx.guard(namespace).bind(delete))
+
+    def _deleted(self, name: str, path: CategoryPath, guard: Guard) -> Result[CategorySummary, DomainError]:
+        if len(path.segments) == 1:
+            return Failure(
+                invalid_input(f"'{path}' is a root category and cannot be deleted; delete its subcategories.")
+            )
+        return self._category_exists(name, path, guard).bind(
+            lambda summary: (
+                self._remove_memories_under(name, path, guard)
+                .bind(lambda _: self._forget_categories(name, path, guard))
+                .map(lambda _: summary)
+            )
+        )
+
+    def _remove_memories_under(self, name: str, path: CategoryPath, guard: Guard) -> Result[None, DomainError]:
+        where = MemoryFilter(path_prefix=path, include_deleted=True, namespace=guard)
+
+        def remove(opened: VectorStore) -> Result[None, DomainError]:
+            return opened.scan(where).bind(lambda memories: self._removed(opened, name, [m.id for m in memories]))
+
+        return self.ctx.open(name, create=False).bind(remove)
+
+    def _removed(self, opened: VectorStore, name: str, ids: list[str]) -> Result[None, DomainError]:
+        return opened.remove(ids).bind(lambda _: self.ctx.unindex_keywords(name, ids))
+
+    def _forget_categories(self, name: str, path: CategoryPath, guard: Guard) -> Result[None, DomainError]:
+        if guard is not None:
+            return Success(None)  # the registry is the store's, not the tenant's
+
+        def forget(registry: CategoryRegistry) -> Result[None, DomainError]:
+            return registry.describe_all().bind(
+                lambda known: registry.remove([CategoryPath(tuple(k.split("/"))) for k in known if under(k, path)])
+            )
+
+        return self.ctx.registry(name).bind(forget).map(lambda _: None)
+
+    def _in_registry(
+        self,
+        name: str,
+        namespace: Sequence[str] | None,
+        what: str,
+        category: str,
+        change: Callable[[CategoryPath], Result[CategorySummary, DomainError]],
+    ) -> Result[CategorySummary, DomainError]:
+        """Change a category of the store's registry under the store's lock; INVALID_OPERATION under a namespace."""
+        return self.ctx.exclusive(
+            name,
+            lambda: (
+                self.ctx.guard(namespace)
+                .bind(lambda guard: guarded_only(guard, what))
+                .bind(lambda _: parse_category_path(category))
+                .bind(change)
+            ),
+        )
+
+    def _category_exists(self, store: str, path: CategoryPath, guard: Guard) -> Result[CategorySummary, DomainError]:
+        """The category's summary, or CATEGORY_NOT_FOUND when no memory is under it and it is not registered."""
+        where = MemoryFilter(path_prefix=path, namespace=guard)
+        scanned = self.ctx.open(store, create=False).bind(lambda opened: opened.scan(where))
+        return scanned.bind(
+            lambda memories: self.ctx.descriptions(store, guard).bind(
+                lambda described: _summarised(path, memories, described)
+            )
+        )
+
+
+def _put_keeping_description(
+    registry: CategoryRegistry, path: CategoryPath, description: str
+) -> Result[None, DomainError]:
+    """Register a category; without a new description it keeps the one it has."""
+    return registry.describe_all().bind(lambda known: registry.put(path, description or known.get(str(path), "")))
+
+
+def _summarised(
+    path: CategoryPath, memories: list[Memory], described: Mapping[str, str]
+) -> Result[CategorySummary, DomainError]:
+    registered = any(under(known, path) for known in described)
+    if not memories and not registered:
+        return Failure(
+            DomainError(
+                ErrorCode.CATEGORY_NOT_FOUND,
+                f"Category '{path}' does not exist: create it, or add a memory under it.",
+                path=str(path),
+            )
+        )
+    return Success(CategorySummary(str(path), len(memories), described.get(str(path), "")))

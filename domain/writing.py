@@ -1,0 +1,301 @@
+"""The use cases that write one memory or a batch: create, add, update, move, reinforce, delete, remove."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from attrs import evolve, frozen
+from returns.iterables import Fold
+from returns.result import Failure, Result, Success
+
+from agent_memory.domain.commands import CreateMemory, UpdateMemory
+from agent_memory.domain.context import Context, optional_path
+from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
+from agent_memory.domain.model import DecayPolicy, Memory, check_store_name, new_memory_id, parse_decay_policy
+from agent_memory.domain.paths import MemoryPath, parse_memory_path
+from agent_memory.domain.ports import VectorStore
+from agent_memory.domain.results import in_turn, validated
+from agent_memory.domain.tenancy import place
+from agent_memory.domain.views import MemoryView
+
+SCOPE_AND_CONTENT = ("content", "tags", "source", "citations", "agent", "personality", "project", "type", "global_")
+
+
+@frozen
+class Writing:
+    """create, create_many, add, update, move, reinforce, delete (soft) and remove (for good)."""
+
+    ctx: Context
+
+    # --- create -----------------------------------------------------------------------------
+
+    def create(self, command: CreateMemory) -> Result[MemoryView, DomainError]:
+        """Store a new memory with a fresh UUID; its confidence starts at 1.0."""
+        return self.create_many([command]).map(lambda views: views[0])
+
+    def create_many(self, commands: Sequence[CreateMemory]) -> Result[list[MemoryView], DomainError]:
+        """Store a batch with one embedding call per store; all are validated before any is written."""
+        now = self.ctx.clock.now()
+        built = Fold.collect([self._new_memory(command, now) for command in commands], Success(()))
+        return built.bind(self._write_batch)
+
+    def add(self, command: CreateMemory) -> Result[MemoryView, DomainError]:
+        """Create a memory at a path; the store and categories come into being as needed."""
+        raw_path = command.path
+        if raw_path is None:
+            return Failure(invalid_input("add needs a path like 'category/slug'."))
+        return self.ctx.exclusive(
+            command.store,
+            lambda: (
+                place(self.ctx.tenant, command.namespace)
+                .bind(lambda _: parse_memory_path(raw_path))
+                # create_many refuses a taken path (per namespace) under the same lock: one check, not two
+                .bind(lambda path: self.create_many([evolve(command, path=str(path))]))
+                .map(lambda views: views[0])
+            ),
+        )
+
+    def _new_memory(self, command: CreateMemory, now: datetime) -> Result[Memory, DomainError]:
+        created = command.created_at or now
+        return place(self.ctx.tenant, command.namespace).bind(
+            lambda namespace: optional_path(command.path).bind(
+                lambda path: self._built(command, created, namespace, path)
+            )
+        )
+
+    def _built(
+        self, command: CreateMemory, created: datetime, namespace: tuple[str, ...], path: MemoryPath | None
+    ) -> Result[Memory, DomainError]:
+        return validated(
+            lambda: Memory(
+                id=new_memory_id(),
+                content=command.content,
+                created_at=created,
+                updated_at=created,
+                store=check_store_name(command.store or self.ctx.policy.default_store),
+                namespace=namespace,
+                path=path,
+                agent=command.agent,
+                personality=command.personality,
+                project=command.project,
+                type=command.type,
+                global_=bool(command.global_),
+                tags=command.tags,
+                source=command.source,
+                citations=command.citations,
+                thread=command.thread,
+                decay_policy=parse_decay_policy(command.decay_policy),
+                expires_at=command.expires_at,
+            )
+        )
+
+    def _write_batch(self, memories: tuple[Memory, ...]) -> Result[list[MemoryView], DomainError]:
+        by_store: dict[str, list[Memory]] = {}
+        for memory in memories:
+            by_store.setdefault(memory.store, []).append(memory)
+        written = in_turn(
+            by_store.items(), lambda item: self.ctx.exclusive(item[0], partial(self._write_new, item[0], item[1]))
+        )
+        return written.map(lambda _: [self.ctx.view(memory) for memory in memories])
+
+    def _write_new(self, store_name: str, memories: list[Memory]) -> Result[None, DomainError]:
+        return (
+            self.ctx.open(store_name, create=True)
+            .bind(self.ctx.check_model)
+            .bind(lambda store: self.ctx.paths_free(store, memories))
+            .bind(lambda store: self._store_new(store, store_name, memories))
+        )
+
+    def _store_new(self, store: VectorStore, store_name: str, memories: list[Memory]) -> Result[None, DomainError]:
+        """Embed and add the batch, then index its words; a batch the keyword index refuses is taken back out."""
+        return (
+            self.ctx.embedder.embed_documents([m.content for m in memories])
+            .bind(lambda vectors: store.add(memories, vectors))
+            .bind(lambda _: self.ctx.index_keywords(store_name, memories).lash(partial(_undo_add, store, memories)))
+        )
+
+    # --- update / move --------------------------------------------------------------------------
+
+    def update(self, command: UpdateMemory) -> Result[MemoryView, DomainError]:
+        """Change content or metadata; content changes are re-embedded. Nothing to change is an error."""
+        return _changes(command).bind(
+            lambda fields: self.ctx.exclusive(command.store, lambda: self._updated(command, fields))
+        )
+
+    def _updated(self, command: UpdateMemory, fields: dict[str, Any]) -> Result[MemoryView, DomainError]:
+        loaded = self.ctx.load_live(
+            command.ref,
+            command.store,
+            include_expired=command.include_expired,
+            namespace=command.namespace,
+            doing="update",
+        )
+        return (
+            loaded.bind(lambda memory: validated(lambda: evolve(memory, **fields, updated_at=self.ctx.clock.now())))
+            .bind(self._save_changed)
+            .map(self.ctx.view)
+        )
+
+    def _save_changed(self, memory: Memory) -> Result[Memory, DomainError]:
+        return (
+            self.ctx.open(memory.store, create=False)
+            .bind(lambda store: store.get([memory.id]).bind(lambda found: self._save_over(store, found[0], memory)))
+            .map(lambda _: memory)
+        )
+
+    def _save_over(self, store: VectorStore, before: Memory, after: Memory) -> Result[None, DomainError]:
+        """Write a changed memory over its old self: metadata only, or re-embedded when its content changed."""
+        if before.content == after.content:
+            written = store.update_metadata([after])
+        else:
+            written = self.ctx.embedder.embed_documents([after.content]).bind(
+                lambda vectors: store.replace(after, vectors[0])
+            )
+        return written.bind(lambda _: self.ctx.reindex_words(before, after))
+
+    def move(
+        self,
+        ref: str,
+        destination: str,
+        *,
+        store: str | None = None,
+        namespace: Sequence[str] | None = None,
+        include_expired: bool = False,
+    ) -> Result[MemoryView, DomainError]:
+        """Give a memory a new path; DESTINATION_EXISTS if taken; moving onto itself changes nothing.
+
+        An expired memory is MEMORY_EXPIRED unless include_expired (as for get)."""
+
+        def load_and_move(target: MemoryPath) -> Result[MemoryView, DomainError]:
+            return self.ctx.load_live(
+                ref, store, include_expired=include_expired, namespace=namespace, doing="move"
+            ).bind(lambda memory: self._relocated(memory, target))
+
+        return self.ctx.exclusive(store, lambda: parse_memory_path(destination).bind(load_and_move))
+
+    def _relocated(self, memory: Memory, target: MemoryPath) -> Result[MemoryView, DomainError]:
+        if memory.path == target:
+            return Success(self.ctx.view(memory))
+        moved = evolve(memory, path=target, updated_at=self.ctx.clock.now())
+        return (
+            self.ctx.open(memory.store, create=False)
+            .bind(lambda opened: self.ctx.paths_free(opened, [moved]))
+            .bind(lambda opened: opened.update_metadata([moved]))
+            .bind(lambda _: self.ctx.reindex_words(memory, moved))
+            .map(lambda _: self.ctx.view(moved))
+        )
+
+    # --- reinforce / delete / remove --------------------------------------------------------------
+
+    def reinforce(
+        self, memory_id: str, *, store: str | None = None, namespace: Sequence[str] | None = None
+    ) -> Result[MemoryView, DomainError]:
+        """Reset a reinforceable memory's decay to now; stable and contextual ones refuse."""
+        return self.ctx.exclusive(
+            store,
+            lambda: self.ctx.load_live(memory_id, store, include_expired=False, namespace=namespace).bind(
+                self._reinforced
+            ),
+        )
+
+    def _reinforced(self, memory: Memory) -> Result[MemoryView, DomainError]:
+        if memory.decay_policy is DecayPolicy.STABLE:
+            return Failure(
+                DomainError(
+                    ErrorCode.INVALID_OPERATION,
+                    "Stable memories cannot be reinforced: their confidence is always 1.0.",
+                    path=memory.id,
+                )
+            )
+        if memory.decay_policy is DecayPolicy.CONTEXTUAL:
+            return Failure(
+                DomainError(
+                    ErrorCode.INVALID_OPERATION,
+                    "Contextual memories cannot be reinforced: they decay from creation. "
+                    "Use --decay reinforceable for memories that should stay fresh while used.",
+                    path=memory.id,
+                )
+            )
+        reinforced = evolve(memory, last_reinforced_at=self.ctx.clock.now())
+        return self.ctx.save_metadata(reinforced).map(lambda _: self.ctx.view(reinforced))
+
+    def delete(
+        self,
+        memory_id: str,
+        *,
+        store: str | None = None,
+        namespace: Sequence[str] | None = None,
+        include_expired: bool = False,
+    ) -> Result[Memory, DomainError]:
+        """Soft delete: the memory stays stored with deleted=true and never surfaces again.
+
+        An expired memory is MEMORY_EXPIRED unless include_expired (as for get); `remove` and `prune` are
+        the ways to get rid of expired memories for good."""
+        return self.ctx.exclusive(
+            store,
+            lambda: self.ctx.load_ref(memory_id, store, namespace=namespace).bind(
+                lambda memory: self._soft_deleted(memory, include_expired=include_expired)
+            ),
+        )
+
+    def _soft_deleted(self, memory: Memory, *, include_expired: bool) -> Result[Memory, DomainError]:
+        if memory.deleted:
+            return Failure(
+                DomainError(ErrorCode.INVALID_OPERATION, f"Memory {memory.id} is already deleted.", path=memory.id)
+            )
+        return self.ctx.unexpired(memory, include_expired=include_expired, doing="delete").bind(self._mark_deleted)
+
+    def _mark_deleted(self, memory: Memory) -> Result[Memory, DomainError]:
+        gone = evolve(memory, deleted=True, deleted_at=self.ctx.clock.now())
+        return self.ctx.save_metadata(gone).map(lambda _: gone)
+
+    def remove(
+        self, ref: str, *, store: str | None = None, namespace: Sequence[str] | None = None
+    ) -> Result[Memory, DomainError]:
+        """Delete for good (MCP remove_memory), soft-deleted or not."""
+        return self.ctx.exclusive(store, lambda: self.ctx.load_ref(ref, store, namespace=namespace).bind(self._removed))
+
+    def _removed(self, memory: Memory) -> Result[Memory, DomainError]:
+        return (
+            self.ctx.open(memory.store, create=False)
+            .bind(lambda opened: opened.remove([memory.id]))
+            .bind(lambda _: self.ctx.unindex_keywords(memory.store, [memory.id]))
+            .map(lambda _: memory)
+        )
+
+
+def _changes(command: UpdateMemory) -> Result[dict[str, Any], DomainError]:
+    """The fields an update sets, checked: INVALID_INPUT for contradictory options or nothing to change."""
+    if command.expires_at is not None and command.clear_expiry:
+        return Failure(invalid_input("Give either expires_at or clear_expiry, not both."))
+    fields: dict[str, Any] = {
+        name: getattr(command, name) for name in SCOPE_AND_CONTENT if getattr(command, name) is not None
+    }
+    if command.expires_at is not None:
+        fields["expires_at"] = command.expires_at
+    if command.clear_expiry:
+        fields["expires_at"] = None
+    raw_policy = command.decay_policy
+    if raw_policy is not None:
+        return validated(lambda: parse_decay_policy(raw_policy)).map(lambda policy: fields | {"decay_policy": policy})
+    if not fields:
+        return Failure(
+            invalid_input(
+                "Nothing to update: give content, tags, source, citations, expires_at or clear_expiry "
+                "(or a scope field)."
+            )
+        )
+    return Success(fields)
+
+
+def _undo_add(store: VectorStore, memories: Sequence[Memory], error: DomainError) -> Result[None, DomainError]:
+    """A batch the keyword index refused is taken back out of the store: it lands whole or not at all."""
+    kept = (
+        store.remove([m.id for m in memories])
+        .map(lambda _: "")
+        .value_or(" Some of them may be stored: run `memory reindex`.")
+    )
+    return Failure(evolve(error, message=f"{error.message} Nothing was stored.{kept}"))
