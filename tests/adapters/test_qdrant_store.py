@@ -315,15 +315,21 @@ def assert_unreachable(url: str, within_s: float) -> None:
         assert error.message == f"Cannot connect to Qdrant at {url}. Is the server running?"
 
 
-def test_a_refused_connection_is_backend_unavailable_at_once() -> None:
-    assert_unreachable(f"http://127.0.0.1:{_free_port()}", within_s=1.0)
+# The bounds are far from the figures they tell apart (timeouts of 30 s and 60 s), never near a real duration:
+# the machines running the tests are shared and a second of scheduling noise must not fail them.
+
+
+def test_a_refused_connection_is_backend_unavailable_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(qdrant_catalog, "CONNECT_TIMEOUT_S", 30.0)  # a refusal must not wait for it
+    assert_unreachable(f"http://127.0.0.1:{_free_port()}", within_s=15.0)
 
 
 def test_a_silent_server_is_given_up_after_the_connect_timeout(
     silent_port: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(qdrant_catalog, "CONNECT_TIMEOUT_S", 1.0)  # requests themselves may take REQUEST_TIMEOUT_S
-    assert_unreachable(f"http://127.0.0.1:{silent_port}", within_s=2.5)
+    # requests themselves may take REQUEST_TIMEOUT_S (60 s)
+    monkeypatch.setattr(qdrant_catalog, "CONNECT_TIMEOUT_S", 1.0)
+    assert_unreachable(f"http://127.0.0.1:{silent_port}", within_s=30.0)
 
 
 @pytest.mark.filterwarnings("ignore:Api key is used with an insecure connection")
