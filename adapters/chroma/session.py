@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import pathlib
 import threading
 from collections.abc import Callable
@@ -238,3 +239,4 @@ def close_embedded_sessions() -> None:
         _EMBEDDED.clear()
     for session in sessions:
         session.close()
+    gc.collect()  # a closed System's last objects may sit in reference cycles, holding their files until collected
