@@ -30,34 +30,13 @@ def namespace_prefixes(namespace: tuple[str, ...]) -> list[str]:
 
 # the top-level keys in the order they are written; the plain memory's fields among them are the ones `where` needs
 METADATA_KEYS = (
-    "namespace_prefixes",
-    "path",
-    "path_prefixes",
-    "agent",
-    "personality",
-    "project",
-    "type",
-    "global",
-    "tags",
-    "decay_policy",
-    "deleted",
-    "expires_us",
-    "anchor_us",
-    RECORD_KEY,
+    *("namespace_prefixes", "path", "path_prefixes", "agent", "personality", "project", "type", "global", "tags"),
+    *("decay_policy", "deleted", "expires_us", "anchor_us", RECORD_KEY),
 )
 # the plain memory's fields the JSON `record` holds, in its order (the id and content are the record's own)
 RECORD_FIELDS = (
-    "store",
-    "namespace",
-    "tags",
-    "source",
-    "citations",
-    "thread",
-    "created_at",
-    "updated_at",
-    "last_reinforced_at",
-    "expires_at",
-    "deleted_at",
+    *("store", "namespace", "tags", "source", "citations", "thread"),
+    *("created_at", "updated_at", "last_reinforced_at", "expires_at", "deleted_at"),
 )
 _OPTIONAL_RECORD_FIELDS = frozenset({"thread"})  # records written before threads have none
 

@@ -43,31 +43,10 @@ INTEGER_FIELDS = ("created_us", "anchor_us", "expires_us")
 # the payload's keys in the order they are written: the plain memory's (all but the id, the point's own) and the
 # derived keys filters match on, each beside the field it comes from
 PAYLOAD_KEYS = (
-    "content",
-    "store",
-    "namespace",
-    "namespace_prefixes",
-    "path",
-    "path_prefixes",
-    "agent",
-    "personality",
-    "project",
-    "type",
-    "global",
-    "tags",
-    "source",
-    "citations",
-    "thread",
-    "decay_policy",
-    "created_at",
-    "updated_at",
-    "last_reinforced_at",
-    "expires_at",
-    "deleted",
-    "deleted_at",
-    "created_us",
-    "anchor_us",
-    "expires_us",
+    *("content", "store", "namespace", "namespace_prefixes", "path", "path_prefixes"),
+    *("agent", "personality", "project", "type", "global", "tags", "source", "citations", "thread", "decay_policy"),
+    *("created_at", "updated_at", "last_reinforced_at", "expires_at", "deleted", "deleted_at"),
+    *("created_us", "anchor_us", "expires_us"),
 )
 
 

@@ -54,12 +54,26 @@ def _is_optional(wanted: type) -> Any:
     return lambda candidate: candidate == wanted | None
 
 
-def make_converter() -> Converter:
-    """A fresh plain converter; hooks are registered before the Memory functions are generated from them."""
-    converter = Converter(detailed_validation=False)  # the first bad value raises as itself, not in a group
+def register_memory_shape(converter: Converter) -> Converter:
+    """What every Memory format shares: tuples as lists, the decay policy as its value, `global_` spelled "global".
+
+    The Memory functions are generated from the hooks registered so far: register a format's own first.
+    """
     converter.register_unstructure_hook(tuple, list)
     converter.register_unstructure_hook(DecayPolicy, lambda policy: policy.value)
     converter.register_structure_hook(DecayPolicy, lambda raw, _t: DecayPolicy(raw))
+    converter.register_unstructure_hook(
+        Memory, make_dict_unstructure_fn(Memory, converter, global_=override(rename="global"))
+    )
+    converter.register_structure_hook(
+        Memory, make_dict_structure_fn(Memory, converter, global_=override(rename="global"))
+    )
+    return converter
+
+
+def make_converter() -> Converter:
+    """A fresh plain converter: storage's own hooks, then the shared Memory shape."""
+    converter = Converter(detailed_validation=False)  # the first bad value raises as itself, not in a group
     converter.register_unstructure_hook_func(_is_optional(MemoryPath), _path_text)
     converter.register_structure_hook_func(_is_optional(MemoryPath), _path)
     converter.register_unstructure_hook(datetime, iso)
@@ -69,13 +83,7 @@ def make_converter() -> Converter:
     converter.register_structure_hook(str, _text)
     converter.register_structure_hook(bool, _flag)
     converter.register_structure_hook_func(lambda candidate: candidate == tuple[str, ...], _strings)
-    converter.register_unstructure_hook(
-        Memory, make_dict_unstructure_fn(Memory, converter, global_=override(rename="global"))
-    )
-    converter.register_structure_hook(
-        Memory, make_dict_structure_fn(Memory, converter, global_=override(rename="global"))
-    )
-    return converter
+    return register_memory_shape(converter)
 
 
 PLAIN = make_converter()
