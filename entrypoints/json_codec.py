@@ -7,10 +7,10 @@ from datetime import datetime
 from typing import Any
 
 from cattrs import Converter
-from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from agent_memory.adapters.shared.plain import register_memory_shape
 from agent_memory.domain.errors import DomainError
-from agent_memory.domain.model import DecayPolicy, Memory, ScoredMemory
+from agent_memory.domain.model import Memory, ScoredMemory
 from agent_memory.domain.paths import MemoryPath, memory_path
 from agent_memory.domain.views import (
     CategorySummary,
@@ -46,15 +46,7 @@ def _make_converter() -> Converter:
     converter.register_structure_hook(datetime, lambda raw, _t: parse_iso(raw))
     converter.register_unstructure_hook(MemoryPath, str)
     converter.register_structure_hook(MemoryPath, lambda raw, _t: memory_path(str(raw)))
-    converter.register_unstructure_hook(DecayPolicy, lambda p: p.value)
-    converter.register_unstructure_hook(tuple, list)
-    converter.register_unstructure_hook(
-        Memory, make_dict_unstructure_fn(Memory, converter, global_=override(rename="global"))
-    )
-    converter.register_structure_hook(
-        Memory, make_dict_structure_fn(Memory, converter, global_=override(rename="global"))
-    )
-    return converter
+    return register_memory_shape(converter)  # the shape the storage converter has too: lists, "global"
 
 
 JSON = _make_converter()

@@ -8,12 +8,12 @@ from typing import Any
 
 from agent_memory.adapters.shared import prefixes
 from agent_memory.adapters.shared.boundary import Abort
+from agent_memory.adapters.shared.plain import memory_from_plain, plain_memory
 from agent_memory.adapters.shared.prefixes import NAMESPACE_JOIN, path_prefixes
-from agent_memory.adapters.shared.record_time import NEVER_EXPIRES_US, iso, micros, parse_iso, required_iso
+from agent_memory.adapters.shared.record_time import NEVER_EXPIRES_US, micros
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import DecayPolicy, Memory
-from agent_memory.domain.paths import MemoryPath
 
 RECORD_KEY = "record"  # the JSON string holding every field no `where` needs
 RECORD_VERSION = 1
@@ -28,46 +28,44 @@ def namespace_prefixes(namespace: tuple[str, ...]) -> list[str]:
     return prefixes.namespace_prefixes(namespace, with_empty=True)
 
 
+# the top-level keys in the order they are written; the plain memory's fields among them are the ones `where` needs
+METADATA_KEYS = (
+    *("namespace_prefixes", "path", "path_prefixes", "agent", "personality", "project", "type", "global", "tags"),
+    *("decay_policy", "deleted", "expires_us", "anchor_us", RECORD_KEY),
+)
+# the plain memory's fields the JSON `record` holds, in its order (the id and content are the record's own)
+RECORD_FIELDS = (
+    *("store", "namespace", "tags", "source", "citations", "thread"),
+    *("created_at", "updated_at", "last_reinforced_at", "expires_at", "deleted_at"),
+)
+_OPTIONAL_RECORD_FIELDS = frozenset({"thread"})  # records written before threads have none
+
+
 def memory_metadata(memory: Memory) -> MetadataDict:
     """The keys `where` filters on, plus every other field as one JSON string; None deletes a key on update/upsert.
 
     Chroma keeps one SQLite row per metadata key and list item, so fewer keys make reads and writes cheaper.
     The scope strings stay even when empty: a search may ask for agent == "" (MemoryFilter passes it through).
     """
-    return {
+    plain = plain_memory(memory)
+    fields = plain | {
         "namespace_prefixes": namespace_prefixes(memory.namespace),
-        "path": "" if memory.path is None else str(memory.path),
         "path_prefixes": None if memory.path is None else path_prefixes(memory.path),
-        "agent": memory.agent,
-        "personality": memory.personality,
-        "project": memory.project,
-        "type": memory.type,
-        "global": memory.global_,
         "tags": list(dict.fromkeys(memory.tags)) or None,
-        "decay_policy": memory.decay_policy.value,
-        "deleted": memory.deleted,
         "expires_us": NEVER_EXPIRES_US if memory.expires_at is None else micros(memory.expires_at),
         "anchor_us": micros(memory.decay_anchor),
-        RECORD_KEY: record_json(memory),
+        RECORD_KEY: _record_text(plain),
     }
+    return {key: fields[key] for key in METADATA_KEYS}
 
 
 def record_json(memory: Memory) -> str:
     """The fields no filter needs, as compact JSON: tags keep their order and duplicates, timestamps are ISO."""
-    fields = {
-        "v": RECORD_VERSION,
-        "store": memory.store,
-        "namespace": list(memory.namespace),
-        "tags": list(memory.tags),
-        "source": memory.source,
-        "citations": list(memory.citations),
-        "thread": memory.thread,
-        "created_at": iso(memory.created_at),
-        "updated_at": iso(memory.updated_at),
-        "last_reinforced_at": iso(memory.last_reinforced_at),
-        "expires_at": iso(memory.expires_at),
-        "deleted_at": iso(memory.deleted_at),
-    }
+    return _record_text(plain_memory(memory))
+
+
+def _record_text(plain: Mapping[str, Any]) -> str:
+    fields = {"v": RECORD_VERSION, **{key: plain[key] for key in RECORD_FIELDS}}
     return json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -83,23 +81,18 @@ def memory_from_record(memory_id: str, document: str | None, meta: Mapping[str, 
     versions, which kept every field as its own key, and are read as they always were.
     """
     if RECORD_KEY not in meta:
-        return _legacy_memory(memory_id, document, meta)
+        return memory_from_plain(_legacy_plain(memory_id, document, meta))
     fields = _record_fields(meta[RECORD_KEY])
-    return Memory(
-        id=memory_id,
-        content=document if document is not None else "",
-        created_at=required_iso(_text(fields, "created_at")),
-        updated_at=required_iso(_text(fields, "updated_at")),
-        store=_text(fields, "store"),
-        namespace=_strings(fields, "namespace"),
-        **_filter_fields(meta),
-        tags=_strings(fields, "tags"),
-        source=_text(fields, "source"),
-        citations=_strings(fields, "citations"),
-        thread=_text(fields, "thread") if "thread" in fields else "",  # records written before threads: none
-        last_reinforced_at=parse_iso(_text(fields, "last_reinforced_at")),
-        expires_at=parse_iso(_text(fields, "expires_at")),
-        deleted_at=parse_iso(_text(fields, "deleted_at")),
+    missing = [key for key in RECORD_FIELDS if key not in fields and key not in _OPTIONAL_RECORD_FIELDS]
+    if missing:
+        raise KeyError(f"the record has no {missing[0]!r}")
+    return memory_from_plain(
+        {
+            **_filter_plain(meta),
+            **{key: fields[key] for key in RECORD_FIELDS if key in fields},
+            "id": memory_id,
+            "content": document if document is not None else "",
+        }
     )
 
 
@@ -121,17 +114,17 @@ def memories_of(ids: Sequence[str], documents: Sequence[Any], metadatas: Sequenc
         ) from error
 
 
-def _filter_fields(meta: Mapping[str, Any]) -> dict[str, Any]:
-    """The Memory fields both formats keep as top-level keys (the ones `where` filters on)."""
-    path = str(meta.get("path", ""))
+def _filter_plain(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The plain fields both formats keep as top-level keys (the ones `where` filters on), read as they always were:
+    text and flags taken as text and truth values, a missing one as its default."""
     return {
-        "path": MemoryPath(tuple(path.split("/"))) if path else None,
+        "path": str(meta.get("path", "")),
         "agent": str(meta.get("agent", "")),
         "personality": str(meta.get("personality", "")),
         "project": str(meta.get("project", "")),
         "type": str(meta.get("type", "")),
-        "global_": bool(meta.get("global", False)),
-        "decay_policy": DecayPolicy(meta.get("decay_policy", DecayPolicy.STABLE.value)),
+        "global": bool(meta.get("global", False)),
+        "decay_policy": meta.get("decay_policy", DecayPolicy.STABLE.value),
         "deleted": bool(meta.get("deleted", False)),
     }
 
@@ -150,49 +143,35 @@ def _record_fields(raw: object) -> dict[str, Any]:
     return fields
 
 
-def _text(fields: Mapping[str, Any], key: str) -> str:
-    value = fields[key]
-    if not isinstance(value, str):
-        raise TypeError(f"record field {key!r} should be a string, got {type(value).__name__}")
-    return value
-
-
-def _strings(fields: Mapping[str, Any], key: str) -> tuple[str, ...]:
-    value = fields[key]
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise TypeError(f"record field {key!r} should be a list of strings, got {value!r}")
-    return tuple(value)
-
-
 # --- the format before the `record` key (read only) -------------------------------------------
 
 
-def _labels(raw: object) -> tuple[str, ...]:
+def _labels(raw: object) -> list[str]:
     if not isinstance(raw, str):
         raise ValueError(f"expected a JSON list, got {raw!r}")
     items = json.loads(raw)
     if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
         raise ValueError(f"expected a JSON list of strings, got {raw!r}")
-    return tuple(items)
+    return items
 
 
-def _legacy_memory(memory_id: str, document: str | None, meta: Mapping[str, Any]) -> Memory:
-    """A record of the earlier format: one metadata key per field, lists as JSON strings."""
-    return Memory(
-        id=memory_id,
-        content=document if document is not None else "",
-        created_at=required_iso(meta["created_at"]),
-        updated_at=required_iso(meta["updated_at"]),
-        store=str(meta["store"]),
-        namespace=_labels(meta.get("namespace", "[]")),
-        **_filter_fields(meta),
-        tags=_labels(meta.get("tags_json", "[]")),
-        source=str(meta.get("source", "")),
-        citations=_labels(meta.get("citations", "[]")),
-        last_reinforced_at=parse_iso(meta.get("last_reinforced_at", "")),
-        expires_at=parse_iso(meta.get("expires_at", "")),
-        deleted_at=parse_iso(meta.get("deleted_at", "")),
-    )
+def _legacy_plain(memory_id: str, document: str | None, meta: Mapping[str, Any]) -> dict[str, Any]:
+    """A record of the earlier format as a plain memory: one metadata key per field, lists as JSON strings."""
+    return {
+        "id": memory_id,
+        "content": document if document is not None else "",
+        "created_at": meta["created_at"],
+        "updated_at": meta["updated_at"],
+        "store": str(meta["store"]),
+        "namespace": _labels(meta.get("namespace", "[]")),
+        **_filter_plain(meta),
+        "tags": _labels(meta.get("tags_json", "[]")),
+        "source": str(meta.get("source", "")),
+        "citations": _labels(meta.get("citations", "[]")),
+        "last_reinforced_at": meta.get("last_reinforced_at", ""),
+        "expires_at": meta.get("expires_at", ""),
+        "deleted_at": meta.get("deleted_at", ""),
+    }
 
 
 # --- MemoryFilter -> where --------------------------------------------------------------------

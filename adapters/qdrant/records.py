@@ -9,12 +9,12 @@ from typing import Any
 from qdrant_client import models
 
 from agent_memory.adapters.shared.boundary import Abort
+from agent_memory.adapters.shared.plain import memory_from_plain, plain_memory
 from agent_memory.adapters.shared.prefixes import NAMESPACE_JOIN, namespace_prefixes, path_prefixes
-from agent_memory.adapters.shared.record_time import NEVER_EXPIRES_US, iso, micros, parse_iso, required_iso
+from agent_memory.adapters.shared.record_time import NEVER_EXPIRES_US, micros
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import DecayPolicy, Memory
-from agent_memory.domain.paths import MemoryPath
 
 DENSE = "dense"  # the named dense vector of a memory (cosine)
 KEYWORD = "keyword"  # the named sparse vector (IDF) reserved for keyword search; left empty by this adapter
@@ -40,84 +40,35 @@ INTEGER_FIELDS = ("created_us", "anchor_us", "expires_us")
 # --- Memory <-> Qdrant point ------------------------------------------------------------------
 
 
+# the payload's keys in the order they are written: the plain memory's (all but the id, the point's own) and the
+# derived keys filters match on, each beside the field it comes from
+PAYLOAD_KEYS = (
+    *("content", "store", "namespace", "namespace_prefixes", "path", "path_prefixes"),
+    *("agent", "personality", "project", "type", "global", "tags", "source", "citations", "thread", "decay_policy"),
+    *("created_at", "updated_at", "last_reinforced_at", "expires_at", "deleted", "deleted_at"),
+    *("created_us", "anchor_us", "expires_us"),
+)
+
+
 def memory_payload(memory: Memory) -> Payload:
     """The point payload: every field but the id (the point id), plus the keys filters match on."""
-    return {
-        "content": memory.content,
-        "store": memory.store,
-        "namespace": list(memory.namespace),
+    fields = plain_memory(memory) | {
         "namespace_prefixes": namespace_prefixes(memory.namespace),
-        "path": "" if memory.path is None else str(memory.path),
         "path_prefixes": [] if memory.path is None else path_prefixes(memory.path),
-        "agent": memory.agent,
-        "personality": memory.personality,
-        "project": memory.project,
-        "type": memory.type,
-        "global": memory.global_,
-        "tags": list(memory.tags),
-        "source": memory.source,
-        "citations": list(memory.citations),
-        "thread": memory.thread,
-        "decay_policy": memory.decay_policy.value,
-        "created_at": iso(memory.created_at),
-        "updated_at": iso(memory.updated_at),
-        "last_reinforced_at": iso(memory.last_reinforced_at),
-        "expires_at": iso(memory.expires_at),
-        "deleted": memory.deleted,
-        "deleted_at": iso(memory.deleted_at),
         "created_us": micros(memory.created_at),
         "anchor_us": micros(memory.decay_anchor),
         "expires_us": NEVER_EXPIRES_US if memory.expires_at is None else micros(memory.expires_at),
     }
-
-
-def _labels(raw: object) -> tuple[str, ...]:
-    if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
-        raise ValueError(f"expected a list of strings, got {raw!r}")
-    return tuple(raw)
-
-
-def _text(payload: Mapping[str, Any], key: str) -> str:
-    value = payload.get(key, "")
-    if not isinstance(value, str):
-        raise ValueError(f"expected text in {key!r}, got {value!r}")
-    return value
-
-
-def _flag(payload: Mapping[str, Any], key: str) -> bool:
-    value = payload.get(key, False)
-    if not isinstance(value, bool):
-        raise ValueError(f"expected true/false in {key!r}, got {value!r}")
-    return value
+    return {key: fields[key] for key in PAYLOAD_KEYS}
 
 
 def memory_from_point(point_id: object, payload: Mapping[str, Any] | None) -> Memory:
-    """The Memory a point holds; ValueError/KeyError/TypeError when it was not written by this adapter."""
-    data = payload or {}
-    path = _text(data, "path")
-    return Memory(
-        id=str(point_id),
-        content=_text(data, "content"),
-        created_at=required_iso(data["created_at"]),
-        updated_at=required_iso(data["updated_at"]),
-        store=_text(data, "store"),
-        namespace=_labels(data.get("namespace", [])),
-        path=MemoryPath(tuple(path.split("/"))) if path else None,
-        agent=_text(data, "agent"),
-        personality=_text(data, "personality"),
-        project=_text(data, "project"),
-        type=_text(data, "type"),
-        global_=_flag(data, "global"),
-        tags=_labels(data.get("tags", [])),
-        source=_text(data, "source"),
-        citations=_labels(data.get("citations", [])),
-        thread=_text(data, "thread"),
-        decay_policy=DecayPolicy(data.get("decay_policy", DecayPolicy.STABLE.value)),
-        last_reinforced_at=parse_iso(data.get("last_reinforced_at", "")),
-        expires_at=parse_iso(data.get("expires_at", "")),
-        deleted=_flag(data, "deleted"),
-        deleted_at=parse_iso(data.get("deleted_at", "")),
-    )
+    """The Memory a point holds; ValueError/KeyError/TypeError when it was not written by this adapter.
+
+    A missing key reads as its field's default, except the timestamps a memory needs (KeyError) and the
+    content and store, read as "" so that a point without them is refused as it always was.
+    """
+    return memory_from_plain({"content": "", "store": "", **(payload or {}), "id": str(point_id)})
 
 
 def memories_of(points: Iterable[models.Record | models.ScoredPoint]) -> list[Memory]:
