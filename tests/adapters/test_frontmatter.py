@@ -421,3 +421,29 @@ def test_unknown_yaml_types_in_extra_survive() -> None:
     assert again.extra == first.extra
     assert again.extra["when"] == date(2026, 1, 5)
     assert again.extra["stamp"] == datetime(2026, 1, 5, 10, tzinfo=timezone(timedelta(hours=2)))
+
+
+def test_an_ordinary_block_is_read_by_libyaml_when_pyyaml_has_it() -> None:
+    import yaml
+
+    from agent_memory.adapters.files import format as file_format
+
+    expected = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    assert file_format._loader_for(f"{HEADER}tags: [a, b]\nnamespace: [user]\n") is expected
+    assert file_format._loader_for("a: " + "[" * 300 + "]" * 300) is yaml.SafeLoader
+
+
+def test_nesting_deep_enough_to_crash_libyaml_is_a_frontmatter_error_not_a_crash() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "from agent_memory.adapters.files.frontmatter import parse_frontmatter\n"
+        f"text = '---\\n' + {HEADER!r} + 'a: ' + '[' * 100_000 + ']' * 100_000 + '\\n---\\nx'\n"
+        "result = parse_frontmatter(text)\n"
+        "print(type(result).__name__, result.failure().code if hasattr(result, 'failure') else '')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]  # libyaml recursing in C over this killed the process
+    assert out.stdout.split()[:1] == ["Failure"]
+    assert "INVALID_FRONTMATTER" in out.stdout
