@@ -30,11 +30,11 @@ _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 # about 10× faster to read a block, which is most of a cold start of a store of many files. It recurses in C
 # over nested flow collections (100,000 '[' crash the process), so a block with many brackets is read by the
 # Python parser, which refuses deep nesting with an error.
-_FAST_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_FAST_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # PyYAML ships no type stubs
 _FAST_LOADER_MAX_BRACKETS = 256  # far above any memory's block (tags, citations, namespace are short lists)
 
 
-def _loader_for(block: str) -> type[yaml.SafeLoader]:
+def _loader_for(block: str) -> Any:
     """The C loader for an ordinary block, the Python one where nesting could be deep."""
     if block.count("[") + block.count("{") > _FAST_LOADER_MAX_BRACKETS:
         return yaml.SafeLoader
