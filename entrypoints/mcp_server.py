@@ -87,6 +87,10 @@ NamespaceGuard = Annotated[
     Field(description='Only act on a memory inside this namespace (or below it), e.g. ["user", "u-123"].'),
 ]
 TagsArg = Annotated[list[str] | None, Field(description="Labels to find the memory by later.")]
+AgentArg = Annotated[str | None, Field(description="The agent the memory belongs to (a search scope).")]
+PersonalityArg = Annotated[str | None, Field(description="The personality it belongs to (a search scope).")]
+ProjectArg = Annotated[str | None, Field(description="The project it belongs to (a search scope).")]
+TypeArg = Annotated[str | None, Field(description="What kind of memory it is, e.g. 'preference' or 'decision'.")]
 CitationsArg = Annotated[
     list[str] | None,
     Field(description='References to source material, e.g. ["src/core/types.ts:17", "https://docs.example.com"].'),
@@ -239,6 +243,10 @@ class _Tools:
         source: Annotated[str | None, Field(description="Where the memory came from (free text).")] = None,
         namespace: NamespaceArg = None,
         decay_policy: DecayArg = "stable",
+        agent: AgentArg = None,
+        personality: PersonalityArg = None,
+        project: ProjectArg = None,
+        type: TypeArg = None,
         store: StoreArg = None,
     ) -> CallToolResult:
         def command(expiry: datetime | None) -> CreateMemory:
@@ -246,6 +254,10 @@ class _Tools:
                 content=content,
                 path=path,
                 decay_policy=decay_policy,
+                agent=agent or "",
+                personality=personality or "",
+                project=project or "",
+                type=type or "",
                 store=self._store(store),
                 tags=tuple(tags or ()),
                 citations=tuple(citations or ()),
@@ -286,6 +298,10 @@ class _Tools:
             list[str] | None, Field(description="Replaces the citations; [] clears them; omit to keep them.")
         ] = None,
         source: Annotated[str | None, Field(description="New source; omit to keep it.")] = None,
+        agent: AgentArg = None,
+        personality: PersonalityArg = None,
+        project: ProjectArg = None,
+        type: TypeArg = None,
         store: StoreArg = None,
         namespace: NamespaceGuard = None,
         include_expired: ActOnExpired = False,
@@ -295,6 +311,10 @@ class _Tools:
                 ref=path_or_id,
                 store=self._store(store),
                 namespace=_labels(namespace),
+                agent=agent,
+                personality=personality,
+                project=project,
+                type=type,
                 content=content,
                 tags=_labels(tags),
                 citations=_labels(citations),

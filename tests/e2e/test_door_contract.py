@@ -160,6 +160,7 @@ def test_a_soft_deleted_memory_is_hidden_everywhere_but_kept(door: Door) -> None
     assert door.remove(added.id) is True  # the hidden one is still stored, so it can be removed for good
     assert door.get(f"{where}/note") == again
 
+
 def test_every_door_refuses_the_same_inputs_with_the_same_code(door: Door) -> None:
     where = category()
     first = door.add(f"{where}/a", "first")
