@@ -31,7 +31,8 @@ class CreateMemory:
 
 @frozen(kw_only=True)
 class SearchMemories:
-    """A search: a query, the scope filters, a limit and a confidence floor (None = the defaults)."""
+    """A search: a query, the scope filters, a page (limit hits after `offset`) and a confidence floor (None = the
+    defaults)."""
 
     query: str
     agent: str | None = None
@@ -43,6 +44,7 @@ class SearchMemories:
     namespace: tuple[str, ...] | None = None
     path_prefix: str | None = None
     limit: int | None = None
+    offset: int = 0
     min_confidence: float | None = None
     store: str | None = None
     include_expired: bool = False

@@ -11,11 +11,13 @@ from agent_memory.domain.context import Context, optional_category, under
 from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory
+from agent_memory.domain.paging import page_problem
 from agent_memory.domain.paths import CategoryPath
 from agent_memory.domain.tenancy import Guard
 from agent_memory.domain.views import CategorySummary, Listing, MemoryView
 
 MAX_RECENT = 100
+MAX_PAGE = 1000  # the most memories one page of a listing shows
 
 
 @frozen
@@ -43,14 +45,21 @@ class Reading:
         store: str | None = None,
         include_expired: bool = False,
         namespace: Sequence[str] | None = None,
+        limit: int | None = None,
+        offset: int = 0,
     ) -> Result[Listing, DomainError]:
-        """A category's memories (recursively) and direct subcategories with counts and descriptions.
+        """A category's memories (recursively; `limit` of them after `offset`, all by default) with their total,
+        and its direct subcategories with counts and descriptions.
 
         Under a namespace, only its memories and the categories their paths make (the store's registered
         categories and descriptions belong to no tenant, so they are not shown)."""
+        problem = page_problem(limit, offset, MAX_PAGE, unlimited=True)
+        if problem is not None:
+            return Failure(invalid_input(problem))
+        page = slice(offset, None if limit is None else offset + limit)
         return self.ctx.guard(namespace).bind(
             lambda guard: optional_category(category).bind(
-                lambda parsed: self._listing(parsed, store, include_expired=include_expired, guard=guard)
+                lambda parsed: self._listing(parsed, store, include_expired=include_expired, guard=guard, page=page)
             )
         )
 
@@ -66,8 +75,8 @@ class Reading:
         """The most recently updated memories, newest first (limit 1–100, default 5)."""
         if not 1 <= limit <= MAX_RECENT:
             return Failure(invalid_input(f"limit must be between 1 and {MAX_RECENT}, got {limit}."))
-        return self.list(category, store=store, include_expired=include_expired, namespace=namespace).map(
-            lambda listing: listing.memories[:limit]
+        return self.list(category, store=store, include_expired=include_expired, namespace=namespace, limit=limit).map(
+            lambda listing: listing.memories
         )
 
     def _listing(
@@ -77,6 +86,7 @@ class Reading:
         *,
         include_expired: bool,
         guard: Guard,
+        page: slice = slice(None),
     ) -> Result[Listing, DomainError]:
         name = store or self.ctx.policy.default_store
         where = MemoryFilter(
@@ -85,7 +95,7 @@ class Reading:
         scanned = self.ctx.open(name, create=False).bind(lambda opened: opened.scan(where))
         return scanned.bind(
             lambda memories: self.ctx.descriptions(name, guard).bind(
-                lambda described: _assemble_listing(category, memories, described, self.ctx.view)
+                lambda described: _assemble_listing(category, memories, described, self.ctx.view, page)
             )
         )
 
@@ -95,6 +105,7 @@ def _assemble_listing(
     memories: list[Memory],
     described: Mapping[str, str],
     view: Callable[[Memory], MemoryView],
+    page: slice,
 ) -> Result[Listing, DomainError]:
     depth = 0 if category is None else len(category.segments)
     known_here = [k for k in described if category is None or under(k, category)]
@@ -117,6 +128,7 @@ def _assemble_listing(
             counts.setdefault("/".join(parts[: depth + 1]), 0)
     subcategories = tuple(CategorySummary(path, counts[path], described.get(path, "")) for path in sorted(counts))
     ordered = sorted(memories, key=lambda m: m.updated_at, reverse=True)
-    views = tuple(view(m) for m in ordered)
+    views = tuple(view(m) for m in ordered[page])
     description = described.get(str(category), "") if category is not None else ""
-    return Success(Listing(None if category is None else str(category), views, subcategories, description))
+    name = None if category is None else str(category)
+    return Success(Listing(name, views, subcategories, description, total=len(ordered)))

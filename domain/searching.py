@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from attrs import frozen
+from attrs import evolve, frozen
 from returns.result import Failure, Result, Success
 
 from agent_memory.domain.commands import SearchMemories
@@ -12,13 +12,23 @@ from agent_memory.domain.errors import DomainError, InvalidValue, invalid_input
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.hybrid import DEPTH, SearchMode, fuse
 from agent_memory.domain.model import Memory, ScoredMemory, check_store_name
+from agent_memory.domain.paging import page_problem
 from agent_memory.domain.paths import CategoryPath
 from agent_memory.domain.ports import Vector, VectorStore, thread_of
 from agent_memory.domain.results import validated
 from agent_memory.domain.tenancy import Guard
 from agent_memory.domain.views import SearchResults
 
-MAX_SEARCH_LIMIT = 1000
+MAX_SEARCH_LIMIT = 1000  # the deepest a search ranks: limit + offset of one page
+
+
+def _page_problem(limit: int, offset: int) -> str | None:
+    """What is wrong with a search page's limit and offset, or None (limit + offset is how deep it ranks)."""
+    problem = page_problem(limit, offset, MAX_SEARCH_LIMIT)
+    if problem is None and limit + offset > MAX_SEARCH_LIMIT:
+        problem = f"limit + offset must be at most {MAX_SEARCH_LIMIT}, got {limit + offset}: narrow the search."
+    return problem
+
 
 Links = dict[str, tuple[str | None, str | None]]  # a memory's previous and next neighbour in its thread
 
@@ -30,15 +40,28 @@ class Searching:
     ctx: Context
 
     def search(self, command: SearchMemories) -> Result[SearchResults, DomainError]:
-        """Search under the filters: hybrid (default), semantic or keyword; `limit` hits whenever that many qualify."""
-        return self.ctx.guard(command.namespace).bind(lambda guard: self._plan(command, guard)).bind(self._run)
+        """Search under the filters: hybrid (default), semantic or keyword; hits offset … offset + limit of the
+        ranking (`limit` of them whenever that many qualify), and whether more qualify after them.
+
+        The ranking is computed for offset + limit + 1 hits (at most MAX_SEARCH_LIMIT), so a page is the
+        same slice of the same ranking whatever page was asked before it."""
+        limit = self.ctx.policy.default_limit if command.limit is None else command.limit
+        problem = _page_problem(limit, command.offset)
+        if problem is not None:
+            return Failure(invalid_input(problem))
+        window = limit + command.offset
+        ranked = evolve(command, limit=min(window + 1, MAX_SEARCH_LIMIT))
+        return (
+            self.ctx.guard(command.namespace)
+            .bind(lambda guard: self._plan(ranked, guard))
+            .bind(self._run)
+            .map(lambda found: SearchResults(found.results[command.offset : window], len(found.results) > window))
+        )
 
     def _plan(self, command: SearchMemories, guard: Guard) -> Result[_SearchPlan, DomainError]:
         if not isinstance(command.query, str) or not command.query.strip():
             return Failure(invalid_input("The search query is empty: say what to look for."))
         limit = self.ctx.policy.default_limit if command.limit is None else command.limit
-        if not 1 <= limit <= MAX_SEARCH_LIMIT:
-            return Failure(invalid_input(f"limit must be between 1 and {MAX_SEARCH_LIMIT}, got {limit}."))
         floor = self.ctx.policy.min_confidence if command.min_confidence is None else command.min_confidence
         if not 0.0 <= floor <= 1.0:
             return Failure(invalid_input(f"min-confidence must be between 0 and 1, got {floor}."))

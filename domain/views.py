@@ -19,9 +19,13 @@ class MemoryView:
 
 @frozen
 class SearchResults:
-    """The hits of one search, best first."""
+    """One page of a search's hits, best first, and whether more qualify after them.
+
+    A search ranks everything that passes its filters, so a total would cost ranking the whole store on every
+    call; `has_more` is what paging needs."""
 
     results: tuple[ScoredMemory, ...]
+    has_more: bool = False
 
     @property
     def count(self) -> int:
@@ -62,12 +66,14 @@ class CategorySummary:
 
 @frozen
 class Listing:
-    """A category's memories (recursively, newest update first) and its direct subcategories."""
+    """A page of a category's memories (recursively, newest update first), how many there are in all, and its
+    direct subcategories."""
 
     category: str | None
     memories: tuple[MemoryView, ...]
     subcategories: tuple[CategorySummary, ...]
     description: str = ""
+    total: int = 0  # memories under the category in all, whatever the page shows
 
 
 @frozen

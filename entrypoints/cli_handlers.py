@@ -18,6 +18,7 @@ from agent_memory.domain.transfer import StoreOutline
 from agent_memory.entrypoints import json_codec as out
 from agent_memory.entrypoints import text_format as text
 from agent_memory.entrypoints.json_codec import JSON, has_lone_surrogate
+from agent_memory.entrypoints.paging import listing_page_json, search_page, search_page_json
 
 Payload = dict[str, Any]
 Outcome = Result[Payload, DomainError]
@@ -189,8 +190,9 @@ def search(service: MemoryService, args: argparse.Namespace) -> Outcome:
         store=getattr(args, "store", None),
         include_expired=args.include_expired,
         mode=args.mode,
+        offset=args.offset,
     )
-    return service.search(command).map(out.search_json)
+    return search_page(service, command).map(search_page_json)
 
 
 def get(service: MemoryService, args: argparse.Namespace) -> Outcome:
@@ -205,7 +207,7 @@ def reinforce(service: MemoryService, args: argparse.Namespace) -> Outcome:
 
 def delete(service: MemoryService, args: argparse.Namespace) -> Outcome:
     return service.delete(args.id, store=getattr(args, "store", None), include_expired=args.include_expired).map(
-        lambda memory: {"id": memory.id, "deleted": True}
+        out.deleted_json
     )
 
 
@@ -242,9 +244,13 @@ def move(service: MemoryService, args: argparse.Namespace) -> Outcome:
 
 
 def listing(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return service.list(args.category, store=getattr(args, "store", None), include_expired=args.include_expired).map(
-        out.listing_json
-    )
+    return service.list(
+        args.category,
+        store=getattr(args, "store", None),
+        include_expired=args.include_expired,
+        limit=args.limit,
+        offset=args.offset,
+    ).map(lambda page: listing_page_json(page, args.limit, args.offset, compact=False))
 
 
 def recent(service: MemoryService, args: argparse.Namespace) -> Outcome:

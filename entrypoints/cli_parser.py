@@ -94,6 +94,7 @@ def _add_memory_commands(commands: argparse._SubParsersAction) -> None:  # type:
     search.add_argument("--namespace", help="search this namespace and those below it")
     search.add_argument("--category", help="only memories under this category path")
     search.add_argument("--limit", type=int, help="most results to return (default 10)")
+    search.add_argument("--offset", type=int, default=0, help="best hits to skip, for paging (see has_more)")
     search.add_argument("--min-confidence", type=float, help="confidence floor, 0 to 1 (default 0.3)")
     search.add_argument("--include-expired", action="store_true")
     search.add_argument("--mode", choices=MODES, default="hybrid", help="hybrid (default), semantic or keyword")
@@ -137,6 +138,8 @@ def _add_memory_commands(commands: argparse._SubParsersAction) -> None:  # type:
 def _add_collection_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     listing = commands.add_parser("list", help="a category's memories and subcategories (recursive)")
     listing.add_argument("category", nargs="?")
+    listing.add_argument("--limit", type=int, help="most memories to show, 1 to 1000 (default: all)")
+    listing.add_argument("--offset", type=int, default=0, help="memories to skip, for paging (see total)")
     listing.add_argument("--include-expired", action="store_true")
     _common(listing)
 

@@ -135,5 +135,10 @@ def stores_json(stores: tuple[StoreSummary, ...]) -> dict[str, Any]:
     return {"stores": [{"name": s.name, "memory_count": s.memory_count} for s in stores], "count": len(stores)}
 
 
+def deleted_json(memory: Memory) -> dict[str, Any]:
+    """A soft delete's answer: the memory stays stored, hidden (decision 13)."""
+    return {"id": memory.id, "deleted": True}
+
+
 def removed_json(memory: Memory) -> dict[str, Any]:
     return {"id": memory.id, "path": None if memory.path is None else str(memory.path), "removed": True}

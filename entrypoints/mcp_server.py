@@ -87,6 +87,10 @@ NamespaceGuard = Annotated[
     Field(description='Only act on a memory inside this namespace (or below it), e.g. ["user", "u-123"].'),
 ]
 TagsArg = Annotated[list[str] | None, Field(description="Labels to find the memory by later.")]
+AgentArg = Annotated[str | None, Field(description="The agent the memory belongs to (a search scope).")]
+PersonalityArg = Annotated[str | None, Field(description="The personality it belongs to (a search scope).")]
+ProjectArg = Annotated[str | None, Field(description="The project it belongs to (a search scope).")]
+TypeArg = Annotated[str | None, Field(description="What kind of memory it is, e.g. 'preference' or 'decision'.")]
 CitationsArg = Annotated[
     list[str] | None,
     Field(description='References to source material, e.g. ["src/core/types.ts:17", "https://docs.example.com"].'),
@@ -239,6 +243,10 @@ class _Tools:
         source: Annotated[str | None, Field(description="Where the memory came from (free text).")] = None,
         namespace: NamespaceArg = None,
         decay_policy: DecayArg = "stable",
+        agent: AgentArg = None,
+        personality: PersonalityArg = None,
+        project: ProjectArg = None,
+        type: TypeArg = None,
         store: StoreArg = None,
     ) -> CallToolResult:
         def command(expiry: datetime | None) -> CreateMemory:
@@ -246,6 +254,10 @@ class _Tools:
                 content=content,
                 path=path,
                 decay_policy=decay_policy,
+                agent=agent or "",
+                personality=personality or "",
+                project=project or "",
+                type=type or "",
                 store=self._store(store),
                 tags=tuple(tags or ()),
                 citations=tuple(citations or ()),
@@ -286,6 +298,10 @@ class _Tools:
             list[str] | None, Field(description="Replaces the citations; [] clears them; omit to keep them.")
         ] = None,
         source: Annotated[str | None, Field(description="New source; omit to keep it.")] = None,
+        agent: AgentArg = None,
+        personality: PersonalityArg = None,
+        project: ProjectArg = None,
+        type: TypeArg = None,
         store: StoreArg = None,
         namespace: NamespaceGuard = None,
         include_expired: ActOnExpired = False,
@@ -295,6 +311,10 @@ class _Tools:
                 ref=path_or_id,
                 store=self._store(store),
                 namespace=_labels(namespace),
+                agent=agent,
+                personality=personality,
+                project=project,
+                type=type,
                 content=content,
                 tags=_labels(tags),
                 citations=_labels(citations),
@@ -316,6 +336,21 @@ class _Tools:
         return self._run(
             lambda: _reply(
                 self.service.remove(path_or_id, store=self._store(store), namespace=namespace).map(out.removed_json)
+            )
+        )
+
+    def delete_memory(
+        self,
+        path_or_id: PathOrId,
+        store: StoreArg = None,
+        namespace: NamespaceGuard = None,
+        include_expired: ActOnExpired = False,
+    ) -> CallToolResult:
+        return self._run(
+            lambda: _reply(
+                self.service.delete(
+                    path_or_id, store=self._store(store), namespace=namespace, include_expired=include_expired
+                ).map(out.deleted_json)
             )
         )
 
@@ -356,7 +391,12 @@ class _Tools:
         return self._run(
             lambda: _reply(
                 self.service.list(
-                    category, store=self._store(store), include_expired=include_expired, namespace=namespace
+                    category,
+                    store=self._store(store),
+                    include_expired=include_expired,
+                    namespace=namespace,
+                    limit=limit,
+                    offset=offset,
                 ).map(lambda listing: listing_page_json(listing, limit, offset, compact=True))
             )
         )
@@ -397,9 +437,9 @@ class _Tools:
             include_expired=arguments["include_expired"],
             mode=arguments["mode"],
             store=self._store(arguments["store"]),
+            offset=arguments["offset"],
         )
-        offset = arguments["offset"]
-        return self._run(lambda: _reply(search_page(self.service, command, offset).map(search_page_json)))
+        return self._run(lambda: _reply(search_page(self.service, command).map(search_page_json)))
 
     # maintenance --------------------------------------------------------------------------------
 
@@ -616,7 +656,7 @@ def _model_tool(name: str, model: type[ArgModelBase], run: Callable[[dict[str, A
 
 _READ_ONLY = {"get_memory", "list_memories", "get_recent_memories", "list_stores", "search_memories", "search_memory"}
 # destructive: may overwrite or delete what is stored (an update replaces content, tags and citations)
-_DESTRUCTIVE = {"remove_memory", "prune_memories", "delete_category", "manage_memory", "update_memory"}
+_DESTRUCTIVE = {"delete_memory", "remove_memory", "prune_memories", "delete_category", "manage_memory", "update_memory"}
 
 _DESCRIPTIONS: dict[str, str] = {
     "add_memory": "Create a memory at a path ('category/…/slug'). The store and categories are created if missing. "
@@ -626,6 +666,9 @@ _DESCRIPTIONS: dict[str, str] = {
     "update_memory": "Change a memory's content or metadata by path or id. Omitted fields are kept; "
     "tags and citations given replace the old ones ([] clears); clear_expiry removes the expiry. "
     "An expired memory is refused (MEMORY_EXPIRED) unless include_expired is true.",
+    "delete_memory": "Soft-delete a memory by path or id: it stays stored but is hidden from every read and "
+    "search (remove_memory deletes for good). Fails with MEMORY_EXPIRED for an expired memory unless "
+    "include_expired is true.",
     "remove_memory": "Delete a memory for good, by path or id.",
     "move_memory": "Give a memory a new path. Fails with DESTINATION_EXISTS if the new path is taken, and with "
     "MEMORY_EXPIRED for an expired memory unless include_expired is true.",
@@ -658,6 +701,7 @@ TOOL_NAMES = (
     "add_memory",
     "get_memory",
     "update_memory",
+    "delete_memory",
     "remove_memory",
     "move_memory",
     "reinforce_memory",
@@ -680,6 +724,7 @@ TITLES: dict[str, str] = {
     "add_memory": "Add a memory",
     "get_memory": "Read a memory",
     "update_memory": "Update a memory",
+    "delete_memory": "Delete a memory (soft)",
     "remove_memory": "Remove a memory for good",
     "move_memory": "Move a memory",
     "reinforce_memory": "Reinforce a memory",

@@ -1,17 +1,15 @@
-"""Paging shared by the doors: one page of a search, and the compact listing agents browse with."""
+"""Pages as the doors show them: a search page's JSON, and the compact listing agents browse with."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import attrs
 from attrs import frozen
-from returns.result import Failure, Result
+from returns.result import Result
 
 from agent_memory.domain.commands import SearchMemories
-from agent_memory.domain.errors import DomainError, invalid_input
+from agent_memory.domain.errors import DomainError
 from agent_memory.domain.model import ScoredMemory
-from agent_memory.domain.searching import MAX_SEARCH_LIMIT
 from agent_memory.domain.service import MemoryService
 from agent_memory.domain.views import Listing, MemoryView
 from agent_memory.entrypoints import json_codec as out
@@ -27,30 +25,10 @@ class SearchPage:
     has_more: bool
 
 
-def page_problem(limit: object, offset: object, most: int) -> str | None:
-    """What is wrong with a page's limit and offset (limit 1 … most, offset ≥ 0), or None."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= most:
-        return f"limit must be a whole number from 1 to {most}, got {limit!r}."
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        return f"offset must be a whole number of at least 0, got {offset!r}."
-    return None
-
-
-def search_page(service: MemoryService, command: SearchMemories, offset: int) -> Result[SearchPage, DomainError]:
-    """One page of a search: the service ranks offset + limit + 1 hits (at most the search limit, 1000), the page
-    is the slice, and the one beyond it says whether there are more. A search ranks everything that passes its
-    filters, so a total would cost a search of the whole store on every call: `has_more` says what paging needs."""
+def search_page(service: MemoryService, command: SearchMemories) -> Result[SearchPage, DomainError]:
+    """One page of a search (the use case pages: domain.searching), with the limit it used."""
     limit = service.policy.default_limit if command.limit is None else command.limit
-    problem = page_problem(limit, offset, MAX_SEARCH_LIMIT)
-    if problem is None and limit + offset > MAX_SEARCH_LIMIT:
-        problem = f"limit + offset must be at most {MAX_SEARCH_LIMIT}, got {limit + offset}: narrow the search."
-    if problem is not None:
-        return Failure(invalid_input(problem))
-    window = limit + offset
-    asked = min(window + 1, MAX_SEARCH_LIMIT)
-    return service.search(attrs.evolve(command, limit=asked)).map(
-        lambda found: SearchPage(found.results[offset:window], limit, offset, len(found.results) > window)
-    )
+    return service.search(command).map(lambda found: SearchPage(found.results, limit, command.offset, found.has_more))
 
 
 def search_page_json(page: SearchPage) -> dict[str, Any]:
@@ -80,10 +58,9 @@ def compact_json(view: MemoryView) -> dict[str, Any]:
     }
 
 
-def listing_page_json(listing: Listing, limit: int, offset: int, *, compact: bool) -> dict[str, Any]:
+def listing_page_json(listing: Listing, limit: int | None, offset: int, *, compact: bool) -> dict[str, Any]:
     """One page of a category's memories with the total, and its subcategories (compact: no content)."""
-    shown = attrs.evolve(listing, memories=listing.memories[offset : offset + limit])
-    body = out.listing_json(shown)
+    body = out.listing_json(listing)
     if compact:
-        body["memories"] = [compact_json(view) for view in shown.memories]
-    return {**body, "total": len(listing.memories), "limit": limit, "offset": offset}
+        body["memories"] = [compact_json(view) for view in listing.memories]
+    return {**body, "total": listing.total, "limit": limit, "offset": offset}

@@ -252,9 +252,7 @@ class UpdateBody(AttrsDTO[UpdateMemory]):
 
 @attrs.frozen(kw_only=True)
 class SearchRequest(SearchMemories):
-    """POST /search: the search command, plus how many of the best hits to skip (paging)."""
-
-    offset: int = 0
+    """POST /search: the search command (its limit and offset page through the hits)."""
 
 
 class SearchBody(AttrsDTO[SearchRequest]):
@@ -441,7 +439,7 @@ async def delete_memory(
                 _ref(ref), store=store, namespace=guard, include_expired=include_expired
             ),
         ),
-        lambda memory: {"id": memory.id, "deleted": True},
+        out.deleted_json,
     )
 
 
@@ -507,7 +505,7 @@ async def list_memories(
         _guarded(
             namespace,
             lambda service, guard: service.list(
-                category, store=store, include_expired=include_expired, namespace=guard
+                category, store=store, include_expired=include_expired, namespace=guard, limit=limit, offset=offset
             ),
         ),
         page,
@@ -551,7 +549,7 @@ async def search_memories(
     command = data.create_instance(store=store)
     _check_page("limit", command.limit, 1, MAX_SEARCH_LIMIT, "body")
     _check_page("offset", command.offset, 0, MAX_SEARCH_LIMIT - 1, "body")
-    return await door.reply(lambda service: search_page(service, command, command.offset), search_page_json)
+    return await door.reply(lambda service: search_page(service, command), search_page_json)
 
 
 # --- maintenance, stores, categories, health ------------------------------------------------------

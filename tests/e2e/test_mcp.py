@@ -32,6 +32,7 @@ EVERY_TOOL = {
     "add_memory",
     "get_memory",
     "update_memory",
+    "delete_memory",
     "remove_memory",
     "move_memory",
     "reinforce_memory",

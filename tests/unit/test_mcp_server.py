@@ -317,3 +317,33 @@ def test_an_embedding_mismatch_names_the_reindex_tool(mcp: Server, catalog: Any)
     text = mcp.text("search_memories", {"query": "x"}, error=True)
 
     assert text.startswith("EMBEDDING_MISMATCH:") and "reindex_store" in text and "`memory" not in text
+
+
+def test_add_and_update_memory_set_the_scopes_search_filters_on(mcp: Server) -> None:
+    """The README's filter by type must match a memory an MCP agent saved (add_memory could not set scopes)."""
+    added = json.loads(
+        mcp.text(
+            "add_memory",
+            {"path": "prefs/editor", "content": "The user likes Helix", "type": "preference", "project": "p1"},
+            error=False,
+        )
+    )
+    assert (added["type"], added["project"], added["agent"]) == ("preference", "p1", "")
+    found = json.loads(mcp.text("search_memories", {"query": "editor", "type": "preference"}, error=False))
+    assert [hit["id"] for hit in found["results"]] == [added["id"]]
+    updated = json.loads(
+        mcp.text("update_memory", {"path_or_id": "prefs/editor", "type": "decision", "agent": "a1"}, error=False)
+    )
+    assert (updated["type"], updated["agent"], updated["project"]) == ("decision", "a1", "p1")
+    assert json.loads(mcp.text("search_memories", {"query": "editor", "type": "preference"}, error=False))["count"] == 0
+
+
+def test_delete_memory_is_the_soft_delete(mcp: Server) -> None:
+    added = json.loads(mcp.text("add_memory", {"path": "notes/soft", "content": "kept but hidden"}, error=False))
+    assert json.loads(mcp.text("delete_memory", {"path_or_id": "notes/soft"}, error=False)) == {
+        "id": added["id"],
+        "deleted": True,
+    }
+    assert mcp.text("get_memory", {"path_or_id": added["id"]}, error=True).startswith("MEMORY_NOT_FOUND")
+    assert mcp.text("delete_memory", {"path_or_id": added["id"]}, error=True).startswith("INVALID_OPERATION")
+    assert json.loads(mcp.text("remove_memory", {"path_or_id": added["id"]}, error=False))["removed"] is True

@@ -194,6 +194,7 @@ def test_mcp_pinned_alice_never_reaches_bobs_memories(
             ("get_memory", {"path_or_id": ref, "include_expired": True}),
             ("update_memory", {"path_or_id": ref, "content": "pwned"}),
             ("remove_memory", {"path_or_id": ref}),
+            ("delete_memory", {"path_or_id": ref, "include_expired": True}),
             ("move_memory", {"from": ref, "to": "mine/now"}),
             ("reinforce_memory", {"id": ref}),
             ("manage_memory", {"action": "update", "id": ref, "content": "pwned", "user_id": "alice"}),
@@ -289,6 +290,7 @@ def test_mcp_traversal_on_reads_is_invalid_path(shared: MemoryService) -> None:
     for name, arguments in (
         ("get_memory", {"path_or_id": "../../etc/passwd"}),
         ("remove_memory", {"path_or_id": "/etc/passwd"}),
+        ("delete_memory", {"path_or_id": "/etc/passwd"}),
         ("update_memory", {"path_or_id": "notes/../../x", "content": "y"}),
     ):
         failed, text = mcp.call(name, arguments)
