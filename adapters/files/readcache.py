@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -66,20 +66,43 @@ def encode(memory: Memory, text: str) -> dict[str, Any]:
     return fields
 
 
+def _timestamp(value: object) -> object:
+    return datetime.fromisoformat(value) if isinstance(value, str) else _unusable(value)
+
+
+def _strings(value: object) -> object:
+    return tuple(value) if isinstance(value, list) and all(isinstance(i, str) for i in value) else _unusable(value)
+
+
+def _flag(value: object) -> object:
+    return value if isinstance(value, bool) else _unusable(value)
+
+
+def _path(value: object) -> object:
+    return memory_path(value) if isinstance(value, str) else _unusable(value)
+
+
+def _decay(value: object) -> object:
+    return DecayPolicy(value) if isinstance(value, str) else _unusable(value)
+
+
+def _unusable(value: object) -> object:
+    raise _Unusable(repr(value))
+
+
+_DECODERS: dict[str, Callable[[object], object]] = {
+    **dict.fromkeys(_TIMESTAMPS, _timestamp),
+    **dict.fromkeys(_LISTS, _strings),
+    **dict.fromkeys(_FLAGS, _flag),
+    "path": _path,
+    "decay_policy": _decay,
+}
+
+
 def _decoded(name: str, value: object) -> object:
-    if value is None or name not in _TIMESTAMPS | _LISTS | _FLAGS | {"path", "decay_policy"}:
-        return value
-    if name in _TIMESTAMPS and isinstance(value, str):
-        return datetime.fromisoformat(value)
-    if name in _LISTS and isinstance(value, list) and all(isinstance(item, str) for item in value):
-        return tuple(value)
-    if name in _FLAGS and isinstance(value, bool):
-        return value
-    if name == "path" and isinstance(value, str):
-        return memory_path(value)
-    if name == "decay_policy" and isinstance(value, str):
-        return DecayPolicy(value)
-    raise _Unusable(f"{name} is {value!r}")
+    """A field as JSON held it, as Memory takes it (text fields are checked by Memory's validators)."""
+    decoder = _DECODERS.get(name)
+    return value if value is None or decoder is None else decoder(value)
 
 
 def decode(fields: Mapping[str, Any], text: str, store: str) -> Memory | None:
@@ -88,7 +111,7 @@ def decode(fields: Mapping[str, Any], text: str, store: str) -> Memory | None:
     if set(fields) != {*_FIELDS, "content_chars"} or not isinstance(chars, int) or not 0 < chars <= len(text):
         return None
     try:
-        values = {name: _decoded(name, fields[name]) for name in _FIELDS}
+        values: dict[str, Any] = {name: _decoded(name, fields[name]) for name in _FIELDS}
         return Memory(content=text[len(text) - chars :], store=store, **values)
     except (_Unusable, InvalidValue, ValueError, TypeError):
         return None
