@@ -1,4 +1,5 @@
-"""One store's directory: safe places, walking, reading and parsing its files (cached by version), batched writes.
+"""One store's directory: safe places, walking, reading and parsing its files (cached by version, and across
+processes by digest: readcache.py), batched writes.
 
 Symbolic links are never followed: linked files and directories are not part of a store. Every write of a batch
 is atomic (a temporary ``.<name>.tmp-…`` beside the target, fsync, rename) and its directory is fsynced before
@@ -80,6 +81,7 @@ class Record:
     parts: Parts
     text: str
     stamp: Stamp | None = None
+    digest: str | None = None  # of the bytes it was read from (None for a file this process wrote)
 
 
 @frozen
@@ -202,14 +204,14 @@ class StoreFiles:
                 relative_path(parts), self.name, "it is not UTF-8 text. Save it as UTF-8.", str(error)
             ) from None
 
-    def parse(self, parts: Parts, text: str, stamp: Stamp | None = None) -> Record:
+    def parse(self, parts: Parts, text: str, stamp: Stamp | None = None, digest: str | None = None) -> Record:
         relative = relative_path(parts)
         path = location_path(parts, self.name)
         parsed = parse_frontmatter(text, store=self.name, path=path, default_id=default_memory_id(self.name, relative))
         match parsed:
             case Success(found):
                 memory = found.memory if found.memory.path == path else evolve(found.memory, path=path)
-                return Record(memory, dict(found.extra), parts, text, stamp)
+                return Record(memory, dict(found.extra), parts, text, stamp, digest)
             case Failure(problem):
                 error = to_domain_error(problem, relative)
                 raise Abort(evolve(error, message=f"The file '{relative}' in store '{self.name}': {error.message}"))
@@ -221,24 +223,27 @@ class StoreFiles:
         if cached is not None:
             place = self.readable(parts)
             if place is not None and stamp_of(place) == cached.stamp:
+                if self.on_disk is not None and cached.digest is not None and not cached.extra:
+                    self.on_disk.note(relative_path(parts), cached.digest, cached.memory, cached.text)
                 return cached
         read = self._read(parts)
         if read is None:
             self.cache.pop(parts, None)
             return None
         text, stamp, data = read
-        record = None if self.on_disk is None else self._from_disk(parts, text, stamp, digest_of(data))
+        digest = digest_of(data)
+        record = None if self.on_disk is None else self._from_disk(parts, text, stamp, digest)
         if record is None:
-            record = self.parse(parts, text, stamp)
+            record = self.parse(parts, text, stamp, digest)
             if self.on_disk is not None and not record.extra:
-                self.on_disk.note(relative_path(parts), digest_of(data), record.memory, text)
+                self.on_disk.note(relative_path(parts), digest, record.memory, text)
         self.cache[parts] = record
         return record
 
     def _from_disk(self, parts: Parts, text: str, stamp: Stamp, digest: str) -> Record | None:
         assert self.on_disk is not None  # for the type checker: only called while the cache file is in use
         memory = self.on_disk.memory(relative_path(parts), digest, text)
-        return None if memory is None else Record(memory, {}, parts, text, stamp)
+        return None if memory is None else Record(memory, {}, parts, text, stamp, digest)
 
     def remember(self, record: Record) -> None:
         self.cache[record.parts] = record

@@ -188,3 +188,13 @@ def test_a_cache_that_cannot_be_written_only_costs_a_parse(directory: Path, monk
     monkeypatch.setattr("agent_memory.adapters.files.readcache.write_atomically", refuse)
     assert memories(directory) == uncached(directory)
     assert not (directory / CACHE_FILE).exists()
+
+
+def test_a_walk_served_from_memory_keeps_the_cache_whole(directory: Path) -> None:
+    """The catalog gives every StoreFiles of a store one in-process cache: a later object's walk is served
+    from it, and must not write a cache file that lacks those files."""
+    first = fresh(directory)
+    first.records()
+    later = StoreFiles("default", directory, first.lock, first.cache)
+    assert set(later.records()) == {ID_A, ID_B}
+    assert cached_entries(directory) == {"travel/lisbon.md", f"_unfiled/{ID_B}.md"}
