@@ -1,5 +1,7 @@
-"""One store's directory: safe places, walking, reading and parsing its files (cached by version, and across
-processes by digest: readcache.py), batched writes.
+"""One store's directory: safe places, walking, reading and parsing its files (cached by version), batched writes.
+
+A process's first full walk also uses the store's read cache (readcache.py): a file whose bytes it knows is
+not parsed again.
 
 Symbolic links are never followed: linked files and directories are not part of a store. Every write of a batch
 is atomic (a temporary ``.<name>.tmp-…`` beside the target, fsync, rename) and its directory is fsynced before
