@@ -4,7 +4,9 @@
 
 Writes N memory files (LoCoMo-sized content, frontmatter as the backend writes it) into a temporary store,
 then times, each in a new process and interleaved round by round: `python -c pass`, the store's full read
-(`StoreFiles.records()`, what a first list or search of a new process does) with PyYAML's libyaml parser
+(`StoreFiles.records()`, what a first list or search of a new process does) with the store's read cache
+(`.read-cache`, written by the previous read: the usual start), and without it (deleted first: the first
+start after every file changed, which parses every file and writes the cache) with PyYAML's libyaml parser
 (the product's default) and with its pure-Python parser (the reference). Prints JSON with medians.
 """
 
@@ -22,13 +24,15 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from agent_memory.adapters.files.readcache import CACHE_FILE
+
 READ = """
 import sys, time, filelock
 from pathlib import Path
 started = time.perf_counter()
-import yaml
 from agent_memory.adapters.files import format as file_format
 if sys.argv[2] == "python":
+    import yaml
     file_format._FAST_LOADER = yaml.SafeLoader
 from agent_memory.adapters.files.directory import StoreFiles
 store = Path(sys.argv[1])
@@ -77,11 +81,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as work:
         store = Path(work) / "default"
         write_store(store, options.files)
-        rounds: dict[str, list[float]] = {"python -c pass": [], "read, libyaml": [], "read, pure Python": []}
+        runs = (
+            ("read, no cache, pure Python", "python", False),
+            ("read, no cache, libyaml", "c", False),
+            ("read, cache", "c", True),
+        )
+        rounds: dict[str, list[float]] = {"python -c pass": [], **{label: [] for label, _, _ in runs}}
         for _ in range(options.repeat):
             rounds["python -c pass"].append(timed([sys.executable, "-c", "pass"]))
-            for label, parser_name in (("read, libyaml", "c"), ("read, pure Python", "python")):
-                rounds[label].append(timed([sys.executable, "-c", READ, str(store), parser_name, str(options.files)]))
+            for label, parser_name, cached in runs:
+                if not cached:
+                    (store / CACHE_FILE).unlink(missing_ok=True)
+                argv = [sys.executable, "-c", READ, str(store), parser_name, str(options.files)]
+                rounds[label].append(timed(argv))
     medians = {label: round(statistics.median(values), 3) for label, values in rounds.items()}
     report = {
         "date": datetime.now(UTC).date().isoformat(),
@@ -89,7 +101,11 @@ def main() -> None:
         "files": options.files,
         "repeat": options.repeat,
         "wall_s_median": medians,
-        "pure_python_over_libyaml": round(medians["read, pure Python"] / medians["read, libyaml"], 2),
+        "pure_python_over_libyaml": round(
+            medians["read, no cache, pure Python"] / medians["read, no cache, libyaml"], 2
+        ),
+        "no_cache_over_cache": round(medians["read, no cache, libyaml"] / medians["read, cache"], 2),
+        "cache_over_python_pass": round(medians["read, cache"] / medians["python -c pass"], 1),
     }
     text = json.dumps(report, indent=1)
     print(text)

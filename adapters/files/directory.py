@@ -1,5 +1,8 @@
 """One store's directory: safe places, walking, reading and parsing its files (cached by version), batched writes.
 
+A process's first full walk also uses the store's read cache (readcache.py): a file whose bytes it knows is
+not parsed again.
+
 Symbolic links are never followed: linked files and directories are not part of a store. Every write of a batch
 is atomic (a temporary ``.<name>.tmp-…`` beside the target, fsync, rename) and its directory is fsynced before
 any old file is removed, so a moved memory's new file is durable before the old one goes.
@@ -33,6 +36,7 @@ from agent_memory.adapters.files.layout import (
     location_path,
     relative_path,
 )
+from agent_memory.adapters.files.readcache import ReadCache, digest_of
 from agent_memory.adapters.shared.boundary import Abort
 from agent_memory.adapters.shared.durable import fsync_directory, write_atomically
 from agent_memory.domain.errors import DomainError
@@ -79,6 +83,7 @@ class Record:
     parts: Parts
     text: str
     stamp: Stamp | None = None
+    digest: str | None = None  # of the bytes it was read from (None for a file this process wrote)
 
 
 @frozen
@@ -99,6 +104,8 @@ class StoreFiles:
     lock: filelock.BaseFileLock
     cache: dict[Parts, Record] = field(factory=dict)  # parsed files by place, valid while their stamp is
     damaged: dict[Parts, str] = field(factory=dict)  # files the last walks could not read, with why
+    on_disk: ReadCache | None = None  # the cache file, during the first full walk (the cold start) only
+    walked: bool = False
 
     # --- the boundary
 
@@ -183,25 +190,30 @@ class StoreFiles:
         return None if read is None else read[0]
 
     def read_stamped(self, parts: Parts) -> tuple[str, Stamp] | None:
+        read = self._read(parts)
+        return None if read is None else (read[0], read[1])
+
+    def _read(self, parts: Parts) -> tuple[str, Stamp, bytes] | None:
+        """The file's text, version and bytes."""
         place = self.readable(parts)
         read = None if place is None else _read_bytes(place)
         if read is None:
             return None
         try:
-            return read[0].decode("utf-8"), read[1]
+            return read[0].decode("utf-8"), read[1], read[0]
         except UnicodeDecodeError as error:
             raise bad_file(
                 relative_path(parts), self.name, "it is not UTF-8 text. Save it as UTF-8.", str(error)
             ) from None
 
-    def parse(self, parts: Parts, text: str, stamp: Stamp | None = None) -> Record:
+    def parse(self, parts: Parts, text: str, stamp: Stamp | None = None, digest: str | None = None) -> Record:
         relative = relative_path(parts)
         path = location_path(parts, self.name)
         parsed = parse_frontmatter(text, store=self.name, path=path, default_id=default_memory_id(self.name, relative))
         match parsed:
             case Success(found):
                 memory = found.memory if found.memory.path == path else evolve(found.memory, path=path)
-                return Record(memory, dict(found.extra), parts, text, stamp)
+                return Record(memory, dict(found.extra), parts, text, stamp, digest)
             case Failure(problem):
                 error = to_domain_error(problem, relative)
                 raise Abort(evolve(error, message=f"The file '{relative}' in store '{self.name}': {error.message}"))
@@ -210,16 +222,30 @@ class StoreFiles:
     def read_record(self, parts: Parts) -> Record | None:
         """The memory of a file, parsed again only when the file changed since it was last read here."""
         cached = self.cache.get(parts)
-        place = self.readable(parts)
-        if cached is not None and place is not None and stamp_of(place) == cached.stamp:
-            return cached
-        read = self.read_stamped(parts)
+        if cached is not None:
+            place = self.readable(parts)
+            if place is not None and stamp_of(place) == cached.stamp:
+                if self.on_disk is not None and cached.digest is not None and not cached.extra:
+                    self.on_disk.note(relative_path(parts), cached.digest, cached.memory, cached.text)
+                return cached
+        read = self._read(parts)
         if read is None:
             self.cache.pop(parts, None)
             return None
-        record = self.parse(parts, *read)
+        text, stamp, data = read
+        digest = digest_of(data)
+        record = None if self.on_disk is None else self._from_disk(parts, text, stamp, digest)
+        if record is None:
+            record = self.parse(parts, text, stamp, digest)
+            if self.on_disk is not None and not record.extra:
+                self.on_disk.note(relative_path(parts), digest, record.memory, text)
         self.cache[parts] = record
         return record
+
+    def _from_disk(self, parts: Parts, text: str, stamp: Stamp, digest: str) -> Record | None:
+        assert self.on_disk is not None  # for the type checker: only called while the cache file is in use
+        memory = self.on_disk.memory(relative_path(parts), digest, text)
+        return None if memory is None else Record(memory, {}, parts, text, stamp, digest)
 
     def remember(self, record: Record) -> None:
         self.cache[record.parts] = record
@@ -233,12 +259,21 @@ class StoreFiles:
         Two files with one id are an error, unless a writer was mid-move (it writes the new file before it
         deletes the old one): then the walk is repeated once the writer is done.
         """
-        found = self._records_once(select)
-        if isinstance(found, Abort):
-            with self.lock:
-                found = self._records_once(select)
-        if isinstance(found, Abort):
-            raise found
+        first_walk = select is None and not self.walked
+        if first_walk:
+            self.on_disk = ReadCache.load(self.directory, self.name)
+        try:
+            found = self._records_once(select)
+            if isinstance(found, Abort):
+                with self.lock:
+                    found = self._records_once(select)
+            if isinstance(found, Abort):
+                raise found
+            if first_walk and self.on_disk is not None:
+                self.on_disk.save({relative_path(r.parts) for r in found.values()})
+        finally:
+            if first_walk:
+                self.on_disk, self.walked = None, True
         if select is None:
             self._keep_cached({r.parts for r in found.values()})
         return found

@@ -447,3 +447,30 @@ def test_nesting_deep_enough_to_crash_libyaml_is_a_frontmatter_error_not_a_crash
     assert out.returncode == 0, out.stderr[-2000:]  # libyaml recursing in C over this killed the process
     assert out.stdout.split()[:1] == ["Failure"]
     assert "INVALID_FRONTMATTER" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["plain", "", " lead", "trail ", "a\nb", "x\r\ny", "\u2028", "\x85", "---", "- a", "a: b", "#x", "yes", "é✓"],
+)
+def test_blocks_are_written_by_libyaml_as_the_python_emitter_writes_them(text: str) -> None:
+    import yaml
+
+    from agent_memory.adapters.files import format as file_format
+
+    dumper = file_format._block_dumper()
+    assert issubclass(dumper, getattr(yaml, "CSafeDumper", yaml.SafeDumper))
+    data = {
+        "id": "x",
+        "created_at": file_format.UtcTimestamp(file_format.EXAMPLE_TIMESTAMP),
+        "source": text,
+        "tags": [text or "t"],
+    }
+    options = {"sort_keys": False, "allow_unicode": True, "default_flow_style": False, "width": 2**31 - 1}
+
+    class PythonDumper(yaml.SafeDumper):  # type: ignore[misc]
+        pass
+
+    PythonDumper.add_representer(file_format.UtcTimestamp, file_format._represent_timestamp)
+    PythonDumper.add_representer(str, file_format._represent_str)
+    assert yaml.dump(data, Dumper=dumper, **options) == yaml.dump(data, Dumper=PythonDumper, **options)
