@@ -87,20 +87,31 @@ class Warmer:
         return self._idle.wait(timeout)
 
     def _work(self) -> None:
-        while True:
-            with self._guard:
-                if not self._wanted:
+        done = False
+        try:
+            while (store := self._next()) is not None:
+                try:
+                    warm(store, paused=self.paused)
+                except Abort as abort:  # the store is gone or unreadable: its searches keep going to Chroma
+                    LOG.warning("cannot mirror collection %r: %s", store.name, abort.error.message)
+                finally:
+                    with self._guard:
+                        self._wanted.pop(store.name, None)
+            done = True
+        finally:
+            if not done:  # a build failed unexpectedly: the next `want` starts a new thread
+                with self._guard:
                     self._thread = None
                     self._idle.set()
-                    return
-                store = next(iter(self._wanted.values()))
-            try:
-                warm(store, paused=self.paused)
-            except Abort as abort:  # the store is gone or unreadable: its searches keep going to Chroma
-                LOG.warning("cannot mirror collection %r: %s", store.name, abort.error.message)
-            finally:
-                with self._guard:
-                    self._wanted.pop(store.name, None)
+
+    def _next(self) -> ChromaVectorStore | None:
+        """The next store to mirror; with none left, the thread is over (decided under the guard `want` takes)."""
+        with self._guard:
+            store = next(iter(self._wanted.values()), None)
+            if store is None:
+                self._thread = None
+                self._idle.set()
+            return store
 
 
 def warm(store: ChromaVectorStore, *, paused: Callable[[], None] | None = None) -> VectorMirror | None:
@@ -173,6 +184,8 @@ def _read_and_install(
     while True:
         if paused is not None:
             paused()
+        if session.closes != seen[1]:
+            raise _Closed  # before the lock: a closed session is not opened again for a page
         page = WARM_PAGE
 
         def read(collection: Collection, offset: int = offset, page: int = page) -> Any:
