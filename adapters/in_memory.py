@@ -136,6 +136,9 @@ class InMemoryCatalog:
     def names(self) -> Result[list[str], DomainError]:
         return Success(sorted(self.stores))
 
+    def keep_warm(self) -> None:
+        """Nothing to prepare: searches are as fast on the first request as on the next ones."""
+
     def health(self) -> Result[Mapping[str, str], DomainError]:
         if self.unreachable:
             return Failure(DomainError(ErrorCode.BACKEND_UNAVAILABLE, "The in-memory backend is switched off."))

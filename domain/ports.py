@@ -210,6 +210,12 @@ class StoreCatalog(Protocol):
 
     def health(self) -> Result[Mapping[str, str], DomainError]: ...
 
+    def keep_warm(self) -> None:
+        """This process keeps the catalog open for many requests (a server): prepare what makes its searches
+        fast, in the background. Returns at once; no operation ever waits for it (a no-op where nothing needs it).
+        """
+        ...
+
 
 class WriteLocks(Protocol):
     """Serialises the changes to one store: every read-modify-write, path check and reindex runs alone.

@@ -16,6 +16,7 @@ import base64
 import contextlib
 import io
 import json
+import logging
 import os
 import signal
 import socket
@@ -114,6 +115,7 @@ class MemoryServer:
         self.place.pid_file.write_text(json.dumps(facts), encoding="utf-8")
         self._listen()
         _log(f"serving {self.place.backend} of {self.place.data_dir} on {self.place.socket} as pid {os.getpid()}")
+        _log_library_events()
         threading.Thread(target=_warm_up, args=(self.place.backend,), daemon=True).start()
         try:
             self._accept_until_done()
@@ -402,6 +404,7 @@ class MemoryServer:
             built = build_service(settings)
             if isinstance(built, Success):
                 self._storage = (storage, built.unwrap())
+                self._storage[1].catalog.keep_warm()  # mirrors are read in the background, not in a search
             return built
         warm = self._storage[1]
         return build_service(
@@ -449,6 +452,19 @@ def _log(line: str) -> None:
     with contextlib.suppress(OSError, ValueError, AttributeError):
         target.write(f"{datetime.now(UTC).isoformat(timespec='seconds')} {line}\n")
         target.flush()
+
+
+class _ToLog(logging.Handler):
+    """The package's log records (a mirror built in the background, …) as lines of the server's log."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        _log(f"{record.name}: {record.getMessage()}")
+
+
+def _log_library_events() -> None:
+    logger = logging.getLogger("agent_memory.adapters")
+    logger.addHandler(_ToLog())
+    logger.setLevel(logging.INFO)
 
 
 def _warm_up(backend: str) -> None:

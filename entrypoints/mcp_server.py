@@ -878,6 +878,8 @@ def run_mcp(
     build = build_service if session is None else session.services
     match build(settings).bind(lambda built: tenancy.services(built).map(lambda _: built)):
         case Success(service):
+            if session is None:  # inside the memory server, the server keeps its storage warm itself
+                service.catalog.keep_warm()
             lock = None if session is None else session.lock
             server = build_mcp_server(service, default_store=settings.store, tenancy=tenancy, lock=lock)
         case Failure(error):

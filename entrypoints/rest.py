@@ -910,6 +910,7 @@ def run_rest(settings: Settings, host: str = "127.0.0.1", port: int = 8080, api_
         return _startup_failure(refusal)
     match build_service(settings).bind(lambda built: tenancy.services(built).map(lambda _: built)):
         case Success(service):
+            service.catalog.keep_warm()  # a long-lived process: its stores' mirrors are read in the background
             app = build_app(
                 service,
                 host=host,

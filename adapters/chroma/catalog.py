@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pathlib
+import threading
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TypeVar
@@ -20,6 +21,7 @@ from agent_memory.adapters.chroma.clients import server_client
 from agent_memory.adapters.chroma.mirroring import MIRROR_LIMIT
 from agent_memory.adapters.chroma.session import Session, embedded_session
 from agent_memory.adapters.chroma.store import ChromaVectorStore
+from agent_memory.adapters.chroma.warming import Warmer
 from agent_memory.adapters.shared import names
 from agent_memory.adapters.shared.boundary import Abort
 from agent_memory.domain.errors import DomainError, InvalidValue
@@ -45,6 +47,9 @@ class ChromaCatalog:
     dimension: int
     mirror_limit: int = MIRROR_LIMIT  # see adapters.chroma.mirroring; 0 sends every search to Chroma
     mirror_eagerly: bool = False  # tests: mirror every store at its first search
+    warmer: Warmer = field(factory=Warmer)  # builds the mirrors in the background once `keep_warm` is called
+    _warm: bool = field(default=False, init=False, repr=False)
+    _guard: threading.Lock = field(factory=threading.Lock, init=False, repr=False)  # the store handles
     _session: Session | None = field(default=None, init=False, repr=False)
     _stores: dict[str, ChromaVectorStore] = field(factory=dict, init=False, repr=False)
 
@@ -109,6 +114,19 @@ class ChromaCatalog:
             )
         )
 
+    def keep_warm(self) -> None:
+        """Mirror the embedded database's stores in the background, now and after another process's writes
+        (adapters.chroma.warming); searches no longer build mirrors themselves. A server's: nothing to do."""
+        if self.host is not None or self.mirror_limit <= 0:
+            return
+        with self._guard:
+            if self._warm:
+                return
+            self._warm = True
+            for store in self._stores.values():
+                store.warm = self.warmer.want
+        self.warmer.want_all(self._existing)
+
     # --- naming
 
     def collection_of(self, store: str) -> str:
@@ -135,6 +153,12 @@ class ChromaCatalog:
             raise Abort(names.store_not_found(name))
         return self._store(name, found)
 
+    def _existing(self) -> list[ChromaVectorStore]:
+        """The handles of every store there is now."""
+        collections = self._call("list collections", lambda client: client.list_collections())
+        names = sorted(name for found in collections if (name := self.store_of(found.name)) is not None)
+        return [self._opened(name, create=False) for name in names]
+
     def _settle(self, client: ClientAPI, collection_name: str, *, create: bool) -> Collection | None:
         """The collection, after any interrupted rebuild is settled, created when asked to."""
         collection = layout.find(client, collection_name) or layout.recover(client, collection_name)
@@ -152,11 +176,13 @@ class ChromaCatalog:
 
     def _store(self, name: str, collection: Collection) -> ChromaVectorStore:
         """The handle of the store over `collection` (one per store and catalog)."""
-        store = self._stores.get(name)
-        if store is None:
-            batch_size = self._call("read the batch size", lambda client: client.get_max_batch_size())
-            store = ChromaVectorStore.over(
-                self.session, collection, self.boundary, batch_size, self.mirror_limit, self.mirror_eagerly
-            )
-            self._stores[name] = store
-        return store
+        with self._guard:  # the thread of `keep_warm` opens stores too
+            store = self._stores.get(name)
+            if store is None:
+                batch_size = self._call("read the batch size", lambda client: client.get_max_batch_size())
+                store = ChromaVectorStore.over(
+                    self.session, collection, self.boundary, batch_size, self.mirror_limit, self.mirror_eagerly
+                )
+                store.warm = self.warmer.want if self._warm else None
+                self._stores[name] = store
+            return store

@@ -24,7 +24,14 @@ MIRROR_LIMIT = 200_000  # the most records an embedded store mirrors in process 
 
 
 def current(
-    session: Session, boundary: Boundary, collection: Collection, *, limit: int, eagerly: bool, dimension: int | None
+    session: Session,
+    boundary: Boundary,
+    collection: Collection,
+    *,
+    limit: int,
+    eagerly: bool,
+    dimension: int | None,
+    inline: bool = True,
 ) -> VectorMirror | None:
     """The collection's current mirror, or a new one when renting Chroma's searches has cost as much as buying.
 
@@ -32,10 +39,11 @@ def current(
     took (since another process last wrote) reaches the estimated time to read the store into a mirror,
     then build it. Whatever the pattern of searches and foreign writes, that spends at most about twice
     what the best choice made in hindsight would. A server's stores (no directory) are never mirrored:
-    other clients write there unannounced. `eagerly` (tests) builds at the first search.
+    other clients write there unannounced. `eagerly` (tests) builds at the first search. Not `inline`
+    (a long-lived process builds its mirrors in the background, adapters.chroma.warming): never builds.
     """
     mirror = session.mirrors.get(collection.id)
-    if mirror is not None or session.directory is None or limit <= 0:
+    if mirror is not None or session.directory is None or limit <= 0 or not inline:
         return mirror
     if not eagerly:
         records = boundary.call("count memories", collection.count)
@@ -89,12 +97,21 @@ def timed(session: Session, collection_id: UUID, search: Callable[[], T]) -> T:
 def written(
     session: Session, collection: Collection, write: Callable[[], None], change: Callable[[VectorMirror], bool | None]
 ) -> None:
-    """Run a write, then apply it to the collection's mirror; a failed (maybe partial) write drops the mirror."""
+    """Run a write, then apply it to the collection's mirror; a failed (maybe partial) write drops the mirror.
+
+    A mirror being built meanwhile (adapters.chroma.warming) gets the change too before it is installed, or
+    is read again when the write failed.
+    """
+    racing = [build for build in session.racing if build.collection_id == collection.id]
     try:
         write()
     except Abort:
         session.mirrors.pop(collection.id, None)
+        for build in racing:
+            build.spoiled = True
         raise
+    for build in racing:
+        build.changes.append(change)
     mirror = session.mirrors.get(collection.id)
     if mirror is not None and change(mirror) is False:
         del session.mirrors[collection.id]

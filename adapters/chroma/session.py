@@ -47,6 +47,15 @@ def _forget_system(identifier: str) -> None:
     SharedSystemClient._identifier_to_system.pop(identifier, None)
 
 
+@define(eq=False)
+class RacingWrites:
+    """This process's writes to a collection while a mirror of it is being built, to apply to it before it is used."""
+
+    collection_id: UUID
+    changes: list[Callable[[VectorMirror], bool | None]] = field(factory=list)
+    spoiled: bool = False  # a write failed half-way: what it left is unknown, the mirror must be read again
+
+
 @define
 class Session:
     """The one Chroma client of a database in this process, and the rules for sharing it with others.
@@ -76,6 +85,11 @@ class Session:
     mirrors: dict[UUID, VectorMirror] = field(factory=dict, init=False)
     search_seconds: dict[UUID, float] = field(factory=dict, init=False)
     build_s_per_record: float = field(default=MIRROR_BUILD_S_PER_RECORD, init=False)  # learnt from each build
+    # what a mirror built outside `run` (adapters.chroma.warming) checks before it is installed: the resets
+    # (another process wrote: what was read is stale), the closes, and this process's writes that raced it
+    resets: int = field(default=0, init=False)
+    closes: int = field(default=0, init=False)
+    racing: list[RacingWrites] = field(factory=list, init=False)
     _mutex: threading.RLock = field(factory=threading.RLock, init=False)  # this process's threads take turns
     _lock: filelock.FileLock | None = field(default=None, init=False)
 
@@ -153,14 +167,21 @@ class Session:
             self._reset()
             self._seen = current
 
+    def stop_racing(self, build: RacingWrites) -> None:
+        """Stop recording this process's writes for `build` (a background build that is over)."""
+        with self._mutex:
+            self.racing[:] = [other for other in self.racing if other is not build]
+
     def close(self) -> None:
         """Close the client (its files are released); the next operation makes a new one."""
         with self._mutex:
+            self.closes += 1
             self._reset()
 
     def _reset(self) -> None:
         client, self._client = self._client, None
         self._collections.clear()
+        self.resets += 1
         self.mirrors.clear()
         self.search_seconds.clear()
         if client is None:  # nothing read yet: a first client reads from disk anyway

@@ -53,6 +53,9 @@ class ChromaVectorStore:
     dimension: int | None = None
     mirror_limit: int = MIRROR_LIMIT  # 0: never mirror, every search goes to Chroma
     mirror_eagerly: bool = False  # build the mirror at the first search (tests), not by adapters.chroma.mirroring
+    # a long-lived process's request for the mirror to be built in the background (adapters.chroma.warming);
+    # with it a search never builds the mirror itself
+    warm: Callable[[ChromaVectorStore], None] | None = None
     _collection_id: UUID | None = None
 
     @classmethod
@@ -214,8 +217,9 @@ class ChromaVectorStore:
 
         Embedded stores are mirrored in process (adapters.chroma.mirror) once Chroma's searches of the store
         since another process last wrote have cost as much as reading it would (adapters.chroma.mirroring):
-        a process that searches once (a CLI call) never pays for reading the whole collection; a server or
-        an agent loop pays once, then searches in numpy.
+        a process that searches once (a CLI call) never pays for reading the whole collection; an agent loop
+        pays once, then searches in numpy. A store kept `warm` (a server) is read in the background instead
+        (adapters.chroma.warming): its searches go to Chroma until the mirror is ready, and none builds it.
         """
         if limit < 1:
             return Success([])
@@ -229,9 +233,12 @@ class ChromaVectorStore:
                 limit=self.mirror_limit,
                 eagerly=self.mirror_eagerly,
                 dimension=self.dimension,
+                inline=self.warm is None,
             )
             if mirror is not None:
                 return mirror.query(embedding, where, limit)
+            if self.warm is not None:
+                self.warm(self)
             clause = to_where(where)
 
             def ask() -> list[tuple[Memory, float]]:
@@ -319,6 +326,10 @@ class ChromaVectorStore:
     def _swap_in(self, staged: ChromaVectorStore) -> Result[None, DomainError]:
         """Swap a staged collection in."""
         return self.boundary.result(partial(self._swap, staged))
+
+    def on_collection(self, doing: str, op: Callable[[Collection], T]) -> T:
+        """`op` on this store's collection under the session's rules, for adapters.chroma.warming (raises Abort)."""
+        return self._run(doing, op)
 
     # --- helpers (plain: they raise, the port method's boundary converts)
 

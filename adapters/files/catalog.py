@@ -139,6 +139,9 @@ class FilesCatalog:
 
         return self._usable_root().bind(lambda _: self.index.health().map(merged))
 
+    def keep_warm(self) -> None:
+        self.index.keep_warm()  # the markdown files need nothing; their search index may
+
     def _usable_root(self) -> Result[None, DomainError]:
         """A root that exists is usable for reading even on a disk that refuses writes (writes then say so)."""
         return Success(None) if self.root.is_dir() else self._writable_root()

@@ -191,6 +191,9 @@ class QdrantCatalog:
 
     # --- StoreCatalog
 
+    def keep_warm(self) -> None:
+        """Nothing to prepare: searches are as fast on the first request as on the next ones."""
+
     def health(self) -> Result[Mapping[str, str], DomainError]:
         def health() -> Mapping[str, str]:
             self.boundary.probe(self.client().get_collections)

@@ -103,6 +103,17 @@ def test_status_and_stop(served: MemoryCli) -> None:
     assert served.ok("server", "stop") == {"stopped": []}
 
 
+def test_the_server_mirrors_its_stores_in_the_background(served: MemoryCli) -> None:
+    served.ok("create", "the heron nests by the lake")
+    served.ok("create", "tea is brewed at four")
+    log = Path(str(status(served)["log"]))
+    found = served.ok("search", "heron")  # a search finds no mirror (none, or still being built): Chroma answers
+    assert found["results"][0]["content"] == "the heron nests by the lake"
+    wait_until(lambda: "mirrored collection" in log.read_text(), "the background build's log line")
+    assert "2 memories" in log.read_text()
+    assert served.ok("search", "tea")["results"][0]["content"] == "tea is brewed at four"
+
+
 def test_a_stale_socket_file_is_replaced(served: MemoryCli) -> None:
     where = Path(str(status(served)["socket"]))
     where.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
