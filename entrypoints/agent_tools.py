@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from attrs import frozen
@@ -168,12 +171,18 @@ class MemoryTool:
 
     Call it with the tool arguments and the runtime `config` keyword, e.g.
     `tool(content="x", action="create", config={"user_id": "u-123"})`, or `tool.invoke({...}, config)`.
+    Inside a langchain-core run (a LangGraph node, a tool), a call without `config` reads the run's
+    config, as LangMem's tools do with `get_config()`. `acall` / `ainvoke` are the native async
+    variants (`coroutine` is amanage_memory / asearch_memory): they run the blocking service in a
+    worker thread. `typed_schema()` builds the pydantic model `to_langchain_tools` validates with.
     """
 
     name: str
     description: str
     args_schema: dict[str, Any]
     func: Callable[..., Any]
+    coroutine: Callable[..., Awaitable[Any]]
+    typed_schema: Callable[[], type[Any]]
     response_format: str = "content"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -181,6 +190,33 @@ class MemoryTool:
 
     def invoke(self, arguments: Mapping[str, Any], config: Mapping[str, Any] | None = None) -> Any:
         return self.func(**dict(arguments), config=config)
+
+    async def acall(self, *args: Any, **kwargs: Any) -> Any:
+        return await self.coroutine(*args, **kwargs)
+
+    async def ainvoke(self, arguments: Mapping[str, Any], config: Mapping[str, Any] | None = None) -> Any:
+        return await self.coroutine(**dict(arguments), config=config)
+
+
+def run_config(config: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The config given, else the one of the langchain-core run this call is inside (LangGraph's get_config()).
+
+    Read from langchain-core's context variable only when langchain-core is already loaded: the
+    tools never import it themselves, so plain use costs nothing.
+    """
+    if config is not None:
+        return config
+    module = sys.modules.get("langchain_core.runnables.config")
+    current = getattr(module, "var_child_runnable_config", None)
+    ambient = current.get() if current is not None else None
+    if not isinstance(ambient, Mapping):
+        return None
+    return {"configurable": dict(ambient.get("configurable") or {})}  # not its callbacks, tags, metadata
+
+
+async def _in_worker_thread(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Runs a blocking tool call off the event loop; the context (and so the run's config) goes along."""
+    return await asyncio.to_thread(func, *args, **kwargs)
 
 
 class _Services:
@@ -289,12 +325,15 @@ def create_manage_memory_tool(
     service: MemoryService | None = None,
     store: str | None = None,
     name: str = "manage_memory",
+    schema: Any = str,
 ) -> MemoryTool:
     """A tool to create, update and delete memories in a namespace resolved from each call's config.
 
     `namespace` is a template like ("{user_id}", "memories"); without one, config["user_id"] gives
     ("user", id) and config["org_id"] + config["agent_id"] give ("org", org, agent) (decision 18).
     Delete is the soft delete of spec 001 (decision 13): the memory never surfaces again but stays stored.
+    `schema` (LangMem's option): a pydantic model or any type pydantic validates; content is checked
+    against it (a dict, an instance or JSON text) and stored as JSON. The default, str, stores text.
     """
     permitted = tuple(actions_permitted)
     if not permitted:
@@ -305,7 +344,7 @@ def create_manage_memory_tool(
     services = _Services(service)
 
     def manage_memory(
-        content: str | None = None,
+        content: Any = None,
         action: str | None = None,
         *,
         id: str | None = None,
@@ -315,11 +354,11 @@ def create_manage_memory_tool(
     ) -> str:
         chosen = permitted[0] if action is None else action  # LangMem's default: the first permitted action
         _check_action(chosen, permitted)
-        resolved = resolve_namespace(namespace, config)
+        resolved = resolve_namespace(namespace, run_config(config))
         return run_manage(
             services.get(),
             resolved,
-            content=content,
+            content=content if schema is str or content is None else structured_content(schema, content),
             action=chosen,
             id=id,
             store=store,
@@ -328,7 +367,46 @@ def create_manage_memory_tool(
             tags=tags,
         )
 
-    return MemoryTool(name, _manage_description(permitted, instructions), _manage_schema(permitted), manage_memory)
+    async def amanage_memory(
+        content: Any = None,
+        action: str | None = None,
+        *,
+        id: str | None = None,
+        type: str | None = None,
+        tags: Sequence[str] | None = None,
+        config: Mapping[str, Any] | None = None,
+    ) -> str:
+        arguments = {"id": id, "type": type, "tags": tags, "config": run_config(config)}
+        answer: str = await _in_worker_thread(manage_memory, content, action, **arguments)
+        return answer
+
+    return MemoryTool(
+        name,
+        _manage_description(permitted, instructions),
+        _manage_schema(permitted),
+        manage_memory,
+        amanage_memory,
+        partial(_typed_schema, "manage", permitted, schema),
+    )
+
+
+def structured_content(schema: Any, content: Any) -> str:
+    """Content validated against `schema` (a dict, an instance or JSON text), as the JSON text that is stored."""
+    from pydantic import TypeAdapter, ValidationError  # pydantic comes with the mcp dependency
+
+    adapter: TypeAdapter[Any] = TypeAdapter(schema)
+    try:
+        value = adapter.validate_json(content) if isinstance(content, str) else adapter.validate_python(content)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'content'}: {e['msg']}" for e in error.errors())
+        raise invalid(f"content does not match {getattr(schema, '__name__', schema)}: {problems}.") from None
+    return json.dumps(adapter.dump_python(value, mode="json"), ensure_ascii=False)
+
+
+def _typed_schema(kind: str, permitted: tuple[str, ...] = (), content_type: Any = str) -> type[Any]:
+    from agent_memory.entrypoints.langchain_tools import manage_arguments, search_arguments
+
+    return manage_arguments(permitted, content_type) if kind == "manage" else search_arguments()
 
 
 def _search_schema() -> dict[str, Any]:
@@ -371,7 +449,7 @@ def create_search_memory_tool(
         filter: Mapping[str, Any] | None = None,
         config: Mapping[str, Any] | None = None,
     ) -> str | tuple[str, list[Memory]]:
-        resolved = resolve_namespace(namespace, config)
+        resolved = resolve_namespace(namespace, run_config(config))
         found = run_search(
             services.get(), resolved, query=query, limit=limit, offset=offset, filter=filter, store=store
         )
@@ -385,35 +463,45 @@ def create_search_memory_tool(
         f"Search your long-term memories by meaning and keywords. {when}\nReturns a JSON list of memories "
         "with namespace, id, content, metadata, created_at, updated_at and score (higher is better)."
     )
-    return MemoryTool(name, description, _search_schema(), search_memory, response_format)
+
+    async def asearch_memory(
+        query: str,
+        *,
+        limit: int = 10,
+        offset: int = 0,
+        filter: Mapping[str, Any] | None = None,
+        config: Mapping[str, Any] | None = None,
+    ) -> str | tuple[str, list[Memory]]:
+        arguments = {"limit": limit, "offset": offset, "filter": filter, "config": run_config(config)}
+        answer: str | tuple[str, list[Memory]] = await _in_worker_thread(search_memory, query, **arguments)
+        return answer
+
+    return MemoryTool(
+        name,
+        description,
+        _search_schema(),
+        search_memory,
+        asearch_memory,
+        partial(_typed_schema, "search"),
+        response_format,
+    )
 
 
 # --- LangChain -----------------------------------------------------------------------------------
 
 
 def to_langchain_tools(*tools: MemoryTool) -> list[Any]:
-    """The tools as langchain_core StructuredTools; the runnable's config reaches them as `config`."""
+    """The tools as langchain_core StructuredTools with typed (pydantic) arguments and a native coroutine.
+
+    A call the model can correct (an unknown argument, a wrong type, an action not permitted, a
+    refused update) comes back as a ToolMessage with status="error" saying what to change; a missing
+    tenant key in the config (ConfigurationError) still stops the run.
+    """
     from agent_memory.entrypoints.extras import missing_extra
 
     absent = missing_extra("langchain", "to_langchain_tools")
     if absent is not None:
         raise ImportError(absent.message)
-    from langchain_core.runnables import RunnableConfig
-    from langchain_core.tools import StructuredTool
+    from agent_memory.entrypoints.langchain_tools import structured_tool
 
-    return [_structured(tool, StructuredTool, RunnableConfig) for tool in tools]
-
-
-def _structured(tool: MemoryTool, structured_tool: Any, runnable_config: Any) -> Any:
-    def run(config: Any = None, **arguments: Any) -> Any:
-        return tool.func(**arguments, config=config)
-
-    run.__annotations__ = {"config": runnable_config, "return": Any}
-    run.__name__ = tool.name
-    return structured_tool.from_function(
-        func=run,
-        name=tool.name,
-        description=tool.description,
-        args_schema=tool.args_schema,
-        response_format=tool.response_format,
-    )
+    return [structured_tool(tool) for tool in tools]
