@@ -18,7 +18,8 @@ from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.model import Memory, ScoredMemory
 from agent_memory.domain.namespaces import ConfigurationError, resolve_namespace
 from agent_memory.domain.service import MemoryService
-from agent_memory.entrypoints.agent_tool_filters import FILTER_HELP, plan_filter
+from agent_memory.entrypoints.agent_tool_filters import plan_filter
+from agent_memory.entrypoints.agent_tool_words import MAX_WINDOW, manage_description, manage_schema, search_schema
 from agent_memory.entrypoints.json_codec import memory_json
 from agent_memory.entrypoints.tool_errors import MemoryToolError, error_text, invalid, succeeded
 
@@ -37,7 +38,6 @@ __all__ = [
 
 ACTIONS = ("create", "update", "delete")
 RESPONSE_FORMATS = ("content", "content_and_artifact")
-MAX_WINDOW = 1000  # limit + offset, the most a search can reach (the service's MAX_SEARCH_LIMIT)
 
 
 # --- manage ------------------------------------------------------------------------------------
@@ -247,76 +247,6 @@ def _build_default_service() -> MemoryService:
     return built.unwrap()
 
 
-def _manage_description(permitted: Sequence[str], instructions: str) -> str:
-    how = {
-        "create": "create: give `content` and no `id`; the id is generated and returned",
-        "update": "update: give the memory's `id` (from search_memory) and the full new `content`",
-        "delete": "delete: give the memory's `id`",
-    }
-    verbs = {"create": "Create", "update": "update", "delete": "delete"}
-    named = [verbs[action] if i == 0 else verbs[action].lower() for i, action in enumerate(permitted)]
-    said = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " or " + named[-1]
-    lines = [
-        f"{said[0].upper()}{said[1:]} a long-term memory (a fact, preference or piece of context) "
-        "so it persists across conversations.",
-        f"Permitted actions: {', '.join(permitted)} (default {permitted[0]}).",
-        *(f"- {how[action]}." for action in permitted),
-    ]
-    if any(action in permitted for action in ("create", "update")):
-        lines.append("Optionally give `type` (e.g. 'preference'; search_memory's filter calls it category) and `tags`.")
-    # custom instructions replace the default guidance on when to call the tool (as in LangMem)
-    lines.append(instructions or _when_to_call(permitted))
-    return "\n".join(lines)
-
-
-def _when_to_call(permitted: Sequence[str]) -> str:
-    cases = []
-    if "create" in permitted:
-        cases += [
-            "learn a new user preference",
-            "are asked to remember something or to change your behaviour",
-            "want to record important context",
-        ]
-    if "update" in permitted:
-        cases.append("find that a stored memory is wrong or outdated (update it)")
-    if "delete" in permitted:
-        cases.append("are asked to forget something (delete it)")
-    return "Proactively call this tool when you: " + "; ".join(f"{n}. {c}" for n, c in enumerate(cases, 1)) + "."
-
-
-def _manage_schema(permitted: Sequence[str]) -> dict[str, Any]:
-    properties: dict[str, Any] = {
-        "content": {
-            "type": ["string", "null"],
-            "description": "The memory's text. Required for create and update.",
-        },
-        "action": {"type": "string", "enum": list(permitted), "description": "What to do."},
-    }
-    properties["action"]["default"] = permitted[0]  # as in LangMem: a call without action does the first
-    if any(a in permitted for a in ("create", "update")):
-        properties["type"] = {
-            "type": ["string", "null"],
-            "description": "What kind of memory, e.g. 'preference' (search_memory's filter calls it category).",
-        }
-        properties["tags"] = {
-            "type": ["array", "null"],
-            "items": {"type": "string"},
-            "description": "Labels to find the memory by (update: replaces them; [] clears).",
-        }
-    if any(a in permitted for a in ("update", "delete")):
-        properties["id"] = {
-            "type": ["string", "null"],
-            "format": "uuid",
-            "description": "The id of the memory to update or delete. Omit when creating.",
-        }
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": [],
-        "additionalProperties": False,
-    }
-
-
 def create_manage_memory_tool(
     namespace: tuple[str, ...] | str | None = None,
     *,
@@ -382,8 +312,8 @@ def create_manage_memory_tool(
 
     return MemoryTool(
         name,
-        _manage_description(permitted, instructions),
-        _manage_schema(permitted),
+        manage_description(permitted, instructions),
+        manage_schema(permitted),
         manage_memory,
         amanage_memory,
         partial(_typed_schema, "manage", permitted, schema),
@@ -407,20 +337,6 @@ def _typed_schema(kind: str, permitted: tuple[str, ...] = (), content_type: Any 
     from agent_memory.entrypoints.langchain_tools import manage_arguments, search_arguments
 
     return manage_arguments(permitted, content_type) if kind == "manage" else search_arguments()
-
-
-def _search_schema() -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "description": "What to look for, in natural language or keywords."},
-            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_WINDOW, "default": 10},
-            "offset": {"type": "integer", "minimum": 0, "default": 0, "description": "Results to skip (paging)."},
-            "filter": {"type": ["object", "null"], "description": FILTER_HELP},
-        },
-        "required": ["query"],
-        "additionalProperties": False,
-    }
 
 
 def create_search_memory_tool(
@@ -479,7 +395,7 @@ def create_search_memory_tool(
     return MemoryTool(
         name,
         description,
-        _search_schema(),
+        search_schema(),
         search_memory,
         asearch_memory,
         partial(_typed_schema, "search"),

@@ -14,7 +14,8 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from agent_memory.entrypoints.agent_tool_filters import FILTER_HELP
-from agent_memory.entrypoints.agent_tools import MAX_WINDOW, MemoryTool
+from agent_memory.entrypoints.agent_tool_words import MAX_WINDOW
+from agent_memory.entrypoints.agent_tools import MemoryTool
 from agent_memory.entrypoints.tool_errors import MemoryToolError
 
 __all__ = ["manage_arguments", "search_arguments", "structured_tool"]

@@ -275,3 +275,16 @@ def test_an_explicit_config_wins_over_the_run_config(service: MemoryService) -> 
 def test_the_plain_tool_objects_stay_plain(service: MemoryService) -> None:
     tool = create_manage_memory_tool(service=service)
     assert isinstance(tool, MemoryTool) and isinstance(tool.args_schema, dict)
+
+
+def test_the_plain_tools_load_neither_langchain_nor_pydantic() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; from agent_memory.entrypoints.agent_tools import create_manage_memory_tool as m, "
+        "create_search_memory_tool as s; m(); s();"
+        "print(sorted(n for n in sys.modules if n.split('.')[0] in ('langchain_core', 'pydantic')))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
