@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from attrs import frozen
 from returns.result import Failure, Result
 
 from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
-from agent_memory.domain.context import is_memory_id
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.model import Memory, ScoredMemory
 from agent_memory.domain.namespaces import ConfigurationError, resolve_namespace
 from agent_memory.domain.service import MemoryService
-from agent_memory.entrypoints.door_words import for_door
-from agent_memory.entrypoints.json_codec import memory_json, parse_iso
+from agent_memory.entrypoints.agent_tool_filters import plan_filter
+from agent_memory.entrypoints.agent_tool_words import MAX_WINDOW, manage_description, manage_schema, search_schema
+from agent_memory.entrypoints.json_codec import memory_json
+from agent_memory.entrypoints.tool_errors import MemoryToolError, error_text, invalid, succeeded
 
 __all__ = [
     "ACTIONS",
@@ -34,45 +38,6 @@ __all__ = [
 
 ACTIONS = ("create", "update", "delete")
 RESPONSE_FORMATS = ("content", "content_and_artifact")
-MAX_WINDOW = 1000  # limit + offset, the most a search can reach (the service's MAX_SEARCH_LIMIT)
-
-
-# --- errors ------------------------------------------------------------------------------------
-
-
-def error_text(error: DomainError) -> str:
-    """'CODE: message (path p)' with the cause when there is one: what every tool door shows a model."""
-    text = f"{error.code.value}: {error.message}"
-    if error.path and error.path not in error.message:
-        text += f" ({'id' if is_memory_id(error.path) else 'path'} {error.path})"
-    if error.cause:
-        text += f"; {error.cause}"
-    return text
-
-
-class MemoryToolError(ValueError):
-    """A tool call the model can correct. str() is 'CODE: message', e.g. 'INVALID_INPUT: update needs an id'."""
-
-    def __init__(self, code: ErrorCode, message: str, *, text: str | None = None) -> None:
-        super().__init__(text or f"{code.value}: {message}")
-        self.code = code
-        self.message = message
-
-    @classmethod
-    def from_domain(cls, error: DomainError) -> MemoryToolError:
-        worded = for_door(error, "python")
-        return cls(worded.code, worded.message, text=error_text(worded))
-
-
-def _invalid(message: str) -> MemoryToolError:
-    return MemoryToolError(ErrorCode.INVALID_INPUT, message)
-
-
-def _ok(result: Result[Any, DomainError]) -> Any:
-    """The success value, or the domain error raised as a MemoryToolError (a ValueError)."""
-    if isinstance(result, Failure):
-        raise MemoryToolError.from_domain(result.failure())
-    return result.value_or(None)
 
 
 # --- manage ------------------------------------------------------------------------------------
@@ -95,22 +60,22 @@ def run_manage(
     _check_action(action, permitted)
     if action == "create":
         if id is not None:
-            raise _invalid(
+            raise invalid(
                 f"create makes a new memory and takes no id (got {id}): omit id, "
                 "or use action='update' to change an existing memory."
             )
         if content is None:
-            raise _invalid("create needs content: the text of the memory to store.")
+            raise invalid("create needs content: the text of the memory to store.")
         labels = _tags(tags)
         new = CreateMemory(content=content, namespace=namespace, store=store, type=type or "", tags=labels or ())
-        view = _ok(service.create(new))
+        view = succeeded(service.create(new))
         return f"created memory {view.memory.id}"
     if id is None or not str(id).strip():
-        raise _invalid(f"{action} needs the id of the memory (as returned by create or search_memory).")
+        raise invalid(f"{action} needs the id of the memory (as returned by create or search_memory).")
     ref = str(id).strip()
     if action == "update":
         if content is None:
-            raise _invalid("update needs content: the full new text of the memory.")
+            raise invalid("update needs content: the full new text of the memory.")
         command = UpdateMemory(ref=ref, content=content, namespace=namespace, store=store, type=type, tags=_tags(tags))
         view = _guarded(service.update(command), ref, namespace)
         return f"updated memory {view.memory.id}"
@@ -122,15 +87,15 @@ def _tags(raw: object) -> tuple[str, ...] | None:
     if raw is None:
         return None
     if isinstance(raw, str) or not isinstance(raw, Sequence) or not all(isinstance(t, str) for t in raw):
-        raise _invalid(f"tags must be a list of strings, got {raw!r}.")
+        raise invalid(f"tags must be a list of strings, got {raw!r}.")
     return tuple(raw)
 
 
 def _check_action(action: str, permitted: Sequence[str]) -> None:
     if action not in ACTIONS:
-        raise _invalid(f"Unknown action {action!r}: use one of {', '.join(permitted)}.")
+        raise invalid(f"Unknown action {action!r}: use one of {', '.join(permitted)}.")
     if action not in permitted:
-        raise _invalid(f"The {action!r} action is not permitted for this tool; permitted: {', '.join(permitted)}.")
+        raise invalid(f"The {action!r} action is not permitted for this tool; permitted: {', '.join(permitted)}.")
 
 
 def _guarded(result: Result[Any, DomainError], ref: str, namespace: tuple[str, ...]) -> Any:
@@ -140,7 +105,7 @@ def _guarded(result: Result[Any, DomainError], ref: str, namespace: tuple[str, .
             ErrorCode.MEMORY_NOT_FOUND,
             f"No memory {ref} in namespace {list(namespace)}: use an id returned by search_memory or create.",
         )
-    return _ok(result)
+    return succeeded(result)
 
 
 # --- search ------------------------------------------------------------------------------------
@@ -158,11 +123,11 @@ def run_search(
 ) -> tuple[str, list[Memory]]:
     """Hybrid search within `namespace` and its sub-namespaces; (JSON list of facts, the memories)."""
     _check_window(limit, offset)
-    plan = _plan_filter(filter)
+    plan = plan_filter(filter)
     window = offset + limit
     want = window if not plan.residual else min(max(window * 4, 40), MAX_WINDOW)
     while True:
-        results = _ok(service.search(_search_command(query, namespace, store, want, plan.pushdown)))
+        results = succeeded(service.search(_search_command(query, namespace, store, want, plan.pushdown)))
         hits = [hit for hit in results.results if plan.matches(hit)]
         if len(hits) >= window or results.count < want or want >= MAX_WINDOW:
             break
@@ -173,11 +138,11 @@ def run_search(
 
 def _check_window(limit: object, offset: object) -> None:
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise _invalid(f"limit must be a whole number of at least 1, got {limit!r}.")
+        raise invalid(f"limit must be a whole number of at least 1, got {limit!r}.")
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise _invalid(f"offset must be a whole number of at least 0, got {offset!r}.")
+        raise invalid(f"offset must be a whole number of at least 0, got {offset!r}.")
     if limit + offset > MAX_WINDOW:
-        raise _invalid(f"limit + offset must be at most {MAX_WINDOW}, got {limit + offset}.")
+        raise invalid(f"limit + offset must be at most {MAX_WINDOW}, got {limit + offset}.")
 
 
 def _search_command(
@@ -197,175 +162,6 @@ def fact_json(hit: ScoredMemory) -> dict[str, Any]:
     return {**top, "metadata": metadata, "score": hit.score}
 
 
-# --- filters -----------------------------------------------------------------------------------
-
-_TEXT, _BOOL, _NUMBER, _TIME, _LIST = "text", "true/false", "number", "timestamp", "list"
-_ORDERED = (_TEXT, _NUMBER, _TIME)
-_OPERATORS = ("$eq", "$ne", "$in", "$gt", "$gte", "$lt", "$lte")
-
-
-def _memory_field(name: str) -> Callable[[ScoredMemory], Any]:
-    return lambda hit: getattr(hit.memory, name)
-
-
-# filter key -> (what it reads, its kind). "category" is an alias of "type" (spec 003's example).
-_FIELDS: dict[str, tuple[Callable[[ScoredMemory], Any], str]] = {
-    "id": (_memory_field("id"), _TEXT),
-    "content": (_memory_field("content"), _TEXT),
-    "type": (_memory_field("type"), _TEXT),
-    "category": (_memory_field("type"), _TEXT),
-    "agent": (_memory_field("agent"), _TEXT),
-    "personality": (_memory_field("personality"), _TEXT),
-    "project": (_memory_field("project"), _TEXT),
-    "source": (_memory_field("source"), _TEXT),
-    "store": (_memory_field("store"), _TEXT),
-    "path": (lambda hit: None if hit.memory.path is None else str(hit.memory.path), _TEXT),
-    "decay_policy": (lambda hit: hit.memory.decay_policy.value, _TEXT),
-    "global": (_memory_field("global_"), _BOOL),
-    "tags": (_memory_field("tags"), _LIST),
-    "citations": (_memory_field("citations"), _LIST),
-    "created_at": (_memory_field("created_at"), _TIME),
-    "updated_at": (_memory_field("updated_at"), _TIME),
-    "expires_at": (_memory_field("expires_at"), _TIME),
-    "last_reinforced_at": (_memory_field("last_reinforced_at"), _TIME),
-    "confidence": (lambda hit: hit.confidence, _NUMBER),
-    "similarity": (lambda hit: hit.similarity, _NUMBER),
-    "score": (lambda hit: hit.score, _NUMBER),
-}
-
-# equality filters the service applies itself (SearchMemories fields), so fewer results are fetched
-_PUSHDOWN = {"type": "type", "category": "type", "agent": "agent", "personality": "personality", "project": "project"}
-
-Check = Callable[[ScoredMemory], bool]
-
-
-@frozen
-class _FilterPlan:
-    pushdown: Mapping[str, Any]
-    checks: tuple[Check, ...]
-    residual: bool
-
-    def matches(self, hit: ScoredMemory) -> bool:
-        return all(check(hit) for check in self.checks)
-
-
-def _plan_filter(raw: Mapping[str, Any] | None) -> _FilterPlan:
-    """Every condition becomes a check; plain equalities the service knows are also pushed down."""
-    if raw is None:
-        return _FilterPlan({}, (), residual=False)
-    if not isinstance(raw, Mapping):
-        raise _invalid('filter must be an object like {"category": "preference"} or {"tags": "work"}.')
-    checks: list[Check] = []
-    pushdown: dict[str, Any] = {}
-    residual = False
-    for key, condition in raw.items():
-        if key not in _FIELDS:
-            raise _invalid(f"Unknown filter field {key!r}: use one of {', '.join(_FIELDS)}.")
-        read, kind = _FIELDS[key]
-        operators = _operators(key, condition)
-        checks.extend(_check(key, read, kind, op, value) for op, value in operators.items())
-        pushed = _pushed(key, operators)
-        if pushed is None or any(k in pushdown and pushdown[k] != v for k, v in pushed.items()):
-            residual = True
-        else:
-            pushdown.update(pushed)
-    return _FilterPlan(pushdown, tuple(checks), residual)
-
-
-def _operators(key: str, condition: Any) -> dict[str, Any]:
-    if not isinstance(condition, Mapping):
-        return {"$eq": condition}
-    if not condition:
-        raise _invalid(f"The filter on {key!r} is an empty object: give a value or operators like {{'$gte': 1}}.")
-    unknown = [op for op in condition if op not in _OPERATORS]
-    if unknown:
-        raise _invalid(f"Unknown filter operator {unknown[0]!r} on {key!r}: use one of {', '.join(_OPERATORS)}.")
-    return dict(condition)
-
-
-def _pushed(key: str, operators: Mapping[str, Any]) -> dict[str, Any] | None:
-    if set(operators) != {"$eq"}:
-        return None
-    value = operators["$eq"]
-    if key in _PUSHDOWN and isinstance(value, str):
-        return {_PUSHDOWN[key]: value}
-    if key == "global" and isinstance(value, bool):
-        return {"global_": value}
-    if key == "tags" and isinstance(value, str):
-        return {"tags": (value,)}
-    if key == "tags" and isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return {"tags": tuple(value)}
-    return None
-
-
-def _check(key: str, read: Callable[[ScoredMemory], Any], kind: str, op: str, value: Any) -> Check:
-    if kind == _LIST:
-        return _list_check(key, read, op, value)
-    if op == "$in":
-        if not isinstance(value, list | tuple):
-            raise _invalid(f"$in on {key!r} needs a list of values.")
-        options = [_coerce(key, kind, item) for item in value]
-        return lambda hit: read(hit) in options
-    wanted = _coerce(key, kind, value)
-    if op in ("$eq", "$ne"):
-        equal = op == "$eq"
-        return lambda hit: (read(hit) == wanted) is equal
-    if kind not in _ORDERED or wanted is None:
-        raise _invalid(f"{op} compares text, numbers or timestamps; {key!r} is {kind} here.")
-    return _ordered_check(read, op, wanted)
-
-
-def _ordered_check(read: Callable[[ScoredMemory], Any], op: str, wanted: Any) -> Check:
-    compare: dict[str, Callable[[Any, Any], bool]] = {
-        "$gt": lambda a, b: a > b,
-        "$gte": lambda a, b: a >= b,
-        "$lt": lambda a, b: a < b,
-        "$lte": lambda a, b: a <= b,
-    }
-    test = compare[op]
-
-    def check(hit: ScoredMemory) -> bool:
-        actual = read(hit)
-        return actual is not None and test(actual, wanted)
-
-    return check
-
-
-def _list_check(key: str, read: Callable[[ScoredMemory], Any], op: str, value: Any) -> Check:
-    if op == "$in":
-        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-            raise _invalid(f"$in on {key!r} needs a list of strings: memories having any of them match.")
-        options = set(value)
-        return lambda hit: bool(options.intersection(read(hit)))
-    if op not in ("$eq", "$ne"):
-        raise _invalid(f"{key!r} is a list: filter it with a value (membership), $eq, $ne or $in, not {op}.")
-    if isinstance(value, str):
-        required: tuple[str, ...] = (value,)
-    elif isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
-        required = tuple(value)
-    else:
-        raise _invalid(f"The filter on {key!r} needs a string (or a list of strings that must all be present).")
-    present = op == "$eq"
-    return lambda hit: all(item in read(hit) for item in required) is present
-
-
-def _coerce(key: str, kind: str, value: Any) -> Any:
-    if value is None:
-        return None
-    if kind == _TIME:
-        try:
-            return parse_iso(value)
-        except (TypeError, ValueError):
-            raise _invalid(f"The filter on {key!r} needs an ISO 8601 timestamp like 2026-01-31T12:00:00Z.") from None
-    if kind == _NUMBER and isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    if kind == _BOOL and isinstance(value, bool):
-        return value
-    if kind == _TEXT and isinstance(value, str):
-        return value
-    raise _invalid(f"The filter on {key!r} needs a {kind} value, got {value!r}.")
-
-
 # --- the tool objects ----------------------------------------------------------------------------
 
 
@@ -375,12 +171,18 @@ class MemoryTool:
 
     Call it with the tool arguments and the runtime `config` keyword, e.g.
     `tool(content="x", action="create", config={"user_id": "u-123"})`, or `tool.invoke({...}, config)`.
+    Inside a langchain-core run (a LangGraph node, a tool), a call without `config` reads the run's
+    config, as LangMem's tools do with `get_config()`. `acall` / `ainvoke` are the native async
+    variants (`coroutine` is amanage_memory / asearch_memory): they run the blocking service in a
+    worker thread. `typed_schema()` builds the pydantic model `to_langchain_tools` validates with.
     """
 
     name: str
     description: str
     args_schema: dict[str, Any]
     func: Callable[..., Any]
+    coroutine: Callable[..., Awaitable[Any]]
+    typed_schema: Callable[[], type[Any]]
     response_format: str = "content"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -388,6 +190,33 @@ class MemoryTool:
 
     def invoke(self, arguments: Mapping[str, Any], config: Mapping[str, Any] | None = None) -> Any:
         return self.func(**dict(arguments), config=config)
+
+    async def acall(self, *args: Any, **kwargs: Any) -> Any:
+        return await self.coroutine(*args, **kwargs)
+
+    async def ainvoke(self, arguments: Mapping[str, Any], config: Mapping[str, Any] | None = None) -> Any:
+        return await self.coroutine(**dict(arguments), config=config)
+
+
+def run_config(config: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The config given, else the one of the langchain-core run this call is inside (LangGraph's get_config()).
+
+    Read from langchain-core's context variable only when langchain-core is already loaded: the
+    tools never import it themselves, so plain use costs nothing.
+    """
+    if config is not None:
+        return config
+    module = sys.modules.get("langchain_core.runnables.config")
+    current = getattr(module, "var_child_runnable_config", None)
+    ambient = current.get() if current is not None else None
+    if not isinstance(ambient, Mapping):
+        return None
+    return {"configurable": dict(ambient.get("configurable") or {})}  # not its callbacks, tags, metadata
+
+
+async def _in_worker_thread(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Runs a blocking tool call off the event loop; the context (and so the run's config) goes along."""
+    return await asyncio.to_thread(func, *args, **kwargs)
 
 
 class _Services:
@@ -418,76 +247,6 @@ def _build_default_service() -> MemoryService:
     return built.unwrap()
 
 
-def _manage_description(permitted: Sequence[str], instructions: str) -> str:
-    how = {
-        "create": "create: give `content` and no `id`; the id is generated and returned",
-        "update": "update: give the memory's `id` (from search_memory) and the full new `content`",
-        "delete": "delete: give the memory's `id`",
-    }
-    verbs = {"create": "Create", "update": "update", "delete": "delete"}
-    named = [verbs[action] if i == 0 else verbs[action].lower() for i, action in enumerate(permitted)]
-    said = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " or " + named[-1]
-    lines = [
-        f"{said[0].upper()}{said[1:]} a long-term memory (a fact, preference or piece of context) "
-        "so it persists across conversations.",
-        f"Permitted actions: {', '.join(permitted)} (default {permitted[0]}).",
-        *(f"- {how[action]}." for action in permitted),
-    ]
-    if any(action in permitted for action in ("create", "update")):
-        lines.append("Optionally give `type` (e.g. 'preference'; search_memory's filter calls it category) and `tags`.")
-    # custom instructions replace the default guidance on when to call the tool (as in LangMem)
-    lines.append(instructions or _when_to_call(permitted))
-    return "\n".join(lines)
-
-
-def _when_to_call(permitted: Sequence[str]) -> str:
-    cases = []
-    if "create" in permitted:
-        cases += [
-            "learn a new user preference",
-            "are asked to remember something or to change your behaviour",
-            "want to record important context",
-        ]
-    if "update" in permitted:
-        cases.append("find that a stored memory is wrong or outdated (update it)")
-    if "delete" in permitted:
-        cases.append("are asked to forget something (delete it)")
-    return "Proactively call this tool when you: " + "; ".join(f"{n}. {c}" for n, c in enumerate(cases, 1)) + "."
-
-
-def _manage_schema(permitted: Sequence[str]) -> dict[str, Any]:
-    properties: dict[str, Any] = {
-        "content": {
-            "type": ["string", "null"],
-            "description": "The memory's text. Required for create and update.",
-        },
-        "action": {"type": "string", "enum": list(permitted), "description": "What to do."},
-    }
-    properties["action"]["default"] = permitted[0]  # as in LangMem: a call without action does the first
-    if any(a in permitted for a in ("create", "update")):
-        properties["type"] = {
-            "type": ["string", "null"],
-            "description": "What kind of memory, e.g. 'preference' (search_memory's filter calls it category).",
-        }
-        properties["tags"] = {
-            "type": ["array", "null"],
-            "items": {"type": "string"},
-            "description": "Labels to find the memory by (update: replaces them; [] clears).",
-        }
-    if any(a in permitted for a in ("update", "delete")):
-        properties["id"] = {
-            "type": ["string", "null"],
-            "format": "uuid",
-            "description": "The id of the memory to update or delete. Omit when creating.",
-        }
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": [],
-        "additionalProperties": False,
-    }
-
-
 def create_manage_memory_tool(
     namespace: tuple[str, ...] | str | None = None,
     *,
@@ -496,12 +255,15 @@ def create_manage_memory_tool(
     service: MemoryService | None = None,
     store: str | None = None,
     name: str = "manage_memory",
+    schema: Any = str,
 ) -> MemoryTool:
     """A tool to create, update and delete memories in a namespace resolved from each call's config.
 
     `namespace` is a template like ("{user_id}", "memories"); without one, config["user_id"] gives
     ("user", id) and config["org_id"] + config["agent_id"] give ("org", org, agent) (decision 18).
     Delete is the soft delete of spec 001 (decision 13): the memory never surfaces again but stays stored.
+    `schema` (LangMem's option): a pydantic model or any type pydantic validates; content is checked
+    against it (a dict, an instance or JSON text) and stored as JSON. The default, str, stores text.
     """
     permitted = tuple(actions_permitted)
     if not permitted:
@@ -512,7 +274,7 @@ def create_manage_memory_tool(
     services = _Services(service)
 
     def manage_memory(
-        content: str | None = None,
+        content: Any = None,
         action: str | None = None,
         *,
         id: str | None = None,
@@ -522,11 +284,11 @@ def create_manage_memory_tool(
     ) -> str:
         chosen = permitted[0] if action is None else action  # LangMem's default: the first permitted action
         _check_action(chosen, permitted)
-        resolved = resolve_namespace(namespace, config)
+        resolved = resolve_namespace(namespace, run_config(config))
         return run_manage(
             services.get(),
             resolved,
-            content=content,
+            content=content if schema is str or content is None else structured_content(schema, content),
             action=chosen,
             id=id,
             store=store,
@@ -535,28 +297,46 @@ def create_manage_memory_tool(
             tags=tags,
         )
 
-    return MemoryTool(name, _manage_description(permitted, instructions), _manage_schema(permitted), manage_memory)
+    async def amanage_memory(
+        content: Any = None,
+        action: str | None = None,
+        *,
+        id: str | None = None,
+        type: str | None = None,
+        tags: Sequence[str] | None = None,
+        config: Mapping[str, Any] | None = None,
+    ) -> str:
+        arguments = {"id": id, "type": type, "tags": tags, "config": run_config(config)}
+        answer: str = await _in_worker_thread(manage_memory, content, action, **arguments)
+        return answer
+
+    return MemoryTool(
+        name,
+        manage_description(permitted, instructions),
+        manage_schema(permitted),
+        manage_memory,
+        amanage_memory,
+        partial(_typed_schema, "manage", permitted, schema),
+    )
 
 
-_FILTER_HELP = (
-    'Optional field conditions, e.g. {"category": "preference"} (category is the memory\'s type), '
-    '{"tags": "work"} (has the tag), {"project": {"$in": ["a", "b"]}}, {"created_at": {"$gte": "2026-01-01T00:00:00Z"}}. '
-    "Operators: $eq $ne $in $gt $gte $lt $lte. Fields: " + ", ".join(_FIELDS) + "."
-)
+def structured_content(schema: Any, content: Any) -> str:
+    """Content validated against `schema` (a dict, an instance or JSON text), as the JSON text that is stored."""
+    from pydantic import TypeAdapter, ValidationError  # pydantic comes with the mcp dependency
+
+    adapter: TypeAdapter[Any] = TypeAdapter(schema)
+    try:
+        value = adapter.validate_json(content) if isinstance(content, str) else adapter.validate_python(content)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'content'}: {e['msg']}" for e in error.errors())
+        raise invalid(f"content does not match {getattr(schema, '__name__', schema)}: {problems}.") from None
+    return json.dumps(adapter.dump_python(value, mode="json"), ensure_ascii=False)
 
 
-def _search_schema() -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "description": "What to look for, in natural language or keywords."},
-            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_WINDOW, "default": 10},
-            "offset": {"type": "integer", "minimum": 0, "default": 0, "description": "Results to skip (paging)."},
-            "filter": {"type": ["object", "null"], "description": _FILTER_HELP},
-        },
-        "required": ["query"],
-        "additionalProperties": False,
-    }
+def _typed_schema(kind: str, permitted: tuple[str, ...] = (), content_type: Any = str) -> type[Any]:
+    from agent_memory.entrypoints.langchain_tools import manage_arguments, search_arguments
+
+    return manage_arguments(permitted, content_type) if kind == "manage" else search_arguments()
 
 
 def create_search_memory_tool(
@@ -585,7 +365,7 @@ def create_search_memory_tool(
         filter: Mapping[str, Any] | None = None,
         config: Mapping[str, Any] | None = None,
     ) -> str | tuple[str, list[Memory]]:
-        resolved = resolve_namespace(namespace, config)
+        resolved = resolve_namespace(namespace, run_config(config))
         found = run_search(
             services.get(), resolved, query=query, limit=limit, offset=offset, filter=filter, store=store
         )
@@ -599,35 +379,45 @@ def create_search_memory_tool(
         f"Search your long-term memories by meaning and keywords. {when}\nReturns a JSON list of memories "
         "with namespace, id, content, metadata, created_at, updated_at and score (higher is better)."
     )
-    return MemoryTool(name, description, _search_schema(), search_memory, response_format)
+
+    async def asearch_memory(
+        query: str,
+        *,
+        limit: int = 10,
+        offset: int = 0,
+        filter: Mapping[str, Any] | None = None,
+        config: Mapping[str, Any] | None = None,
+    ) -> str | tuple[str, list[Memory]]:
+        arguments = {"limit": limit, "offset": offset, "filter": filter, "config": run_config(config)}
+        answer: str | tuple[str, list[Memory]] = await _in_worker_thread(search_memory, query, **arguments)
+        return answer
+
+    return MemoryTool(
+        name,
+        description,
+        search_schema(),
+        search_memory,
+        asearch_memory,
+        partial(_typed_schema, "search"),
+        response_format,
+    )
 
 
 # --- LangChain -----------------------------------------------------------------------------------
 
 
 def to_langchain_tools(*tools: MemoryTool) -> list[Any]:
-    """The tools as langchain_core StructuredTools; the runnable's config reaches them as `config`."""
+    """The tools as langchain_core StructuredTools with typed (pydantic) arguments and a native coroutine.
+
+    A call the model can correct (an unknown argument, a wrong type, an action not permitted, a
+    refused update) comes back as a ToolMessage with status="error" saying what to change; a missing
+    tenant key in the config (ConfigurationError) still stops the run.
+    """
     from agent_memory.entrypoints.extras import missing_extra
 
     absent = missing_extra("langchain", "to_langchain_tools")
     if absent is not None:
         raise ImportError(absent.message)
-    from langchain_core.runnables import RunnableConfig
-    from langchain_core.tools import StructuredTool
+    from agent_memory.entrypoints.langchain_tools import structured_tool
 
-    return [_structured(tool, StructuredTool, RunnableConfig) for tool in tools]
-
-
-def _structured(tool: MemoryTool, structured_tool: Any, runnable_config: Any) -> Any:
-    def run(config: Any = None, **arguments: Any) -> Any:
-        return tool.func(**arguments, config=config)
-
-    run.__annotations__ = {"config": runnable_config, "return": Any}
-    run.__name__ = tool.name
-    return structured_tool.from_function(
-        func=run,
-        name=tool.name,
-        description=tool.description,
-        args_schema=tool.args_schema,
-        response_format=tool.response_format,
-    )
+    return [structured_tool(tool) for tool in tools]
