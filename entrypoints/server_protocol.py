@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 PROTOCOL = 1
-HEARTBEAT_S = 2.0  # the server writes a blank line this often while a request runs
-SILENCE_S = 60.0  # a client gives up on a server that sent nothing for this long
+HEARTBEAT_S = 2.0  # the server writes a blank line this often while a request runs (more often for a short silence)
+SILENCE_S = 60.0  # a client gives up on a server that sent nothing for this long (setting server_timeout_seconds)
 CONNECT_S = 5.0
 REQUEST_S = 30.0  # a server drops a connection that sends no full request line in this long
 START_LOCK_S = 90.0  # a client waits this long for another client's start of the server
@@ -126,6 +126,13 @@ def build_identity(env: Mapping[str, str]) -> str:
     process_env = sorted((k, v) for k, v in env.items() if k.startswith(PROCESS_PREFIXES))
     facts = json.dumps([PROTOCOL, __version__, _source_stamp(), sys.executable, process_env])
     return f"{__version__}+{hashlib.sha256(facts.encode('utf-8', 'surrogateescape')).hexdigest()[:16]}"
+
+
+def heartbeat_for(silence: object) -> float:
+    """How often to send a heartbeat to a client that gives up after `silence` s: four beats fit in its wait."""
+    if not isinstance(silence, int | float) or not 0 < silence < float("inf"):
+        return HEARTBEAT_S
+    return max(0.01, min(HEARTBEAT_S, silence / 4))
 
 
 def encode(message: Mapping[str, Any]) -> bytes:
