@@ -17,6 +17,7 @@ import pytest
 
 from tests.e2e.conftest import MEMORY, MemoryCli, Ran
 from tests.e2e.test_cli_server import contents, pid_of, status, wait_until
+from tests.e2e.test_disk_faults import fill, read_only, small_disk
 
 pytestmark = pytest.mark.slow
 
@@ -101,3 +102,68 @@ def test_a_bad_server_timeout_is_a_clear_error(served: MemoryCli, value: str) ->
         error = served.fails(*command, env={"MEMORY_SERVER_TIMEOUT_SECONDS": value})
         assert error["code"] == "INVALID_INPUT"
         assert "MEMORY_SERVER_TIMEOUT_SECONDS" in error["error"] or "server_timeout_seconds" in error["error"], error
+
+
+def test_a_full_disk_through_the_server_errs_as_in_process_and_the_server_serves_on(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with small_disk(data):
+        cli = MemoryCli(tmp_path, "chroma", mode="served")
+        try:
+            kept = cli.ok("create", "written while there was room")
+            pid = pid_of(cli)
+            fill(data)
+            too_many = ["create", "a memory too many " * 2000]
+            served, direct = cli(*too_many), cli(*too_many, "--no-server")
+            assert (served.code, served.stdout) == (direct.code, direct.stdout) == (1, ""), (served, direct)
+            # not byte for byte: the warm server fails at the write ("Nothing was written"), a cold process
+            # already at opening the store on the full disk; both say what to do
+            for ran in (served, direct):
+                assert ran.error["code"] in ("STORAGE_ERROR", "BACKEND_UNAVAILABLE")
+                assert "the disk is full" in ran.error["error"], ran.error
+            assert cli.ok("get", kept["id"])["content"] == "written while there was room"  # reads go on
+            (data / "ballast").unlink()
+            later = cli.ok("create", "written once there was room again")
+            assert pid_of(cli) == pid
+            assert contents(cli) == {"written while there was room", "written once there was room again"}
+            assert cli.ok("get", later["id"])["id"] == later["id"]
+        finally:
+            cli.stop_servers()
+
+
+def test_a_disk_full_before_any_server_starts_gives_the_in_process_answer_without_a_wait(tmp_path: Path) -> None:
+    """No room for the server's directory, pid file or log: the command runs in-process (and says the disk is
+    full, as in-process), bounded by the subprocess timeout below, never a hang."""
+    data = tmp_path / "data"
+    with small_disk(data):
+        cli = MemoryCli(tmp_path, "files", mode="served")
+        try:
+            kept = cli.ok("create", "written while there was room", "--no-server")
+            fill(data)
+            too_many = ["create", "a memory too many " * 2000]
+            served, direct = run(cli, *too_many), run(cli, *too_many, "--no-server")
+            assert served == direct and served.code == 1, served
+            assert "the disk is full" in served.error["error"], served.error
+            # a read too (the files backend's index cannot even be opened on a full disk, in-process either)
+            assert run(cli, "get", kept["id"]) == run(cli, "get", kept["id"], "--no-server")
+            assert status(cli)["status"] == "stopped"
+            (data / "ballast").unlink()
+            assert cli.ok("create", "and a server once there is room")["content"] == "and a server once there is room"
+            assert status(cli)["status"] == "running"
+        finally:
+            cli.stop_servers()
+
+
+def test_a_read_only_disk_leaves_no_room_for_a_server_and_the_command_runs_in_process(tmp_path: Path) -> None:
+    """The server's directory, locks and log cannot be made: reads work and writes say the disk is read-only,
+    as in-process, never a hang (bounded by the subprocess timeout)."""
+    cli = MemoryCli(tmp_path, "chroma", mode="served")
+    kept = cli.ok("create", "written before the disk turned read-only", "--no-server")
+    with read_only(cli.data_dir):
+        assert run(cli, "get", kept["id"]).json["content"] == "written before the disk turned read-only"
+        served, direct = run(cli, "create", "refused"), run(cli, "create", "refused", "--no-server")
+        assert served == direct and served.code == 1, (served, direct)
+        assert "read-only" in served.error["error"] or "not writable" in served.error["error"], served.error
+        assert status(cli)["status"] == "stopped"
+    assert cli.ok("create", "written once it is writable again")["content"] == "written once it is writable again"
+    assert status(cli)["status"] == "running"
+    cli.stop_servers()
