@@ -10,11 +10,13 @@ import os
 import signal
 import subprocess
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.chroma_server import ChromaServer
 from tests.e2e.conftest import MEMORY, MemoryCli, Ran
 from tests.e2e.test_cli_server import contents, pid_of, status, wait_until
 from tests.e2e.test_disk_faults import fill, read_only, small_disk
@@ -167,3 +169,41 @@ def test_a_read_only_disk_leaves_no_room_for_a_server_and_the_command_runs_in_pr
     assert cli.ok("create", "written once it is writable again")["content"] == "written once it is writable again"
     assert status(cli)["status"] == "running"
     cli.stop_servers()
+
+
+def test_a_client_behind_another_proxy_gets_the_output_of_its_own_environment(
+    tmp_path: Path, chroma_server: ChromaServer
+) -> None:
+    """HTTP_PROXY is read by the Chroma server's HTTP client when the warm storage is opened: a server started
+    without it would answer a client that has it as if it had none."""
+    where = {"CHROMADB_HOST": chroma_server.host, "CHROMADB_PORT": str(chroma_server.port)}
+    cli = MemoryCli(tmp_path, "chroma", {**where, "MEMORY_COLLECTION": f"e2e-{uuid.uuid4().hex[:12]}"}, mode="served")
+    try:
+        cli.ok("create", "reached without a proxy")
+        proxied = {"HTTP_PROXY": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9"}  # nothing listens there
+        served, direct = (
+            run(cli, "search", "proxy", env=proxied),
+            run(cli, "search", "proxy", "--no-server", env=proxied),
+        )
+        assert direct.code == 1, direct  # the in-process run goes through the proxy, and fails
+        assert served == direct
+        assert cli.ok("search", "proxy")["count"] == 1  # and without it, through a server of its own again
+    finally:
+        cli.stop_servers()
+
+
+@pytest.mark.parametrize("variables", [{"TZ": "Asia/Kathmandu"}, {"LANG": "C", "LC_ALL": "POSIX"}, {"COLUMNS": "20"}])
+def test_output_does_not_depend_on_the_servers_time_zone_locale_or_width(
+    served: MemoryCli, variables: dict[str, str]
+) -> None:
+    """These stay the server's own (not forwarded, not part of its build): no output depends on them."""
+    made = served.ok("add", "notes/timed", "--content", "a note with a time")
+    for command in (
+        ["get", made["id"], "--format", "text"],
+        ["recent", "--format", "text"],
+        ["list", "--format", "text"],
+    ):
+        served_run = run(served, *command, env=variables)
+        assert served_run.code == 0, served_run
+        assert made["id"] in served_run.stdout or "notes/timed" in served_run.stdout, served_run
+        assert served_run == run(served, *command, "--no-server", env=variables)
