@@ -48,8 +48,8 @@ LOG_LIMIT = 1 << 20  # the log is rotated once past 1 MiB
 # as UTF-8; the streams' encodings travel with each request; the file-system encoding is compared itself, in
 # build_identity), NO_COLOR and COLUMNS (the text format has no colour and no width), HF_* (the model ships in
 # the package).
-PROCESS_PREFIXES = ("PYTHON", "VIRTUAL_ENV", "CHROMA_", "ANONYMIZED_TELEMETRY", "ORT_", "OMP_", "MKL_", "OPENBLAS_")
-PROCESS_PREFIXES += ("SSL_CERT_", "GRPC_")
+PROCESS_PREFIXES: tuple[str, ...] = ("PYTHON", "VIRTUAL_ENV", "CHROMA_", "ANONYMIZED_TELEMETRY", "ORT_", "OMP_")
+PROCESS_PREFIXES += ("MKL_", "OPENBLAS_", "SSL_CERT_", "GRPC_")
 PROCESS_VARIABLES = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"}
 PROCESS_VARIABLES |= {name.lower() for name in PROCESS_VARIABLES if name.endswith("_PROXY")} | {"TMPDIR", "TEMP", "TMP"}
 
