@@ -4,7 +4,8 @@ It parses the arguments, finds (or starts) the server of the data directory and 
 the settings' environment and stdin, and writes back the server's stdout, stderr and exit code byte for byte. It
 runs the command in this process instead (cli.py) when told to (--no-server, MEMORY_SERVER=off), for the
 long-running doors (`memory serve`, `memory mcp --transport http`), and whenever the server cannot be reached or
-started: then nothing is said, the command just takes its in-process time.
+started: then nothing is said, the command just takes its in-process time. A server that is alive but sends nothing
+for server_timeout_seconds (stopped or hung) is an error, SERVER_UNRESPONSIVE, never a longer wait (_unresponsive).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class InProcess(Exception):
 class Outcome:
     """How one exchange with the server ended."""
 
-    kind: str  # done | absent | refused | lost | unusable
+    kind: str  # done | absent | refused | lost | silent | unusable
     accepted: bool = False
     message: dict[str, Any] = field(default_factory=dict)
 
@@ -84,15 +85,27 @@ def resolve_place(args: Any, env: Mapping[str, str], *, honour_mode: bool = True
     return place
 
 
-def _idle_seconds(env: Mapping[str, str]) -> float:
-    raw = _setting("server_idle_seconds", None, env, _config(env))
+def _seconds(name: str, default: float, env: Mapping[str, str]) -> float:
+    """A positive, finite number of seconds from the settings; InProcess otherwise (the in-process run loads the
+    settings, so it reports the bad value as a JSON error, exit 1)."""
+    raw = _setting(name, None, env, _config(env))
+    bad = f"{name} ({ENVIRONMENT[name][0]}) must be a positive, finite number of seconds, got {raw!r}."
     try:
-        seconds = float(raw) if raw is not None else 300.0  # type: ignore[arg-type]
+        seconds = float(raw) if raw is not None else default  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        raise InProcess("an idle setting the in-process run reports") from None
-    if not seconds > 0:
-        raise InProcess("an idle setting the in-process run reports")
+        raise InProcess(bad) from None
+    if not 0 < seconds < float("inf"):
+        raise InProcess(bad)
     return seconds
+
+
+def _idle_seconds(env: Mapping[str, str]) -> float:
+    return _seconds("server_idle_seconds", 300.0, env)
+
+
+def silence_seconds(env: Mapping[str, str]) -> float:
+    """How long to wait on a server that sends nothing, not even a heartbeat (server_timeout_seconds)."""
+    return _seconds("server_timeout_seconds", wire.SILENCE_S, env)
 
 
 def _parse(argv: Sequence[str]) -> Any:
@@ -153,6 +166,7 @@ def build_request(op: str, argv: Sequence[str], args: Any, place: wire.Place, en
             "stderr": _stream_facts(sys.stderr, "backslashreplace"),
         },
         "stdin": None,
+        "silence_s": silence_seconds(env),  # the server beats often enough for this client's patience
     }
     if op == "run" and reads_stdin(args) and sys.stdin is not None and not request["streams"]["stdin"][2]:
         content = sys.stdin.buffer.read()
@@ -177,9 +191,9 @@ def _exchange(place: wire.Place, request: Mapping[str, Any], *, until_stream: bo
     accepted = False
     try:
         try:
-            connection.settimeout(wire.REQUEST_S)
+            connection.settimeout(min(wire.REQUEST_S, request["silence_s"]))
             connection.sendall(wire.encode(request))
-            connection.settimeout(wire.SILENCE_S)
+            connection.settimeout(request["silence_s"])
             reader = connection.makefile("rb")
             while True:
                 line = reader.readline()
@@ -201,7 +215,9 @@ def _exchange(place: wire.Place, request: Mapping[str, Any], *, until_stream: bo
                     return Outcome("done", accepted, message)
                 else:
                     return Outcome("unusable", accepted)
-        except (OSError, ValueError):  # timeouts, resets, broken pipes, lines that are not JSON
+        except TimeoutError:  # alive (it holds its pid lock) but silent: stopped, hung, or starved
+            return Outcome("silent", accepted)
+        except (OSError, ValueError):  # resets, broken pipes, lines that are not JSON
             return Outcome("lost" if accepted else "unusable", accepted)
     finally:
         if not keep:
@@ -265,8 +281,8 @@ def _ask(place: wire.Place, request: Mapping[str, Any], read_only: bool, env: Ma
     """The exchange, starting or replacing the server as needed; InProcess when no server can answer."""
     for _attempt in range(3):
         outcome = _exchange(place, request, until_stream=request["op"] == "mcp")
-        if outcome.kind == "done":
-            return outcome
+        if outcome.kind in ("done", "silent"):
+            return outcome  # silent: neither a retry nor an in-process run can help (see _unresponsive)
         if outcome.kind == "refused" and outcome.message.get("refused") not in ("protocol", "build", "settings"):
             raise InProcess(f"refused: {outcome.message.get('refused')}")
         if outcome.kind == "lost" and outcome.accepted and not read_only:
@@ -297,6 +313,33 @@ def _lost(place: wire.Place) -> int:
     return 1
 
 
+def _unresponsive(place: wire.Place, outcome: Outcome, read_only: bool, silence: float) -> int:
+    """A server that sent nothing for `silence` s. It is not replaced and the command does not fall back to this
+    process: the server still holds its place and maybe a store's write lock (Qdrant local mode: the whole store),
+    so an in-process run would wait on it or fail; a write it accepted may still finish if it wakes, so running it
+    again could do it twice; and whether to kill a process that may be mid-write is the user's call."""
+    pid = wire.server_facts(place).get("pid")
+    who = f"The memory server (pid {pid})" if isinstance(pid, int) else "The memory server"
+    if not outcome.accepted:
+        what = f"{who} sent nothing for {silence:g} s, so this command did not run."
+    elif read_only:
+        what = f"{who} stopped answering for {silence:g} s while running this command, which changes nothing."
+    else:
+        what = (
+            f"{who} stopped answering for {silence:g} s while running this command, so it may or may not have taken "
+            "effect (it may still finish if the server resumes). Check with `memory get` or `memory search` before "
+            "running it again."
+        )
+    body = {
+        "error": f"{what} The server looks stopped or hung: `memory server stop` ends it (the next command starts a "
+        f"new one), or run the command with --no-server. Its log is {place.log}; server_timeout_seconds "
+        "(MEMORY_SERVER_TIMEOUT_SECONDS) sets how long to wait.",
+        "code": "SERVER_UNRESPONSIVE",
+    }
+    sys.stderr.write(json.dumps(body, ensure_ascii=False) + "\n")
+    return 1
+
+
 def _through_server(argv: Sequence[str], args: Any, env: Mapping[str, str]) -> int:
     if args.command == "serve" or (args.command == "mcp" and args.transport != "stdio"):
         raise InProcess("a long-running door of its own")
@@ -310,6 +353,8 @@ def _through_server(argv: Sequence[str], args: Any, env: Mapping[str, str]) -> i
     outcome = _ask(place, request, args.command in READ_ONLY, env)
     if outcome.kind == "lost":
         return _lost(place)
+    if outcome.kind == "silent":
+        return _unresponsive(place, outcome, args.command in READ_ONLY, request["silence_s"])
     if op == "mcp":
         from agent_memory.entrypoints.cli_pump import pump
 
@@ -325,6 +370,11 @@ def manage_server(args: Any, env: Mapping[str, str]) -> int:
     from agent_memory.entrypoints.cli_pump import server_status, stop_servers
 
     try:
+        silence = silence_seconds(env)
+    except InProcess as reason:
+        sys.stderr.write(json.dumps({"error": str(reason), "code": "INVALID_INPUT"}, ensure_ascii=False) + "\n")
+        return 1
+    try:
         place = resolve_place(args, env, honour_mode=False)
     except InProcess as reason:
         body: dict[str, Any] = {
@@ -335,9 +385,9 @@ def manage_server(args: Any, env: Mapping[str, str]) -> int:
         sys.stderr.write(json.dumps(body, ensure_ascii=False) + "\n")
         return 1
     if args.server_command == "status":
-        body = server_status(place)
+        body = server_status(place, silence)
     else:
-        body = {"stopped": stop_servers(place, everyone=args.all)}
+        body = {"stopped": stop_servers(place, silence, everyone=args.all)}
     if getattr(args, "format", "json") == "text":
         sys.stdout.write("\n".join(f"{key}: {value}" for key, value in body.items()) + "\n")
     else:

@@ -55,8 +55,8 @@ def pump(connection: socket.socket, reader: Any, place: wire.Place) -> int:
     return 1
 
 
-def _ask(place: wire.Place, op: str) -> dict[str, Any] | None:
-    """One management request (status, stop) and its answer; None if the server does not answer."""
+def _ask(place: wire.Place, op: str, silence: float) -> dict[str, Any] | None:
+    """One management request (status, stop) and its answer; None if the server does not answer in `silence` s."""
     try:
         connection = wire.connect(place)
     except OSError:
@@ -64,7 +64,7 @@ def _ask(place: wire.Place, op: str) -> dict[str, Any] | None:
     if connection is None:
         return None
     try:
-        connection.settimeout(wire.SILENCE_S)
+        connection.settimeout(silence)
         wire.send(connection, {"protocol": wire.PROTOCOL, "op": op})
         answer = json.loads(connection.makefile("rb").readline() or b"null")
     except (OSError, ValueError):
@@ -74,12 +74,12 @@ def _ask(place: wire.Place, op: str) -> dict[str, Any] | None:
     return answer if isinstance(answer, dict) else None
 
 
-def server_status(place: wire.Place) -> dict[str, Any]:
+def server_status(place: wire.Place, silence: float) -> dict[str, Any]:
     """`memory server status`: running (with what the server says of itself), stopped, or not answering."""
     where = {"backend": place.backend, "data_dir": str(place.data_dir), "socket": str(place.socket)}
     if not wire.server_alive(place):
         return {"status": "stopped", **where}
-    answer = _ask(place, "status")
+    answer = _ask(place, "status", silence)
     if answer is None:
         facts = wire.server_facts(place)
         return {"status": "not answering", **where, "pid": facts.get("pid"), "log": str(place.log)}
@@ -97,19 +97,35 @@ def _places(place: wire.Place, everyone: bool) -> list[wire.Place]:
     return found
 
 
-def stop_servers(place: wire.Place, *, everyone: bool) -> list[dict[str, Any]]:
-    """`memory server stop [--all]`: ask each live server to stop (SIGTERM if it does not answer) and wait for it to
-    exit; one entry per server that was running, `exited` false if it still ran after the wait."""
+def _exits_within(place: wire.Place, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while wire.server_alive(place) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return not wire.server_alive(place)
+
+
+def stop_servers(place: wire.Place, silence: float, *, everyone: bool) -> list[dict[str, Any]]:
+    """`memory server stop [--all]`: ask each live server to stop and wait for it to exit (requests in flight
+    finish). One that does not answer in `silence` s (stopped or hung) gets SIGTERM and SIGCONT, and SIGKILL if it
+    has not exited `silence` s later: every write it acknowledged is on disk, as after any SIGKILL. One entry per
+    server that was running, `exited` false if it still ran after the wait, `killed` true if it took SIGKILL."""
     stopped = []
     for each in _places(place, everyone):
         if not wire.server_alive(each):
             continue
         pid = wire.server_facts(each).get("pid")
-        if _ask(each, "stop") is None and isinstance(pid, int):
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + wire.PREDECESSOR_S
-        while wire.server_alive(each) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        stopped.append({"backend": each.backend, "pid": pid, "exited": not wire.server_alive(each)})
+        entry: dict[str, Any] = {"backend": each.backend, "pid": pid}
+        if _ask(each, "stop", silence) is not None or not isinstance(pid, int):
+            exited = _exits_within(each, wire.PREDECESSOR_S)
+        else:
+            for sent in (signal.SIGTERM, signal.SIGCONT):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, sent)
+            exited = _exits_within(each, min(silence, wire.PREDECESSOR_S))
+            if not exited:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                entry["killed"] = True
+                exited = _exits_within(each, wire.PREDECESSOR_S)
+        stopped.append(entry | {"exited": exited})
     return stopped

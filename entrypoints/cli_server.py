@@ -254,15 +254,15 @@ class MemoryServer:
         result: dict[str, Any] = {}
         worker = threading.Thread(target=self._execute, args=(request, result), daemon=True)
         worker.start()
-        self._heartbeat(connection, worker)
+        self._heartbeat(connection, worker, wire.heartbeat_for(request.get("silence_s")))
         answer = result.get("answer") or {"refused": "internal", "message": result.get("crash", "no answer")}
         with contextlib.suppress(OSError):  # a client killed meanwhile: the command ran, nobody listens
             wire.send(connection, answer)
 
-    def _heartbeat(self, connection: socket.socket, worker: threading.Thread) -> None:
+    def _heartbeat(self, connection: socket.socket, worker: threading.Thread, every: float) -> None:
         alive = True
         while worker.is_alive():
-            worker.join(wire.HEARTBEAT_S)
+            worker.join(every)
             if worker.is_alive() and alive:
                 try:
                     connection.sendall(b"\n")

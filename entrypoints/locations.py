@@ -34,6 +34,7 @@ ENVIRONMENT: Mapping[str, tuple[str, ...]] = {
     "api_tokens": ("MEMORY_API_TOKENS",),
     "server": ("MEMORY_SERVER",),
     "server_idle_seconds": ("MEMORY_SERVER_IDLE_SECONDS",),
+    "server_timeout_seconds": ("MEMORY_SERVER_TIMEOUT_SECONDS",),
 }
 
 # variables that place the defaults (config file, data directory) rather than set one setting

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 PROTOCOL = 1
-HEARTBEAT_S = 2.0  # the server writes a blank line this often while a request runs
-SILENCE_S = 60.0  # a client gives up on a server that sent nothing for this long
+HEARTBEAT_S = 2.0  # the server writes a blank line this often while a request runs (more often for a short silence)
+SILENCE_S = 60.0  # a client gives up on a server that sent nothing for this long (setting server_timeout_seconds)
 CONNECT_S = 5.0
 REQUEST_S = 30.0  # a server drops a connection that sends no full request line in this long
 START_LOCK_S = 90.0  # a client waits this long for another client's start of the server
@@ -41,8 +41,17 @@ MAX_SOCKET_PATH = 100  # sockaddr_un holds 108 bytes on Linux, 104 on macOS
 LOG_LIMIT = 1 << 20  # the log is rotated once past 1 MiB
 
 # environment variables that change the server process itself rather than one request's settings: a client whose
-# values differ gets a new server (PYTHON* changes the code that runs, the others the libraries' behaviour)
-PROCESS_PREFIXES = ("PYTHON", "VIRTUAL_ENV", "CHROMA_", "ANONYMIZED_TELEMETRY", "ORT_", "OMP_", "MKL_", "OPENBLAS_")
+# values differ gets a new server. PYTHON* changes the code that runs; the others the libraries' behaviour, read
+# once per process or when the warm storage was opened: the HTTP clients of a Chroma or Qdrant server read the
+# proxy and CA variables when they are made, tempfile caches TMPDIR (read-only copies of a store go there).
+# Not here, as they change no output: TZ (every time is printed in UTC), LANG/LC_* (files are read and written
+# as UTF-8; the streams' encodings travel with each request; the file-system encoding is compared itself, in
+# build_identity), NO_COLOR and COLUMNS (the text format has no colour and no width), HF_* (the model ships in
+# the package).
+PROCESS_PREFIXES: tuple[str, ...] = ("PYTHON", "VIRTUAL_ENV", "CHROMA_", "ANONYMIZED_TELEMETRY", "ORT_", "OMP_")
+PROCESS_PREFIXES += ("MKL_", "OPENBLAS_", "SSL_CERT_", "GRPC_")
+PROCESS_VARIABLES = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"}
+PROCESS_VARIABLES |= {name.lower() for name in PROCESS_VARIABLES if name.endswith("_PROXY")} | {"TMPDIR", "TEMP", "TMP"}
 
 
 @dataclass(frozen=True)
@@ -123,9 +132,18 @@ def build_identity(env: Mapping[str, str]) -> str:
     """Who a server is: protocol, version, code on disk, interpreter and the process-wide environment."""
     from agent_memory._version import __version__
 
-    process_env = sorted((k, v) for k, v in env.items() if k.startswith(PROCESS_PREFIXES))
-    facts = json.dumps([PROTOCOL, __version__, _source_stamp(), sys.executable, process_env])
+    process_env = sorted((k, v) for k, v in env.items() if k.startswith(PROCESS_PREFIXES) or k in PROCESS_VARIABLES)
+    # the locale's lasting effect on a process: how it turns str paths into bytes (set once, at its start)
+    encodings = [sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()]
+    facts = json.dumps([PROTOCOL, __version__, _source_stamp(), sys.executable, process_env, encodings])
     return f"{__version__}+{hashlib.sha256(facts.encode('utf-8', 'surrogateescape')).hexdigest()[:16]}"
+
+
+def heartbeat_for(silence: object) -> float:
+    """How often to send a heartbeat to a client that gives up after `silence` s: four beats fit in its wait."""
+    if not isinstance(silence, int | float) or not 0 < silence < float("inf"):
+        return HEARTBEAT_S
+    return max(0.01, min(HEARTBEAT_S, silence / 4))
 
 
 def encode(message: Mapping[str, Any]) -> bytes:

@@ -53,6 +53,11 @@ def _positive(_i: object, attribute: Any, value: float) -> None:
         raise InvalidValue(f"{attribute.name} must be a positive number, got {value}.")
 
 
+def _finite_positive(_i: object, attribute: Any, value: float) -> None:
+    if not 0 < value < float("inf"):
+        raise InvalidValue(f"{attribute.name} must be a positive, finite number of seconds, got {value}.")
+
+
 def _fraction(_i: object, attribute: Any, value: float) -> None:
     if not 0.0 <= value <= 1.0:
         raise InvalidValue(f"{attribute.name} must be between 0 and 1, got {value}.")
@@ -170,6 +175,8 @@ class Settings:
     # the `memory` command: "auto" runs it through a local server per data directory (cli_server.py), "off" in-process
     server: str = field(default="auto", validator=_server_mode)
     server_idle_seconds: float = field(default=300.0, validator=_positive)
+    # how long the `memory` command waits on a server that sends nothing (not even a heartbeat) before it says so
+    server_timeout_seconds: float = field(default=60.0, validator=_finite_positive)
 
     def __attrs_post_init__(self) -> None:
         for number, (_token, namespace) in enumerate(self.api_tokens, start=1):
@@ -186,6 +193,7 @@ _PARSERS: Mapping[str, Callable[[Any], Any]] = {
     "min_confidence": float,
     "default_limit": int,
     "server_idle_seconds": float,
+    "server_timeout_seconds": float,
 }
 
 
