@@ -95,31 +95,40 @@ def bench_ingest(backend: str, n: int, repeat: int) -> dict[str, Any]:
     }
 
 
+def fill_store(service: Any, texts: list[str]) -> tuple[Any, Any]:
+    """Write `texts` into the default store through the adapter and the keyword index, with real embeddings of
+    the first 2,000 reused with a little noise past that (embedding 100k texts would take an hour); returns the
+    store and the vectors written."""
+    n = len(texts)
+    base = np.array(service.embedder.embed_documents(texts[: min(n, 2000)]).unwrap(), dtype=np.float32)
+    rng = np.random.default_rng(3)
+    vectors = base[np.arange(n) % len(base)] + rng.normal(0, 0.02, (n, base.shape[1])).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    now = datetime.now(UTC)
+    memories = [
+        Memory(
+            id=str(uuid.uuid4()),
+            content=t,
+            created_at=now,
+            updated_at=now,
+            project=f"p{i % 10}",
+            namespace=("user", f"u{i % 20}"),
+        )
+        for i, t in enumerate(texts)
+    ]
+    store = service.catalog.open("default", create=True).unwrap()
+    for start in range(0, n, 1000):
+        store.add(memories[start : start + 1000], vectors[start : start + 1000].tolist()).unwrap()
+        service.keywords.upsert("default", [keyword_entry(m) for m in memories[start : start + 1000]]).unwrap()
+    return store, vectors
+
+
 def bench_search(backend: str, n: int, repeat: int) -> dict[str, Any]:
     """Warm in-process search; vectors are real embeddings of a few thousand texts, reused with noise past that."""
     texts = corpus(n)
     with tempfile.TemporaryDirectory() as home:
         service = service_for(backend, home)
-        base = np.array(service.embedder.embed_documents(texts[: min(n, 2000)]).unwrap(), dtype=np.float32)
-        rng = np.random.default_rng(3)
-        vectors = base[np.arange(n) % len(base)] + rng.normal(0, 0.02, (n, base.shape[1])).astype(np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        now = datetime.now(UTC)
-        memories = [
-            Memory(
-                id=str(uuid.uuid4()),
-                content=t,
-                created_at=now,
-                updated_at=now,
-                project=f"p{i % 10}",
-                namespace=("user", f"u{i % 20}"),
-            )
-            for i, t in enumerate(texts)
-        ]
-        store = service.catalog.open("default", create=True).unwrap()
-        for start in range(0, n, 1000):
-            store.add(memories[start : start + 1000], vectors[start : start + 1000].tolist()).unwrap()
-            service.keywords.upsert("default", [keyword_entry(m) for m in memories[start : start + 1000]]).unwrap()
+        store, vectors = fill_store(service, texts)
         figures: dict[str, Any] = {"backend": backend, "memories": n}
         if backend == "chroma":  # a fresh process: Chroma answers until renting it has cost as much as a mirror
             searches, elapsed = 0, 0.0

@@ -19,46 +19,20 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from perf import QUERIES, corpus, percentile, service_for
+from perf import QUERIES, corpus, fill_store, percentile, service_for
 
 from agent_memory.adapters.chroma.session import close_embedded_sessions
 from agent_memory.domain.commands import SearchMemories
-from agent_memory.domain.context import keyword_entry
-from agent_memory.domain.model import Memory
 
 
 def fill(home: str, n: int) -> None:
     """n memories with realistic texts and near-real vectors, written through the adapter (as bench/perf.py)."""
-    texts = corpus(n)
-    service = service_for("chroma", home)
-    base = np.array(service.embedder.embed_documents(texts[: min(n, 2000)]).unwrap(), dtype=np.float32)
-    rng = np.random.default_rng(3)
-    vectors = base[np.arange(n) % len(base)] + rng.normal(0, 0.02, (n, base.shape[1])).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    now = datetime.now(UTC)
-    memories = [
-        Memory(
-            id=str(uuid.uuid4()),
-            content=t,
-            created_at=now,
-            updated_at=now,
-            project=f"p{i % 10}",
-            namespace=("user", f"u{i % 20}"),
-        )
-        for i, t in enumerate(texts)
-    ]
-    store = service.catalog.open("default", create=True).unwrap()
-    for start in range(0, n, 1000):
-        store.add(memories[start : start + 1000], vectors[start : start + 1000].tolist()).unwrap()
-        service.keywords.upsert("default", [keyword_entry(m) for m in memories[start : start + 1000]]).unwrap()
+    fill_store(service_for("chroma", home), corpus(n))
 
 
 def summary(times: list[float]) -> dict[str, Any]:
