@@ -24,6 +24,8 @@ MAX_SEARCH_LIMIT = 1000  # the deepest a search ranks: limit + offset of one pag
 
 def _page_problem(limit: int, offset: int) -> str | None:
     """What is wrong with a search page's limit and offset, or None (limit + offset is how deep it ranks)."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SEARCH_LIMIT:
+        return f"limit must be between 1 and {MAX_SEARCH_LIMIT}, got {limit!r}."
     problem = page_problem(limit, offset, MAX_SEARCH_LIMIT)
     if problem is None and limit + offset > MAX_SEARCH_LIMIT:
         problem = f"limit + offset must be at most {MAX_SEARCH_LIMIT}, got {limit + offset}: narrow the search."

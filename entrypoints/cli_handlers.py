@@ -18,7 +18,7 @@ from agent_memory.domain.transfer import StoreOutline
 from agent_memory.entrypoints import json_codec as out
 from agent_memory.entrypoints import text_format as text
 from agent_memory.entrypoints.json_codec import JSON, has_lone_surrogate
-from agent_memory.entrypoints.paging import listing_page_json, search_page, search_page_json
+from agent_memory.entrypoints.paging import listing_page_json
 
 Payload = dict[str, Any]
 Outcome = Result[Payload, DomainError]
@@ -192,7 +192,7 @@ def search(service: MemoryService, args: argparse.Namespace) -> Outcome:
         mode=args.mode,
         offset=args.offset,
     )
-    return search_page(service, command).map(search_page_json)
+    return service.search(command).map(out.search_json)  # spec 000 fixes the shape: {"results", "count"}
 
 
 def get(service: MemoryService, args: argparse.Namespace) -> Outcome:

@@ -203,7 +203,8 @@ class CliDoor:
         body = self._run("search", query, f"--limit={limit}", f"--offset={offset}")
         if isinstance(body, Refused):
             return body
-        return Page(tuple(hit.get("path") for hit in body["results"]), has_more=body["has_more"])
+        # spec 000 fixes the CLI's search JSON to {"results", "count"}: it pages, but cannot say has_more
+        return Page(tuple(hit.get("path") for hit in body["results"]))
 
 
 # --- REST ------------------------------------------------------------------------------------------

@@ -197,7 +197,9 @@ def test_listings_and_searches_page_the_same_way_at_every_door(door: Door) -> No
     ranked = door.search("walrus tusks", limit=6)  # the store may hold other tests' memories: a 6th may follow
     assert isinstance(ranked, Page) and len(ranked.paths) >= 5
     assert set(whole.paths) <= set(ranked.paths)
-    assert door.search("walrus tusks", limit=2, offset=1) == Page(ranked.paths[1:3], has_more=True)
+    page = door.search("walrus tusks", limit=2, offset=1)
+    assert isinstance(page, Page) and page.paths == ranked.paths[1:3]
+    assert page.has_more is (None if door.name == "cli" else True)  # the CLI's JSON is fixed by spec 000
     later = door.search("walrus tusks", limit=2, offset=4)
     assert isinstance(later, Page) and later.paths == ranked.paths[4:6]
     assert door.search("walrus tusks", limit=0) == Refused("INVALID_INPUT")
