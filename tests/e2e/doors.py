@@ -109,21 +109,20 @@ class PythonDoor:
     def move(self, ref: str, destination: str) -> Shown | Refused:
         return self._view(self.service.move(ref, destination))
 
-    def delete(self, ref: str) -> bool | Refused:
-        match self.service.delete(ref):
+    @staticmethod
+    def _done(result: Result[Any, Any]) -> bool | Refused:
+        match result:
             case Success(_):
                 return True
             case Failure(error):
                 return Refused(error.code.value)
-        raise AssertionError("unreachable")  # pragma: no cover
+        raise AssertionError(result)  # pragma: no cover - Result is closed
+
+    def delete(self, ref: str) -> bool | Refused:
+        return self._done(self.service.delete(ref))
 
     def remove(self, ref: str) -> bool | Refused:
-        match self.service.remove(ref):
-            case Success(_):
-                return True
-            case Failure(error):
-                return Refused(error.code.value)
-        raise AssertionError("unreachable")  # pragma: no cover
+        return self._done(self.service.remove(ref))
 
     def list(self, category: str, *, limit: int | None = None, offset: int = 0) -> Page | Refused:
         match self.service.list(category, limit=limit, offset=offset):
