@@ -33,7 +33,7 @@ from litestar.exceptions import (
 from litestar.handlers.base import BaseRouteHandler
 from litestar.openapi import OpenAPIConfig, ResponseSpec
 from litestar.openapi.spec import Components, SecurityScheme, Tag
-from litestar.params import FromPath, JSONBody, Parameter, PathParameter
+from litestar.params import FromPath, JSONBody, KwargDefinition, Parameter, PathParameter
 from litestar.types import Guard
 from litestar.types.empty import Empty
 from litestar.typing import FieldDefinition
@@ -41,7 +41,7 @@ from returns.methods import unwrap_or_failure
 from returns.result import Failure, Result, Success
 
 from agent_memory._version import __version__
-from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
+from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory, field_doc
 from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
 from agent_memory.domain.model import check_namespace
 from agent_memory.domain.results import validated
@@ -222,7 +222,7 @@ class AttrsDTO(AbstractDTO[T], Generic[T]):
             plain = attribute.default is attrs.NOTHING or factory is not None
             yield replace(
                 DTOFieldDefinition.from_field_definition(
-                    field_definition=hints[attribute.name],
+                    field_definition=_documented(hints[attribute.name], attribute),
                     model_name=model_type.__name__,
                     default_factory=factory,
                     dto_field=DTOField(),
@@ -235,6 +235,15 @@ class AttrsDTO(AbstractDTO[T], Generic[T]):
     def detect_nested_field(cls, field_definition: FieldDefinition) -> bool:
         annotation = field_definition.annotation
         return isinstance(annotation, type) and attrs.has(annotation)
+
+
+def _documented(definition: FieldDefinition, attribute: attrs.Attribute[Any]) -> FieldDefinition:
+    """A body field with its command's description (domain.commands) for the OpenAPI. Bounds and choices are in
+    the sentence and checked by the use case, whose errors say what to do (the DTO's own would not)."""
+    described = field_doc(attribute)
+    if not described.text:
+        return definition
+    return replace(definition, kwarg_definition=KwargDefinition(description=described.text))
 
 
 def _config(*exclude: str) -> DTOConfig:
