@@ -10,16 +10,34 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from attrs import NOTHING, Attribute, field, fields, frozen
 
-from agent_memory.domain.model import MAX_CONTENT_CHARS, DecayPolicy
+from agent_memory.domain.model import MAX_CONTENT_CHARS, DecayPolicy, Memory
 from agent_memory.domain.paging import MAX_DESCRIPTION, MAX_PAGE, MAX_RECENT
+from agent_memory.domain.views import (
+    CategorySummary,
+    Listing,
+    MemoryView,
+    PruneReport,
+    ReindexReport,
+    SearchResults,
+    Status,
+    StoreSummary,
+)
+
+T = TypeVar("T", covariant=True)
 
 FIELD_DOC = "agent_memory.field_doc"
 SEARCH_MODES = ("hybrid", "semantic", "keyword")
 DECAY_POLICIES = tuple(policy.value for policy in DecayPolicy)
+
+
+class Asks(Generic[T]):
+    """The base of every command: what its use case answers with, so `dispatch` is typed per command."""
+
+    __slots__ = ()
 
 
 @frozen(kw_only=True)
@@ -81,7 +99,7 @@ def _guard() -> Any:
 
 # --- memories ------------------------------------------------------------------------------------------------------
 @frozen(kw_only=True)
-class CreateMemory:
+class CreateMemory(Asks[MemoryView]):
     """A new memory. decay_policy and path are strings so that every door validates them the same way."""
 
     content: str = field(metadata=doc("The memory's text.", max_length=MAX_CONTENT_CHARS))
@@ -124,7 +142,7 @@ class AddMemory(CreateMemory):
 
 
 @frozen(kw_only=True)
-class SearchMemories:
+class SearchMemories(Asks[SearchResults]):
     """A search: a query, the scope filters, a page (limit hits after `offset`) and a confidence floor (None = the
     defaults)."""
 
@@ -153,7 +171,7 @@ class SearchMemories:
 
 
 @frozen(kw_only=True)
-class UpdateMemory:
+class UpdateMemory(Asks[MemoryView]):
     """Changes to one memory (by id or path). None keeps a field; citations=() clears them (decision 12)."""
 
     ref: str = field(metadata=doc(_REF))
@@ -179,7 +197,7 @@ class UpdateMemory:
 
 
 @frozen(kw_only=True)
-class GetMemory:
+class GetMemory(Asks[MemoryView]):
     """Read one live memory with its confidence now."""
 
     ref: str = field(metadata=doc(_REF))
@@ -189,7 +207,7 @@ class GetMemory:
 
 
 @frozen(kw_only=True)
-class ListMemories:
+class ListMemories(Asks[Listing]):
     """One page of a category's memories (recursively, newest first) with the total and its subcategories."""
 
     category: str | None = field(default=None, metadata=doc("The category to list; omit for the whole store."))
@@ -201,7 +219,7 @@ class ListMemories:
 
 
 @frozen(kw_only=True)
-class RecentMemories:
+class RecentMemories(Asks[tuple[MemoryView, ...]]):
     """The most recently updated memories, newest first."""
 
     limit: int = field(default=5, metadata=doc(f"How many, 1 to {MAX_RECENT}.", least=1, most=MAX_RECENT))
@@ -212,7 +230,7 @@ class RecentMemories:
 
 
 @frozen(kw_only=True)
-class MoveMemory:
+class MoveMemory(Asks[MemoryView]):
     """Give a memory a new path; DESTINATION_EXISTS if it is taken."""
 
     ref: str = field(metadata=doc(_REF))
@@ -223,7 +241,7 @@ class MoveMemory:
 
 
 @frozen(kw_only=True)
-class ReinforceMemory:
+class ReinforceMemory(Asks[MemoryView]):
     """Reset the decay of a memory whose decay policy is 'reinforceable' (it is being used)."""
 
     ref: str = field(metadata=doc("The id (or path) of a memory with decay policy 'reinforceable'."))
@@ -232,7 +250,7 @@ class ReinforceMemory:
 
 
 @frozen(kw_only=True)
-class DeleteMemory:
+class DeleteMemory(Asks[Memory]):
     """Soft delete: the memory stays stored, marked deleted, and never surfaces again."""
 
     ref: str = field(metadata=doc(_REF))
@@ -242,7 +260,7 @@ class DeleteMemory:
 
 
 @frozen(kw_only=True)
-class RemoveMemory:
+class RemoveMemory(Asks[Memory]):
     """Delete a memory for good."""
 
     ref: str = field(metadata=doc(_REF))
@@ -252,7 +270,7 @@ class RemoveMemory:
 
 # --- maintenance ---------------------------------------------------------------------------------------------------
 @frozen(kw_only=True)
-class PruneMemories:
+class PruneMemories(Asks[PruneReport]):
     """Delete every expired memory of a store for good."""
 
     store: str | None = _store()
@@ -261,14 +279,14 @@ class PruneMemories:
 
 
 @frozen(kw_only=True)
-class ReindexStore:
+class ReindexStore(Asks[ReindexReport]):
     """Re-embed every memory of a store (after an embedding-model change or hand-edited files)."""
 
     store: str | None = _store()
 
 
 @frozen(kw_only=True)
-class StoreStatus:
+class StoreStatus(Asks[Status]):
     """Reach the backend, count a store's memories and verify its indexes."""
 
     store: str | None = _store()
@@ -277,21 +295,21 @@ class StoreStatus:
 
 # --- stores and categories -----------------------------------------------------------------------------------------
 @frozen(kw_only=True)
-class ListStores:
+class ListStores(Asks[tuple[StoreSummary, ...]]):
     """Every store with its memory count."""
 
     namespace: tuple[str, ...] | None = _guard()
 
 
 @frozen(kw_only=True)
-class CreateStore:
+class CreateStore(Asks[StoreSummary]):
     """Create an empty store; DESTINATION_EXISTS if it exists."""
 
     name: str = field(metadata=doc("The new store's name, e.g. 'work-notes'."))
 
 
 @frozen(kw_only=True)
-class CreateCategory:
+class CreateCategory(Asks[CategorySummary]):
     """Create a category (nothing changes if it exists), optionally with a description."""
 
     category: str = field(metadata=doc(_CATEGORY))
@@ -301,7 +319,7 @@ class CreateCategory:
 
 
 @frozen(kw_only=True)
-class DescribeCategory:
+class DescribeCategory(Asks[CategorySummary]):
     """Set a category's description."""
 
     category: str = field(metadata=doc(_CATEGORY))
@@ -311,7 +329,7 @@ class DescribeCategory:
 
 
 @frozen(kw_only=True)
-class DeleteCategory:
+class DeleteCategory(Asks[CategorySummary]):
     """Delete a non-root category with its subcategories and memories, for good."""
 
     category: str = field(metadata=doc(_CATEGORY))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TypeVar, cast
+
 from returns.result import Result
 
 from agent_memory.domain.commands import (
     AddMemory,
+    Asks,
     Command,
     CreateCategory,
     CreateMemory,
@@ -40,6 +43,8 @@ from agent_memory.domain.views import (
     StoreSummary,
 )
 
+T = TypeVar("T")
+
 Outcome = (
     MemoryView
     | Memory
@@ -55,9 +60,17 @@ Outcome = (
 )
 
 
-def dispatch(service: MemoryService, command: Command) -> Result[Outcome, DomainError]:
-    """Run `command`'s use case on `service`. A door builds the command from its caller's input, calls this, and
-    renders the outcome; it never calls a use case another way, so every door does the same thing."""
+def dispatch(service: MemoryService, command: Asks[T]) -> Result[T, DomainError]:
+    """Run `command`'s use case on `service`: a Result of what the command asks for (its `Asks[T]`).
+
+    A door builds the command from its caller's input, calls this, and renders the outcome; it never calls a use
+    case another way, so every door does the same thing."""
+    # every Asks is one of the Command union (tests/unit/test_command_table.py), and each case returns what its
+    # command's Asks names; mypy cannot link the two, hence the casts
+    return cast("Result[T, DomainError]", _run(service, cast("Command", command)))
+
+
+def _run(service: MemoryService, command: Command) -> Result[Outcome, DomainError]:
     match command:
         case AddMemory():  # before CreateMemory, which it extends
             return service.add(command)

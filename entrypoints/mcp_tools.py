@@ -14,7 +14,7 @@ from datetime import datetime
 from functools import cache
 from typing import Any, Literal
 
-from attrs import evolve, field, frozen, has
+from attrs import field, frozen
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from pydantic import Field, create_model
 from returns.result import Failure, Result, Success
@@ -297,10 +297,9 @@ def command_from(spec: ToolSpec, arguments: Mapping[str, Any], default_store: st
                     )
                 )
         values[name] = value
-    command = spec.command(**values)
-    if "store" in by_field and values["store"] is None:
-        command = evolve(command, store=default_store)  # type: ignore[misc]
-    return Success(command)
+    if "store" in values and values["store"] is None:
+        values["store"] = default_store
+    return Success(spec.command(**values))
 
 
 def run_tool(
@@ -320,4 +319,4 @@ def _is_timestamp(hint: Any) -> bool:
     return hint is datetime or datetime in typing.get_args(hint)
 
 
-__all__ = ["SPECS", "ToolSpec", "argument_model", "command_from", "has", "run_tool"]
+__all__ = ["SPECS", "ToolSpec", "argument_model", "command_from", "run_tool"]
