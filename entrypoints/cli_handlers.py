@@ -237,6 +237,7 @@ def update(service: MemoryService, args: argparse.Namespace) -> Outcome:
         personality=args.personality,
         project=args.project,
         type=args.type,
+        global_=args.global_,
         decay_policy=args.decay,
         include_expired=args.include_expired,
     )

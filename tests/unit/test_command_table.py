@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import typing
+
 import pytest
 from attrs import field, frozen
 from returns.result import Failure, Success
