@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from attrs import frozen
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -26,6 +26,7 @@ from agent_memory.entrypoints.agent_tools import MemoryToolError, error_text, ru
 from agent_memory.entrypoints.door_words import for_door, sentence
 from agent_memory.entrypoints.http_safety import ANY_HOST, HttpPolicy, media_type_problem, refuse_open_bind
 from agent_memory.entrypoints.mcp_callers import CALLER, Callers, unknown_arguments
+from agent_memory.entrypoints.mcp_resources import add_resources
 from agent_memory.entrypoints.mcp_stdio import REFUSED_TOOL, run_stdio
 from agent_memory.entrypoints.mcp_tools import SPECS, ToolSpec, argument_model, run_tool
 from agent_memory.entrypoints.settings import Settings
@@ -105,6 +106,16 @@ class _Server(MCPServer[Any]):
         super().__init__(*args, **kwargs)
         self._callers = callers
 
+    async def read_resource(self, uri: Any, context: Any = None) -> Any:
+        caller = self._callers.service_for(context)
+        if caller is None:
+            raise ResourceError("UNAUTHORIZED: " + UNAUTHORIZED)
+        token = CALLER.set(caller)
+        try:
+            return await super().read_resource(uri, context)
+        finally:
+            CALLER.reset(token)
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         if name == REFUSED_TOOL:  # a stdio request the SDK could not read (mcp_stdio): answered, not dropped
             return _error(f"INVALID_INPUT: {arguments.get('reason', 'unreadable request')}")
@@ -158,6 +169,11 @@ class _Tools:
         return store or self.default_store
 
     def _run(self, step: Callable[[], CallToolResult]) -> CallToolResult:
+        with self._lock:
+            return step()
+
+    def locked(self, step: Callable[[], str]) -> str:
+        """A resource read, serialised with the tool calls."""
         with self._lock:
             return step()
 
@@ -329,7 +345,9 @@ def build_mcp_server(
     callers = Callers(service, tenancy or Tenancy())
     tools = _Tools(callers.default, default_store, lock)
     built = [*(_generated_tool(spec, tools) for spec in SPECS), *(_agent_tool(name, tools) for name in _AGENT_TOOLS)]
-    return _Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, tools=built, callers=callers)
+    server = _Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, tools=built, callers=callers)
+    add_resources(server, lambda: tools.service, tools.locked, tool_error_text)
+    return server
 
 
 # --- over HTTP: the same callers as the REST door (http_safety), and an optional bearer token ----------------
