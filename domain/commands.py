@@ -77,8 +77,10 @@ def is_required(attribute: Attribute[Any]) -> bool:
 # --- the sentences several commands share -----------------------------------------------------------------------
 _REF = "The memory's path ('category/…/slug') or its id (a UUID)."
 _STORE = "The store to use (lowercase letters, digits and '-'). Omit for the default store."
-_NAMESPACE_GUARD = "Act only within this namespace (a list of labels); a memory outside it is not found."
-_NAMESPACE_FILTER = "Only this namespace and those below it (a list of labels)."
+_NAMESPACE_GUARD = (
+    'Act only within this namespace or below it, e.g. ["user", "u-123"]; a memory outside it is not found.'
+)
+_NAMESPACE_FILTER = 'Only this namespace and those below it, e.g. ["user", "u-123"].'
 _ACT_ON_EXPIRED = "Act on the memory even if it has expired (refused with MEMORY_EXPIRED otherwise)."
 _SEE_EXPIRED = "Include expired memories (hidden otherwise)."
 _CATEGORY = "A category path such as 'projects' or 'projects/agent-memory'."
@@ -110,7 +112,9 @@ class CreateMemory(Asks[MemoryView]):
     global_: bool = field(default=False, metadata=doc("Visible to every agent, personality and project."))
     decay_policy: str = field(default="stable", metadata=doc(_DECAY, choices=DECAY_POLICIES))
     store: str | None = _store()
-    namespace: tuple[str, ...] = field(default=(), metadata=doc("The namespace it lives in (a list of labels)."))
+    namespace: tuple[str, ...] = field(
+        default=(), metadata=doc('The tenant labels it lives under, e.g. ["user", "u-123"]; omit for none.')
+    )
     path: str | None = field(
         default=None, metadata=doc("Where it lives, 'category/…/slug' (made from content if omitted).")
     )
