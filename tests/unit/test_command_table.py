@@ -137,11 +137,14 @@ def test_the_rest_bodies_describe_their_fields_from_the_same_commands(service: M
     from agent_memory.entrypoints.rest import build_app
 
     with TestClient(build_app(service), base_url="http://127.0.0.1") as client:
-        schemas = client.get("/openapi.json").json()["components"]["schemas"]
-    bodies = {
-        c.CreateMemory: next(s for name, s in schemas.items() if name.startswith("CreateMemory")),
-        c.SearchMemories: next(s for name, s in schemas.items() if name.startswith("SearchMemories")),
-    }
+        document = client.get("/openapi.json").json()
+
+    def body_of(route: str) -> dict[str, typing.Any]:
+        reference = document["paths"][route]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        schema: dict[str, typing.Any] = document["components"]["schemas"][reference.rsplit("/", 1)[-1]]
+        return schema
+
+    bodies = {c.CreateMemory: body_of("/memories"), c.SearchMemories: body_of("/search")}
     for command, body in bodies.items():
         for attribute in c.command_fields(command):
             shown = body["properties"].get("global" if attribute.name == "global_" else attribute.name)
