@@ -1,73 +1,391 @@
-"""What callers ask the use cases for: plain attrs commands holding raw user input, validated by the use case."""
+"""What callers ask the use cases for: one attrs command per use case, each field describing itself once.
+
+A field's `metadata` holds its `FieldDoc`: the sentence a door shows for it, its bounds and its choices. The doors
+build their arguments from these (entrypoints/command_schema.py), and the dispatcher (domain/dispatch.py) hands a
+command to its use case. Commands hold raw user input (strings for enums and paths): the use case validates it,
+so every door refuses a bad value the same way.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
+from typing import Any, Generic, TypeVar
 
-from attrs import frozen
+from attrs import NOTHING, Attribute, field, fields, frozen
+
+from agent_memory.domain.model import MAX_CONTENT_CHARS, DecayPolicy, Memory
+from agent_memory.domain.paging import MAX_DESCRIPTION, MAX_PAGE, MAX_RECENT
+from agent_memory.domain.views import (
+    CategorySummary,
+    Listing,
+    MemoryView,
+    PruneReport,
+    ReindexReport,
+    SearchResults,
+    Status,
+    StoreSummary,
+)
+
+T = TypeVar("T", covariant=True)
+
+FIELD_DOC = "agent_memory.field_doc"
+SEARCH_MODES = ("hybrid", "semantic", "keyword")
+DECAY_POLICIES = tuple(policy.value for policy in DecayPolicy)
+
+
+class Asks(Generic[T]):
+    """The base of every command: what its use case answers with, so `dispatch` is typed per command."""
+
+    __slots__ = ()
 
 
 @frozen(kw_only=True)
-class CreateMemory:
+class FieldDoc:
+    """What a door tells its caller about one command field: a sentence, numeric bounds, and the allowed values."""
+
+    text: str
+    least: float | None = None
+    most: float | None = None
+    choices: tuple[str, ...] = ()
+    max_length: int | None = None
+
+
+def doc(
+    text: str,
+    *,
+    least: float | None = None,
+    most: float | None = None,
+    choices: tuple[str, ...] = (),
+    max_length: int | None = None,
+) -> Mapping[str, FieldDoc]:
+    """A field's metadata: `field(metadata=doc("…"))`."""
+    return {FIELD_DOC: FieldDoc(text=text, least=least, most=most, choices=choices, max_length=max_length)}
+
+
+def field_doc(attribute: Attribute[Any]) -> FieldDoc:
+    """The FieldDoc of a command field (every command field has one; a test checks it)."""
+    found = attribute.metadata.get(FIELD_DOC)
+    return found if isinstance(found, FieldDoc) else FieldDoc(text="")
+
+
+def is_required(attribute: Attribute[Any]) -> bool:
+    """Whether a command field must be given (it has no default)."""
+    return attribute.default is NOTHING
+
+
+# --- the sentences several commands share -----------------------------------------------------------------------
+_REF = "The memory's path ('category/…/slug') or its id (a UUID)."
+_STORE = "The store to use (lowercase letters, digits and '-'). Omit for the default store."
+_NAMESPACE_GUARD = (
+    'Act only within this namespace or below it, e.g. ["user", "u-123"]; a memory outside it is not found.'
+)
+_NAMESPACE_FILTER = 'Only this namespace and those below it, e.g. ["user", "u-123"].'
+_ACT_ON_EXPIRED = "Act on the memory even if it has expired (refused with MEMORY_EXPIRED otherwise)."
+_SEE_EXPIRED = "Include expired memories (hidden otherwise)."
+_CATEGORY = "A category path such as 'projects' or 'projects/agent-memory'."
+_DECAY = (
+    "How confidence falls with age: stable (always 1.0, default), contextual (fades from creation) "
+    "or reinforceable (fades from the last reinforce)."
+)
+_DESCRIPTION = f"What belongs in the category (at most {MAX_DESCRIPTION} characters)."
+
+
+def _store() -> Any:
+    return field(default=None, metadata=doc(_STORE))
+
+
+def _guard() -> Any:
+    return field(default=None, metadata=doc(_NAMESPACE_GUARD))
+
+
+# --- memories ------------------------------------------------------------------------------------------------------
+@frozen(kw_only=True)
+class CreateMemory(Asks[MemoryView]):
     """A new memory. decay_policy and path are strings so that every door validates them the same way."""
 
-    content: str
-    agent: str = ""
-    personality: str = ""
-    project: str = ""
-    type: str = ""
-    global_: bool = False
-    decay_policy: str = "stable"
-    store: str | None = None
-    namespace: tuple[str, ...] = ()
-    path: str | None = None
-    tags: tuple[str, ...] = ()
-    source: str = ""
-    citations: tuple[str, ...] = ()
-    thread: str = ""
-    expires_at: datetime | None = None
-    created_at: datetime | None = None
+    content: str = field(metadata=doc("The memory's text.", max_length=MAX_CONTENT_CHARS))
+    agent: str = field(default="", metadata=doc("The agent it belongs to (a scope)."))
+    personality: str = field(default="", metadata=doc("The personality it belongs to (a scope)."))
+    project: str = field(default="", metadata=doc("The project it belongs to (a scope)."))
+    type: str = field(default="", metadata=doc("What kind of memory, e.g. 'preference', 'decision', 'fact'."))
+    global_: bool = field(default=False, metadata=doc("Visible to every agent, personality and project."))
+    decay_policy: str = field(default="stable", metadata=doc(_DECAY, choices=DECAY_POLICIES))
+    store: str | None = _store()
+    namespace: tuple[str, ...] = field(
+        default=(), metadata=doc('The tenant labels it lives under, e.g. ["user", "u-123"]; omit for none.')
+    )
+    path: str | None = field(
+        default=None, metadata=doc("Where it lives, 'category/…/slug' (made from content if omitted).")
+    )
+    tags: tuple[str, ...] = field(default=(), metadata=doc("Labels to filter on."))
+    source: str = field(default="", metadata=doc("Where the memory came from (free text)."))
+    citations: tuple[str, ...] = field(
+        default=(),
+        metadata=doc('References to source material, e.g. ["src/core/types.ts:17", "https://docs.example.com"].'),
+    )
+    thread: str = field(
+        default="", metadata=doc("The conversation or session it is part of: memories of one thread share context.")
+    )
+    expires_at: datetime | None = field(
+        default=None, metadata=doc("ISO 8601 time after which the memory is hidden, e.g. 2026-12-31T23:59:00Z.")
+    )
+    created_at: datetime | None = field(default=None, metadata=doc("When it was made (ISO 8601; default now)."))
 
 
 @frozen(kw_only=True)
-class SearchMemories:
+class AddMemory(CreateMemory):
+    """A new memory at a path the caller chooses; the store and categories come into being as needed."""
+
+    path: str = field(
+        metadata=doc(
+            "Where the memory lives: 'category/…/slug', at least two segments, e.g. 'preferences/editor'. "
+            "Segments are normalised to lowercase slugs. It must be free."
+        )
+    )
+
+
+@frozen(kw_only=True)
+class SearchMemories(Asks[SearchResults]):
     """A search: a query, the scope filters, a page (limit hits after `offset`) and a confidence floor (None = the
     defaults)."""
 
-    query: str
-    agent: str | None = None
-    personality: str | None = None
-    project: str | None = None
-    type: str | None = None
-    global_: bool | None = None
-    tags: tuple[str, ...] = ()
-    namespace: tuple[str, ...] | None = None
-    path_prefix: str | None = None
-    limit: int | None = None
-    offset: int = 0
-    min_confidence: float | None = None
-    store: str | None = None
-    include_expired: bool = False
-    mode: str = "hybrid"
+    query: str = field(metadata=doc("What to look for, in natural language or keywords."))
+    agent: str | None = field(default=None, metadata=doc("Only memories of this agent."))
+    personality: str | None = field(default=None, metadata=doc("Only memories of this personality."))
+    project: str | None = field(default=None, metadata=doc("Only memories of this project."))
+    type: str | None = field(default=None, metadata=doc("Only memories of this type, e.g. 'preference'."))
+    global_: bool | None = field(default=None, metadata=doc("true: only global memories; false: only non-global."))
+    tags: tuple[str, ...] = field(default=(), metadata=doc("Only memories having all these tags."))
+    namespace: tuple[str, ...] | None = field(default=None, metadata=doc(_NAMESPACE_FILTER))
+    path_prefix: str | None = field(default=None, metadata=doc("Only memories under this category."))
+    limit: int | None = field(default=None, metadata=doc("Most results (default 10).", least=1, most=MAX_PAGE))
+    offset: int = field(default=0, metadata=doc("Results to skip, for paging.", least=0, most=MAX_PAGE - 1))
+    min_confidence: float | None = field(
+        default=None, metadata=doc("Confidence floor, 0 to 1 (default 0.3).", least=0.0, most=1.0)
+    )
+    store: str | None = _store()
+    include_expired: bool = field(default=False, metadata=doc(_SEE_EXPIRED))
+    mode: str = field(
+        default="hybrid",
+        metadata=doc(
+            "hybrid (meaning and keywords), semantic (meaning only) or keyword (words only).", choices=SEARCH_MODES
+        ),
+    )
 
 
 @frozen(kw_only=True)
-class UpdateMemory:
+class UpdateMemory(Asks[MemoryView]):
     """Changes to one memory (by id or path). None keeps a field; citations=() clears them (decision 12)."""
 
-    ref: str
-    store: str | None = None
-    namespace: tuple[str, ...] | None = None
-    content: str | None = None
-    tags: tuple[str, ...] | None = None
-    source: str | None = None
-    citations: tuple[str, ...] | None = None
-    expires_at: datetime | None = None
-    clear_expiry: bool = False
-    agent: str | None = None
-    personality: str | None = None
-    project: str | None = None
-    type: str | None = None
-    global_: bool | None = None
-    decay_policy: str | None = None
-    include_expired: bool = False  # an expired memory is refused (MEMORY_EXPIRED) unless this is set
+    ref: str = field(metadata=doc(_REF))
+    store: str | None = _store()
+    namespace: tuple[str, ...] | None = _guard()
+    content: str | None = field(default=None, metadata=doc("New text; omit to keep it.", max_length=MAX_CONTENT_CHARS))
+    tags: tuple[str, ...] | None = field(default=None, metadata=doc("Replaces the tags; [] clears them; omit to keep."))
+    source: str | None = field(default=None, metadata=doc("New source; omit to keep it."))
+    citations: tuple[str, ...] | None = field(
+        default=None, metadata=doc("Replaces the citations; [] clears them; omit to keep them.")
+    )
+    expires_at: datetime | None = field(default=None, metadata=doc("New expiry (ISO 8601 with a time zone)."))
+    clear_expiry: bool = field(default=False, metadata=doc("Remove the expiry date."))
+    agent: str | None = field(default=None, metadata=doc("New agent scope; omit to keep it."))
+    personality: str | None = field(default=None, metadata=doc("New personality scope; omit to keep it."))
+    project: str | None = field(default=None, metadata=doc("New project scope; omit to keep it."))
+    type: str | None = field(default=None, metadata=doc("New type; omit to keep it."))
+    global_: bool | None = field(default=None, metadata=doc("Make the memory global (true) or not (false)."))
+    decay_policy: str | None = field(
+        default=None, metadata=doc("New decay policy; omit to keep it.", choices=DECAY_POLICIES)
+    )
+    include_expired: bool = field(default=False, metadata=doc(_ACT_ON_EXPIRED))
+
+
+@frozen(kw_only=True)
+class GetMemory(Asks[MemoryView]):
+    """Read one live memory with its confidence now."""
+
+    ref: str = field(metadata=doc(_REF))
+    store: str | None = _store()
+    include_expired: bool = field(default=False, metadata=doc(_SEE_EXPIRED))
+    namespace: tuple[str, ...] | None = _guard()
+
+
+@frozen(kw_only=True)
+class ListMemories(Asks[Listing]):
+    """One page of a category's memories (recursively, newest first) with the total and its subcategories."""
+
+    category: str | None = field(default=None, metadata=doc("The category to list; omit for the whole store."))
+    store: str | None = _store()
+    include_expired: bool = field(default=False, metadata=doc(_SEE_EXPIRED))
+    namespace: tuple[str, ...] | None = _guard()
+    limit: int | None = field(default=None, metadata=doc("Most memories to list.", least=1, most=MAX_PAGE))
+    offset: int = field(default=0, metadata=doc("Memories to skip, for paging (see total).", least=0))
+
+
+@frozen(kw_only=True)
+class RecentMemories(Asks[tuple[MemoryView, ...]]):
+    """The most recently updated memories, newest first."""
+
+    limit: int = field(default=5, metadata=doc(f"How many, 1 to {MAX_RECENT}.", least=1, most=MAX_RECENT))
+    category: str | None = field(default=None, metadata=doc("Only memories under this category."))
+    store: str | None = _store()
+    include_expired: bool = field(default=False, metadata=doc(_SEE_EXPIRED))
+    namespace: tuple[str, ...] | None = _guard()
+
+
+@frozen(kw_only=True)
+class MoveMemory(Asks[MemoryView]):
+    """Give a memory a new path; DESTINATION_EXISTS if it is taken."""
+
+    ref: str = field(metadata=doc(_REF))
+    destination: str = field(metadata=doc("The new path, 'category/…/slug'. It must be free."))
+    store: str | None = _store()
+    namespace: tuple[str, ...] | None = _guard()
+    include_expired: bool = field(default=False, metadata=doc(_ACT_ON_EXPIRED))
+
+
+@frozen(kw_only=True)
+class ReinforceMemory(Asks[MemoryView]):
+    """Reset the decay of a memory whose decay policy is 'reinforceable' (it is being used)."""
+
+    ref: str = field(metadata=doc("The id (or path) of a memory with decay policy 'reinforceable'."))
+    store: str | None = _store()
+    namespace: tuple[str, ...] | None = _guard()
+
+
+@frozen(kw_only=True)
+class DeleteMemory(Asks[Memory]):
+    """Soft delete: the memory stays stored, marked deleted, and never surfaces again."""
+
+    ref: str = field(metadata=doc(_REF))
+    store: str | None = _store()
+    namespace: tuple[str, ...] | None = _guard()
+    include_expired: bool = field(default=False, metadata=doc(_ACT_ON_EXPIRED))
+
+
+@frozen(kw_only=True)
+class RemoveMemory(Asks[Memory]):
+    """Delete a memory for good."""
+
+    ref: str = field(metadata=doc(_REF))
+    store: str | None = _store()
+    namespace: tuple[str, ...] | None = _guard()
+
+
+# --- maintenance ---------------------------------------------------------------------------------------------------
+@frozen(kw_only=True)
+class PruneMemories(Asks[PruneReport]):
+    """Delete every expired memory of a store for good."""
+
+    store: str | None = _store()
+    dry_run: bool = field(default=False, metadata=doc("Only list the expired memories that would be deleted."))
+    namespace: tuple[str, ...] | None = _guard()
+
+
+@frozen(kw_only=True)
+class ReindexStore(Asks[ReindexReport]):
+    """Re-embed every memory of a store (after an embedding-model change or hand-edited files)."""
+
+    store: str | None = _store()
+
+
+@frozen(kw_only=True)
+class StoreStatus(Asks[Status]):
+    """Reach the backend, count a store's memories and verify its indexes."""
+
+    store: str | None = _store()
+    namespace: tuple[str, ...] | None = _guard()
+
+
+# --- stores and categories -----------------------------------------------------------------------------------------
+@frozen(kw_only=True)
+class ListStores(Asks[tuple[StoreSummary, ...]]):
+    """Every store with its memory count."""
+
+    namespace: tuple[str, ...] | None = _guard()
+
+
+@frozen(kw_only=True)
+class CreateStore(Asks[StoreSummary]):
+    """Create an empty store; DESTINATION_EXISTS if it exists."""
+
+    name: str = field(metadata=doc("The new store's name, e.g. 'work-notes'."))
+
+
+@frozen(kw_only=True)
+class CreateCategory(Asks[CategorySummary]):
+    """Create a category (nothing changes if it exists), optionally with a description."""
+
+    category: str = field(metadata=doc(_CATEGORY))
+    description: str = field(default="", metadata=doc(_DESCRIPTION, max_length=MAX_DESCRIPTION))
+    store: str | None = _store()
+    namespace: tuple[str, ...] | None = _guard()
+
+
+@frozen(kw_only=True)
+class DescribeCategory(Asks[CategorySummary]):
+    """Set a category's description."""
+
+    category: str = field(metadata=doc(_CATEGORY))
+    description: str = field(metadata=doc(_DESCRIPTION, max_length=MAX_DESCRIPTION))
+    store: str | None = _store()
+    namespace: tuple[str, ...] | None = _guard()
+
+
+@frozen(kw_only=True)
+class DeleteCategory(Asks[CategorySummary]):
+    """Delete a non-root category with its subcategories and memories, for good."""
+
+    category: str = field(metadata=doc(_CATEGORY))
+    store: str | None = _store()
+    namespace: tuple[str, ...] | None = _guard()
+
+
+Command = (
+    CreateMemory
+    | AddMemory
+    | SearchMemories
+    | UpdateMemory
+    | GetMemory
+    | ListMemories
+    | RecentMemories
+    | MoveMemory
+    | ReinforceMemory
+    | DeleteMemory
+    | RemoveMemory
+    | PruneMemories
+    | ReindexStore
+    | StoreStatus
+    | ListStores
+    | CreateStore
+    | CreateCategory
+    | DescribeCategory
+    | DeleteCategory
+)
+
+COMMANDS: tuple[type[Command], ...] = (
+    CreateMemory,
+    AddMemory,
+    SearchMemories,
+    UpdateMemory,
+    GetMemory,
+    ListMemories,
+    RecentMemories,
+    MoveMemory,
+    ReinforceMemory,
+    DeleteMemory,
+    RemoveMemory,
+    PruneMemories,
+    ReindexStore,
+    StoreStatus,
+    ListStores,
+    CreateStore,
+    CreateCategory,
+    DescribeCategory,
+    DeleteCategory,
+)
+
+
+def command_fields(command: type[Command]) -> tuple[Attribute[Any], ...]:
+    """A command's fields in declaration order."""
+    return tuple(fields(command))

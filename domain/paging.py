@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+MAX_PAGE = 1000  # the most memories one page of a listing or search shows
+MAX_RECENT = 100  # the most memories `recent` shows
+MAX_DESCRIPTION = 500  # the most characters of a category description
+
 
 def page_problem(limit: object, offset: object, most: int, *, unlimited: bool = False) -> str | None:
     """What is wrong with a page's limit (1 … most; None too when `unlimited`) and offset (≥ 0), or None."""

@@ -11,13 +11,10 @@ from agent_memory.domain.context import Context, optional_category, under
 from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory
-from agent_memory.domain.paging import page_problem
+from agent_memory.domain.paging import MAX_PAGE, MAX_RECENT, page_problem
 from agent_memory.domain.paths import CategoryPath
 from agent_memory.domain.tenancy import Guard
 from agent_memory.domain.views import CategorySummary, Listing, MemoryView
-
-MAX_RECENT = 100
-MAX_PAGE = 1000  # the most memories one page of a listing shows
 
 
 @frozen

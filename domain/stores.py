@@ -12,13 +12,12 @@ from agent_memory.domain.context import Context, under
 from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory, check_store_name
+from agent_memory.domain.paging import MAX_DESCRIPTION
 from agent_memory.domain.paths import CategoryPath, parse_category_path
 from agent_memory.domain.ports import CategoryRegistry, VectorStore
 from agent_memory.domain.results import validated
 from agent_memory.domain.tenancy import Guard, guarded_only
 from agent_memory.domain.views import CategorySummary, StoreSummary
-
-MAX_DESCRIPTION = 500
 
 
 @frozen

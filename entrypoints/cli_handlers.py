@@ -10,7 +10,9 @@ from typing import Any
 
 from returns.result import Failure, Result, Success
 
+from agent_memory.domain import commands as c
 from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
+from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.errors import DomainError, invalid_input
 from agent_memory.domain.model import Memory, check_namespace
 from agent_memory.domain.service import MemoryService
@@ -57,7 +59,8 @@ def create(service: MemoryService, args: argparse.Namespace) -> Outcome:
         Success(args.content) if args.content not in (None, "-") else _read_stdin("content")
     )
     return content.bind(
-        lambda text_: service.create(
+        lambda text_: dispatch(
+            service,
             CreateMemory(
                 content=text_,
                 agent=args.agent,
@@ -73,7 +76,7 @@ def create(service: MemoryService, args: argparse.Namespace) -> Outcome:
                 source=args.source or "",
                 thread=args.thread,
                 expires_at=args.expires_at,
-            )
+            ),
         )
     ).map(out.view_json)
 
@@ -155,8 +158,9 @@ def add(service: MemoryService, args: argparse.Namespace) -> Outcome:
         Success(args.content) if args.content not in (None, "-") else _read_stdin("content")
     )
     return content.bind(
-        lambda text_: service.add(
-            CreateMemory(
+        lambda text_: dispatch(
+            service,
+            c.AddMemory(
                 content=text_,
                 path=args.path,
                 agent=args.agent,
@@ -169,7 +173,7 @@ def add(service: MemoryService, args: argparse.Namespace) -> Outcome:
                 citations=tuple(args.citations or ()),
                 source=args.source or "",
                 expires_at=args.expires_at,
-            )
+            ),
         )
     ).map(out.view_json)
 
@@ -192,27 +196,29 @@ def search(service: MemoryService, args: argparse.Namespace) -> Outcome:
         mode=args.mode,
         offset=args.offset,
     )
-    return service.search(command).map(out.search_json)  # spec 000 fixes the shape: {"results", "count"}
+    return dispatch(service, command).map(out.search_json)  # spec 000 fixes the shape: {"results", "count"}
+
+
+def _store(args: argparse.Namespace) -> str | None:
+    return getattr(args, "store", None)  # --store may stand before or after the subcommand (or not at all)
 
 
 def get(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return service.get(args.id, store=getattr(args, "store", None), include_expired=args.include_expired).map(
-        out.view_json
-    )
+    command = c.GetMemory(ref=args.id, store=_store(args), include_expired=args.include_expired)
+    return dispatch(service, command).map(out.view_json)
 
 
 def reinforce(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return service.reinforce(args.id, store=getattr(args, "store", None)).map(out.view_json)
+    return dispatch(service, c.ReinforceMemory(ref=args.id, store=_store(args))).map(out.view_json)
 
 
 def delete(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return service.delete(args.id, store=getattr(args, "store", None), include_expired=args.include_expired).map(
-        out.deleted_json
-    )
+    command = c.DeleteMemory(ref=args.id, store=_store(args), include_expired=args.include_expired)
+    return dispatch(service, command).map(out.deleted_json)
 
 
 def remove(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return service.remove(args.id, store=getattr(args, "store", None)).map(out.removed_json)
+    return dispatch(service, c.RemoveMemory(ref=args.id, store=_store(args))).map(out.removed_json)
 
 
 def update(service: MemoryService, args: argparse.Namespace) -> Outcome:
@@ -231,62 +237,67 @@ def update(service: MemoryService, args: argparse.Namespace) -> Outcome:
         personality=args.personality,
         project=args.project,
         type=args.type,
+        global_=args.global_,
         decay_policy=args.decay,
         include_expired=args.include_expired,
     )
-    return service.update(command).map(out.view_json)
+    return dispatch(service, command).map(out.view_json)
 
 
 def move(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return service.move(
-        args.id, args.destination, store=getattr(args, "store", None), include_expired=args.include_expired
-    ).map(out.view_json)
+    command = c.MoveMemory(
+        ref=args.id, destination=args.destination, store=_store(args), include_expired=args.include_expired
+    )
+    return dispatch(service, command).map(out.view_json)
 
 
 def listing(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return service.list(
-        args.category,
-        store=getattr(args, "store", None),
+    command = c.ListMemories(
+        category=args.category,
+        store=_store(args),
         include_expired=args.include_expired,
         limit=args.limit,
         offset=args.offset,
-    ).map(lambda page: listing_page_json(page, args.limit, args.offset, compact=False))
+    )
+    return dispatch(service, command).map(lambda page: listing_page_json(page, args.limit, args.offset, compact=False))
 
 
 def recent(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return service.recent(
-        store=getattr(args, "store", None),
-        limit=args.limit,
-        category=args.category,
-        include_expired=args.include_expired,
-    ).map(out.recent_json)
+    command = c.RecentMemories(
+        store=_store(args), limit=args.limit, category=args.category, include_expired=args.include_expired
+    )
+    return dispatch(service, command).map(out.recent_json)
 
 
 def prune(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return service.prune(store=getattr(args, "store", None), dry_run=args.dry_run).map(out.prune_json)
+    return dispatch(service, c.PruneMemories(store=_store(args), dry_run=args.dry_run)).map(out.prune_json)
 
 
 def reindex(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return service.reindex(store=getattr(args, "store", None)).map(out.reindex_json)
+    return dispatch(service, c.ReindexStore(store=_store(args))).map(out.reindex_json)
 
 
 def status(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return service.status(store=getattr(args, "store", None)).map(out.status_json)
+    return dispatch(service, c.StoreStatus(store=_store(args))).map(out.status_json)
 
 
 def store(service: MemoryService, args: argparse.Namespace) -> Outcome:
     if args.store_command == "list":
-        return service.list_stores().map(out.stores_json)
-    return service.create_store(args.name).map(lambda s: {"name": s.name, "memory_count": 0, "created": True})
+        return dispatch(service, c.ListStores()).map(out.stores_json)
+    created = dispatch(service, c.CreateStore(name=args.name))
+    return created.map(lambda summary: {"name": summary.name, "memory_count": 0, "created": True})
 
 
 def category(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    where = getattr(args, "store", None)
+    where = _store(args)
     if args.category_command == "create":
-        return service.create_category(args.path, description=args.description, store=where).map(out.category_json)
+        made = c.CreateCategory(category=args.path, description=args.description, store=where)
+        return dispatch(service, made).map(out.category_json)
     if args.category_command == "describe":
-        return service.describe_category(args.path, args.description, store=where).map(out.category_json)
-    return service.delete_category(args.path, store=where).map(lambda s: {**out.category_json(s), "deleted": True})
+        described = c.DescribeCategory(category=args.path, description=args.description, store=where)
+        return dispatch(service, described).map(out.category_json)
+    deleted = dispatch(service, c.DeleteCategory(category=args.path, store=where))
+    return deleted.map(lambda summary: {**out.category_json(summary), "deleted": True})
 
 
 def export(service: MemoryService, args: argparse.Namespace) -> Outcome:

@@ -121,6 +121,13 @@ def _add_memory_commands(commands: argparse._SubParsersAction) -> None:  # type:
     update.add_argument("--content")
     _scope(update, defaults=False)
     update.add_argument("--decay")
+    update.add_argument(
+        "--global",
+        dest="global_",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="make it global (--no-global: not global); omit to keep",
+    )
     _metadata(update)
     update.add_argument("--clear-tags", action="store_true")
     update.add_argument("--clear-citations", action="store_true")

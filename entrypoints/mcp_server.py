@@ -6,20 +6,18 @@ import json
 import sys
 import threading
 from collections.abc import Callable, Mapping
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from attrs import frozen
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.tools import Tool
-from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 from returns.result import Failure, Result, Success
 
 from agent_memory._version import __version__
-from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
 from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
 from agent_memory.domain.namespaces import ConfigurationError, resolve_namespace
 from agent_memory.domain.service import MemoryService
@@ -28,13 +26,13 @@ from agent_memory.entrypoints.agent_tools import MemoryToolError, error_text, ru
 from agent_memory.entrypoints.door_words import for_door, sentence
 from agent_memory.entrypoints.http_safety import ANY_HOST, HttpPolicy, media_type_problem, refuse_open_bind
 from agent_memory.entrypoints.mcp_callers import CALLER, Callers, unknown_arguments
+from agent_memory.entrypoints.mcp_resources import add_resources
 from agent_memory.entrypoints.mcp_stdio import REFUSED_TOOL, run_stdio
-from agent_memory.entrypoints.paging import listing_page_json, search_page, search_page_json
+from agent_memory.entrypoints.mcp_tools import SPECS, ToolSpec, argument_model, run_tool
 from agent_memory.entrypoints.settings import Settings
 from agent_memory.entrypoints.tenancy import UNAUTHORIZED, Tenancy
 
 TRANSPORTS = ("stdio", "http")
-MAX_PAGE = 1000
 SERVER_NAME = "agent-memory"
 
 INSTRUCTIONS = """\
@@ -59,56 +57,9 @@ Outcome = Result[Payload, DomainError]
 
 # --- argument types: their descriptions become the tools' JSON schemas ---------------------------
 
-PathOrId = Annotated[str, Field(description="The memory's path ('category/…/slug') or its id (a UUID).", min_length=1)]
-MemoryPathArg = Annotated[
-    str,
-    Field(
-        description="Where the memory lives: 'category/…/slug', at least two segments, e.g. 'preferences/editor'. "
-        "Segments are normalised to lowercase slugs.",
-        min_length=1,
-    ),
-]
-CategoryArg = Annotated[
-    str, Field(description="A category path such as 'projects' or 'projects/agent-memory'.", min_length=1)
-]
-OptionalCategory = Annotated[
-    str | None, Field(description="Only memories under this category path, e.g. 'projects'. Omit for all.")
-]
 StoreArg = Annotated[
     str | None,
     Field(description="The store to use (lowercase letters, digits and '-'). Omit for the default store."),
-]
-NamespaceArg = Annotated[
-    list[str] | None,
-    Field(description='Tenant labels, e.g. ["user", "u-123"]. Omit for none (add) or any (reads).'),
-]
-NamespaceGuard = Annotated[
-    list[str] | None,
-    Field(description='Only act on a memory inside this namespace (or below it), e.g. ["user", "u-123"].'),
-]
-TagsArg = Annotated[list[str] | None, Field(description="Labels to find the memory by later.")]
-AgentArg = Annotated[str | None, Field(description="The agent the memory belongs to (a search scope).")]
-PersonalityArg = Annotated[str | None, Field(description="The personality it belongs to (a search scope).")]
-ProjectArg = Annotated[str | None, Field(description="The project it belongs to (a search scope).")]
-TypeArg = Annotated[str | None, Field(description="What kind of memory it is, e.g. 'preference' or 'decision'.")]
-CitationsArg = Annotated[
-    list[str] | None,
-    Field(description='References to source material, e.g. ["src/core/types.ts:17", "https://docs.example.com"].'),
-]
-ExpiresArg = Annotated[
-    str | None,
-    Field(description="ISO 8601 time after which the memory is hidden, e.g. 2026-12-31T23:59:00Z."),
-]
-DecayArg = Annotated[
-    Literal["stable", "contextual", "reinforceable"],
-    Field(
-        description="How confidence falls with age: stable (always 1.0, default), contextual (fades from creation) "
-        "or reinforceable (fades from the last reinforce_memory)."
-    ),
-]
-IncludeExpired = Annotated[bool, Field(description="Also return memories whose expiry has passed.")]
-ActOnExpired = Annotated[
-    bool, Field(description="Act on the memory even if its expiry has passed (MEMORY_EXPIRED otherwise).")
 ]
 TenantId = Annotated[str | None, Field(description="Resolves the namespace when `namespace` is omitted.")]
 
@@ -147,26 +98,6 @@ def _validation_text(error: ValidationError) -> str:
     return "INVALID_INPUT: " + "; ".join(problems) + ". Check the tool's input schema and try again."
 
 
-# --- argument parsing --------------------------------------------------------------------------
-
-
-def _timestamp(name: str, raw: str | None) -> Result[datetime | None, DomainError]:
-    if raw is None:
-        return Success(None)
-    try:
-        return Success(out.parse_iso(raw))
-    except ValueError:
-        return Failure(
-            invalid_input(
-                f"{name} {raw!r} is not an ISO 8601 timestamp in the years 0001–9999 (UTC) like 2026-12-31T23:59:00Z."
-            )
-        )
-
-
-def _labels(raw: list[str] | None) -> tuple[str, ...] | None:
-    return None if raw is None else tuple(raw)
-
-
 class _Server(MCPServer[Any]):
     """MCPServer whose argument-validation failures read 'INVALID_INPUT: field: problem' like every other error,
     that refuses arguments a tool does not take, and that runs each call as its caller's tenant (tenancy.py)."""
@@ -174,6 +105,16 @@ class _Server(MCPServer[Any]):
     def __init__(self, *args: Any, callers: Callers, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._callers = callers
+
+    async def read_resource(self, uri: Any, context: Any = None) -> Any:
+        caller = self._callers.service_for(context)
+        if caller is None:
+            raise ResourceError("UNAUTHORIZED: " + UNAUTHORIZED)
+        token = CALLER.set(caller)
+        try:
+            return await super().read_resource(uri, context)
+        finally:
+            CALLER.reset(token)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         if name == REFUSED_TOOL:  # a stdio request the SDK could not read (mcp_stdio): answered, not dropped
@@ -231,281 +172,14 @@ class _Tools:
         with self._lock:
             return step()
 
-    # memories by path or id ---------------------------------------------------------------------
+    def locked(self, step: Callable[[], str]) -> str:
+        """A resource read, serialised with the tool calls."""
+        with self._lock:
+            return step()
 
-    def add_memory(
-        self,
-        path: MemoryPathArg,
-        content: Annotated[str, Field(description="The memory's text.")],
-        tags: TagsArg = None,
-        expires_at: ExpiresArg = None,
-        citations: CitationsArg = None,
-        source: Annotated[str | None, Field(description="Where the memory came from (free text).")] = None,
-        namespace: NamespaceArg = None,
-        decay_policy: DecayArg = "stable",
-        agent: AgentArg = None,
-        personality: PersonalityArg = None,
-        project: ProjectArg = None,
-        type: TypeArg = None,
-        store: StoreArg = None,
-    ) -> CallToolResult:
-        def command(expiry: datetime | None) -> CreateMemory:
-            return CreateMemory(
-                content=content,
-                path=path,
-                decay_policy=decay_policy,
-                agent=agent or "",
-                personality=personality or "",
-                project=project or "",
-                type=type or "",
-                store=self._store(store),
-                tags=tuple(tags or ()),
-                citations=tuple(citations or ()),
-                source=source or "",
-                expires_at=expiry,
-                namespace=tuple(namespace or ()),
-            )
-
-        return self._run(
-            lambda: _reply(
-                _timestamp("expires_at", expires_at).bind(lambda e: self.service.add(command(e))).map(out.view_json)
-            )
-        )
-
-    def get_memory(
-        self,
-        path_or_id: PathOrId,
-        include_expired: IncludeExpired = False,
-        store: StoreArg = None,
-        namespace: NamespaceGuard = None,
-    ) -> CallToolResult:
-        return self._run(
-            lambda: _reply(
-                self.service.get(
-                    path_or_id, store=self._store(store), include_expired=include_expired, namespace=namespace
-                ).map(out.view_json)
-            )
-        )
-
-    def update_memory(
-        self,
-        path_or_id: PathOrId,
-        content: Annotated[str | None, Field(description="New text; omit to keep it.")] = None,
-        tags: Annotated[list[str] | None, Field(description="Replaces the tags; [] clears them; omit to keep.")] = None,
-        expires_at: ExpiresArg = None,
-        clear_expiry: Annotated[bool, Field(description="Remove the expiry date.")] = False,
-        citations: Annotated[
-            list[str] | None, Field(description="Replaces the citations; [] clears them; omit to keep them.")
-        ] = None,
-        source: Annotated[str | None, Field(description="New source; omit to keep it.")] = None,
-        agent: AgentArg = None,
-        personality: PersonalityArg = None,
-        project: ProjectArg = None,
-        type: TypeArg = None,
-        store: StoreArg = None,
-        namespace: NamespaceGuard = None,
-        include_expired: ActOnExpired = False,
-    ) -> CallToolResult:
-        def command(expiry: datetime | None) -> UpdateMemory:
-            return UpdateMemory(
-                ref=path_or_id,
-                store=self._store(store),
-                namespace=_labels(namespace),
-                agent=agent,
-                personality=personality,
-                project=project,
-                type=type,
-                content=content,
-                tags=_labels(tags),
-                citations=_labels(citations),
-                source=source,
-                expires_at=expiry,
-                clear_expiry=clear_expiry,
-                include_expired=include_expired,
-            )
-
-        return self._run(
-            lambda: _reply(
-                _timestamp("expires_at", expires_at).bind(lambda e: self.service.update(command(e))).map(out.view_json)
-            )
-        )
-
-    def remove_memory(
-        self, path_or_id: PathOrId, store: StoreArg = None, namespace: NamespaceGuard = None
-    ) -> CallToolResult:
-        return self._run(
-            lambda: _reply(
-                self.service.remove(path_or_id, store=self._store(store), namespace=namespace).map(out.removed_json)
-            )
-        )
-
-    def delete_memory(
-        self,
-        path_or_id: PathOrId,
-        store: StoreArg = None,
-        namespace: NamespaceGuard = None,
-        include_expired: ActOnExpired = False,
-    ) -> CallToolResult:
-        return self._run(
-            lambda: _reply(
-                self.service.delete(
-                    path_or_id, store=self._store(store), namespace=namespace, include_expired=include_expired
-                ).map(out.deleted_json)
-            )
-        )
-
-    def move_memory(self, arguments: dict[str, Any]) -> CallToolResult:
-        return self._run(
-            lambda: _reply(
-                self.service.move(
-                    arguments["from"],
-                    arguments["to"],
-                    store=self._store(arguments["store"]),
-                    namespace=arguments["namespace"],
-                    include_expired=arguments["include_expired"],
-                ).map(out.view_json)
-            )
-        )
-
-    def reinforce_memory(
-        self,
-        id: Annotated[str, Field(description="The id (or path) of a memory with decay policy 'reinforceable'.")],
-        store: StoreArg = None,
-        namespace: NamespaceGuard = None,
-    ) -> CallToolResult:
-        return self._run(
-            lambda: _reply(self.service.reinforce(id, store=self._store(store), namespace=namespace).map(out.view_json))
-        )
-
-    # browsing -------------------------------------------------------------------------------------
-
-    def list_memories(
-        self,
-        category: OptionalCategory = None,
-        limit: Annotated[int, Field(ge=1, le=MAX_PAGE, description="Most memories to list (default 100).")] = 100,
-        offset: Annotated[int, Field(ge=0, description="Memories to skip, for paging (see total).")] = 0,
-        include_expired: IncludeExpired = False,
-        store: StoreArg = None,
-        namespace: NamespaceGuard = None,
-    ) -> CallToolResult:
-        return self._run(
-            lambda: _reply(
-                self.service.list(
-                    category,
-                    store=self._store(store),
-                    include_expired=include_expired,
-                    namespace=namespace,
-                    limit=limit,
-                    offset=offset,
-                ).map(lambda listing: listing_page_json(listing, limit, offset, compact=True))
-            )
-        )
-
-    def get_recent_memories(
-        self,
-        limit: Annotated[int, Field(ge=1, le=100, description="How many, 1 to 100.")] = 5,
-        category: OptionalCategory = None,
-        include_expired: IncludeExpired = False,
-        store: StoreArg = None,
-        namespace: NamespaceGuard = None,
-    ) -> CallToolResult:
-        return self._run(
-            lambda: _reply(
-                self.service.recent(
-                    store=self._store(store),
-                    limit=limit,
-                    category=category,
-                    include_expired=include_expired,
-                    namespace=namespace,
-                ).map(out.recent_json)
-            )
-        )
-
-    def search_memories(self, arguments: dict[str, Any]) -> CallToolResult:
-        command = SearchMemories(
-            query=arguments["query"],
-            limit=arguments["limit"],
-            min_confidence=arguments["min_confidence"],
-            agent=arguments["agent"],
-            personality=arguments["personality"],
-            project=arguments["project"],
-            type=arguments["type"],
-            global_=arguments["global"],
-            tags=tuple(arguments["tags"] or ()),
-            namespace=_labels(arguments["namespace"]),
-            path_prefix=arguments["category"],
-            include_expired=arguments["include_expired"],
-            mode=arguments["mode"],
-            store=self._store(arguments["store"]),
-            offset=arguments["offset"],
-        )
-        return self._run(lambda: _reply(search_page(self.service, command).map(search_page_json)))
-
-    # maintenance --------------------------------------------------------------------------------
-
-    def prune_memories(
-        self,
-        dry_run: Annotated[bool, Field(description="Only list the expired memories that would be deleted.")] = False,
-        store: StoreArg = None,
-        namespace: NamespaceGuard = None,
-    ) -> CallToolResult:
-        return self._run(
-            lambda: _reply(
-                self.service.prune(store=self._store(store), dry_run=dry_run, namespace=namespace).map(out.prune_json)
-            )
-        )
-
-    def reindex_store(self, store: StoreArg = None) -> CallToolResult:
-        return self._run(lambda: _reply(self.service.reindex(store=self._store(store)).map(out.reindex_json)))
-
-    def list_stores(self) -> CallToolResult:
-        return self._run(lambda: _reply(self.service.list_stores().map(out.stores_json)))
-
-    def create_store(
-        self, name: Annotated[str, Field(description="The new store's name, e.g. 'work-notes'.", min_length=1)]
-    ) -> CallToolResult:
-        return self._run(
-            lambda: _reply(
-                self.service.create_store(name).map(lambda s: {"name": s.name, "memory_count": 0, "created": True})
-            )
-        )
-
-    def create_category(
-        self,
-        path: CategoryArg,
-        description: Annotated[str, Field(description="What belongs here (at most 500 characters).")] = "",
-        store: StoreArg = None,
-    ) -> CallToolResult:
-        return self._run(
-            lambda: _reply(
-                self.service.create_category(path, description=description, store=self._store(store)).map(
-                    out.category_json
-                )
-            )
-        )
-
-    def set_category_description(
-        self,
-        path: CategoryArg,
-        description: Annotated[str, Field(description="The new description (at most 500 characters).")],
-        store: StoreArg = None,
-    ) -> CallToolResult:
-        return self._run(
-            lambda: _reply(
-                self.service.describe_category(path, description, store=self._store(store)).map(out.category_json)
-            )
-        )
-
-    def delete_category(
-        self, path: CategoryArg, store: StoreArg = None, namespace: NamespaceGuard = None
-    ) -> CallToolResult:
-        return self._run(
-            lambda: _reply(
-                self.service.delete_category(path, store=self._store(store), namespace=namespace).map(
-                    lambda s: {**out.category_json(s), "deleted": True}
-                )
-            )
-        )
+    def run(self, spec: ToolSpec, arguments: Mapping[str, Any]) -> CallToolResult:
+        """A generated tool's call: its command, through the dispatcher, answered with the tool's JSON."""
+        return self._run(lambda: _reply(run_tool(self.service, spec, arguments, self.default_store)))
 
     # the namespaced agent tools (spec 003) --------------------------------------------------------
 
@@ -599,152 +273,63 @@ def _agent_step(step: Callable[[], CallToolResult]) -> CallToolResult:
         return _error(str(error))
 
 
-# --- argument models for the tools whose wire names are Python keywords (`from`, `global`) ----------
+def _generated_tool(spec: ToolSpec, tools: _Tools) -> Tool:
+    """A tool made from its command: the command's fields are its arguments (mcp_tools.argument_model)."""
+    model = argument_model(spec)
 
-
-class _MoveArguments(ArgModelBase):
-    source: Annotated[str, Field(alias="from", min_length=1, description="The memory's current path or id.")]
-    to: Annotated[str, Field(min_length=1, description="The new path, 'category/…/slug'. It must be free.")]
-    store: StoreArg = None
-    namespace: NamespaceGuard = None
-    include_expired: ActOnExpired = False
-
-
-class _SearchArguments(ArgModelBase):
-    query: Annotated[str, Field(description="What to look for, in natural language or keywords.")]
-    limit: Annotated[int | None, Field(ge=1, le=1000, description="Most results (default 10).")] = None
-    offset: Annotated[
-        int, Field(ge=0, le=999, description="Results to skip, for paging; has_more says whether more follow.")
-    ] = 0
-    min_confidence: Annotated[
-        float | None, Field(ge=0.0, le=1.0, description="Confidence floor, 0 to 1 (default 0.3).")
-    ] = None
-    agent: Annotated[str | None, Field(description="Only memories of this agent.")] = None
-    personality: Annotated[str | None, Field(description="Only memories of this personality.")] = None
-    project: Annotated[str | None, Field(description="Only memories of this project.")] = None
-    type: Annotated[str | None, Field(description="Only memories of this type, e.g. 'preference'.")] = None
-    global_: Annotated[
-        bool | None, Field(alias="global", description="true: only global memories; false: only non-global.")
-    ] = None
-    tags: Annotated[list[str] | None, Field(description="Only memories having all these tags.")] = None
-    namespace: Annotated[list[str] | None, Field(description="Only this namespace and those below it.")] = None
-    category: OptionalCategory = None
-    include_expired: IncludeExpired = False
-    mode: Annotated[
-        Literal["hybrid", "semantic", "keyword"],
-        Field(description="hybrid (meaning and keywords, default), semantic (meaning only) or keyword (words only)."),
-    ] = "hybrid"
-    store: StoreArg = None
-
-
-def _model_tool(name: str, model: type[ArgModelBase], run: Callable[[dict[str, Any]], CallToolResult]) -> Tool:
     def call(**arguments: Any) -> CallToolResult:
-        return run(arguments)
+        return tools.run(spec, arguments)
 
     return Tool(
         fn=call,
-        name=name,
-        title=TITLES[name],
-        description=_DESCRIPTIONS[name],
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
         parameters=model.model_json_schema(by_alias=True),
         fn_metadata=FuncMetadata(arg_model=model),
         is_async=False,
         context_kwarg=None,
-        annotations=_annotations(name),
+        annotations=ToolAnnotations(title=spec.title, read_only_hint=spec.read_only, destructive_hint=spec.destructive),
     )
 
 
-_READ_ONLY = {"get_memory", "list_memories", "get_recent_memories", "list_stores", "search_memories", "search_memory"}
-# destructive: may overwrite or delete what is stored (an update replaces content, tags and citations)
-_DESTRUCTIVE = {"delete_memory", "remove_memory", "prune_memories", "delete_category", "manage_memory", "update_memory"}
-
-_DESCRIPTIONS: dict[str, str] = {
-    "add_memory": "Create a memory at a path ('category/…/slug'). The store and categories are created if missing. "
-    "Fails with DESTINATION_EXISTS if the path is taken (use update_memory then).",
-    "get_memory": "Read one memory (content and metadata, citations always included) by path or id. "
-    "Expired memories are hidden unless include_expired is true.",
-    "update_memory": "Change a memory's content or metadata by path or id. Omitted fields are kept; "
-    "tags and citations given replace the old ones ([] clears); clear_expiry removes the expiry. "
-    "An expired memory is refused (MEMORY_EXPIRED) unless include_expired is true.",
-    "delete_memory": "Soft-delete a memory by path or id: it stays stored but is hidden from every read and "
-    "search (remove_memory deletes for good). Fails with MEMORY_EXPIRED for an expired memory unless "
-    "include_expired is true.",
-    "remove_memory": "Delete a memory for good, by path or id.",
-    "move_memory": "Give a memory a new path. Fails with DESTINATION_EXISTS if the new path is taken, and with "
-    "MEMORY_EXPIRED for an expired memory unless include_expired is true.",
-    "reinforce_memory": "Reset the decay of a memory with decay policy 'reinforceable' (it is being used).",
-    "list_memories": "List a category's memories (recursively, newest first), one page of them, and its direct "
-    "subcategories with counts and descriptions. Omit category for the whole store. Each memory is listed as "
-    "path, id, tokens (a size estimate) and updated_at; read one with get_memory. total is how many there are: "
-    "page with limit and offset.",
-    "get_recent_memories": "The most recently updated memories, newest first (limit 1–100, default 5).",
-    "search_memories": "Find memories by meaning and keywords, best first, with optional filters "
-    "(agent, project, type, global, tags, namespace, category). Each hit has similarity, confidence and score; "
-    "page with limit and offset (has_more says whether more follow).",
-    "prune_memories": "Delete every expired memory of the store for good; dry_run only lists them.",
-    "reindex_store": "Re-embed every memory of the store (after an embedding-model change or hand-edited files).",
-    "list_stores": "Every store with its memory count.",
-    "create_store": "Create an empty store. Fails with DESTINATION_EXISTS if it exists.",
-    "create_category": "Create a category (a no-op if it exists), optionally with a description.",
-    "set_category_description": "Set a category's description (at most 500 characters).",
-    "delete_category": "Delete a non-root category with its subcategories and memories, for good.",
-    "manage_memory": "Create, update or delete a long-term memory in a namespace so it persists across "
-    "conversations. create: give content (the id is returned). update: give id and the full new content. "
-    "delete: give id. Returns 'created memory <id>', 'updated memory <id>' or 'Deleted memory <id>'. "
-    "Give the namespace as `namespace`, or `user_id` (→ ['user', id]), or `org_id` and `agent_id`.",
-    "search_memory": "Search memories in a namespace and those below it, by meaning and keywords. Returns a JSON "
-    "list of {namespace, id, content, metadata, created_at, updated_at, score}. Give the namespace as "
-    "`namespace`, or `user_id`, or `org_id` and `agent_id`.",
+# the namespaced agent tools (spec 003), written by hand: they resolve a namespace from LangMem's config keys
+_AGENT_TOOLS: dict[str, tuple[str, str, bool, bool]] = {  # name: (title, description, read-only, destructive)
+    "manage_memory": (
+        "Manage a namespaced memory",
+        "Create, update or delete a long-term memory in a namespace so it persists across "
+        "conversations. create: give content (the id is returned). update: give id and the full new content. "
+        "delete: give id. Returns 'created memory <id>', 'updated memory <id>' or 'Deleted memory <id>'. "
+        "Give the namespace as `namespace`, or `user_id` (→ ['user', id]), or `org_id` and `agent_id`.",
+        False,
+        True,
+    ),
+    "search_memory": (
+        "Search namespaced memories",
+        "Search memories in a namespace and those below it, by meaning and keywords. Returns a JSON "
+        "list of {namespace, id, content, metadata, created_at, updated_at, score}. Give the namespace as "
+        "`namespace`, or `user_id`, or `org_id` and `agent_id`.",
+        True,
+        False,
+    ),
 }
 
-TOOL_NAMES = (
-    "add_memory",
-    "get_memory",
-    "update_memory",
-    "delete_memory",
-    "remove_memory",
-    "move_memory",
-    "reinforce_memory",
-    "list_memories",
-    "get_recent_memories",
-    "search_memories",
-    "prune_memories",
-    "reindex_store",
-    "list_stores",
-    "create_store",
-    "create_category",
-    "set_category_description",
-    "delete_category",
-    "manage_memory",
-    "search_memory",
-)
-
-
+TOOL_NAMES = (*(spec.name for spec in SPECS), *_AGENT_TOOLS)
 TITLES: dict[str, str] = {
-    "add_memory": "Add a memory",
-    "get_memory": "Read a memory",
-    "update_memory": "Update a memory",
-    "delete_memory": "Delete a memory (soft)",
-    "remove_memory": "Remove a memory for good",
-    "move_memory": "Move a memory",
-    "reinforce_memory": "Reinforce a memory",
-    "list_memories": "List memories",
-    "get_recent_memories": "Recent memories",
-    "search_memories": "Search memories",
-    "prune_memories": "Prune expired memories",
-    "reindex_store": "Re-embed a store",
-    "list_stores": "List stores",
-    "create_store": "Create a store",
-    "create_category": "Create a category",
-    "set_category_description": "Describe a category",
-    "delete_category": "Delete a category",
-    "manage_memory": "Manage a namespaced memory",
-    "search_memory": "Search namespaced memories",
+    **{spec.name: spec.title for spec in SPECS},
+    **{name: title for name, (title, *_rest) in _AGENT_TOOLS.items()},
 }
 
 
-def _annotations(name: str) -> ToolAnnotations:
-    return ToolAnnotations(title=TITLES[name], read_only_hint=name in _READ_ONLY, destructive_hint=name in _DESTRUCTIVE)
+def _agent_tool(name: str, tools: _Tools) -> Tool:
+    title, description, read_only, destructive = _AGENT_TOOLS[name]
+    return Tool.from_function(
+        getattr(tools, name),
+        name=name,
+        title=title,
+        description=description,
+        annotations=ToolAnnotations(title=title, read_only_hint=read_only, destructive_hint=destructive),
+    )
 
 
 def build_mcp_server(
@@ -759,23 +344,10 @@ def build_mcp_server(
     `lock` serialises its calls with other users of the same service (the memory server's CLI requests)."""
     callers = Callers(service, tenancy or Tenancy())
     tools = _Tools(callers.default, default_store, lock)
-    by_model: dict[str, tuple[type[ArgModelBase], Callable[[dict[str, Any]], CallToolResult]]] = {
-        "move_memory": (_MoveArguments, tools.move_memory),
-        "search_memories": (_SearchArguments, tools.search_memories),
-    }
-    built = [
-        _model_tool(name, *by_model[name])
-        if name in by_model
-        else Tool.from_function(
-            getattr(tools, name),
-            name=name,
-            title=TITLES[name],
-            description=_DESCRIPTIONS[name],
-            annotations=_annotations(name),
-        )
-        for name in TOOL_NAMES
-    ]
-    return _Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, tools=built, callers=callers)
+    built = [*(_generated_tool(spec, tools) for spec in SPECS), *(_agent_tool(name, tools) for name in _AGENT_TOOLS)]
+    server = _Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, tools=built, callers=callers)
+    add_resources(server, lambda: tools.service, tools.locked, tool_error_text)
+    return server
 
 
 # --- over HTTP: the same callers as the REST door (http_safety), and an optional bearer token ----------------

@@ -8,6 +8,7 @@ from attrs import frozen
 from returns.result import Result
 
 from agent_memory.domain.commands import SearchMemories
+from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.model import ScoredMemory
 from agent_memory.domain.service import MemoryService
@@ -28,7 +29,9 @@ class SearchPage:
 def search_page(service: MemoryService, command: SearchMemories) -> Result[SearchPage, DomainError]:
     """One page of a search (the use case pages: domain.searching), with the limit it used."""
     limit = service.policy.default_limit if command.limit is None else command.limit
-    return service.search(command).map(lambda found: SearchPage(found.results, limit, command.offset, found.has_more))
+    return dispatch(service, command).map(
+        lambda found: SearchPage(found.results, limit, command.offset, found.has_more)
+    )
 
 
 def search_page_json(page: SearchPage) -> dict[str, Any]:

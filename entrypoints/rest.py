@@ -33,7 +33,7 @@ from litestar.exceptions import (
 from litestar.handlers.base import BaseRouteHandler
 from litestar.openapi import OpenAPIConfig, ResponseSpec
 from litestar.openapi.spec import Components, SecurityScheme, Tag
-from litestar.params import FromPath, JSONBody, Parameter, PathParameter
+from litestar.params import FromPath, JSONBody, KwargDefinition, Parameter, PathParameter
 from litestar.types import Guard
 from litestar.types.empty import Empty
 from litestar.typing import FieldDefinition
@@ -41,7 +41,9 @@ from returns.methods import unwrap_or_failure
 from returns.result import Failure, Result, Success
 
 from agent_memory._version import __version__
-from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
+from agent_memory.domain import commands as c
+from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory, field_doc
+from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
 from agent_memory.domain.model import check_namespace
 from agent_memory.domain.results import validated
@@ -222,7 +224,7 @@ class AttrsDTO(AbstractDTO[T], Generic[T]):
             plain = attribute.default is attrs.NOTHING or factory is not None
             yield replace(
                 DTOFieldDefinition.from_field_definition(
-                    field_definition=hints[attribute.name],
+                    field_definition=_documented(hints[attribute.name], attribute),
                     model_name=model_type.__name__,
                     default_factory=factory,
                     dto_field=DTOField(),
@@ -235,6 +237,15 @@ class AttrsDTO(AbstractDTO[T], Generic[T]):
     def detect_nested_field(cls, field_definition: FieldDefinition) -> bool:
         annotation = field_definition.annotation
         return isinstance(annotation, type) and attrs.has(annotation)
+
+
+def _documented(definition: FieldDefinition, attribute: attrs.Attribute[Any]) -> FieldDefinition:
+    """A body field with its command's description (domain.commands) for the OpenAPI. Bounds and choices are in
+    the sentence and checked by the use case, whose errors say what to do (the DTO's own would not)."""
+    described = field_doc(attribute)
+    if not described.text:
+        return definition
+    return replace(definition, kwarg_definition=KwargDefinition(description=described.text))
 
 
 def _config(*exclude: str) -> DTOConfig:
@@ -340,6 +351,13 @@ def _update_in_utc(command: UpdateMemory) -> Result[UpdateMemory, DomainError]:
     return _utc("expires_at", command.expires_at).map(lambda expires: attrs.evolve(command, expires_at=expires))
 
 
+def _placed(command: CreateMemory) -> CreateMemory | c.AddMemory:
+    """A body with a path asks for add (its path must be free; store and categories are made as needed)."""
+    if command.path is None:
+        return command
+    return c.AddMemory(**{**attrs.asdict(command, recurse=False), "path": command.path})
+
+
 def _check_page(name: str, value: int | None, least: int, most: int, source: str) -> None:
     """A limit or offset out of its range is a 400, as Litestar answers one in the query of GET /memories."""
     if value is not None and not least <= value <= most:
@@ -363,9 +381,8 @@ async def create_memory(
 ) -> Response[Payload]:
     """Store a new memory. With `path` it is created at that path (409 DESTINATION_EXISTS if taken)."""
     command = data.create_instance(store=store)
-    use = MemoryService.create if command.path is None else MemoryService.add
     return await door.reply(
-        lambda service: _create_in_utc(command).bind(lambda ready: use(service, ready)),
+        lambda service: _create_in_utc(command).bind(lambda ready: dispatch(service, _placed(ready))),
         out.view_json,
         201,
         lambda view: _with_store(f"/memories/{view.memory.id}", store),
@@ -384,8 +401,8 @@ async def get_memory(
     return await door.reply(
         _guarded(
             namespace,
-            lambda service, guard: service.get(
-                _ref(ref), store=store, include_expired=include_expired, namespace=guard
+            lambda service, guard: dispatch(
+                service, c.GetMemory(ref=_ref(ref), store=store, include_expired=include_expired, namespace=guard)
             ),
         ),
         out.view_json,
@@ -411,7 +428,7 @@ async def update_memory(
 
     def update(service: MemoryService, guard: tuple[str, ...] | None) -> Result[MemoryView, DomainError]:
         command = data.create_instance(ref=_ref(ref), store=store, namespace=guard, include_expired=include_expired)
-        return _update_in_utc(command).bind(service.update)
+        return _update_in_utc(command).bind(lambda ready: dispatch(service, ready))
 
     return await door.reply(_guarded(namespace, update), out.view_json)
 
@@ -429,14 +446,18 @@ async def delete_memory(
     remove it for good, deleted or expired or not."""
     if hard:
         return await door.reply(
-            _guarded(namespace, lambda service, guard: service.remove(_ref(ref), store=store, namespace=guard)),
+            _guarded(
+                namespace,
+                lambda service, guard: dispatch(service, c.RemoveMemory(ref=_ref(ref), store=store, namespace=guard)),
+            ),
             out.removed_json,
         )
     return await door.reply(
         _guarded(
             namespace,
-            lambda service, guard: service.delete(
-                _ref(ref), store=store, namespace=guard, include_expired=include_expired
+            lambda service, guard: dispatch(
+                service,
+                c.DeleteMemory(ref=_ref(ref), store=store, namespace=guard, include_expired=include_expired),
             ),
         ),
         out.deleted_json,
@@ -467,7 +488,10 @@ async def memory_action(
     memory, _, action = _ref(ref).rpartition("/")
     if action == "reinforce" and memory:
         return await door.reply(
-            _guarded(namespace, lambda service, guard: service.reinforce(memory, store=store, namespace=guard)),
+            _guarded(
+                namespace,
+                lambda service, guard: dispatch(service, c.ReinforceMemory(ref=memory, store=store, namespace=guard)),
+            ),
             out.view_json,
         )
     if action == "move" and memory:
@@ -477,8 +501,15 @@ async def memory_action(
         return await door.reply(
             _guarded(
                 namespace,
-                lambda service, guard: service.move(
-                    memory, destination, store=store, namespace=guard, include_expired=include_expired
+                lambda service, guard: dispatch(
+                    service,
+                    c.MoveMemory(
+                        ref=memory,
+                        destination=destination,
+                        store=store,
+                        namespace=guard,
+                        include_expired=include_expired,
+                    ),
                 ),
             ),
             out.view_json,
@@ -504,8 +535,16 @@ async def list_memories(
     return await door.reply(
         _guarded(
             namespace,
-            lambda service, guard: service.list(
-                category, store=store, include_expired=include_expired, namespace=guard, limit=limit, offset=offset
+            lambda service, guard: dispatch(
+                service,
+                c.ListMemories(
+                    category=category,
+                    store=store,
+                    include_expired=include_expired,
+                    namespace=guard,
+                    limit=limit,
+                    offset=offset,
+                ),
             ),
         ),
         page,
@@ -525,8 +564,11 @@ async def recent_memories(
     return await door.reply(
         _guarded(
             namespace,
-            lambda service, guard: service.recent(
-                store=store, limit=limit, category=category, include_expired=include_expired, namespace=guard
+            lambda service, guard: dispatch(
+                service,
+                c.RecentMemories(
+                    store=store, limit=limit, category=category, include_expired=include_expired, namespace=guard
+                ),
             ),
         ),
         out.recent_json,
@@ -565,7 +607,10 @@ async def prune(
     """Remove every expired memory (of the namespace, if given) for good; {"dry_run": true} only lists them."""
     dry_run = data is not None and data.dry_run
     return await door.reply(
-        _guarded(namespace, lambda service, guard: service.prune(store=store, dry_run=dry_run, namespace=guard)),
+        _guarded(
+            namespace,
+            lambda service, guard: dispatch(service, c.PruneMemories(store=store, dry_run=dry_run, namespace=guard)),
+        ),
         out.prune_json,
     )
 
@@ -573,7 +618,7 @@ async def prune(
 @post("/reindex", status_code=200, tags=["maintenance"], responses=_errors(404, 409, 422, 503))
 async def reindex(door: NamedDependency[Door], store: StoreQuery = None) -> Response[Payload]:
     """Re-embed every memory of the store with the configured embedder."""
-    return await door.reply(lambda service: service.reindex(store=store), out.reindex_json)
+    return await door.reply(lambda service: dispatch(service, c.ReindexStore(store=store)), out.reindex_json)
 
 
 @get(
@@ -585,14 +630,14 @@ async def reindex(door: NamedDependency[Door], store: StoreQuery = None) -> Resp
 )
 async def list_stores(door: NamedDependency[Door]) -> Response[Payload]:
     """Every store with its memory count."""
-    return await door.reply(lambda service: service.list_stores(), out.stores_json)
+    return await door.reply(lambda service: dispatch(service, c.ListStores()), out.stores_json)
 
 
 @post("/stores", status_code=201, tags=["stores"], responses=_errors(400, 409, 413, 415, 422, 503))
 async def create_store(data: JSONBody[StoreRequest], door: NamedDependency[Door]) -> Response[Payload]:
     """Create an empty store; 409 DESTINATION_EXISTS if there is one by that name."""
     return await door.reply(
-        lambda service: service.create_store(data.name),
+        lambda service: dispatch(service, c.CreateStore(name=data.name)),
         lambda summary: {"name": summary.name, "memory_count": 0, "created": True},
         201,
         lambda summary: _with_store("/memories", summary.name),
@@ -605,7 +650,9 @@ async def create_category(
 ) -> Response[Payload]:
     """Register a category (a no-op if it exists), optionally with a description."""
     return await door.reply(
-        lambda service: service.create_category(data.path, description=data.description, store=store),
+        lambda service: dispatch(
+            service, c.CreateCategory(category=data.path, description=data.description, store=store)
+        ),
         out.category_json,
         201,
         lambda summary: _with_store("/memories", store, category=summary.path),
@@ -629,7 +676,10 @@ async def describe_category(
     if leaf != "description" or not category:
         return _no_route("Set a description with PUT /categories/<category path>/description.")
     return await door.reply(
-        lambda service: service.describe_category(category, data.description, store=store), out.category_json
+        lambda service: dispatch(
+            service, c.DescribeCategory(category=category, description=data.description, store=store)
+        ),
+        out.category_json,
     )
 
 
@@ -639,7 +689,12 @@ async def delete_category(
 ) -> Response[Payload]:
     """Delete a non-root category with its subcategories and memories (under a namespace, only its own), for good."""
     return await door.reply(
-        _guarded(namespace, lambda service, guard: service.delete_category(_ref(path), store=store, namespace=guard)),
+        _guarded(
+            namespace,
+            lambda service, guard: dispatch(
+                service, c.DeleteCategory(category=_ref(path), store=store, namespace=guard)
+            ),
+        ),
         lambda summary: {**out.category_json(summary), "deleted": True},
     )
 
@@ -655,7 +710,7 @@ def _status_json(found: Status) -> Payload:
 @get("/status", tags=["health"], responses=_errors(404, 422, 503))
 async def status(door: NamedDependency[Door], store: StoreQuery = None) -> Response[Payload]:
     """Reach the backend and count the store's memories; a failure adds "status": "unhealthy" (503 if it is down)."""
-    outcome = await door.run(lambda service: service.status(store=store))
+    outcome = await door.run(lambda service: dispatch(service, c.StoreStatus(store=store)))
     return unwrap_or_failure(
         outcome.map(lambda found: Response(_status_json(found))).alt(
             lambda error: Response({"status": "unhealthy", **error_body(error)}, status_code=STATUS[error.code])

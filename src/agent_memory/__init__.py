@@ -12,7 +12,28 @@ from typing import TYPE_CHECKING, Any
 from agent_memory._version import __version__
 
 if TYPE_CHECKING:
-    from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
+    from agent_memory.domain.commands import (
+        AddMemory,
+        CreateCategory,
+        CreateMemory,
+        CreateStore,
+        DeleteCategory,
+        DeleteMemory,
+        DescribeCategory,
+        GetMemory,
+        ListMemories,
+        ListStores,
+        MoveMemory,
+        PruneMemories,
+        RecentMemories,
+        ReindexStore,
+        ReinforceMemory,
+        RemoveMemory,
+        SearchMemories,
+        StoreStatus,
+        UpdateMemory,
+    )
+    from agent_memory.domain.dispatch import dispatch
     from agent_memory.domain.errors import DomainError, ErrorCode
     from agent_memory.domain.model import DecayPolicy, Memory, ScoredMemory
     from agent_memory.domain.service import MemoryService, SearchPolicy
@@ -22,7 +43,24 @@ if TYPE_CHECKING:
 
 # public name -> the module that defines it
 _EXPORTS = {
+    "AddMemory": "agent_memory.domain.commands",
+    "CreateCategory": "agent_memory.domain.commands",
+    "CreateStore": "agent_memory.domain.commands",
+    "DeleteCategory": "agent_memory.domain.commands",
+    "DeleteMemory": "agent_memory.domain.commands",
+    "DescribeCategory": "agent_memory.domain.commands",
+    "GetMemory": "agent_memory.domain.commands",
+    "ListMemories": "agent_memory.domain.commands",
+    "ListStores": "agent_memory.domain.commands",
+    "MoveMemory": "agent_memory.domain.commands",
+    "PruneMemories": "agent_memory.domain.commands",
+    "RecentMemories": "agent_memory.domain.commands",
+    "ReindexStore": "agent_memory.domain.commands",
+    "ReinforceMemory": "agent_memory.domain.commands",
+    "RemoveMemory": "agent_memory.domain.commands",
+    "StoreStatus": "agent_memory.domain.commands",
     "CreateMemory": "agent_memory.domain.commands",
+    "dispatch": "agent_memory.domain.dispatch",
     "SearchMemories": "agent_memory.domain.commands",
     "UpdateMemory": "agent_memory.domain.commands",
     "DomainError": "agent_memory.domain.errors",
@@ -40,21 +78,38 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "AddMemory",
+    "CreateCategory",
     "CreateMemory",
+    "CreateStore",
     "DecayPolicy",
+    "DeleteCategory",
+    "DeleteMemory",
+    "DescribeCategory",
     "DomainError",
     "ErrorCode",
+    "GetMemory",
+    "ListMemories",
+    "ListStores",
     "Memory",
     "MemoryService",
     "MemoryView",
+    "MoveMemory",
+    "PruneMemories",
+    "RecentMemories",
+    "ReindexStore",
+    "ReinforceMemory",
+    "RemoveMemory",
     "ScoredMemory",
     "SearchMemories",
     "SearchPolicy",
     "SearchResults",
     "Settings",
+    "StoreStatus",
     "UpdateMemory",
     "__version__",
     "build_service",
+    "dispatch",
     "load_settings",
 ]
 

@@ -136,6 +136,35 @@ def test_every_tool_is_listed_with_a_description_and_a_schema(mcp: Mcp) -> None:
     assert listed["remove_memory"].annotations.destructive_hint is True  # type: ignore[union-attr]
 
 
+def test_resources_show_the_stores_a_stores_index_and_one_memory(mcp: Mcp) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    store = unique("res")
+    made = mcp.ok("add_memory", {"path": "projects/alpha/plan", "content": "Ship alpha in May", "store": store})
+    listed = mcp.portal.call(mcp.session.list_resources).resources
+    templates = mcp.portal.call(mcp.session.list_resource_templates).resource_templates
+    assert [str(resource.uri) for resource in listed] == ["memory://stores"]
+    assert {template.uri_template for template in templates} == {
+        "memory://{store}/index",
+        "memory://{store}/memories/{+path}",
+    }
+
+    def read(uri: str) -> Any:
+        contents = mcp.portal.call(lambda: mcp.session.read_resource(uri)).contents
+        return json.loads(contents[0].text)  # type: ignore[union-attr]
+
+    assert {"name": store, "memory_count": 1} in read("memory://stores")["stores"]
+    index = read(f"memory://{store}/index")
+    assert [(m["path"], m["id"]) for m in index["memories"]] == [("projects/alpha/plan", made["id"])]
+    assert [sub["path"] for sub in index["subcategories"]] == ["projects"]
+    assert read(f"memory://{store}/memories/projects/alpha/plan")["content"] == "Ship alpha in May"
+    assert read(f"memory://{store}/memories/{made['id']}")["path"] == "projects/alpha/plan"
+    with pytest.raises(MCPError, match="MEMORY_NOT_FOUND"):
+        read(f"memory://{store}/memories/projects/alpha/nothing")
+    with pytest.raises(MCPError, match="STORE_NOT_FOUND"):
+        read(f"memory://{unique('nostore')}/index")
+
+
 # --- add / get / update / remove / move / reinforce ------------------------------------------------
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from anyio.from_thread import start_blocking_portal
+from mcp.shared.exceptions import MCPError
 
 from tests.e2e.conftest import MEMORY
 from tests.e2e.test_mcp import Mcp, free_port, http_session, server_env, wait_for_port
@@ -125,6 +126,12 @@ def test_http_tokens_each_reach_only_their_own_namespace(tmp_path: Path) -> None
                 assert secret["id"] not in missing
                 mine = alice.ok("add_memory", {"path": "notes/secret", "content": "Alice's otter"})
                 assert mine["namespace"] == ["user", "alice"]
+                read = portal.call(lambda: session.read_resource("memory://default/memories/notes/secret"))
+                assert json.loads(read.contents[0].text)["content"] == "Alice's otter"  # type: ignore[union-attr]
+                index = portal.call(lambda: session.read_resource("memory://default/index")).contents[0]
+                assert secret["id"] not in index.text and mine["id"] in index.text  # type: ignore[union-attr]
+                with pytest.raises(MCPError, match="MEMORY_NOT_FOUND"):
+                    portal.call(lambda: session.read_resource(f"memory://default/memories/{secret['id']}"))
                 found = alice.ok("search_memories", {"query": "platypus", "mode": "keyword", "min_confidence": 0})
                 assert "platypus" not in json.dumps(found)
                 assert alice.fails("update_memory", {"path_or_id": secret["id"], "content": "x", "namespace": []})

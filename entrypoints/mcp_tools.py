@@ -1,0 +1,322 @@
+"""The MCP tools generated from the command table: each tool is a command, its schema the command's fields.
+
+A `ToolSpec` says which command a tool runs and how it is presented (its wire names for some fields, the fields it
+does not show, door defaults, the JSON it answers with); the arguments, their descriptions, bounds and choices all
+come from the command (domain/commands.py), and the call goes through the one dispatcher. Adding a field to a
+command adds it to its tool with no edit here.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from functools import cache
+from typing import Any, Literal
+
+from attrs import field, frozen
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+from pydantic import Field, create_model
+from returns.result import Failure, Result, Success
+
+from agent_memory.domain import commands as c
+from agent_memory.domain.dispatch import dispatch
+from agent_memory.domain.errors import DomainError, invalid_input
+from agent_memory.domain.service import MemoryService
+from agent_memory.entrypoints import json_codec as out
+from agent_memory.entrypoints.paging import SearchPage, listing_page_json, search_page_json
+
+Payload = dict[str, Any]
+Render = Callable[[Any, Any], Payload]  # (the use case's outcome, the command) → the tool's JSON
+
+LIST_PAGE = 100  # list_memories shows this many memories when the caller gives no limit
+
+
+@frozen(kw_only=True, eq=False)  # one object per tool, hashed by identity (argument_model caches on it)
+class ToolSpec:
+    """One MCP tool: the command it runs and how the MCP door presents it (never what it does)."""
+
+    name: str
+    command: type[c.Command]
+    title: str
+    description: str
+    render: Render
+    wire: Mapping[str, str] = field(factory=dict)  # command field → the tool's argument name
+    omit: frozenset[str] = frozenset()  # command fields the tool does not take
+    defaults: Mapping[str, Any] = field(factory=dict)  # door defaults, e.g. a listing's page size
+    read_only: bool = False
+    destructive: bool = False
+
+
+def _view(outcome: Any, _command: Any) -> Payload:
+    return out.view_json(outcome)
+
+
+def _listing(outcome: Any, command: Any) -> Payload:
+    return listing_page_json(outcome, command.limit, command.offset, compact=True)
+
+
+def _search(outcome: Any, command: Any) -> Payload:
+    limit = command.limit if command.limit is not None else 10
+    return search_page_json(SearchPage(outcome.results, limit, command.offset, outcome.has_more))
+
+
+def _by(render: Callable[[Any], Payload]) -> Render:
+    return lambda outcome, _command: render(outcome)
+
+
+_PATH_OR_ID = {"ref": "path_or_id"}
+_SCOPES = frozenset({"thread", "created_at"})  # set by imports and batch writers, not by an agent's tool call
+
+SPECS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="add_memory",
+        command=c.AddMemory,
+        title="Add a memory",
+        description="Create a memory at a path ('category/…/slug'). The store and categories are created if missing. "
+        "Fails with DESTINATION_EXISTS if the path is taken (use update_memory then).",
+        render=_view,
+        wire={"global_": "global"},
+        omit=_SCOPES,
+    ),
+    ToolSpec(
+        name="get_memory",
+        command=c.GetMemory,
+        title="Read a memory",
+        description="Read one memory (content and metadata, citations always included) by path or id. "
+        "Expired memories are hidden unless include_expired is true.",
+        render=_view,
+        wire=_PATH_OR_ID,
+        read_only=True,
+    ),
+    ToolSpec(
+        name="update_memory",
+        command=c.UpdateMemory,
+        title="Update a memory",
+        description="Change a memory's content or metadata by path or id. Omitted fields are kept; "
+        "tags and citations given replace the old ones ([] clears); clear_expiry removes the expiry. "
+        "An expired memory is refused (MEMORY_EXPIRED) unless include_expired is true.",
+        render=_view,
+        wire={**_PATH_OR_ID, "global_": "global"},
+        destructive=True,
+    ),
+    ToolSpec(
+        name="delete_memory",
+        command=c.DeleteMemory,
+        title="Delete a memory (soft)",
+        description="Soft-delete a memory by path or id: it stays stored but is hidden from every read and "
+        "search (remove_memory deletes for good). Fails with MEMORY_EXPIRED for an expired memory unless "
+        "include_expired is true.",
+        render=_by(out.deleted_json),
+        wire=_PATH_OR_ID,
+        destructive=True,
+    ),
+    ToolSpec(
+        name="remove_memory",
+        command=c.RemoveMemory,
+        title="Remove a memory for good",
+        description="Delete a memory for good, by path or id.",
+        render=_by(out.removed_json),
+        wire=_PATH_OR_ID,
+        destructive=True,
+    ),
+    ToolSpec(
+        name="move_memory",
+        command=c.MoveMemory,
+        title="Move a memory",
+        description="Give a memory a new path. Fails with DESTINATION_EXISTS if the new path is taken, and with "
+        "MEMORY_EXPIRED for an expired memory unless include_expired is true.",
+        render=_view,
+        wire={"ref": "from", "destination": "to"},
+    ),
+    ToolSpec(
+        name="reinforce_memory",
+        command=c.ReinforceMemory,
+        title="Reinforce a memory",
+        description="Reset the decay of a memory with decay policy 'reinforceable' (it is being used).",
+        render=_view,
+        wire={"ref": "id"},
+    ),
+    ToolSpec(
+        name="list_memories",
+        command=c.ListMemories,
+        title="List memories",
+        description="List a category's memories (recursively, newest first), one page of them, and its direct "
+        "subcategories with counts and descriptions. Omit category for the whole store. Each memory is listed as "
+        "path, id, tokens (a size estimate) and updated_at; read one with get_memory. total is how many there are: "
+        "page with limit and offset.",
+        render=_listing,
+        defaults={"limit": LIST_PAGE},
+        read_only=True,
+    ),
+    ToolSpec(
+        name="get_recent_memories",
+        command=c.RecentMemories,
+        title="Recent memories",
+        description="The most recently updated memories, newest first (limit 1–100, default 5).",
+        render=_by(out.recent_json),
+        read_only=True,
+    ),
+    ToolSpec(
+        name="search_memories",
+        command=c.SearchMemories,
+        title="Search memories",
+        description="Find memories by meaning and keywords, best first, with optional filters "
+        "(agent, project, type, global, tags, namespace, category). Each hit has similarity, confidence and score; "
+        "page with limit and offset (has_more says whether more follow).",
+        render=_search,
+        wire={"path_prefix": "category", "global_": "global"},
+        read_only=True,
+    ),
+    ToolSpec(
+        name="prune_memories",
+        command=c.PruneMemories,
+        title="Prune expired memories",
+        description="Delete every expired memory of the store for good; dry_run only lists them.",
+        render=_by(out.prune_json),
+        destructive=True,
+    ),
+    ToolSpec(
+        name="reindex_store",
+        command=c.ReindexStore,
+        title="Re-embed a store",
+        description="Re-embed every memory of the store (after an embedding-model change or hand-edited files).",
+        render=_by(out.reindex_json),
+    ),
+    ToolSpec(
+        name="list_stores",
+        command=c.ListStores,
+        title="List stores",
+        description="Every store with its memory count.",
+        render=_by(out.stores_json),
+        omit=frozenset({"namespace"}),
+        read_only=True,
+    ),
+    ToolSpec(
+        name="create_store",
+        command=c.CreateStore,
+        title="Create a store",
+        description="Create an empty store. Fails with DESTINATION_EXISTS if it exists.",
+        render=_by(lambda summary: {"name": summary.name, "memory_count": 0, "created": True}),
+    ),
+    ToolSpec(
+        name="create_category",
+        command=c.CreateCategory,
+        title="Create a category",
+        description="Create a category (a no-op if it exists), optionally with a description.",
+        render=_by(out.category_json),
+        wire={"category": "path"},
+        omit=frozenset({"namespace"}),
+    ),
+    ToolSpec(
+        name="set_category_description",
+        command=c.DescribeCategory,
+        title="Describe a category",
+        description="Set a category's description (at most 500 characters).",
+        render=_by(out.category_json),
+        wire={"category": "path"},
+        omit=frozenset({"namespace"}),
+    ),
+    ToolSpec(
+        name="delete_category",
+        command=c.DeleteCategory,
+        title="Delete a category",
+        description="Delete a non-root category with its subcategories and memories, for good.",
+        render=_by(lambda summary: {**out.category_json(summary), "deleted": True}),
+        wire={"category": "path"},
+        destructive=True,
+    ),
+)
+
+
+# --- the argument model of a tool, built from its command's fields ------------------------------------------------
+
+
+def _wire_type(hint: Any, choices: tuple[str, ...]) -> Any:
+    """The JSON-facing type of a command field: lists for tuples, ISO strings for timestamps, enums as Literals."""
+    optional = type(None) in typing.get_args(hint)
+    core = [arg for arg in typing.get_args(hint) if arg is not type(None)] if optional else [hint]
+    base = core[0]
+    if typing.get_origin(base) is tuple:
+        shown: Any = list[str]
+    elif base is datetime:
+        shown = str
+    elif choices:
+        shown = Literal[choices]
+    else:
+        shown = base
+    return shown | None if optional else shown
+
+
+@cache
+def argument_model(spec: ToolSpec) -> type[ArgModelBase]:
+    """The pydantic model the MCP SDK validates a call's arguments with (its JSON schema is the tool's)."""
+    hints = typing.get_type_hints(spec.command)
+    definitions: dict[str, Any] = {}
+    for attribute in c.command_fields(spec.command):
+        if attribute.name in spec.omit:
+            continue
+        described = c.field_doc(attribute)
+        required = c.is_required(attribute)
+        default = spec.defaults.get(attribute.name, ... if required else attribute.default)
+        if isinstance(default, tuple):
+            default = list(default)
+        constraints: dict[str, Any] = {}
+        if described.least is not None:
+            constraints["ge"] = described.least
+        if described.most is not None:
+            constraints["le"] = described.most
+        if described.max_length is not None:
+            constraints["max_length"] = described.max_length
+        elif required and hints[attribute.name] is str and attribute.name not in {"content", "query"}:
+            constraints["min_length"] = 1
+        definitions[attribute.name] = (
+            _wire_type(hints[attribute.name], described.choices),
+            Field(default, description=described.text, alias=spec.wire.get(attribute.name), **constraints),
+        )
+    return create_model(f"{spec.command.__name__}Arguments", __base__=ArgModelBase, **definitions)
+
+
+def command_from(spec: ToolSpec, arguments: Mapping[str, Any], default_store: str) -> Result[c.Command, DomainError]:
+    """The command a validated call asks for (arguments by wire name, as the SDK hands them over)."""
+    by_field = {name: arguments[spec.wire.get(name, name)] for name in _shown_fields(spec)}
+    hints = typing.get_type_hints(spec.command)
+    values: dict[str, Any] = {}
+    for name, value in by_field.items():
+        if isinstance(value, list):
+            value = tuple(value)
+        if value is not None and _is_timestamp(hints[name]):
+            try:
+                value = out.parse_iso(value)
+            except ValueError:
+                wire = spec.wire.get(name, name)
+                return Failure(
+                    invalid_input(
+                        f"{wire} {value!r} is not an ISO 8601 timestamp in the years 0001–9999 (UTC) "
+                        "like 2026-12-31T23:59:00Z."
+                    )
+                )
+        values[name] = value
+    if "store" in values and values["store"] is None:
+        values["store"] = default_store
+    return Success(spec.command(**values))
+
+
+def run_tool(
+    service: MemoryService, spec: ToolSpec, arguments: Mapping[str, Any], default_store: str
+) -> Result[Payload, DomainError]:
+    """Build the command, dispatch it, render the outcome as the tool's JSON."""
+    return command_from(spec, arguments, default_store).bind(
+        lambda command: dispatch(service, command).map(lambda outcome: spec.render(outcome, command))
+    )
+
+
+def _shown_fields(spec: ToolSpec) -> list[str]:
+    return [a.name for a in c.command_fields(spec.command) if a.name not in spec.omit]
+
+
+def _is_timestamp(hint: Any) -> bool:
+    return hint is datetime or datetime in typing.get_args(hint)
+
+
+__all__ = ["SPECS", "ToolSpec", "argument_model", "command_from", "run_tool"]

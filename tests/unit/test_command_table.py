@@ -1,0 +1,152 @@
+"""The command table: every use case a command whose fields describe themselves, one dispatcher, generated tools."""
+
+from __future__ import annotations
+
+import typing
+
+import pytest
+from attrs import field, frozen
+from returns.result import Failure, Success
+
+from agent_memory.adapters.clock import FixedClock
+from agent_memory.domain import commands as c
+from agent_memory.domain.dispatch import dispatch
+from agent_memory.domain.errors import ErrorCode
+from agent_memory.domain.service import MemoryService
+from agent_memory.entrypoints.mcp_tools import SPECS, ToolSpec, argument_model, run_tool
+
+
+def test_every_command_field_describes_itself() -> None:
+    for command in c.COMMANDS:
+        for attribute in c.command_fields(command):
+            assert c.field_doc(attribute).text, f"{command.__name__}.{attribute.name} has no description"
+
+
+def test_the_table_names_every_command_of_the_union() -> None:
+    assert set(c.COMMANDS) == set(typing.get_args(c.Command))
+
+
+def test_every_command_reaches_its_use_case(service: MemoryService, clock: FixedClock) -> None:
+    """A scenario through the dispatcher alone: each command does what its use case does."""
+    made = dispatch(service, c.AddMemory(content="Tabs over spaces", path="prefs/editor", decay_policy="reinforceable"))
+    assert isinstance(made, Success)
+    memory_id = made.unwrap().memory.id
+    steps: list[c.Command] = [
+        c.CreateMemory(content="Deploys happen on Fridays", type="decision"),
+        c.GetMemory(ref="prefs/editor"),
+        c.UpdateMemory(ref=memory_id, tags=("style",)),
+        c.SearchMemories(query="tabs", limit=5),
+        c.ListMemories(category="prefs"),
+        c.RecentMemories(limit=2),
+        c.ReinforceMemory(ref=memory_id),
+        c.MoveMemory(ref="prefs/editor", destination="prefs/indent"),
+        c.CreateStore(name="work"),
+        c.ListStores(),
+        c.CreateCategory(category="projects/alpha", description="Alpha"),
+        c.DescribeCategory(category="projects/alpha", description="The alpha project"),
+        c.DeleteCategory(category="projects/alpha"),
+        c.StoreStatus(),
+        c.ReindexStore(),
+        c.PruneMemories(dry_run=True),
+        c.DeleteMemory(ref="prefs/indent"),
+        c.RemoveMemory(ref=memory_id),
+    ]
+    outcomes = {}
+    for step in steps:
+        clock.advance(hours=0.1)
+        outcome = dispatch(service, step)
+        assert isinstance(outcome, Success), step
+        outcomes[type(step)] = outcome.unwrap()
+    assert {type(step) for step in steps} | {c.AddMemory} == set(c.COMMANDS)
+    assert outcomes[c.UpdateMemory].memory.tags == ("style",)
+    assert [hit.memory.id for hit in outcomes[c.SearchMemories].results][:1] == [memory_id]
+    assert str(outcomes[c.MoveMemory].memory.path) == "prefs/indent"
+    assert [store.name for store in outcomes[c.ListStores]] == ["default", "work"]
+    assert outcomes[c.DescribeCategory].description == "The alpha project"
+    gone = dispatch(service, c.GetMemory(ref=memory_id))
+    assert isinstance(gone, Failure) and gone.failure().code is ErrorCode.MEMORY_NOT_FOUND
+
+
+def test_a_failure_comes_back_as_the_use_case_gave_it(service: MemoryService) -> None:
+    found = dispatch(service, c.MoveMemory(ref="nowhere/x", destination="else/y"))
+    assert isinstance(found, Failure) and found.failure().code is ErrorCode.MEMORY_NOT_FOUND
+
+
+# --- the MCP tools are generated from the commands ----------------------------------------------------------------
+
+
+def _schema(spec: ToolSpec) -> dict[str, typing.Any]:
+    return argument_model(spec).model_json_schema(by_alias=True)
+
+
+def test_each_tool_shows_its_commands_fields_with_their_descriptions_and_bounds() -> None:
+    for spec in SPECS:
+        properties = _schema(spec)["properties"]
+        for attribute in c.command_fields(spec.command):
+            if attribute.name in spec.omit:
+                assert spec.wire.get(attribute.name, attribute.name) not in properties
+                continue
+            shown = properties[spec.wire.get(attribute.name, attribute.name)]
+            described = c.field_doc(attribute)
+            assert shown["description"] == described.text, (spec.name, attribute.name)
+            text = str(shown)
+            if described.most is not None:
+                assert f"'maximum': {described.most}" in text, (spec.name, attribute.name)
+            for choice in described.choices:
+                assert repr(choice) in text, (spec.name, attribute.name)
+
+
+def test_a_field_added_to_a_command_reaches_its_tool_with_no_edit_to_the_door() -> None:
+    @frozen(kw_only=True)
+    class GetMemoryWithReason(c.GetMemory):
+        reason: str = field(default="", metadata=c.doc("Why the agent reads it.", max_length=80))
+
+    spec = ToolSpec(name="get_memory", command=GetMemoryWithReason, title="t", description="d", render=lambda o, _: {})
+    shown = _schema(spec)["properties"]["reason"]
+    assert shown["description"] == "Why the agent reads it." and shown["maxLength"] == 80
+
+
+def test_a_generated_tool_runs_its_command_through_the_dispatcher(service: MemoryService) -> None:
+    add = next(spec for spec in SPECS if spec.name == "add_memory")
+    arguments = argument_model(add).model_validate(
+        {"path": "prefs/editor", "content": "Tabs", "global": True, "expires_at": "2030-01-01T00:00:00Z"}
+    )
+    made = run_tool(service, add, arguments.model_dump_one_level(), "default")
+    assert isinstance(made, Success)
+    assert made.unwrap()["global"] is True and made.unwrap()["expires_at"].startswith("2030-01-01")
+
+
+def test_a_bad_timestamp_names_the_tools_argument(service: MemoryService) -> None:
+    add = next(spec for spec in SPECS if spec.name == "add_memory")
+    arguments = argument_model(add).model_validate({"path": "prefs/editor", "content": "Tabs", "expires_at": "soon"})
+    made = run_tool(service, add, arguments.model_dump_one_level(), "default")
+    assert isinstance(made, Failure) and made.failure().code is ErrorCode.INVALID_INPUT
+    assert "expires_at 'soon'" in made.failure().message
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda spec: spec.name)
+def test_required_fields_are_required_by_the_tool(spec: ToolSpec) -> None:
+    required = set(_schema(spec).get("required", []))
+    expected = {spec.wire.get(a.name, a.name) for a in c.command_fields(spec.command) if c.is_required(a)}
+    assert required == expected - {spec.wire.get(name, name) for name in spec.omit}
+
+
+def test_the_rest_bodies_describe_their_fields_from_the_same_commands(service: MemoryService) -> None:
+    from litestar.testing import TestClient
+
+    from agent_memory.entrypoints.rest import build_app
+
+    with TestClient(build_app(service), base_url="http://127.0.0.1") as client:
+        document = client.get("/openapi.json").json()
+
+    def body_of(route: str) -> dict[str, typing.Any]:
+        reference = document["paths"][route]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        schema: dict[str, typing.Any] = document["components"]["schemas"][reference.rsplit("/", 1)[-1]]
+        return schema
+
+    bodies = {c.CreateMemory: body_of("/memories"), c.SearchMemories: body_of("/search")}
+    for command, body in bodies.items():
+        for attribute in c.command_fields(command):
+            shown = body["properties"].get("global" if attribute.name == "global_" else attribute.name)
+            if shown is not None:
+                assert shown["description"] == c.field_doc(attribute).text, (command.__name__, attribute.name)
