@@ -11,6 +11,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "qdrant": ("qdrant_client",),
     "rest": ("litestar", "uvicorn"),
     "langchain": ("langchain_core",),
+    "langgraph": ("langgraph.store.base",),
 }
 
 
