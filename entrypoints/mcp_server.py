@@ -60,17 +60,16 @@ Outcome = Result[Payload, DomainError]
 # --- argument types: their descriptions become the tools' JSON schemas ---------------------------
 
 PathOrId = Annotated[str, Field(description="The memory's path ('category/…/slug') or its id (a UUID).", min_length=1)]
+# no min_length on the paths a memory or category is made at: the domain's path rules refuse an empty one with
+# INVALID_PATH, as every other door answers it (a schema bound would make it INVALID_INPUT here alone)
 MemoryPathArg = Annotated[
     str,
     Field(
         description="Where the memory lives: 'category/…/slug', at least two segments, e.g. 'preferences/editor'. "
-        "Segments are normalised to lowercase slugs.",
-        min_length=1,
+        "Segments are normalised to lowercase slugs."
     ),
 ]
-CategoryArg = Annotated[
-    str, Field(description="A category path such as 'projects' or 'projects/agent-memory'.", min_length=1)
-]
+CategoryArg = Annotated[str, Field(description="A category path such as 'projects' or 'projects/agent-memory'.")]
 OptionalCategory = Annotated[
     str | None, Field(description="Only memories under this category path, e.g. 'projects'. Omit for all.")
 ]
@@ -604,7 +603,7 @@ def _agent_step(step: Callable[[], CallToolResult]) -> CallToolResult:
 
 class _MoveArguments(ArgModelBase):
     source: Annotated[str, Field(alias="from", min_length=1, description="The memory's current path or id.")]
-    to: Annotated[str, Field(min_length=1, description="The new path, 'category/…/slug'. It must be free.")]
+    to: Annotated[str, Field(description="The new path, 'category/…/slug'. It must be free.")]  # see MemoryPathArg
     store: StoreArg = None
     namespace: NamespaceGuard = None
     include_expired: ActOnExpired = False
