@@ -30,6 +30,9 @@ Payload = dict[str, Any]
 Render = Callable[[Any, Any], Payload]  # (the use case's outcome, the command) → the tool's JSON
 
 LIST_PAGE = 100  # list_memories shows this many memories when the caller gives no limit
+# required strings the schema refuses empty; not the paths a memory or category is made at (path, destination,
+# category): the domain's path rules refuse an empty one with INVALID_PATH, as every other door answers it
+_NON_EMPTY = frozenset({"ref", "name"})
 
 
 @frozen(kw_only=True, eq=False)  # one object per tool, hashed by identity (argument_model caches on it)
@@ -268,7 +271,7 @@ def argument_model(spec: ToolSpec) -> type[ArgModelBase]:
             constraints["le"] = described.most
         if described.max_length is not None:
             constraints["max_length"] = described.max_length
-        elif required and hints[attribute.name] is str and attribute.name not in {"content", "query"}:
+        elif required and hints[attribute.name] is str and attribute.name in _NON_EMPTY:
             constraints["min_length"] = 1
         definitions[attribute.name] = (
             _wire_type(hints[attribute.name], described.choices),

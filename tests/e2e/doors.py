@@ -1,24 +1,45 @@
-"""The four doors (Python API, CLI, REST, MCP) behind one small interface, for the door contract suite.
+"""The doors (Python API, CLI, REST, MCP over stdio and HTTP) behind one small interface, for the door contract suite.
 
 Each door is driven the way its users drive it: the Python API in process, the installed `memory` command as a
 subprocess (through its local memory server), `memory serve` over HTTP and `memory mcp` through the official MCP
-client over stdio. Answers are brought to one plain shape (a memory's id, path, content and tags; a page's paths
-and total; an error's code), so a scenario can assert the same outcome at every door.
+client over stdio and streamable HTTP (those two live in doors_remote). Answers are brought to one plain shape (a
+memory's id, path, content and tags; a page's paths and total; a category; an error's code), so a scenario can
+assert the same outcome at every door.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
-from typing import Any, Protocol
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, ClassVar, Protocol
 
-import httpx
 from attrs import frozen
 from returns.result import Failure, Result, Success
 
 from agent_memory import CreateMemory, MemoryService, SearchMemories, UpdateMemory
 from agent_memory.domain.views import MemoryView
 from tests.e2e.conftest import MemoryCli
+
+# every operation a scenario drives, by the Door method that drives it
+OPERATIONS = (
+    "add",
+    "get",
+    "update",
+    "move",
+    "delete",
+    "remove",
+    "list",
+    "search",
+    "reinforce",
+    "recent",
+    "prune",
+    "list_stores",
+    "create_store",
+    "create_category",
+    "describe_category",
+    "delete_category",
+)
 
 
 @frozen
@@ -41,65 +62,127 @@ class Page:
 
 
 @frozen
+class Category:
+    """A category as the category operations answer it."""
+
+    path: str
+    description: str
+    memory_count: int
+
+
+@frozen
 class Refused:
     """A failure, reduced to its error code."""
 
     code: str
 
 
-Outcome = Shown | Page | Refused | bool
-
-
 class Door(Protocol):
-    """One way in. Every method returns the plain outcome or Refused(code); none raises for a refusal."""
+    """One way in. Every method returns the plain outcome or Refused(code); none raises for a refusal.
+    `offers` maps each operation of OPERATIONS the door has to what the door calls it (a tool, a route, a command),
+    so the suite can check the table against what the door itself advertises."""
 
     name: str
+    offers: Mapping[str, Any]
 
-    def add(self, path: str, content: str, tags: Sequence[str] = ()) -> Shown | Refused: ...
-    def get(self, ref: str) -> Shown | Refused: ...
+    def add(
+        self,
+        path: str,
+        content: str,
+        tags: Sequence[str] = (),
+        *,
+        decay: str = "stable",
+        expires_at: str | None = None,
+    ) -> Shown | Refused: ...
+    def get(self, ref: str, *, store: str | None = None) -> Shown | Refused: ...
     def update(self, ref: str, *, content: str | None = None, tags: Sequence[str] | None = None) -> Shown | Refused: ...
     def move(self, ref: str, destination: str) -> Shown | Refused: ...
     def delete(self, ref: str) -> bool | Refused: ...
     def remove(self, ref: str) -> bool | Refused: ...
-    def list(self, category: str, *, limit: int | None = None, offset: int = 0) -> Page | Refused: ...
+    def list(
+        self, category: str, *, limit: int | None = None, offset: int = 0, store: str | None = None
+    ) -> Page | Refused: ...
     def search(self, query: str, *, limit: int, offset: int = 0) -> Page | Refused: ...
+    def reinforce(self, ref: str) -> Shown | Refused: ...
+    def recent(self, *, limit: int, category: str | None = None) -> Page | Refused: ...
+    def prune(self, *, dry_run: bool) -> Page | Refused: ...
+    def list_stores(self) -> tuple[str, ...] | Refused: ...
+    def create_store(self, name: str) -> str | Refused: ...
+    def create_category(self, path: str, description: str = "") -> Category | Refused: ...
+    def describe_category(self, path: str, description: str) -> Category | Refused: ...
+    def delete_category(self, path: str) -> bool | Refused: ...
 
 
 def shown(body: dict[str, Any]) -> Shown:
     return Shown(body["id"], body.get("path"), body["content"], tuple(body.get("tags", ())))
 
 
-def _code_of_text(text: str) -> Refused:
-    """An MCP tool error's code: the text opens with it ('MEMORY_NOT_FOUND: …')."""
-    return Refused(text.split(":", 1)[0].strip())
+def paths_of(memories: Sequence[dict[str, Any]]) -> tuple[str | None, ...]:
+    return tuple(m.get("path") for m in memories)
+
+
+def category_of(body: dict[str, Any]) -> Category:
+    return Category(body["path"], body["description"], body["memory_count"])
+
+
+def store_names(body: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(store["name"] for store in body["stores"])
 
 
 # --- Python API ------------------------------------------------------------------------------------
+
+
+def _path(view: MemoryView) -> str | None:
+    return None if view.memory.path is None else str(view.memory.path)
 
 
 class PythonDoor:
     """The MemoryService in process, as README's "Use it from Python" builds it."""
 
     name = "python"
+    offers: ClassVar[dict[str, Any]] = {operation: operation for operation in OPERATIONS}
 
     def __init__(self, service: MemoryService) -> None:
         self.service = service
+
+    def advertised(self) -> set[str]:
+        """The service's public methods."""
+        return {name for name in dir(type(self.service)) if not name.startswith("_")}
 
     @staticmethod
     def _view(result: Result[MemoryView, Any]) -> Shown | Refused:
         match result:
             case Success(view):
                 memory = view.memory
-                return Shown(memory.id, None if memory.path is None else str(memory.path), memory.content, memory.tags)
+                return Shown(memory.id, _path(view), memory.content, memory.tags)
             case Failure(error):
                 return Refused(error.code.value)
         raise AssertionError(result)  # pragma: no cover - Result is closed
 
-    def add(self, path: str, content: str, tags: Sequence[str] = ()) -> Shown | Refused:
-        return self._view(self.service.add(CreateMemory(content=content, path=path, tags=tuple(tags))))
+    @staticmethod
+    def _then(result: Result[Any, Any], shape: Any) -> Any:
+        match result:
+            case Success(value):
+                return shape(value)
+            case Failure(error):
+                return Refused(error.code.value)
+        raise AssertionError(result)  # pragma: no cover - Result is closed
 
-    def get(self, ref: str) -> Shown | Refused:
-        return self._view(self.service.get(ref))
+    def add(
+        self,
+        path: str,
+        content: str,
+        tags: Sequence[str] = (),
+        *,
+        decay: str = "stable",
+        expires_at: str | None = None,
+    ) -> Shown | Refused:
+        expiry = None if expires_at is None else datetime.fromisoformat(expires_at)
+        command = CreateMemory(content=content, path=path, tags=tuple(tags), decay_policy=decay, expires_at=expiry)
+        return self._view(self.service.add(command))
+
+    def get(self, ref: str, *, store: str | None = None) -> Shown | Refused:
+        return self._view(self.service.get(ref, store=store))
 
     def update(self, ref: str, *, content: str | None = None, tags: Sequence[str] | None = None) -> Shown | Refused:
         return self._view(
@@ -109,38 +192,59 @@ class PythonDoor:
     def move(self, ref: str, destination: str) -> Shown | Refused:
         return self._view(self.service.move(ref, destination))
 
-    @staticmethod
-    def _done(result: Result[Any, Any]) -> bool | Refused:
-        match result:
-            case Success(_):
-                return True
-            case Failure(error):
-                return Refused(error.code.value)
-        raise AssertionError(result)  # pragma: no cover - Result is closed
-
     def delete(self, ref: str) -> bool | Refused:
-        return self._done(self.service.delete(ref))
+        return self._then(self.service.delete(ref), lambda _: True)
 
     def remove(self, ref: str) -> bool | Refused:
-        return self._done(self.service.remove(ref))
+        return self._then(self.service.remove(ref), lambda _: True)
 
-    def list(self, category: str, *, limit: int | None = None, offset: int = 0) -> Page | Refused:
-        match self.service.list(category, limit=limit, offset=offset):
-            case Success(listing):
-                paths = tuple(None if v.memory.path is None else str(v.memory.path) for v in listing.memories)
-                return Page(paths, listing.total)
-            case Failure(error):
-                return Refused(error.code.value)
-        raise AssertionError("unreachable")  # pragma: no cover
+    def list(
+        self, category: str, *, limit: int | None = None, offset: int = 0, store: str | None = None
+    ) -> Page | Refused:
+        listed = self.service.list(category, limit=limit, offset=offset, store=store)
+        return self._then(listed, lambda got: Page(tuple(_path(v) for v in got.memories), got.total))
 
     def search(self, query: str, *, limit: int, offset: int = 0) -> Page | Refused:
-        match self.service.search(SearchMemories(query=query, limit=limit, offset=offset)):
-            case Success(found):
-                paths = tuple(None if hit.memory.path is None else str(hit.memory.path) for hit in found.results)
-                return Page(paths, has_more=found.has_more)
-            case Failure(error):
-                return Refused(error.code.value)
-        raise AssertionError("unreachable")  # pragma: no cover
+        found = self.service.search(SearchMemories(query=query, limit=limit, offset=offset))
+        return self._then(
+            found,
+            lambda got: Page(
+                tuple(None if hit.memory.path is None else str(hit.memory.path) for hit in got.results),
+                has_more=got.has_more,
+            ),
+        )
+
+    def reinforce(self, ref: str) -> Shown | Refused:
+        return self._view(self.service.reinforce(ref))
+
+    def recent(self, *, limit: int, category: str | None = None) -> Page | Refused:
+        recent = self.service.recent(limit=limit, category=category)
+        return self._then(recent, lambda views: Page(tuple(_path(v) for v in views)))
+
+    def prune(self, *, dry_run: bool) -> Page | Refused:
+        pruned = self.service.prune(dry_run=dry_run)
+        return self._then(
+            pruned, lambda report: Page(tuple(None if m.path is None else str(m.path) for m in report.memories))
+        )
+
+    def list_stores(self) -> tuple[str, ...] | Refused:
+        return self._then(self.service.list_stores(), lambda stores: tuple(s.name for s in stores))
+
+    def create_store(self, name: str) -> str | Refused:
+        return self._then(self.service.create_store(name), lambda summary: summary.name)
+
+    @staticmethod
+    def _category(summary: Any) -> Category:
+        return Category(str(summary.path), summary.description, summary.memory_count)
+
+    def create_category(self, path: str, description: str = "") -> Category | Refused:
+        return self._then(self.service.create_category(path, description=description), self._category)
+
+    def describe_category(self, path: str, description: str) -> Category | Refused:
+        return self._then(self.service.describe_category(path, description), self._category)
+
+    def delete_category(self, path: str) -> bool | Refused:
+        return self._then(self.service.delete_category(path), lambda _: True)
 
 
 # --- CLI -------------------------------------------------------------------------------------------
@@ -150,6 +254,24 @@ class CliDoor:
     """The installed `memory` command (JSON output, errors as JSON on stderr with exit 1)."""
 
     name = "cli"
+    offers: ClassVar[dict[str, Any]] = {
+        "add": "add",
+        "get": "get",
+        "update": "update",
+        "move": "move",
+        "delete": "delete",
+        "remove": "remove",
+        "list": "list",
+        "search": "search",
+        "reinforce": "reinforce",
+        "recent": "recent",
+        "prune": "prune",
+        "list_stores": "store list",
+        "create_store": "store create",
+        "create_category": "category create",
+        "describe_category": "category describe",
+        "delete_category": "category delete",
+    }
 
     def __init__(self, cli: MemoryCli) -> None:
         self.cli = cli
@@ -162,15 +284,36 @@ class CliDoor:
         assert ran.code == 1 and ran.stdout == "", (ran.code, ran.stdout, ran.stderr)
         return Refused(ran.error["code"])
 
-    def _memory(self, *args: str) -> Shown | Refused:
+    def _then(self, shape: Any, *args: str) -> Any:
         body = self._run(*args)
-        return body if isinstance(body, Refused) else shown(body)
+        return body if isinstance(body, Refused) else shape(body)
 
-    def add(self, path: str, content: str, tags: Sequence[str] = ()) -> Shown | Refused:
-        return self._memory("add", path, "--content", content, *[f"--tag={tag}" for tag in tags])
+    def advertised(self) -> set[str]:
+        """The commands `memory --help` and its groups' help list."""
+        listed: set[str] = set()
+        for group in ("", "store", "category"):
+            ran = self.cli(*group.split(), "--help")
+            assert ran.code == 0, ran.stderr
+            commands = re.findall(r"^ {4}([a-z-]+)(?: |$)", ran.stdout, re.MULTILINE)  # argparse's command list
+            listed |= {f"{group} {command}".strip() for command in commands}
+        return listed
 
-    def get(self, ref: str) -> Shown | Refused:
-        return self._memory("get", ref)
+    def add(
+        self,
+        path: str,
+        content: str,
+        tags: Sequence[str] = (),
+        *,
+        decay: str = "stable",
+        expires_at: str | None = None,
+    ) -> Shown | Refused:
+        args = ["add", path, "--content", content, f"--decay={decay}", *[f"--tag={tag}" for tag in tags]]
+        if expires_at is not None:
+            args.append(f"--expires-at={expires_at}")
+        return self._then(shown, *args)
+
+    def get(self, ref: str, *, store: str | None = None) -> Shown | Refused:
+        return self._then(shown, "get", ref, *([] if store is None else [f"--store={store}"]))
 
     def update(self, ref: str, *, content: str | None = None, tags: Sequence[str] | None = None) -> Shown | Refused:
         args = ["update", ref]
@@ -178,162 +321,52 @@ class CliDoor:
             args += ["--content", content]
         if tags is not None:
             args += [f"--tag={tag}" for tag in tags] if tags else ["--clear-tags"]
-        return self._memory(*args)
+        return self._then(shown, *args)
 
     def move(self, ref: str, destination: str) -> Shown | Refused:
-        return self._memory("move", ref, destination)
+        return self._then(shown, "move", ref, destination)
 
     def delete(self, ref: str) -> bool | Refused:
-        body = self._run("delete", ref)
-        return body if isinstance(body, Refused) else bool(body["deleted"])
+        return self._then(lambda body: bool(body["deleted"]), "delete", ref)
 
     def remove(self, ref: str) -> bool | Refused:
-        body = self._run("remove", ref)
-        return body if isinstance(body, Refused) else bool(body["removed"])
+        return self._then(lambda body: bool(body["removed"]), "remove", ref)
 
-    def list(self, category: str, *, limit: int | None = None, offset: int = 0) -> Page | Refused:
+    def list(
+        self, category: str, *, limit: int | None = None, offset: int = 0, store: str | None = None
+    ) -> Page | Refused:
         args = ["list", category, f"--offset={offset}"] + ([] if limit is None else [f"--limit={limit}"])
-        body = self._run(*args)
-        if isinstance(body, Refused):
-            return body
-        return Page(tuple(m.get("path") for m in body["memories"]), body["total"])
+        args += [] if store is None else [f"--store={store}"]
+        return self._then(lambda body: Page(paths_of(body["memories"]), body["total"]), *args)
 
     def search(self, query: str, *, limit: int, offset: int = 0) -> Page | Refused:
-        body = self._run("search", query, f"--limit={limit}", f"--offset={offset}")
-        if isinstance(body, Refused):
-            return body
         # spec 000 fixes the CLI's search JSON to {"results", "count"}: it pages, but cannot say has_more
-        return Page(tuple(hit.get("path") for hit in body["results"]))
+        return self._then(
+            lambda body: Page(paths_of(body["results"])), "search", query, f"--limit={limit}", f"--offset={offset}"
+        )
 
+    def reinforce(self, ref: str) -> Shown | Refused:
+        return self._then(shown, "reinforce", ref)
 
-# --- REST ------------------------------------------------------------------------------------------
+    def recent(self, *, limit: int, category: str | None = None) -> Page | Refused:
+        args = ["recent", f"--limit={limit}", *([] if category is None else [f"--category={category}"])]
+        return self._then(lambda body: Page(paths_of(body["memories"])), *args)
 
+    def prune(self, *, dry_run: bool) -> Page | Refused:
+        args = ["prune", *(["--dry-run"] if dry_run else [])]
+        return self._then(lambda body: Page(paths_of(body["pruned"])), *args)
 
-class RestDoor:
-    """`memory serve` over HTTP (a 4xx with a JSON body {error, code} for every refusal)."""
+    def list_stores(self) -> tuple[str, ...] | Refused:
+        return self._then(store_names, "store", "list")
 
-    name = "rest"
+    def create_store(self, name: str) -> str | Refused:
+        return self._then(lambda body: body["name"], "store", "create", name)
 
-    def __init__(self, client: httpx.Client) -> None:
-        self.http = client
+    def create_category(self, path: str, description: str = "") -> Category | Refused:
+        return self._then(category_of, "category", "create", path, f"--description={description}")
 
-    @staticmethod
-    def _answer(response: httpx.Response) -> Any:
-        assert response.status_code < 500, response.text
-        body = response.json()
-        if response.is_success:
-            return body
-        assert 400 <= response.status_code < 500 and body["error"], response.text
-        return Refused(body["code"])
+    def describe_category(self, path: str, description: str) -> Category | Refused:
+        return self._then(category_of, "category", "describe", path, "--", description)
 
-    def _memory(self, response: httpx.Response) -> Shown | Refused:
-        body = self._answer(response)
-        return body if isinstance(body, Refused) else shown(body)
-
-    def add(self, path: str, content: str, tags: Sequence[str] = ()) -> Shown | Refused:
-        return self._memory(self.http.post("/memories", json={"path": path, "content": content, "tags": list(tags)}))
-
-    def get(self, ref: str) -> Shown | Refused:
-        return self._memory(self.http.get(f"/memories/{ref}"))
-
-    def update(self, ref: str, *, content: str | None = None, tags: Sequence[str] | None = None) -> Shown | Refused:
-        body: dict[str, Any] = {}
-        if content is not None:
-            body["content"] = content
-        if tags is not None:
-            body["tags"] = list(tags)
-        return self._memory(self.http.patch(f"/memories/{ref}", json=body))
-
-    def move(self, ref: str, destination: str) -> Shown | Refused:
-        return self._memory(self.http.post(f"/memories/{ref}/move", json={"destination": destination}))
-
-    def delete(self, ref: str) -> bool | Refused:
-        body = self._answer(self.http.delete(f"/memories/{ref}"))
-        return body if isinstance(body, Refused) else bool(body["deleted"])
-
-    def remove(self, ref: str) -> bool | Refused:
-        body = self._answer(self.http.delete(f"/memories/{ref}", params={"hard": "true"}))
-        return body if isinstance(body, Refused) else bool(body["removed"])
-
-    def list(self, category: str, *, limit: int | None = None, offset: int = 0) -> Page | Refused:
-        params: dict[str, Any] = {"category": category, "offset": offset}
-        if limit is not None:
-            params["limit"] = limit
-        body = self._answer(self.http.get("/memories", params=params))
-        if isinstance(body, Refused):
-            return body
-        return Page(tuple(m.get("path") for m in body["memories"]), body["total"])
-
-    def search(self, query: str, *, limit: int, offset: int = 0) -> Page | Refused:
-        body = self._answer(self.http.post("/search", json={"query": query, "limit": limit, "offset": offset}))
-        if isinstance(body, Refused):
-            return body
-        return Page(tuple(hit.get("path") for hit in body["results"]), has_more=body["has_more"])
-
-
-# --- MCP -------------------------------------------------------------------------------------------
-
-
-class McpCaller(Protocol):
-    def call(self, name: str, arguments: dict[str, Any] | None = None) -> Any: ...
-
-
-class McpDoor:
-    """`memory mcp` through the official client (a tool error whose text opens with the code for a refusal)."""
-
-    name = "mcp"
-
-    def __init__(self, session: McpCaller) -> None:
-        self.session = session
-
-    def _call(self, tool: str, arguments: dict[str, Any]) -> Any:
-        result = self.session.call(tool, arguments)
-        text: str = result.content[0].text
-        assert "Traceback" not in text, text
-        if result.is_error:
-            return _code_of_text(text)
-        return json.loads(text)
-
-    def _memory(self, tool: str, arguments: dict[str, Any]) -> Shown | Refused:
-        body = self._call(tool, arguments)
-        return body if isinstance(body, Refused) else shown(body)
-
-    def add(self, path: str, content: str, tags: Sequence[str] = ()) -> Shown | Refused:
-        return self._memory("add_memory", {"path": path, "content": content, "tags": list(tags)})
-
-    def get(self, ref: str) -> Shown | Refused:
-        return self._memory("get_memory", {"path_or_id": ref})
-
-    def update(self, ref: str, *, content: str | None = None, tags: Sequence[str] | None = None) -> Shown | Refused:
-        arguments: dict[str, Any] = {"path_or_id": ref}
-        if content is not None:
-            arguments["content"] = content
-        if tags is not None:
-            arguments["tags"] = list(tags)
-        return self._memory("update_memory", arguments)
-
-    def move(self, ref: str, destination: str) -> Shown | Refused:
-        return self._memory("move_memory", {"from": ref, "to": destination})
-
-    def delete(self, ref: str) -> bool | Refused:
-        body = self._call("delete_memory", {"path_or_id": ref})
-        return body if isinstance(body, Refused) else bool(body["deleted"])
-
-    def remove(self, ref: str) -> bool | Refused:
-        body = self._call("remove_memory", {"path_or_id": ref})
-        return body if isinstance(body, Refused) else bool(body["removed"])
-
-    def list(self, category: str, *, limit: int | None = None, offset: int = 0) -> Page | Refused:
-        arguments: dict[str, Any] = {"category": category, "offset": offset}
-        if limit is not None:
-            arguments["limit"] = limit
-        body = self._call("list_memories", arguments)
-        if isinstance(body, Refused):
-            return body
-        return Page(tuple(m.get("path") for m in body["memories"]), body["total"])
-
-    def search(self, query: str, *, limit: int, offset: int = 0) -> Page | Refused:
-        body = self._call("search_memories", {"query": query, "limit": limit, "offset": offset})
-        if isinstance(body, Refused):
-            return body
-        return Page(tuple(hit.get("path") for hit in body["results"]), has_more=body["has_more"])
+    def delete_category(self, path: str) -> bool | Refused:
+        return self._then(lambda body: bool(body["deleted"]), "category", "delete", path)

@@ -73,6 +73,9 @@ class Mcp:
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> CallToolResult:
         return self.portal.call(lambda: self.session.call_tool(name, arguments or {}, read_timeout_seconds=120))
 
+    def tool_names(self) -> set[str]:
+        return {tool.name for tool in self.portal.call(self.session.list_tools).tools}
+
     def ok(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
         result = self.call(name, arguments)
         text = result.content[0].text  # type: ignore[union-attr]
