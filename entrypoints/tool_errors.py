@@ -8,7 +8,8 @@ from returns.result import Failure, Result
 
 from agent_memory.domain.context import is_memory_id
 from agent_memory.domain.errors import DomainError, ErrorCode
-from agent_memory.entrypoints.door_words import for_door
+from agent_memory.entrypoints.door_words import for_door, sentence
+from agent_memory.entrypoints.error_table import row
 
 __all__ = ["MemoryToolError", "error_text", "invalid", "succeeded"]
 
@@ -34,7 +35,7 @@ class MemoryToolError(ValueError):
     @classmethod
     def from_domain(cls, error: DomainError) -> MemoryToolError:
         worded = for_door(error, "python")
-        return cls(worded.code, worded.message, text=error_text(worded))
+        return cls(worded.code, worded.message, text=sentence(error_text(worded), row(error).hint("python")))
 
 
 def invalid(message: str) -> MemoryToolError:
