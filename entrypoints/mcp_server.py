@@ -589,8 +589,8 @@ def _agent_step(step: Callable[[], CallToolResult]) -> CallToolResult:
         return _error(
             f"INVALID_INPUT: {error} Pass `namespace` (a list of labels), or `user_id`, or `org_id` and `agent_id`."
         )
-    except MemoryToolError as error:
-        return _error(str(error))
+    except MemoryToolError as error:  # a use case's failure in the MCP door's words, as every other tool's
+        return _error(str(error) if error.domain is None else tool_error_text(error.domain))
 
 
 # --- argument models for the tools whose wire names are Python keywords (`from`, `global`) ----------
