@@ -12,6 +12,7 @@ from returns.result import Failure, Result
 
 from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
 from agent_memory.entrypoints.cli_parser import UsageError, build_parser
+from agent_memory.entrypoints.error_table import FAILED, row
 from agent_memory.entrypoints.json_codec import error_json
 
 if TYPE_CHECKING:
@@ -27,9 +28,14 @@ def _print(stream: Any, payload: dict[str, Any] | str) -> None:
     stream.write(text + "\n")
 
 
-def _fail(body: dict[str, Any]) -> int:
+def _fail(body: dict[str, Any], exit_code: int = FAILED) -> int:
     _print(sys.stderr, body)
-    return 1
+    return exit_code
+
+
+def _refuse(error: DomainError, body: dict[str, Any] | None = None) -> int:
+    """A domain failure on stderr (its JSON, or `body`), exiting with its code's exit status."""
+    return _fail(error_json(error) if body is None else body, row(error).exit_code)
 
 
 def _settings_flags(args: Any) -> dict[str, object]:
@@ -43,13 +49,11 @@ def run(argv: Sequence[str], *, env: Mapping[str, str] | None = None, services: 
 
     broken = next((number for number, arg in enumerate(argv, start=1) if has_lone_surrogate(arg)), None)
     if broken is not None:  # bytes that were not UTF-8, decoded by Python with surrogateescape
-        return _fail(
-            {"error": f"Argument {broken} is not valid UTF-8: pass text encoded as UTF-8.", "code": "INVALID_INPUT"}
-        )
+        return _refuse(invalid_input(f"Argument {broken} is not valid UTF-8: pass text encoded as UTF-8."))
     try:
         args = build_parser().parse_args(list(argv))
     except UsageError as error:
-        return _fail({"error": str(error), "code": ErrorCode.INVALID_INPUT.value})
+        return _refuse(invalid_input(str(error)))
     if args.command in SERVERS:
         return SERVERS[args.command](args)
 
@@ -61,17 +65,17 @@ def run(argv: Sequence[str], *, env: Mapping[str, str] | None = None, services: 
     handler, render = HANDLERS[args.command]
     build: Services = services or build_service
     loaded = load_settings(_settings_flags(args), env)
-    outcome: Result[int, int] = loaded.alt(lambda error: _fail(error_json(error))).bind(
+    outcome: Result[int, int] = loaded.alt(lambda error: _refuse(error)).bind(
         lambda settings: (
             build(settings)
-            .alt(lambda error: _fail(error_json(error)))
+            .alt(lambda error: _refuse(error))
             .bind(
                 lambda service: (
                     handler(service, args)
                     .map(lambda payload: _emit(payload, fmt, render))
                     .alt(
-                        lambda error: _fail(
-                            _status_body(error, settings) if args.command == "status" else error_json(error)
+                        lambda error: _refuse(
+                            error, _status_body(error, settings) if args.command == "status" else None
                         )
                     )
                 )
@@ -92,7 +96,7 @@ def _serve_mcp(args: Any, env: Mapping[str, str] | None = None, session: StdioSe
     token = args.api_token or environment.get("MEMORY_API_TOKEN") or None
     outcome: Result[int, int] = (
         load_settings(_settings_flags(args), env)
-        .alt(lambda error: _fail(error_json(error)))
+        .alt(lambda error: _refuse(error))
         .map(
             lambda settings: run_mcp(
                 settings, transport=args.transport, host=args.host, port=args.port, api_token=token, session=session
@@ -118,7 +122,7 @@ def serve_mcp_session(argv: Sequence[str], env: Mapping[str, str], session: Stdi
     try:
         args = build_parser().parse_args(list(argv))
     except UsageError as error:
-        return _fail({"error": str(error), "code": ErrorCode.INVALID_INPUT.value})
+        return _refuse(invalid_input(str(error)))
     return _serve_mcp(args, env, session)
 
 
@@ -130,7 +134,7 @@ def _serve_rest(args: Any) -> int:
 
     absent = missing_extra("rest", "`memory serve` (the REST API)")
     if absent is not None:
-        return _fail(error_json(absent))
+        return _refuse(absent)
 
     from agent_memory.entrypoints.rest import run_rest
     from agent_memory.entrypoints.settings import load_settings
@@ -138,7 +142,7 @@ def _serve_rest(args: Any) -> int:
     token = args.api_token or os.environ.get("MEMORY_API_TOKEN") or None
     outcome: Result[int, int] = (
         load_settings(_settings_flags(args))
-        .alt(lambda error: _fail(error_json(error)))
+        .alt(lambda error: _refuse(error))
         .map(lambda settings: run_rest(settings, host=args.host, port=args.port, api_token=token))
     )
     return unwrap_or_failure(outcome)

@@ -18,12 +18,13 @@ from pydantic import Field, ValidationError
 from returns.result import Failure, Result, Success
 
 from agent_memory._version import __version__
-from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
+from agent_memory.domain.errors import DomainError, invalid_input
 from agent_memory.domain.namespaces import ConfigurationError, resolve_namespace
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints import json_codec as out
 from agent_memory.entrypoints.agent_tools import MemoryToolError, error_text, run_manage, run_search
 from agent_memory.entrypoints.door_words import for_door, sentence
+from agent_memory.entrypoints.error_table import row
 from agent_memory.entrypoints.http_safety import ANY_HOST, HttpPolicy, media_type_problem, refuse_open_bind
 from agent_memory.entrypoints.mcp_callers import CALLER, Callers, unknown_arguments
 from agent_memory.entrypoints.mcp_resources import add_resources
@@ -45,13 +46,6 @@ keywords, list_memories and get_recent_memories to browse. manage_memory and sea
 agent tools: give them `namespace`, or `user_id`, or `org_id` and `agent_id`.
 Errors start with a code (MEMORY_NOT_FOUND, INVALID_PATH, INVALID_INPUT, …) followed by what to do."""
 
-# what to do next, for codes whose domain message says only what went wrong
-_HINTS: Mapping[ErrorCode, str] = {
-    ErrorCode.MEMORY_NOT_FOUND: "Check the path or id: list_memories and search_memories show what exists.",
-    ErrorCode.STORE_NOT_FOUND: "list_stores shows the stores; create_store or add_memory creates one.",
-    ErrorCode.BACKEND_UNAVAILABLE: "The storage backend is not reachable: retry later or tell the user.",
-}
-
 Payload = dict[str, Any]
 Outcome = Result[Payload, DomainError]
 
@@ -69,7 +63,7 @@ TenantId = Annotated[str | None, Field(description="Resolves the namespace when 
 
 def tool_error_text(error: DomainError) -> str:
     """'CODE: message (path p)' plus what to do next, e.g. 'MEMORY_NOT_FOUND: Memory not found (path notes/x). …'."""
-    return sentence(error_text(for_door(error, "mcp")), _HINTS.get(error.code, ""))
+    return sentence(error_text(for_door(error, "mcp")), row(error).hint("mcp"))
 
 
 def _error(text: str) -> CallToolResult:
@@ -269,8 +263,8 @@ def _agent_step(step: Callable[[], CallToolResult]) -> CallToolResult:
         return _error(
             f"INVALID_INPUT: {error} Pass `namespace` (a list of labels), or `user_id`, or `org_id` and `agent_id`."
         )
-    except MemoryToolError as error:
-        return _error(str(error))
+    except MemoryToolError as error:  # a use case's failure in the MCP door's words, as every other tool's
+        return _error(str(error) if error.domain is None else tool_error_text(error.domain))
 
 
 def _generated_tool(spec: ToolSpec, tools: _Tools) -> Tool:
@@ -492,4 +486,4 @@ def _serve_http(server: MCPServer[Any], settings: Settings, host: str, port: int
 
 def _startup_failure(error: DomainError) -> int:
     sys.stderr.write(json.dumps(out.error_json(error), ensure_ascii=False) + "\n")
-    return 1
+    return row(error).exit_code

@@ -44,7 +44,7 @@ from agent_memory._version import __version__
 from agent_memory.domain import commands as c
 from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory, field_doc
 from agent_memory.domain.dispatch import dispatch
-from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
+from agent_memory.domain.errors import DomainError, invalid_input
 from agent_memory.domain.model import check_namespace
 from agent_memory.domain.results import validated
 from agent_memory.domain.searching import MAX_SEARCH_LIMIT
@@ -52,6 +52,7 @@ from agent_memory.domain.service import MemoryService
 from agent_memory.domain.views import Listing, MemoryView, Status
 from agent_memory.entrypoints import json_codec as out
 from agent_memory.entrypoints.door_words import worded
+from agent_memory.entrypoints.error_table import row
 from agent_memory.entrypoints.http_safety import HttpPolicy, json_body_problem, media_type_problem, refuse_open_bind
 from agent_memory.entrypoints.json_codec import parse_iso
 from agent_memory.entrypoints.paging import listing_page_json, search_page, search_page_json
@@ -69,23 +70,6 @@ MAX_RECENT = 100
 DOCS_PATH = "/docs"
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 LOG = logging.getLogger("agent_memory.rest")
-
-# --- the HTTP status of every domain failure ------------------------------------------------------
-
-STATUS: Mapping[ErrorCode, int] = {
-    ErrorCode.MEMORY_NOT_FOUND: 404,
-    ErrorCode.CATEGORY_NOT_FOUND: 404,
-    ErrorCode.STORE_NOT_FOUND: 404,
-    ErrorCode.MEMORY_EXPIRED: 410,
-    ErrorCode.DESTINATION_EXISTS: 409,
-    ErrorCode.INVALID_OPERATION: 409,
-    ErrorCode.EMBEDDING_MISMATCH: 409,
-    ErrorCode.INVALID_INPUT: 422,
-    ErrorCode.INVALID_PATH: 422,
-    ErrorCode.BACKEND_UNAVAILABLE: 503,
-    ErrorCode.STORAGE_ERROR: 503,
-    ErrorCode.EMBEDDING_ERROR: 503,
-}
 
 # codes of the failures Litestar raises before a use case runs (routing, auth, parsing)
 HTTP_CODES: Mapping[int, str] = {
@@ -140,13 +124,13 @@ def error_body(error: DomainError) -> Payload:
     body: Payload = {"error": worded(error.message, "rest"), "code": error.code.value}
     if error.path is not None:
         body["path"] = error.path
-    if error.cause is not None and STATUS.get(error.code, 500) < 500:
+    if error.cause is not None and row(error).http_status < 500:
         body["cause"] = error.cause
     return body
 
 
 def _failure(error: DomainError) -> Response[Payload]:
-    return Response(error_body(error), status_code=STATUS.get(error.code, 500))
+    return Response(error_body(error), status_code=row(error).http_status)
 
 
 def _no_route(message: str) -> Response[Payload]:
@@ -713,7 +697,7 @@ async def status(door: NamedDependency[Door], store: StoreQuery = None) -> Respo
     outcome = await door.run(lambda service: dispatch(service, c.StoreStatus(store=store)))
     return unwrap_or_failure(
         outcome.map(lambda found: Response(_status_json(found))).alt(
-            lambda error: Response({"status": "unhealthy", **error_body(error)}, status_code=STATUS[error.code])
+            lambda error: Response({"status": "unhealthy", **error_body(error)}, status_code=row(error).http_status)
         )
     )
 
@@ -948,7 +932,7 @@ def _startup_failure(error: DomainError) -> int:
     import json
 
     sys.stderr.write(json.dumps(error_body(error), ensure_ascii=False) + "\n")
-    return 1
+    return row(error).exit_code
 
 
 def run_rest(settings: Settings, host: str = "127.0.0.1", port: int = 8080, api_token: str | None = None) -> int:

@@ -8,7 +8,8 @@ from returns.result import Failure, Result
 
 from agent_memory.domain.context import is_memory_id
 from agent_memory.domain.errors import DomainError, ErrorCode
-from agent_memory.entrypoints.door_words import for_door
+from agent_memory.entrypoints.door_words import for_door, sentence
+from agent_memory.entrypoints.error_table import row
 
 __all__ = ["MemoryToolError", "error_text", "invalid", "succeeded"]
 
@@ -26,15 +27,19 @@ def error_text(error: DomainError) -> str:
 class MemoryToolError(ValueError):
     """A tool call the model can correct. str() is 'CODE: message', e.g. 'INVALID_INPUT: update needs an id'."""
 
-    def __init__(self, code: ErrorCode, message: str, *, text: str | None = None) -> None:
+    def __init__(
+        self, code: ErrorCode, message: str, *, text: str | None = None, domain: DomainError | None = None
+    ) -> None:
         super().__init__(text or f"{code.value}: {message}")
         self.code = code
         self.message = message
+        self.domain = domain  # the use case's failure, when there is one: another door words it its own way
 
     @classmethod
     def from_domain(cls, error: DomainError) -> MemoryToolError:
         worded = for_door(error, "python")
-        return cls(worded.code, worded.message, text=error_text(worded))
+        text = sentence(error_text(worded), row(error).hint("python"))
+        return cls(worded.code, worded.message, text=text, domain=error)
 
 
 def invalid(message: str) -> MemoryToolError:

@@ -310,6 +310,17 @@ def test_mcp_errors_give_mcp_advice_not_cli_advice(clock: FixedClock) -> None:
         assert "`memory" not in text and "--" not in text and ".." not in text
 
 
+def test_the_agent_tools_over_mcp_give_mcp_advice_not_python_advice(mcp: Server, catalog: Any) -> None:
+    """manage_memory and search_memory word a failure as every other MCP tool does (not 'Run reindex()')."""
+    mcp.text("manage_memory", {"content": "x", "user_id": "u-1"}, error=False)
+    catalog.stores["default"].model = "some-other-model"
+
+    mismatch = mcp.text("search_memory", {"query": "x", "user_id": "u-1"}, error=True)
+
+    assert mismatch == mcp.text("search_memories", {"query": "x"}, error=True)
+    assert "reindex_store" in mismatch and "reindex()" not in mismatch
+
+
 def test_an_embedding_mismatch_names_the_reindex_tool(mcp: Server, catalog: Any) -> None:
     mcp.text("add_memory", {"path": "notes/a", "content": "x"}, error=False)
     catalog.stores["default"].model = "some-other-model"
