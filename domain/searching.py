@@ -151,12 +151,18 @@ class Searching:
         memories = {m.id: m for m in found.keyword_memories} | {m.id: m for m, _ in found.dense}
         candidates = [i for i, m in memories.items() if self.ctx.confidence_now(m) >= plan.floor]
         similarity = {m.id: s for m, s in found.dense}
+        kept = set(candidates)  # the first DEPTH of each side, whatever the depth: every page reads the same pool
+        pool = [
+            i
+            for i in dict.fromkeys([*(m.id for m, _ in found.dense[:DEPTH]), *list(found.keyword)[:DEPTH]])
+            if i in kept
+        ]
 
         def score(links: Links) -> Result[SearchResults, DomainError]:
             wanted = {n for i in candidates for n in links.get(i, (None, None)) if n} | set(candidates)
             return store.similarities(vector, [i for i in wanted if i not in similarity]).bind(
                 lambda scored: self._ranked(
-                    plan, depth, _Sides(memories, candidates, similarity | scored, found.keyword, links)
+                    plan, _Sides(memories, candidates, similarity | scored, found.keyword, links, pool)
                 )
             )
 
@@ -165,22 +171,23 @@ class Searching:
             return self._blend(store, vector, plan, depth * 4)
         return keywords.neighbours(plan.store, candidates).bind(score)
 
-    def _ranked(self, plan: _SearchPlan, depth: int, sides: _Sides) -> Result[SearchResults, DomainError]:
+    def _ranked(self, plan: _SearchPlan, sides: _Sides) -> Result[SearchResults, DomainError]:
         """Keyword: by bm25. Hybrid: fused, then fused again with keyword feedback when independent memories
-        are among the best (domain.feedback): the expansion's words, searched like a query, add to their
-        keyword scores; the candidates stay the same (new ones never reached a top 10 on LoCoMo facts)."""
+        are among the best (domain.feedback): the expansion's words, searched DEPTH deep like a query, add to
+        their keyword scores; the candidates stay the same (new ones never reached a top 10 on LoCoMo facts).
+        The pool and the expansion do not depend on how deep the page ranks, so neither does any score."""
         if plan.mode is SearchMode.KEYWORD:
             ranking = sorted(((i, sides.keyword.get(i, 0.0)) for i in sides.candidates), key=lambda p: (-p[1], p[0]))
             return Success(self._results(plan, sides, ranking))
         ranking = fuse(sides.candidates, sides.similarity, sides.keyword, sides.links)
         independent = {i for i in sides.candidates if not sides.memories[i].thread}
         feedback = [(sides.memories[i].content, rank) for i, rank in feedback_ranks(ranking, independent)]
-        pool = [sides.memories[i].content for i in sides.candidates]
+        pool = [sides.memories[i].content for i in sides.pool]
         expansion = expansion_query(plan.query, feedback, pool) if feedback else ""
         keywords = self.ctx.keywords
         if not expansion or keywords is None:
             return Success(self._results(plan, sides, ranking))
-        return keywords.search(plan.store, expansion, depth, thread_prefix=plan.thread_prefix).map(
+        return keywords.search(plan.store, expansion, DEPTH, thread_prefix=plan.thread_prefix).map(
             lambda hits: self._results(
                 plan,
                 sides,
@@ -216,6 +223,7 @@ class _Sides:
     similarity: dict[str, float]
     keyword: dict[str, float]
     links: Links
+    pool: list[str]  # the candidates whose words set the rarity of feedback words (domain.feedback)
 
 
 @frozen

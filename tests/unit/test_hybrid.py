@@ -274,3 +274,15 @@ def test_feedback_reads_the_independent_best_hits_ties_whole_and_never_a_zero_sc
     tied = [("a", 0.9), ("b", 0.1), ("c", 0.1), ("d", 0.1), ("e", 0.1), ("f", 0.1), ("g", 0.0)]
     assert [i for i, _ in feedback_ranks(tied, set("abcdefg"))] == ["a", "b", "c", "d", "e", "f"]
     assert feedback_ranks([("a", 0.0), ("b", 0.0)], {"a", "b"}) == []
+
+
+def test_keyword_feedback_ranks_a_deep_page_as_the_first_page(hybrid: MemoryService) -> None:
+    """Feedback reads the same words whatever the page asks for: the first 10 of a 100-deep ranking are
+    the first page."""
+    animals = ["cat", "dog", "owl", "fox", "elk", "yak", "emu", "bee"]
+    facts = [f"Dana's {animals[n % 8]} number {n} likes the {animals[(n * 3) % 8]} park {n % 7}" for n in range(160)]
+    hybrid.create_many([CreateMemory(content=fact) for fact in [*facts, *VIOLIN]]).unwrap()
+    for query in (INSTRUMENT, "Which park does Dana's cat like?", "owl number"):
+        deep = ranking(hybrid, query, limit=100)
+        assert ranking(hybrid, query, limit=10) == deep[:10]
+        assert ranking(hybrid, query, limit=10, offset=10) == deep[10:20]
