@@ -182,7 +182,9 @@ def build(
         return found[text]
 
     shared = {"links": links, "cited": cited, "vectors": vectors, "texts": texts, "words": words, "df": df}
-    return [dict(q, **shared, query=queries[row], question=qas[row][0], search=search) for row, q in enumerate(out)]
+    return [
+        dict(q, **shared, query=queries[row], question=qas[row][0], search=search, unit=unit) for row, q in enumerate(out)
+    ]
 
 
 def add_second_round(data: dict[str, list[list[dict[str, Any]]]]) -> None:
@@ -384,7 +386,52 @@ def v_prf_and_round(q: dict[str, Any], w: float = 1.0, alpha: float = 0.5) -> li
     return v_second_round(dict(q, kw={i: v / best for i, v in merged.items()} if best > 0 else merged), w, alpha)
 
 
+def v_kw_prf_alone(
+    q: dict[str, Any], m: int = 5, t: int = 10, lam: float = 1.0, pool: int = 0, add: int = 0, new: int = 1
+) -> list[int]:
+    """Keyword PRF for independent memories only (what the product can do without new index statistics).
+
+    Feedback: the unthreaded memories among today's top m (none on turns: they rank as today). pool=1:
+    document frequencies over the candidate pool (dense top 50 + keyword top 50) instead of the store.
+    add=1: an unthreaded memory's keyword score becomes kw + lam * expansion score, no renormalisation
+    (threaded memories keep theirs exactly); add=0: (kw + lam * expansion) / best as in v_kw_prf.
+    new=0: the expansion only re-scores today's candidates (no new candidates enter).
+    """
+    today = v_current(q)
+    alone = [i for i in today[:m] if q["links"][i] == (-1, -1)] if q.get("unit") == "facts" else []
+    if not alone:
+        return today
+    if pool:
+        cands = candidates(q)
+        df: dict[str, int] = {}
+        for i in cands:
+            for term in set(q["words"][i]):
+                df[term] = df.get(term, 0) + 1
+        q = dict(q, df=df, texts=cands)
+    terms = expansion_terms(q, alone, t)
+    extra = q["search"](" ".join(terms)) if terms else {}
+    if not new:
+        keep = set(candidates(q))
+        extra = {i: v for i, v in extra.items() if i in keep}
+    merged = {i: q["kw"].get(i, 0.0) + lam * extra.get(i, 0.0) for i in {*q["kw"], *extra}}
+    if add:
+        return v_current(dict(q, kw=merged))
+    best = max(merged.values(), default=0.0)
+    return v_current(dict(q, kw={i: v / best for i, v in merged.items()} if best > 0 else merged))
+
+
+_ALONE_GRID = [{"m": m, "t": t, "lam": lam} for m in (3, 5) for t in (5, 10) for lam in (0.5, 1.0)]
+
 VARIANTS: dict[str, tuple[Callable[..., list[int]], list[dict[str, float]]]] = {
+    "independent RM3, store df": (v_kw_prf_alone, _ALONE_GRID),
+    "independent RM3, pool df": (v_kw_prf_alone, [dict(g, pool=1) for g in _ALONE_GRID]),
+    "independent RM3, store df, added": (v_kw_prf_alone, [dict(g, add=1) for g in _ALONE_GRID]),
+    "independent RM3, pool df, added": (v_kw_prf_alone, [dict(g, pool=1, add=1) for g in _ALONE_GRID]),
+    "independent RM3, pool df, no new": (v_kw_prf_alone, [dict(g, pool=1, new=0) for g in _ALONE_GRID]),
+    "independent RM3, pool df, added, no new": (
+        v_kw_prf_alone,
+        [dict(g, pool=1, add=1, new=0) for g in _ALONE_GRID],
+    ),
     "semantic": (v_semantic, [{}]),
     "keyword": (v_keyword, [{}]),
     "current (alpha 0.5)": (v_current, [{}]),
@@ -459,7 +506,8 @@ def main() -> None:
             saved = [index_conversation(c, unit, shared, s) for c, s in zip(conversations, stores, strict=True)]
             data[unit] = [build(c, unit, shared, s, r) for c, s, r in zip(conversations, stores, saved, strict=True)]
             log(unit, "built")
-        add_second_round(data)
+        if not args.only or any(p in n for p in args.only.split(",") for n in VARIANTS if "round" in n):
+            add_second_round(data)
         chosen = {
             name: spec
             for name, spec in VARIANTS.items()
@@ -499,6 +547,7 @@ def evaluate(
         report[name] = {
             "params": whole,
             "gain_ci95_vs_current": {u: bootstrap(cache[json.dumps(whole)][u], reference[u]) for u in data},
+            "loco_gain_ci95_vs_current": {u: bootstrap(loco[u], reference[u]) for u in data},
             "turns": round(in_sample["turns"], 4),
             "facts": round(in_sample["facts"], 4),
             "loco_turns": round(statistics.fmean(loco["turns"]), 4),
