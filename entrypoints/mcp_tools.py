@@ -24,10 +24,10 @@ from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.errors import DomainError, invalid_input
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints import json_codec as out
-from agent_memory.entrypoints.paging import SearchPage, listing_page_json, search_page_json
+from agent_memory.entrypoints.paging import listing_page_json, page_of, search_page_json
 
 Payload = dict[str, Any]
-Render = Callable[[Any, Any], Payload]  # (the use case's outcome, the command) → the tool's JSON
+Render = Callable[[Any, Any, MemoryService], Payload]  # (the use case's outcome, the command, the service) → JSON
 
 LIST_PAGE = 100  # list_memories shows this many memories when the caller gives no limit
 # required strings the schema refuses empty; not the paths a memory or category is made at (path, destination,
@@ -51,21 +51,20 @@ class ToolSpec:
     destructive: bool = False
 
 
-def _view(outcome: Any, _command: Any) -> Payload:
+def _view(outcome: Any, _command: Any, _service: MemoryService) -> Payload:
     return out.view_json(outcome)
 
 
-def _listing(outcome: Any, command: Any) -> Payload:
+def _listing(outcome: Any, command: Any, _service: MemoryService) -> Payload:
     return listing_page_json(outcome, command.limit, command.offset, compact=True)
 
 
-def _search(outcome: Any, command: Any) -> Payload:
-    limit = command.limit if command.limit is not None else 10
-    return search_page_json(SearchPage(outcome.results, limit, command.offset, outcome.has_more))
+def _search(outcome: Any, command: Any, service: MemoryService) -> Payload:
+    return search_page_json(page_of(service, command, outcome))
 
 
 def _by(render: Callable[[Any], Payload]) -> Render:
-    return lambda outcome, _command: render(outcome)
+    return lambda outcome, _command, _service: render(outcome)
 
 
 _PATH_OR_ID = {"ref": "path_or_id"}
@@ -310,7 +309,7 @@ def run_tool(
 ) -> Result[Payload, DomainError]:
     """Build the command, dispatch it, render the outcome as the tool's JSON."""
     return command_from(spec, arguments, default_store).bind(
-        lambda command: dispatch(service, command).map(lambda outcome: spec.render(outcome, command))
+        lambda command: dispatch(service, command).map(lambda outcome: spec.render(outcome, command, service))
     )
 
 

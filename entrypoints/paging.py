@@ -12,7 +12,7 @@ from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.model import ScoredMemory
 from agent_memory.domain.service import MemoryService
-from agent_memory.domain.views import Listing, MemoryView
+from agent_memory.domain.views import Listing, MemoryView, SearchResults
 from agent_memory.entrypoints import json_codec as out
 
 
@@ -28,10 +28,13 @@ class SearchPage:
 
 def search_page(service: MemoryService, command: SearchMemories) -> Result[SearchPage, DomainError]:
     """One page of a search (the use case pages: domain.searching), with the limit it used."""
+    return dispatch(service, command).map(lambda found: page_of(service, command, found))
+
+
+def page_of(service: MemoryService, command: SearchMemories, found: SearchResults) -> SearchPage:
+    """The page a search answered, with the limit it used (the service's default when the command gave none)."""
     limit = service.policy.default_limit if command.limit is None else command.limit
-    return dispatch(service, command).map(
-        lambda found: SearchPage(found.results, limit, command.offset, found.has_more)
-    )
+    return SearchPage(found.results, limit, command.offset, found.has_more)
 
 
 def search_page_json(page: SearchPage) -> dict[str, Any]:

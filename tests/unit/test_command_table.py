@@ -9,10 +9,11 @@ from attrs import field, frozen
 from returns.result import Failure, Success
 
 from agent_memory.adapters.clock import FixedClock
+from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog
 from agent_memory.domain import commands as c
 from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.errors import ErrorCode
-from agent_memory.domain.service import MemoryService
+from agent_memory.domain.service import MemoryService, SearchPolicy
 from agent_memory.entrypoints.mcp_tools import SPECS, ToolSpec, argument_model, run_tool
 
 
@@ -101,7 +102,7 @@ def test_a_field_added_to_a_command_reaches_its_tool_with_no_edit_to_the_door() 
     class GetMemoryWithReason(c.GetMemory):
         reason: str = field(default="", metadata=c.doc("Why the agent reads it.", max_length=80))
 
-    spec = ToolSpec(name="get_memory", command=GetMemoryWithReason, title="t", description="d", render=lambda o, _: {})
+    spec = ToolSpec(name="get_memory", command=GetMemoryWithReason, title="t", description="d", render=lambda *_: {})
     shown = _schema(spec)["properties"]["reason"]
     assert shown["description"] == "Why the agent reads it." and shown["maxLength"] == 80
 
@@ -150,3 +151,16 @@ def test_the_rest_bodies_describe_their_fields_from_the_same_commands(service: M
             shown = body["properties"].get("global" if attribute.name == "global_" else attribute.name)
             if shown is not None:
                 assert shown["description"] == c.field_doc(attribute).text, (command.__name__, attribute.name)
+
+
+def test_a_search_tool_reports_the_limit_the_service_used(catalog: InMemoryCatalog, clock: FixedClock) -> None:
+    """Without a limit, search_memories pages by the configured default (MEMORY_DEFAULT_LIMIT), and says so."""
+    service = MemoryService(
+        catalog=catalog, embedder=HashingEmbedder(), clock=clock, policy=SearchPolicy(default_limit=3)
+    )
+    for number in range(5):
+        service.create(c.CreateMemory(content=f"tabs note {number}"))
+    search = next(spec for spec in SPECS if spec.name == "search_memories")
+    arguments = argument_model(search).model_validate({"query": "tabs", "min_confidence": 0})
+    page = run_tool(service, search, arguments.model_dump_one_level(), "default").unwrap()
+    assert (page["limit"], page["count"], page["has_more"]) == (3, 3, True)
