@@ -13,7 +13,8 @@ from typing import Any
 from attrs import frozen
 from returns.result import Failure, Result
 
-from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
+from agent_memory.domain.commands import CreateMemory, DeleteMemory, SearchMemories, UpdateMemory
+from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.model import Memory, ScoredMemory
 from agent_memory.domain.namespaces import ConfigurationError, resolve_namespace
@@ -68,7 +69,7 @@ def run_manage(
             raise invalid("create needs content: the text of the memory to store.")
         labels = _tags(tags)
         new = CreateMemory(content=content, namespace=namespace, store=store, type=type or "", tags=labels or ())
-        view = succeeded(service.create(new))
+        view = succeeded(dispatch(service, new))
         return f"created memory {view.memory.id}"
     if id is None or not str(id).strip():
         raise invalid(f"{action} needs the id of the memory (as returned by create or search_memory).")
@@ -77,9 +78,10 @@ def run_manage(
         if content is None:
             raise invalid("update needs content: the full new text of the memory.")
         command = UpdateMemory(ref=ref, content=content, namespace=namespace, store=store, type=type, tags=_tags(tags))
-        view = _guarded(service.update(command), ref, namespace)
+        view = _guarded(dispatch(service, command), ref, namespace)
         return f"updated memory {view.memory.id}"
-    deleted = _guarded(service.delete(ref, store=store, namespace=namespace), ref, namespace)  # soft (decision 13)
+    soft = DeleteMemory(ref=ref, store=store, namespace=namespace)  # the soft delete (decision 13)
+    deleted = _guarded(dispatch(service, soft), ref, namespace)
     return f"Deleted memory {deleted.id}"
 
 
@@ -127,7 +129,7 @@ def run_search(
     window = offset + limit
     want = window if not plan.residual else min(max(window * 4, 40), MAX_WINDOW)
     while True:
-        results = succeeded(service.search(_search_command(query, namespace, store, want, plan.pushdown)))
+        results = succeeded(dispatch(service, _search_command(query, namespace, store, want, plan.pushdown)))
         hits = [hit for hit in results.results if plan.matches(hit)]
         if len(hits) >= window or results.count < want or want >= MAX_WINDOW:
             break

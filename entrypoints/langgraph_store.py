@@ -30,7 +30,15 @@ from typing import Any
 
 from returns.result import Failure
 
-from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
+from agent_memory.domain.commands import (
+    CreateMemory,
+    GetMemory,
+    ListMemories,
+    RemoveMemory,
+    SearchMemories,
+    UpdateMemory,
+)
+from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
 from agent_memory.domain.model import MAX_CONTENT_CHARS, Memory, check_namespace, check_store_name, parse_decay_policy
 from agent_memory.domain.paths import normalise_segment
@@ -150,7 +158,7 @@ class MemoryStore(BaseStore):
 
     def _load(self, namespace: tuple[str, ...], key: str) -> Item | None:
         path = item_path(namespace, key, category=self._category)
-        found = self._service.get(path, store=self._store, namespace=namespace)
+        found = dispatch(self._service, GetMemory(ref=path, store=self._store, namespace=namespace))
         if isinstance(found, Failure) and _absent_code(found.failure()):
             return None
         memory: Memory = succeeded(found).memory
@@ -174,13 +182,14 @@ class MemoryStore(BaseStore):
         path = item_path(namespace, key, category=self._category)
         if op.value is None:
             if self._load(namespace, key) is not None:
-                gone = self._service.remove(path, store=self._store, namespace=namespace)
+                gone = dispatch(self._service, RemoveMemory(ref=path, store=self._store, namespace=namespace))
                 if not (isinstance(gone, Failure) and _absent_code(gone.failure())):
                     succeeded(gone)
             return
         content = _encoded(key, op.value)
         if self._load(namespace, key) is None:
-            created = self._service.create(
+            created = dispatch(
+                self._service,
                 CreateMemory(
                     content=content,
                     namespace=namespace,
@@ -188,14 +197,14 @@ class MemoryStore(BaseStore):
                     store=self._store,
                     source=SOURCE,
                     decay_policy=self._decay_policy,
-                )
+                ),
             )
             if not (isinstance(created, Failure) and created.failure().code is ErrorCode.DESTINATION_EXISTS):
                 succeeded(created)
                 return
             # another writer created it between our read and our write: theirs is updated over, as a put does
         command = UpdateMemory(ref=path, store=self._store, namespace=namespace, content=content, include_expired=True)
-        succeeded(self._service.update(command))
+        succeeded(dispatch(self._service, command))
 
     # --- search -----------------------------------------------------------------------------------
 
@@ -213,7 +222,8 @@ class MemoryStore(BaseStore):
 
     def _listed(self, prefix: tuple[str, ...]) -> list[tuple[Memory, tuple[str, dict[str, Any]]]]:
         """Every item under the namespace prefix (in the product's namespaces below it too)."""
-        listing = self._service.list(self._category, store=self._store, namespace=prefix or None)
+        listed = ListMemories(category=self._category, store=self._store, namespace=prefix or None)
+        listing = dispatch(self._service, listed)
         if isinstance(listing, Failure) and _absent_code(listing.failure()):
             return []
         found = []
@@ -236,7 +246,7 @@ class MemoryStore(BaseStore):
                 limit=want,
                 mode="hybrid",
             )
-            searched = self._service.search(command)
+            searched = dispatch(self._service, command)
             if isinstance(searched, Failure) and _absent_code(searched.failure()):
                 return []
             results = succeeded(searched)
