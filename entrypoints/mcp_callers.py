@@ -1,4 +1,4 @@
-"""The MCP door's callers: which pinned service runs a tool call, and the arguments a tool does not take."""
+"""The MCP door's callers: which pinned service runs a tool call, and the arguments a tool does not take or gets wrong."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import difflib
 from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any
+
+from pydantic import ValidationError
 
 from agent_memory.domain.service import MemoryService
 from agent_memory.domain.tenancy import Guard
@@ -50,3 +52,12 @@ def unknown_arguments(tool: str, arguments: Mapping[str, Any], schema: Mapping[s
         f"INVALID_INPUT: {tool} does not take {', '.join(problems)}; it takes {', '.join(known) or 'no arguments'}. "
         "Nothing was done."
     )
+
+
+def validation_text(error: ValidationError) -> str:
+    """'INVALID_INPUT: field: problem; …' for arguments that do not fit a tool's schema."""
+    problems = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"]) or "arguments"
+        problems.append(f"{where}: {item['msg']}")
+    return "INVALID_INPUT: " + "; ".join(problems) + ". Check the tool's input schema and try again."

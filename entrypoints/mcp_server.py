@@ -13,7 +13,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 from returns.result import Failure, Result, Success
 
@@ -26,7 +27,8 @@ from agent_memory.entrypoints.agent_tools import MemoryToolError, error_text, ru
 from agent_memory.entrypoints.door_words import for_door, sentence
 from agent_memory.entrypoints.error_table import row
 from agent_memory.entrypoints.http_safety import ANY_HOST, HttpPolicy, media_type_problem, refuse_open_bind
-from agent_memory.entrypoints.mcp_callers import CALLER, Callers, unknown_arguments
+from agent_memory.entrypoints.mcp_callers import CALLER, Callers, unknown_arguments, validation_text
+from agent_memory.entrypoints.mcp_prompts import add_prompts, prompt_problem
 from agent_memory.entrypoints.mcp_resources import add_resources
 from agent_memory.entrypoints.mcp_stdio import REFUSED_TOOL, run_stdio
 from agent_memory.entrypoints.mcp_tools import SPECS, ToolSpec, argument_model, run_tool
@@ -84,17 +86,10 @@ def _reply(outcome: Outcome) -> CallToolResult:
     return _error("STORAGE_ERROR: the operation returned no result.")  # pragma: no cover - Result is closed
 
 
-def _validation_text(error: ValidationError) -> str:
-    problems = []
-    for item in error.errors():
-        where = ".".join(str(part) for part in item["loc"]) or "arguments"
-        problems.append(f"{where}: {item['msg']}")
-    return "INVALID_INPUT: " + "; ".join(problems) + ". Check the tool's input schema and try again."
-
-
 class _Server(MCPServer[Any]):
     """MCPServer whose argument-validation failures read 'INVALID_INPUT: field: problem' like every other error,
-    that refuses arguments a tool does not take, and that runs each call as its caller's tenant (tenancy.py)."""
+    that refuses arguments a tool or prompt does not take, and that runs each call, resource read and prompt as
+    its caller's tenant (tenancy.py)."""
 
     def __init__(self, *args: Any, callers: Callers, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -107,6 +102,17 @@ class _Server(MCPServer[Any]):
         token = CALLER.set(caller)
         try:
             return await super().read_resource(uri, context)
+        finally:
+            CALLER.reset(token)
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None, context: Any = None) -> Any:
+        problem = prompt_problem(self._prompt_manager.get_prompt(name), name, arguments)
+        caller = self._callers.service_for(context)
+        if problem is not None or caller is None:  # the SDK's own refusal is a bare ValueError: said here
+            raise MCPError(INVALID_PARAMS, problem or "UNAUTHORIZED: " + UNAUTHORIZED)
+        token = CALLER.set(caller)
+        try:
+            return await super().get_prompt(name, arguments, context)
         finally:
             CALLER.reset(token)
 
@@ -125,7 +131,7 @@ class _Server(MCPServer[Any]):
             return await super().call_tool(name, arguments, context)
         except ToolError as error:
             if isinstance(error.__cause__, ValidationError):
-                return _error(_validation_text(error.__cause__))
+                return _error(validation_text(error.__cause__))
             raise
         finally:
             CALLER.reset(token)
@@ -341,6 +347,7 @@ def build_mcp_server(
     built = [*(_generated_tool(spec, tools) for spec in SPECS), *(_agent_tool(name, tools) for name in _AGENT_TOOLS)]
     server = _Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, tools=built, callers=callers)
     add_resources(server, lambda: tools.service, tools.locked, tool_error_text)
+    add_prompts(server, lambda: tools.service, default_store, tools.locked, tool_error_text)
     return server
 
 

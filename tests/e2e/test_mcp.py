@@ -168,6 +168,48 @@ def test_resources_show_the_stores_a_stores_index_and_one_memory(mcp: Mcp) -> No
         read(f"memory://{unique('nostore')}/index")
 
 
+def test_prompts_recall_memories_and_say_how_to_remember(mcp: Mcp) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    store = unique("prompt")
+    made = mcp.ok(
+        "add_memory", {"path": "projects/alpha/plan", "content": "Ship the alpha kayak in May", "store": store}
+    )
+    capabilities = mcp.session.server_capabilities
+    assert capabilities is not None and capabilities.prompts is not None
+    listed = {prompt.name: prompt for prompt in mcp.portal.call(mcp.session.list_prompts).prompts}
+    assert set(listed) == {"recall", "remember"}
+    arguments = {argument.name: argument.required for argument in listed["recall"].arguments or []}
+    assert arguments == {"topic": True, "store": False}
+
+    def prompt(name: str, arguments: dict[str, str]) -> str:
+        messages = mcp.portal.call(lambda: mcp.session.get_prompt(name, arguments)).messages
+        assert [message.role for message in messages] == ["user"]
+        return messages[0].content.text  # type: ignore[union-attr]
+
+    recalled = prompt("recall", {"topic": "kayak", "store": store})
+    facts = json.loads(recalled[recalled.index("[") : recalled.rindex("]") + 1])
+    assert [(fact["path"], fact["content"]) for fact in facts] == [
+        ("projects/alpha/plan", "Ship the alpha kayak in May")
+    ]
+    assert 0 < facts[0]["confidence"] <= 1 and made["id"] not in recalled
+    empty = unique("empty")
+    mcp.ok("create_store", {"name": empty})
+    assert prompt("recall", {"topic": "kayak", "store": empty}).startswith("No memory")
+    remember = prompt("remember", {"fact": "The beta ships in June", "store": store})
+    assert "The beta ships in June" in remember and "projects (1 memories)" in remember and "add_memory" in remember
+    assert "no categories yet" in prompt("remember", {"fact": "x", "store": unique("fresh")})
+    for name, given, expected in [
+        ("recollect", {"topic": "x"}, "there is no prompt 'recollect'"),
+        ("recall", {}, "recall needs topic"),
+        ("recall", {"topic": "x", "limit": "3"}, "recall does not take limit"),
+        ("recall", {"topic": "x", "store": unique("nostore")}, "STORE_NOT_FOUND"),
+    ]:
+        with pytest.raises(MCPError, match=expected) as refused:
+            mcp.portal.call(mcp.session.get_prompt, name, given)
+        assert refused.value.message.startswith(("INVALID_INPUT", "STORE_NOT_FOUND"))
+
+
 # --- add / get / update / remove / move / reinforce ------------------------------------------------
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from anyio.from_thread import start_blocking_portal
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from tests.e2e.conftest import MEMORY
@@ -98,6 +99,13 @@ def test_stdio_pinned_by_memory_namespace_stores_and_reads_only_there(tmp_path: 
     assert "Traceback" not in stderr
 
 
+def recall(portal: BlockingPortal, session: ClientSession, topic: str) -> str:
+    """The text of the recall prompt's one message."""
+    messages = portal.call(lambda: session.get_prompt("recall", {"topic": topic})).messages
+    text: str = messages[0].content.text  # type: ignore[union-attr]
+    return text
+
+
 def test_http_tokens_each_reach_only_their_own_namespace(tmp_path: Path) -> None:
     port = free_port()
     env = {
@@ -132,10 +140,13 @@ def test_http_tokens_each_reach_only_their_own_namespace(tmp_path: Path) -> None
                 assert secret["id"] not in index.text and mine["id"] in index.text  # type: ignore[union-attr]
                 with pytest.raises(MCPError, match="MEMORY_NOT_FOUND"):
                     portal.call(lambda: session.read_resource(f"memory://default/memories/{secret['id']}"))
+                assert "Bob's platypus" not in recall(portal, session, "platypus")  # a prompt runs as its caller
+                assert "Alice's otter" in recall(portal, session, "otter")
                 found = alice.ok("search_memories", {"query": "platypus", "mode": "keyword", "min_confidence": 0})
                 assert "platypus" not in json.dumps(found)
                 assert alice.fails("update_memory", {"path_or_id": secret["id"], "content": "x", "namespace": []})
             with portal.wrap_async_context_manager(http_session(url, {"Authorization": "Bearer tok-bob"})) as session:
+                assert "Bob's platypus" in recall(portal, session, "platypus")
                 assert (
                     Mcp(portal, session).ok("get_memory", {"path_or_id": "notes/secret"})["content"] == "Bob's platypus"
                 )
