@@ -8,7 +8,7 @@ from typing import Any
 from attrs import frozen
 
 from agent_memory.domain.model import ScoredMemory
-from agent_memory.entrypoints.json_codec import parse_iso
+from agent_memory.entrypoints.timestamps import not_a_timestamp, parse_iso
 from agent_memory.entrypoints.tool_errors import invalid as _invalid
 
 __all__ = ["FILTER_HELP", "FilterPlan", "plan_filter"]
@@ -172,7 +172,7 @@ def _coerce(key: str, kind: str, value: Any) -> Any:
         try:
             return parse_iso(value)
         except (TypeError, ValueError):
-            raise _invalid(f"The filter on {key!r} needs an ISO 8601 timestamp like 2026-01-31T12:00:00Z.") from None
+            raise _invalid(not_a_timestamp(value, f"The {key!r} filter value") + ".") from None
     if kind == _NUMBER and isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     if kind == _BOOL and isinstance(value, bool):

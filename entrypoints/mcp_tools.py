@@ -25,6 +25,7 @@ from agent_memory.domain.errors import DomainError, invalid_input
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints import json_codec as out
 from agent_memory.entrypoints.paging import listing_page_json, page_of, search_page_json
+from agent_memory.entrypoints.timestamps import not_a_timestamp
 
 Payload = dict[str, Any]
 Render = Callable[[Any, Any, MemoryService], Payload]  # (the use case's outcome, the command, the service) → JSON
@@ -291,13 +292,7 @@ def command_from(spec: ToolSpec, arguments: Mapping[str, Any], default_store: st
             try:
                 value = out.parse_iso(value)
             except ValueError:
-                wire = spec.wire.get(name, name)
-                return Failure(
-                    invalid_input(
-                        f"{wire} {value!r} is not an ISO 8601 timestamp in the years 0001–9999 (UTC) "
-                        "like 2026-12-31T23:59:00Z."
-                    )
-                )
+                return Failure(invalid_input(not_a_timestamp(value, spec.wire.get(name, name)) + "."))
         values[name] = value
     if "store" in values and values["store"] is None:
         values["store"] = default_store

@@ -11,6 +11,18 @@ def iso_z(moment: datetime) -> str:
     return text.removesuffix("+00:00") + "Z"
 
 
+EXAMPLE = "2026-12-31T23:59:00Z"
+
+
+def not_a_timestamp(raw: object, name: str = "") -> str:
+    """The one sentence every door refuses a timestamp `parse_iso` cannot read with, e.g. "expires_at 'soon' is not
+    an ISO 8601 timestamp in the years 0001–9999 (UTC) like 2026-12-31T23:59:00Z" (no full stop: callers add
+    theirs); `name` says which value it was."""
+    text = raw.isoformat() if isinstance(raw, datetime) else str(raw)
+    shown = f"{name} {text!r}" if name else repr(text)
+    return f"{shown} is not an ISO 8601 timestamp in the years 0001–9999 (UTC) like {EXAMPLE}"
+
+
 def parse_iso(raw: str | datetime) -> datetime:
     """An ISO 8601 timestamp (Z or offset; naive means UTC) as an aware UTC datetime; ValueError if not, or if
     it falls outside the years 1–9999 once in UTC (9999-12-31T23:59:59-14:00)."""

@@ -287,7 +287,7 @@ def test_filters_still_fill_the_limit(service: MemoryService, search: MemoryTool
     [
         ({"colour": "red"}, "Unknown filter field 'colour'"),
         ({"type": {"$regex": "p.*"}}, "Unknown filter operator '\\$regex'"),
-        ({"created_at": {"$gt": "yesterday"}}, "ISO 8601"),
+        ({"created_at": {"$gt": "yesterday"}}, "filter value 'yesterday' is not an ISO 8601 timestamp in the years"),
         ({"global": {"$gt": True}}, "compares text, numbers or timestamps"),
         ({"tags": {"$gt": "a"}}, "is a list"),
         ({"type": {"$in": "fact"}}, "needs a list"),
