@@ -42,7 +42,7 @@ from returns.result import Failure, Result, Success
 
 from agent_memory._version import __version__
 from agent_memory.domain import commands as c
-from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory, field_doc
+from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory, doc, field_doc
 from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.errors import DomainError, invalid_input
 from agent_memory.domain.model import check_namespace
@@ -198,7 +198,10 @@ def _guarded(
 
 
 class AttrsDTO(AbstractDTO[T], Generic[T]):
-    """Litestar's DTO over attrs classes, so the domain commands are the request bodies (no pydantic twins)."""
+    """Litestar's DTO over attrs classes, so the domain commands are the request bodies (no pydantic twins).
+    Fields named in `deprecated` are marked so in the OpenAPI document."""
+
+    deprecated: frozenset[str] = frozenset()
 
     @classmethod
     def generate_field_definitions(cls, model_type: type[Any]) -> Generator[DTOFieldDefinition, None, None]:
@@ -208,10 +211,12 @@ class AttrsDTO(AbstractDTO[T], Generic[T]):
             plain = attribute.default is attrs.NOTHING or factory is not None
             yield replace(
                 DTOFieldDefinition.from_field_definition(
-                    field_definition=_documented(hints[attribute.name], attribute),
+                    field_definition=_documented(hints[attribute.name], attribute, attribute.name in cls.deprecated),
                     model_name=model_type.__name__,
                     default_factory=factory,
                     dto_field=DTOField(),
+                    # the description (and deprecation) only: the use case checks the values, with its own words
+                    passthrough_constraints=False,
                 ),
                 name=attribute.name,
                 default=Empty if plain else attribute.default,
@@ -223,18 +228,19 @@ class AttrsDTO(AbstractDTO[T], Generic[T]):
         return isinstance(annotation, type) and attrs.has(annotation)
 
 
-def _documented(definition: FieldDefinition, attribute: attrs.Attribute[Any]) -> FieldDefinition:
+def _documented(definition: FieldDefinition, attribute: attrs.Attribute[Any], deprecated: bool) -> FieldDefinition:
     """A body field with its command's description (domain.commands) for the OpenAPI. Bounds and choices are in
     the sentence and checked by the use case, whose errors say what to do (the DTO's own would not)."""
     described = field_doc(attribute)
     if not described.text:
         return definition
-    return replace(definition, kwarg_definition=KwargDefinition(description=described.text))
+    extra = {"deprecated": True} if deprecated else None
+    return replace(definition, kwarg_definition=KwargDefinition(description=described.text, schema_extra=extra))
 
 
-def _config(*exclude: str) -> DTOConfig:
+def _config(*exclude: str, **renamed: str) -> DTOConfig:
     # `global` is a Python keyword: the commands spell it global_, the JSON (like the MCP tools) `global`
-    return DTOConfig(exclude=set(exclude), rename_fields={"global_": "global"}, forbid_unknown_fields=True)
+    return DTOConfig(exclude=set(exclude), rename_fields={"global_": "global", **renamed}, forbid_unknown_fields=True)
 
 
 class CreateBody(AttrsDTO[CreateMemory]):
@@ -247,11 +253,27 @@ class UpdateBody(AttrsDTO[UpdateMemory]):
 
 @attrs.frozen(kw_only=True)
 class SearchRequest(SearchMemories):
-    """POST /search: the search command (its limit and offset page through the hits)."""
+    """POST /search: the search command (its limit and offset page through the hits). Its category filter is
+    `category` on the wire, as on the CLI and the MCP tool; `path_prefix`, its old name, still works."""
+
+    legacy_path_prefix: str | None = attrs.field(
+        default=None, metadata=doc("Deprecated: the old name of `category`. Give `category` instead.")
+    )
+
+
+def _search_command(request: SearchRequest) -> SearchMemories:
+    """The search command, its category from `category` or the deprecated `path_prefix`; both is a 400."""
+    if request.legacy_path_prefix is None:
+        return request
+    if request.path_prefix is not None:
+        message = "give the category filter once: keep `category` and drop `path_prefix`, its deprecated old name"
+        raise ValidationException(extra=[{"message": message, "key": "path_prefix", "source": "body"}])
+    return attrs.evolve(request, path_prefix=request.legacy_path_prefix, legacy_path_prefix=None)
 
 
 class SearchBody(AttrsDTO[SearchRequest]):
-    config = _config("store")
+    config = _config("store", path_prefix="category", legacy_path_prefix="path_prefix")
+    deprecated = frozenset({"legacy_path_prefix"})
 
 
 @attrs.frozen(kw_only=True)
@@ -572,9 +594,10 @@ async def search_memories(
 ) -> Response[Payload]:
     """Find memories by meaning, best first, under the filters; each hit has similarity, confidence and score.
     `limit` (1–1000, default 10) and `offset` page through the hits; `has_more` says whether more follow."""
-    command = data.create_instance(store=store)
-    _check_page("limit", command.limit, 1, MAX_SEARCH_LIMIT, "body")
-    _check_page("offset", command.offset, 0, MAX_SEARCH_LIMIT - 1, "body")
+    request = data.create_instance(store=store)
+    _check_page("limit", request.limit, 1, MAX_SEARCH_LIMIT, "body")
+    _check_page("offset", request.offset, 0, MAX_SEARCH_LIMIT - 1, "body")
+    command = _search_command(request)
     return await door.reply(lambda service: search_page(service, command), search_page_json)
 
 
