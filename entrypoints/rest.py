@@ -276,9 +276,17 @@ class SearchBody(AttrsDTO[SearchRequest]):
     deprecated = frozenset({"legacy_path_prefix"})
 
 
+class ReinforceBody(AttrsDTO[c.ReinforceMemory]):
+    config = _config("store", "namespace")  # query parameters, as on every route that acts on one memory
+
+
+class MoveBody(AttrsDTO[c.MoveMemory]):
+    config = _config("store", "namespace")
+
+
 @attrs.frozen(kw_only=True)
 class MoveRequest:
-    """POST /memories/{ref}/move: the new path."""
+    """POST /memories/{ref}/move (deprecated: POST /move): the new path."""
 
     destination: str
 
@@ -470,11 +478,62 @@ async def delete_memory(
     )
 
 
+NamespaceGuard = tuple[str, ...] | None
+
+
+def _guarded_command(namespace: str | None, command: Callable[[NamespaceGuard], c.Asks[T]]) -> Use[T]:
+    """A command made under the `?namespace=` guard, dispatched."""
+    return _guarded(namespace, lambda service, guard: dispatch(service, command(guard)))
+
+
+@post(
+    "/reinforce",
+    dto=ReinforceBody,
+    return_dto=None,
+    status_code=200,
+    tags=["memories"],
+    responses=_errors(400, 404, 409, 410, 413, 415, 422, 503),
+)
+async def reinforce_memory(
+    data: JSONBody[DTOData[c.ReinforceMemory]],
+    door: NamedDependency[Door],
+    store: StoreQuery = None,
+    namespace: NamespaceQuery = None,
+) -> Response[Payload]:
+    """Reset the decay of the memory named by `ref` (decay policy 'reinforceable'; 409 INVALID_OPERATION for
+    stable or contextual ones, 410 MEMORY_EXPIRED for an expired one)."""
+    return await door.reply(
+        _guarded_command(namespace, lambda guard: data.create_instance(store=store, namespace=guard)), out.view_json
+    )
+
+
+@post(
+    "/move",
+    dto=MoveBody,
+    return_dto=None,
+    status_code=200,
+    tags=["memories"],
+    responses=_errors(400, 404, 409, 410, 413, 415, 422, 503),
+)
+async def move_memory(
+    data: JSONBody[DTOData[c.MoveMemory]],
+    door: NamedDependency[Door],
+    store: StoreQuery = None,
+    namespace: NamespaceQuery = None,
+) -> Response[Payload]:
+    """Give the memory named by `ref` the path `destination` (409 DESTINATION_EXISTS if taken; an expired memory
+    is 410 MEMORY_EXPIRED unless `include_expired`)."""
+    return await door.reply(
+        _guarded_command(namespace, lambda guard: data.create_instance(store=store, namespace=guard)), out.view_json
+    )
+
+
 @post(
     "/memories/{ref:path}",
     status_code=200,
     tags=["memories"],
-    summary="Reinforce or move a memory",
+    summary="Reinforce or move a memory (deprecated: POST /reinforce, POST /move)",
+    deprecated=True,
     responses=_errors(400, 404, 409, 410, 413, 415, 422, 503),
 )
 async def memory_action(
@@ -485,19 +544,15 @@ async def memory_action(
     namespace: NamespaceQuery = None,
     include_expired: ActOnExpired = False,
 ) -> Response[Payload]:
-    """POST /memories/{ref}/reinforce resets a reinforceable memory's decay (409 for stable or contextual ones).
-    POST /memories/{ref}/move with {"destination": "category/slug"} gives it a new path (409 if taken; an
-    expired memory is 410 unless include_expired). Reinforcing an expired memory is always 410.
+    """Deprecated, kept for older clients: POST /memories/{ref}/reinforce is POST /reinforce with {"ref": ref};
+    POST /memories/{ref}/move with {"destination": "category/slug"} is POST /move with the ref in the body.
     """
-    # one route for both actions: a ref may be a path of several segments, and Litestar's path parameter
-    # must come last, so the action is the last segment (POST on a memory itself means nothing else)
+    # a ref may be a path of several segments, and Litestar's path parameter must come last, so the action is
+    # the last segment (POST on a memory itself means nothing else)
     memory, _, action = _ref(ref).rpartition("/")
     if action == "reinforce" and memory:
         return await door.reply(
-            _guarded(
-                namespace,
-                lambda service, guard: dispatch(service, c.ReinforceMemory(ref=memory, store=store, namespace=guard)),
-            ),
+            _guarded_command(namespace, lambda guard: c.ReinforceMemory(ref=memory, store=store, namespace=guard)),
             out.view_json,
         )
     if action == "move" and memory:
@@ -505,22 +560,15 @@ async def memory_action(
             return _failure(invalid_input('move needs a JSON body like {"destination": "category/slug"}.'))
         destination = data.destination
         return await door.reply(
-            _guarded(
+            _guarded_command(
                 namespace,
-                lambda service, guard: dispatch(
-                    service,
-                    c.MoveMemory(
-                        ref=memory,
-                        destination=destination,
-                        store=store,
-                        namespace=guard,
-                        include_expired=include_expired,
-                    ),
+                lambda guard: c.MoveMemory(
+                    ref=memory, destination=destination, store=store, namespace=guard, include_expired=include_expired
                 ),
             ),
             out.view_json,
         )
-    return _no_route(f"POST /memories/{_ref(ref)} names no action: use /memories/<id or path>/reinforce or …/move.")
+    return _no_route(f"POST /memories/{_ref(ref)} names no action: use POST /reinforce or POST /move.")
 
 
 @get("/memories", tags=["memories"], responses=_errors(400, 404, 422, 503))
@@ -743,6 +791,8 @@ HANDLERS = [
     get_memory,
     update_memory,
     delete_memory,
+    reinforce_memory,
+    move_memory,
     memory_action,
     list_memories,
     recent_memories,

@@ -70,3 +70,89 @@ def test_the_search_body_documents_category_and_deprecates_path_prefix(client: T
     command_text = c.field_doc(attrs.fields(c.SearchMemories).path_prefix).text
     assert body["category"]["description"] == command_text and not body["category"].get("deprecated")
     assert body["path_prefix"]["deprecated"] is True
+
+
+# --- reinforce and move: one operation each, their bodies from the commands ---------------------------------------
+
+
+def test_reinforce_and_move_are_operations_of_their_own_with_bodies_from_the_commands(
+    client: TestClient[Any],
+) -> None:
+    document = client.get("/openapi.json").json()
+    reinforce, move = document["paths"]["/reinforce"]["post"], document["paths"]["/move"]["post"]
+    assert reinforce["operationId"] != move["operationId"]
+    for operation, command, wire in (
+        (reinforce, c.ReinforceMemory, {"ref"}),
+        (move, c.MoveMemory, {"ref", "destination", "include_expired"}),
+    ):
+        body = schema_of(document, "/reinforce" if command is c.ReinforceMemory else "/move")
+        assert set(body["properties"]) == wire and "ref" in body["required"]
+        for name in wire:
+            assert body["properties"][name]["description"] == c.field_doc(attrs.fields_dict(command)[name]).text
+        assert not operation.get("deprecated")
+    old = document["paths"]["/memories/{ref}"]["post"]
+    assert old["deprecated"] is True
+
+
+def made(client: TestClient[Any], path: str, decay: str = "reinforceable") -> str:
+    answer = client.post("/memories", json={"path": path, "content": f"about {path}", "decay_policy": decay})
+    assert answer.status_code == 201, answer.text
+    return str(answer.json()["id"])
+
+
+def test_the_new_and_the_old_reinforce_answer_the_same(client: TestClient[Any]) -> None:
+    made(client, "habits/tea")
+    made(client, "facts/pi", decay="stable")
+    for ref in ("habits/tea", "facts/pi", "facts/none"):
+        new = client.post("/reinforce", json={"ref": ref})
+        old = client.post(f"/memories/{ref}/reinforce")
+        assert (new.status_code, new.json()) == (old.status_code, old.json())
+    assert client.post("/reinforce", json={"ref": "facts/pi"}).json()["code"] == "INVALID_OPERATION"
+
+
+def test_the_new_and_the_old_move_answer_the_same(client: TestClient[Any]) -> None:
+    first, second = made(client, "inbox/one"), made(client, "inbox/two")
+    made(client, "inbox/taken")
+    new = client.post("/move", json={"ref": first, "destination": "done/one"})
+    old = client.post(f"/memories/{second}/move", json={"destination": "done/two"})
+    assert new.status_code == old.status_code == 200, (new.text, old.text)
+    assert (new.json()["path"], old.json()["path"]) == ("done/one", "done/two")
+    for body, status, code in (
+        ({"ref": "done/one", "destination": "inbox/taken"}, 409, "DESTINATION_EXISTS"),
+        ({"ref": "done/one", "destination": "/abs"}, 422, "INVALID_PATH"),
+        ({"ref": "inbox/none", "destination": "done/x"}, 404, "MEMORY_NOT_FOUND"),
+    ):
+        new = client.post("/move", json=body)
+        old = client.post(f"/memories/{body['ref']}/move", json={"destination": body["destination"]})
+        assert (new.status_code, new.json()["code"]) == (old.status_code, old.json()["code"]) == (status, code)
+
+
+def test_the_namespace_guard_and_the_store_are_query_parameters_of_both(client: TestClient[Any]) -> None:
+    ref = made(client, "habits/tea")
+    outside = {"namespace": "user/u-2"}
+    assert client.post("/reinforce", params=outside, json={"ref": ref}).json()["code"] == "MEMORY_NOT_FOUND"
+    assert client.post("/move", params=outside, json={"ref": ref, "destination": "x/y"}).status_code == 404
+    assert client.post("/reinforce", params={"store": "nope"}, json={"ref": ref}).status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("route", "body"),
+    [
+        ("/reinforce", None),
+        ("/reinforce", {}),
+        ("/reinforce", {"ref": 7}),
+        ("/reinforce", {"ref": "habits/tea", "colour": "red"}),
+        ("/reinforce", {"ref": "habits/tea", "namespace": ["user"]}),
+        ("/move", {"ref": "habits/tea"}),
+        ("/move", {"destination": "x/y"}),
+        ("/move", {"ref": "habits/tea", "to": "x/y"}),
+        ("/move", {"ref": "habits/tea", "destination": "x/y", "include_expired": "yes"}),
+        ("/move", ["habits/tea"]),
+    ],
+)
+def test_bad_bodies_are_4xx_json(client: TestClient[Any], route: str, body: Any) -> None:
+    made(client, "habits/tea")
+    answer = client.post(route, json=body)
+    assert 400 <= answer.status_code < 500, answer.text
+    assert answer.json()["code"] == "INVALID_INPUT" and answer.json()["error"]
+    assert client.get("/memories/habits/tea").json()["path"] == "habits/tea"
