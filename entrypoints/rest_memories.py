@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from litestar import Response, delete, get, patch, post
+from litestar import Response, delete, patch, post
 from litestar.di import NamedDependency
 from litestar.dto import DTOData
 from litestar.params import FromPath, JSONBody, Parameter, PathParameter
@@ -16,17 +16,13 @@ from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.errors import DomainError, invalid_input
 from agent_memory.domain.searching import MAX_SEARCH_LIMIT
 from agent_memory.domain.service import MemoryService
-from agent_memory.domain.views import Listing, MemoryView
+from agent_memory.domain.views import MemoryView
 from agent_memory.entrypoints import json_codec as out
 from agent_memory.entrypoints.paging import listing_page_json, search_page, search_page_json
 from agent_memory.entrypoints.rest_bodies import (
     DEFAULT_PAGE,
-    MAX_PAGE,
-    MAX_RECENT,
     ActOnExpired,
-    CategoryQuery,
     CreateBody,
-    IncludeExpired,
     MoveBody,
     MoveRequest,
     NamespaceQuery,
@@ -42,6 +38,7 @@ from agent_memory.entrypoints.rest_bodies import (
     search_command,
     update_in_utc,
 )
+from agent_memory.entrypoints.rest_queries import QueryRoute, query_handler
 from agent_memory.entrypoints.rest_replies import (
     Door,
     Payload,
@@ -74,26 +71,6 @@ async def create_memory(
         out.view_json,
         201,
         lambda view: with_store(f"/memories/{view.memory.id}", store),
-    )
-
-
-@get("/memories/{ref:path}", tags=["memories"], responses=failures(404, 410, 422, 503))
-async def get_memory(
-    ref: FromPath[str],
-    door: NamedDependency[Door],
-    store: StoreQuery = None,
-    include_expired: IncludeExpired = False,
-    namespace: NamespaceQuery = None,
-) -> Response[Payload]:
-    """One memory by id or path; an expired one is 410 MEMORY_EXPIRED unless include_expired."""
-    return await door.reply(
-        guarded(
-            namespace,
-            lambda service, guard: dispatch(
-                service, c.GetMemory(ref=path_ref(ref), store=store, include_expired=include_expired, namespace=guard)
-            ),
-        ),
-        out.view_json,
     )
 
 
@@ -239,64 +216,6 @@ async def memory_action(
     return no_route(f"POST /memories/{path_ref(ref)} names no action: use POST /reinforce or POST /move.")
 
 
-@get("/memories", tags=["memories"], responses=failures(400, 404, 422, 503))
-async def list_memories(
-    door: NamedDependency[Door],
-    category: CategoryQuery = None,
-    store: StoreQuery = None,
-    include_expired: IncludeExpired = False,
-    namespace: NamespaceQuery = None,
-    limit: Annotated[int, Parameter(ge=1, le=MAX_PAGE, description="Page size.")] = DEFAULT_PAGE,
-    offset: Annotated[int, Parameter(ge=0, description="How many memories to skip.")] = 0,
-) -> Response[Payload]:
-    """A category's memories (recursively, newest update first), one page of them, and its subcategories."""
-
-    def page(listing: Listing) -> Payload:
-        return listing_page_json(listing, limit, offset, compact=False)
-
-    return await door.reply(
-        guarded(
-            namespace,
-            lambda service, guard: dispatch(
-                service,
-                c.ListMemories(
-                    category=category,
-                    store=store,
-                    include_expired=include_expired,
-                    namespace=guard,
-                    limit=limit,
-                    offset=offset,
-                ),
-            ),
-        ),
-        page,
-    )
-
-
-@get("/recent", tags=["memories"], responses=failures(400, 404, 422, 503))
-async def recent_memories(
-    door: NamedDependency[Door],
-    limit: Annotated[int, Parameter(ge=1, le=MAX_RECENT, description="How many, 1 to 100.")] = 5,
-    category: CategoryQuery = None,
-    store: StoreQuery = None,
-    include_expired: IncludeExpired = False,
-    namespace: NamespaceQuery = None,
-) -> Response[Payload]:
-    """The most recently updated memories, newest first."""
-    return await door.reply(
-        guarded(
-            namespace,
-            lambda service, guard: dispatch(
-                service,
-                c.RecentMemories(
-                    store=store, limit=limit, category=category, include_expired=include_expired, namespace=guard
-                ),
-            ),
-        ),
-        out.recent_json,
-    )
-
-
 @post(
     "/search",
     dto=SearchBody,
@@ -316,6 +235,40 @@ async def search_memories(
     command = search_command(request)
     return await door.reply(lambda service: search_page(service, command), search_page_json)
 
+
+# the GET routes: their query parameters are their commands' fields (rest_queries.py)
+get_memory = query_handler(
+    QueryRoute(
+        name="get_memory",
+        path="/memories/{ref:path}",
+        in_path="ref",
+        command=c.GetMemory,
+        summary="One memory by id or path; an expired one is 410 MEMORY_EXPIRED unless include_expired.",
+        render=lambda view, _given: out.view_json(view),
+        responses=(404, 410, 422, 503),
+    )
+)
+list_memories = query_handler(
+    QueryRoute(
+        name="list_memories",
+        path="/memories",
+        command=c.ListMemories,
+        defaults={"limit": DEFAULT_PAGE},
+        summary="A category's memories (recursively, newest update first), one page of them, and its subcategories.",
+        render=lambda listing, given: listing_page_json(listing, given["limit"], given["offset"], compact=False),
+        responses=(400, 404, 422, 503),
+    )
+)
+recent_memories = query_handler(
+    QueryRoute(
+        name="recent_memories",
+        path="/recent",
+        command=c.RecentMemories,
+        summary="The most recently updated memories, newest first.",
+        render=lambda views, _given: out.recent_json(views),
+        responses=(400, 404, 422, 503),
+    )
+)
 
 MEMORY_ROUTES = [
     create_memory,

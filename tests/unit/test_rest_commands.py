@@ -8,11 +8,16 @@ from typing import Any
 
 import attrs
 import pytest
+from litestar import Litestar
+from litestar.di import Provide
 from litestar.testing import TestClient
 
 from agent_memory.domain import commands as c
+from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.rest import build_app
+from agent_memory.entrypoints.rest_queries import QueryRoute, query_handler
+from agent_memory.entrypoints.rest_replies import Door
 
 BASE = "http://127.0.0.1:8080"
 
@@ -156,3 +161,66 @@ def test_bad_bodies_are_4xx_json(client: TestClient[Any], route: str, body: Any)
     assert 400 <= answer.status_code < 500, answer.text
     assert answer.json()["code"] == "INVALID_INPUT" and answer.json()["error"]
     assert client.get("/memories/habits/tea").json()["path"] == "habits/tea"
+
+
+# --- the GET routes: their query parameters are their commands' fields ---------------------------------------------
+
+QUERY_ROUTES = {
+    ("/memories/{ref}", c.GetMemory): {"ref"},
+    ("/memories", c.ListMemories): set(),
+    ("/recent", c.RecentMemories): set(),
+}
+
+
+@pytest.mark.parametrize(("route", "command"), list(QUERY_ROUTES), ids=lambda value: getattr(value, "__name__", value))
+def test_a_get_route_takes_its_commands_fields_as_query_parameters(
+    client: TestClient[Any], route: str, command: type[Any]
+) -> None:
+    operation = client.get("/openapi.json").json()["paths"][route]["get"]
+    queries = {p["name"]: p for p in operation["parameters"] if p["in"] == "query"}
+    fields = attrs.fields_dict(command)
+    assert set(queries) == set(fields) - QUERY_ROUTES[(route, command)]
+    for name, shown in queries.items():
+        described = c.field_doc(fields[name])
+        if name != "namespace":  # the guard is written 'user/u-123' in a query, a list of labels elsewhere
+            assert shown["description"] == described.text, name
+        if described.least is not None:
+            assert shown["schema"]["minimum"] == described.least, name
+        if described.most is not None:
+            assert shown["schema"]["maximum"] == described.most, name
+
+
+def test_a_field_added_to_a_query_command_reaches_its_route_with_no_edit_to_the_door(service: MemoryService) -> None:
+    @attrs.frozen(kw_only=True)
+    class ListMemoriesWithReason(c.ListMemories):
+        reason: str = attrs.field(default="", metadata=c.doc("Why the agent lists them."))
+        depth: int = attrs.field(default=1, metadata=c.doc("How deep to look.", least=1, most=3))
+
+    ran: list[Any] = []
+
+    def run(service: MemoryService, command: Any) -> Any:
+        ran.append(command)
+        return dispatch(service, command)
+
+    route = QueryRoute(
+        name="list_memories",
+        path="/memories",
+        command=ListMemoriesWithReason,
+        defaults={"limit": 100},
+        summary="A listing.",
+        render=lambda listing, _given: {"total": listing.total},
+        responses=(400,),
+    )
+    door = Door(service)
+    app = Litestar([query_handler(route, run)], dependencies={"door": Provide(lambda: door, sync_to_thread=False)})
+    with TestClient(app, base_url=BASE) as test_client:
+        parameters = test_client.get("/schema/openapi.json").json()["paths"]["/memories"]["get"]["parameters"]
+        shown = {p["name"]: p for p in parameters}
+        assert shown["reason"]["description"] == "Why the agent lists them."
+        assert (shown["depth"]["schema"]["minimum"], shown["depth"]["schema"]["maximum"]) == (1, 3)
+
+        listed = test_client.get("/memories", params={"reason": "tidy up", "depth": 2, "namespace": "user/u-1"})
+        assert listed.status_code == 200, listed.text
+        assert (ran[-1].reason, ran[-1].depth, ran[-1].namespace, ran[-1].limit) == ("tidy up", 2, ("user", "u-1"), 100)
+        assert test_client.get("/memories", params={"depth": 9}).status_code == 400
+        assert len(ran) == 1
