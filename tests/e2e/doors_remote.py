@@ -32,12 +32,12 @@ class RestDoor:
         "add": ("post", "/memories"),
         "get": ("get", "/memories/{ref}"),
         "update": ("patch", "/memories/{ref}"),
-        "move": ("post", "/memories/{ref}"),  # …/move
+        "move": ("post", "/move"),
         "delete": ("delete", "/memories/{ref}"),
         "remove": ("delete", "/memories/{ref}"),  # ?hard=true
         "list": ("get", "/memories"),
         "search": ("post", "/search"),
-        "reinforce": ("post", "/memories/{ref}"),  # …/reinforce
+        "reinforce": ("post", "/reinforce"),
         "recent": ("get", "/recent"),
         "prune": ("post", "/prune"),
         "list_stores": ("get", "/stores"),
@@ -95,7 +95,7 @@ class RestDoor:
         return self._then(shown, self.http.patch(f"/memories/{ref}", json=body))
 
     def move(self, ref: str, destination: str) -> Shown | Refused:
-        return self._then(shown, self.http.post(f"/memories/{ref}/move", json={"destination": destination}))
+        return self._then(shown, self.http.post("/move", json={"ref": ref, "destination": destination}))
 
     def delete(self, ref: str) -> bool | Refused:
         return self._then(lambda body: bool(body["deleted"]), self.http.delete(f"/memories/{ref}"))
@@ -120,7 +120,7 @@ class RestDoor:
         return self._then(lambda body: Page(paths_of(body["results"]), has_more=body["has_more"]), answer)
 
     def reinforce(self, ref: str) -> Shown | Refused:
-        return self._then(shown, self.http.post(f"/memories/{ref}/reinforce"))
+        return self._then(shown, self.http.post("/reinforce", json={"ref": ref}))
 
     def recent(self, *, limit: int, category: str | None = None) -> Page | Refused:
         params: dict[str, Any] = {"limit": limit} | ({} if category is None else {"category": category})

@@ -123,7 +123,7 @@ def test_a_memory_round_trip(api: httpx.Client) -> None:
     updated = api.patch(f"/memories/{path}", json={"tags": ["tool", "editor"], "citations": ["chat:42"]})
     assert updated.status_code == 200 and updated.json()["tags"] == ["tool", "editor"]
 
-    moved = api.post(f"/memories/{path}/move", json={"destination": f"{category}/ide"})
+    moved = api.post("/move", json={"ref": path, "destination": f"{category}/ide"})
     assert moved.status_code == 200 and moved.json()["path"] == f"{category}/ide"
 
     listing = api.get("/memories", params={"category": category, "limit": 1}).json()
@@ -147,7 +147,8 @@ def test_failures_are_json_with_the_documented_status(api: httpx.Client) -> None
     )
     error(api.post("/memories", json={"content": "x", "path": "../escape"}), 422, "INVALID_PATH")
     error(api.post("/memories", json={"content": " "}), 422, "INVALID_INPUT")
-    error(api.post(f"/memories/{path}/reinforce"), 409, "INVALID_OPERATION")
+    error(api.post("/reinforce", json={"ref": path}), 409, "INVALID_OPERATION")
+    error(api.post(f"/memories/{path}/reinforce"), 409, "INVALID_OPERATION")  # the deprecated URL still works
     error(
         api.post("/memories", content=b"{not json", headers={"content-type": "application/json"}), 400, "INVALID_INPUT"
     )

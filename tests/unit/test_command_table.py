@@ -148,7 +148,8 @@ def test_the_rest_bodies_describe_their_fields_from_the_same_commands(service: M
     bodies = {c.CreateMemory: body_of("/memories"), c.SearchMemories: body_of("/search")}
     for command, body in bodies.items():
         for attribute in c.command_fields(command):
-            shown = body["properties"].get("global" if attribute.name == "global_" else attribute.name)
+            wire = {"global_": "global", "path_prefix": "category"}.get(attribute.name, attribute.name)
+            shown = body["properties"].get(wire)
             if shown is not None:
                 assert shown["description"] == c.field_doc(attribute).text, (command.__name__, attribute.name)
 

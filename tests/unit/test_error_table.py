@@ -21,7 +21,8 @@ from agent_memory.entrypoints.agent_tools import MemoryToolError, create_manage_
 from agent_memory.entrypoints.cli import run
 from agent_memory.entrypoints.error_table import ERRORS, ErrorRow, codes_with_status
 from agent_memory.entrypoints.mcp_server import build_mcp_server
-from agent_memory.entrypoints.rest import _MEANING, build_app
+from agent_memory.entrypoints.rest import build_app
+from agent_memory.entrypoints.rest_replies import MEANING
 from tests.isolation import empty_config
 
 BASE = "http://127.0.0.1:8080"
@@ -44,7 +45,7 @@ def test_every_row_is_a_failure_in_every_door() -> None:
 def test_the_openapi_description_of_each_status_names_the_codes_the_table_gives_it() -> None:
     for status in {row.http_status for row in ERRORS.values()}:
         for code in codes_with_status(status):
-            assert code.value in _MEANING[status], (status, code)
+            assert code.value in MEANING[status], (status, code)
 
 
 @pytest.fixture

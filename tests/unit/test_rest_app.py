@@ -907,6 +907,8 @@ def test_openapi_json_describes_every_route_with_attrs_bodies(client: TestClient
         "/memories/{ref}",
         "/recent",
         "/search",
+        "/reinforce",
+        "/move",
         "/prune",
         "/reindex",
         "/stores",

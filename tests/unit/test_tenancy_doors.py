@@ -125,7 +125,6 @@ def test_rest_search_never_answers_with_bobs_memories(
                     {"category": "notes"}, {"include_expired": True, "min_confidence": 0.0}, {"global": False},
                     {"namespace": ["user", "alice"]}):  # fmt: skip
         body = {"query": f"{SECRET} secret", "mode": mode, **filters}
-        body = {("path_prefix" if k == "category" else k): v for k, v in body.items()}
         response = client.post("/search", json=body)
         assert response.status_code == 200, response.text
         no_hint(response.text, bob_ids)
