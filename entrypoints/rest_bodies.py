@@ -20,6 +20,7 @@ from agent_memory.domain import commands as c
 from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory, doc, field_doc
 from agent_memory.domain.errors import DomainError, invalid_input
 from agent_memory.entrypoints.json_codec import parse_iso
+from agent_memory.entrypoints.timestamps import not_a_timestamp
 
 T = TypeVar("T")
 
@@ -178,9 +179,7 @@ def _utc(name: str, moment: datetime | None) -> Result[datetime | None, DomainEr
     try:
         return Success(None if moment is None else parse_iso(moment))
     except (ValueError, OverflowError):
-        return Failure(
-            invalid_input(f"{name} {moment} cannot be expressed in UTC: give a timestamp between 0001 and 9999.")
-        )
+        return Failure(invalid_input(not_a_timestamp(moment, name) + "."))
 
 
 def create_in_utc(command: CreateMemory) -> Result[CreateMemory, DomainError]:
