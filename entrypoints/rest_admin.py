@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from litestar import Request, Response, delete, get, post, put
 from litestar.di import NamedDependency
+from litestar.dto import DTOData
 from litestar.enums import OpenAPIMediaType
 from litestar.params import FromPath, JSONBody, PathParameter
 from returns.methods import unwrap_or_failure
@@ -18,12 +19,12 @@ from agent_memory.entrypoints import json_codec as out
 from agent_memory.entrypoints.door_words import worded
 from agent_memory.entrypoints.error_table import row
 from agent_memory.entrypoints.rest_bodies import (
-    CategoryRequest,
-    DescriptionRequest,
+    CategoryBody,
+    DescriptionBody,
     NamespaceQuery,
     PruneRequest,
+    StoreBody,
     StoreQuery,
-    StoreRequest,
     path_ref,
 )
 from agent_memory.entrypoints.rest_replies import Door, Payload, error_body, failures, guarded, no_route, with_store
@@ -67,26 +68,38 @@ async def list_stores(door: NamedDependency[Door]) -> Response[Payload]:
     return await door.reply(lambda service: dispatch(service, c.ListStores()), out.stores_json)
 
 
-@post("/stores", status_code=201, tags=["stores"], responses=failures(400, 409, 413, 415, 422, 503))
-async def create_store(data: JSONBody[StoreRequest], door: NamedDependency[Door]) -> Response[Payload]:
+@post(
+    "/stores",
+    dto=StoreBody,
+    return_dto=None,
+    status_code=201,
+    tags=["stores"],
+    responses=failures(400, 409, 413, 415, 422, 503),
+)
+async def create_store(data: JSONBody[DTOData[c.CreateStore]], door: NamedDependency[Door]) -> Response[Payload]:
     """Create an empty store; 409 DESTINATION_EXISTS if there is one by that name."""
     return await door.reply(
-        lambda service: dispatch(service, c.CreateStore(name=data.name)),
+        lambda service: dispatch(service, data.create_instance()),
         lambda summary: {"name": summary.name, "memory_count": 0, "created": True},
         201,
         lambda summary: with_store("/memories", summary.name),
     )
 
 
-@post("/categories", status_code=201, tags=["categories"], responses=failures(400, 409, 413, 415, 422, 503))
+@post(
+    "/categories",
+    dto=CategoryBody,
+    return_dto=None,
+    status_code=201,
+    tags=["categories"],
+    responses=failures(400, 409, 413, 415, 422, 503),
+)
 async def create_category(
-    data: JSONBody[CategoryRequest], door: NamedDependency[Door], store: StoreQuery = None
+    data: JSONBody[DTOData[c.CreateCategory]], door: NamedDependency[Door], store: StoreQuery = None
 ) -> Response[Payload]:
     """Register a category (a no-op if it exists), optionally with a description."""
     return await door.reply(
-        lambda service: dispatch(
-            service, c.CreateCategory(category=data.path, description=data.description, store=store)
-        ),
+        lambda service: dispatch(service, data.create_instance(store=store)),
         out.category_json,
         201,
         lambda summary: with_store("/memories", store, category=summary.path),
@@ -95,13 +108,15 @@ async def create_category(
 
 @put(
     "/categories/{path:path}",
+    dto=DescriptionBody,
+    return_dto=None,
     tags=["categories"],
     summary="Set a category's description",
     responses=failures(400, 404, 409, 413, 415, 422, 503),
 )
 async def describe_category(
     path: Annotated[str, PathParameter(description="The category path, then '/description'.")],
-    data: JSONBody[DescriptionRequest],
+    data: JSONBody[DTOData[c.DescribeCategory]],
     door: NamedDependency[Door],
     store: StoreQuery = None,
 ) -> Response[Payload]:
@@ -110,9 +125,7 @@ async def describe_category(
     if leaf != "description" or not category:
         return no_route("Set a description with PUT /categories/<category path>/description.")
     return await door.reply(
-        lambda service: dispatch(
-            service, c.DescribeCategory(category=category, description=data.description, store=store)
-        ),
+        lambda service: dispatch(service, data.create_instance(category=category, store=store)),
         out.category_json,
     )
 

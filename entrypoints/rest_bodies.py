@@ -133,26 +133,17 @@ class PruneRequest:
     dry_run: bool = False
 
 
-@attrs.frozen(kw_only=True)
-class StoreRequest:
-    """POST /stores: the new store's name."""
-
-    name: str
+class StoreBody(AttrsDTO[c.CreateStore]):
+    config = _config()
 
 
-@attrs.frozen(kw_only=True)
-class CategoryRequest:
-    """POST /categories: the category path and an optional description (at most 500 characters)."""
-
-    path: str
-    description: str = ""
+class CategoryBody(AttrsDTO[c.CreateCategory]):
+    # the body has said `path` since the first release: the command's `category` keeps that wire name
+    config = _config("store", "namespace", category="path")
 
 
-@attrs.frozen(kw_only=True)
-class DescriptionRequest:
-    """PUT /categories/{path}/description: the new description (at most 500 characters)."""
-
-    description: str
+class DescriptionBody(AttrsDTO[c.DescribeCategory]):
+    config = _config("category", "store", "namespace")  # the category is the URL's path
 
 
 # --- query parameters ------------------------------------------------------------------------------

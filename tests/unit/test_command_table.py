@@ -145,10 +145,20 @@ def test_the_rest_bodies_describe_their_fields_from_the_same_commands(service: M
         schema: dict[str, typing.Any] = document["components"]["schemas"][reference.rsplit("/", 1)[-1]]
         return schema
 
-    bodies = {c.CreateMemory: body_of("/memories"), c.SearchMemories: body_of("/search")}
+    bodies = {
+        c.CreateMemory: body_of("/memories"),
+        c.SearchMemories: body_of("/search"),
+        c.CreateStore: body_of("/stores"),
+        c.CreateCategory: body_of("/categories"),
+    }
+    assert set(bodies[c.CreateStore]["properties"]) == {"name"}
+    assert set(bodies[c.CreateCategory]["properties"]) == {"path", "description"}  # the body's wire name: path
     for command, body in bodies.items():
         for attribute in c.command_fields(command):
-            wire = {"global_": "global", "path_prefix": "category"}.get(attribute.name, attribute.name)
+            renamed = {"global_": "global", "path_prefix": "category"}
+            if command is c.CreateCategory:
+                renamed = {"category": "path"}
+            wire = renamed.get(attribute.name, attribute.name)
             shown = body["properties"].get(wire)
             if shown is not None:
                 assert shown["description"] == c.field_doc(attribute).text, (command.__name__, attribute.name)
