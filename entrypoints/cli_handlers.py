@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from returns.result import Failure, Result, Success
 
@@ -19,6 +19,7 @@ from agent_memory.domain.service import MemoryService
 from agent_memory.domain.transfer import StoreOutline
 from agent_memory.entrypoints import json_codec as out
 from agent_memory.entrypoints import text_format as text
+from agent_memory.entrypoints.cli_parser import manifest_entry
 from agent_memory.entrypoints.json_codec import JSON, has_lone_surrogate
 from agent_memory.entrypoints.paging import listing_page_json
 
@@ -52,33 +53,48 @@ def _namespace(raw: str | None) -> tuple[str, ...]:
     return () if raw is None else check_namespace(raw)
 
 
+_C = TypeVar("_C", bound=c.Command)
+
+
+def _labels(raw: str, kind: str) -> tuple[str, ...]:
+    """--namespace user/u-123 as labels; a filter ignores empty ones (a trailing '/'), a place refuses them."""
+    labels = tuple(raw.split("/"))
+    return tuple(label for label in labels if label) if kind == "namespace_filter" else labels
+
+
+def command_from(
+    command: type[_C], name: str, args: argparse.Namespace, *, manifest: dict[str, Any] | None = None, **door: Any
+) -> _C:
+    """The command of subcommand `name` from its parsed arguments, field by field as the manifest lists them: a
+    field added to the command reaches it with no edit here. `door` holds values the handler worked out itself
+    (content read from stdin, --clear-tags); an argument left unset keeps the command's default."""
+    entry = manifest_entry(name, manifest)
+    values: dict[str, Any] = {}
+    for argument in entry["arguments"]:
+        field_name = argument["field"]
+        value = getattr(args, argument["dest"], None)
+        if field_name is None or value is None:
+            continue
+        if argument["kind"] == "list":
+            value = tuple(value)
+        elif argument["kind"].startswith("namespace"):
+            value = _labels(value, argument["kind"])
+        values[field_name] = value
+    for common in entry["common_fields"]:  # --store: before or after the subcommand, or not at all
+        if getattr(args, common, None) is not None:
+            values[common] = getattr(args, common)
+    return command(**{**values, **door})
+
+
 def create(service: MemoryService, args: argparse.Namespace) -> Outcome:
     if args.jsonl is not None:
         return _create_jsonl(service, args)
     content: Result[str, DomainError] = (
         Success(args.content) if args.content not in (None, "-") else _read_stdin("content")
     )
-    return content.bind(
-        lambda text_: dispatch(
-            service,
-            CreateMemory(
-                content=text_,
-                agent=args.agent,
-                personality=args.personality,
-                project=args.project,
-                type=args.type,
-                global_=args.global_,
-                decay_policy=args.decay,
-                store=getattr(args, "store", None),
-                namespace=tuple((args.namespace or "").split("/")) if args.namespace else (),
-                tags=tuple(args.tags or ()),
-                citations=tuple(args.citations or ()),
-                source=args.source or "",
-                thread=args.thread,
-                expires_at=args.expires_at,
-            ),
-        )
-    ).map(out.view_json)
+    return content.bind(lambda text_: dispatch(service, command_from(CreateMemory, "create", args, content=text_))).map(
+        out.view_json
+    )
 
 
 def _create_jsonl(service: MemoryService, args: argparse.Namespace) -> Outcome:
@@ -91,24 +107,8 @@ def _create_jsonl(service: MemoryService, args: argparse.Namespace) -> Outcome:
     )
 
 
-_JSONL_FIELDS = {
-    "content",
-    "agent",
-    "personality",
-    "project",
-    "type",
-    "global",
-    "decay_policy",
-    "namespace",
-    "path",
-    "tags",
-    "source",
-    "citations",
-    "thread",
-    "expires_at",
-    "created_at",
-    "store",
-}
+# a JSON Lines record holds CreateMemory's fields (`global` for global_), so a new field is accepted with no edit
+_JSONL_FIELDS = {"global" if a.name == "global_" else a.name for a in c.command_fields(CreateMemory)}
 
 
 # JSON escapes for the characters other tools (and str.splitlines) take for line breaks
@@ -157,146 +157,79 @@ def add(service: MemoryService, args: argparse.Namespace) -> Outcome:
     content: Result[str, DomainError] = (
         Success(args.content) if args.content not in (None, "-") else _read_stdin("content")
     )
-    return content.bind(
-        lambda text_: dispatch(
-            service,
-            c.AddMemory(
-                content=text_,
-                path=args.path,
-                agent=args.agent,
-                personality=args.personality,
-                project=args.project,
-                type=args.type,
-                decay_policy=args.decay,
-                store=getattr(args, "store", None),
-                tags=tuple(args.tags or ()),
-                citations=tuple(args.citations or ()),
-                source=args.source or "",
-                expires_at=args.expires_at,
-            ),
-        )
-    ).map(out.view_json)
+    return content.bind(lambda text_: dispatch(service, command_from(c.AddMemory, "add", args, content=text_))).map(
+        out.view_json
+    )
 
 
 def search(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    command = SearchMemories(
-        query=args.query,
-        agent=args.agent,
-        personality=args.personality,
-        project=args.project,
-        type=args.type,
-        global_=args.global_,
-        tags=tuple(args.tags or ()),
-        namespace=None if args.namespace is None else tuple(p for p in args.namespace.split("/") if p),
-        path_prefix=args.category,
-        limit=args.limit,
-        min_confidence=args.min_confidence,
-        store=getattr(args, "store", None),
-        include_expired=args.include_expired,
-        mode=args.mode,
-        offset=args.offset,
-    )
+    command = command_from(SearchMemories, "search", args)
     return dispatch(service, command).map(out.search_json)  # spec 000 fixes the shape: {"results", "count"}
 
 
-def _store(args: argparse.Namespace) -> str | None:
-    return getattr(args, "store", None)  # --store may stand before or after the subcommand (or not at all)
-
-
 def get(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    command = c.GetMemory(ref=args.id, store=_store(args), include_expired=args.include_expired)
-    return dispatch(service, command).map(out.view_json)
+    return dispatch(service, command_from(c.GetMemory, "get", args)).map(out.view_json)
 
 
 def reinforce(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return dispatch(service, c.ReinforceMemory(ref=args.id, store=_store(args))).map(out.view_json)
+    return dispatch(service, command_from(c.ReinforceMemory, "reinforce", args)).map(out.view_json)
 
 
 def delete(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    command = c.DeleteMemory(ref=args.id, store=_store(args), include_expired=args.include_expired)
-    return dispatch(service, command).map(out.deleted_json)
+    return dispatch(service, command_from(c.DeleteMemory, "delete", args)).map(out.deleted_json)
 
 
 def remove(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return dispatch(service, c.RemoveMemory(ref=args.id, store=_store(args))).map(out.removed_json)
+    return dispatch(service, command_from(c.RemoveMemory, "remove", args)).map(out.removed_json)
 
 
 def update(service: MemoryService, args: argparse.Namespace) -> Outcome:
     if (args.tags and args.clear_tags) or (args.citations and args.clear_citations):
         return Failure(invalid_input("Give new values or --clear-…, not both."))
-    command = UpdateMemory(
-        ref=args.id,
-        store=getattr(args, "store", None),
-        content=args.content,
-        tags=() if args.clear_tags else (tuple(args.tags) if args.tags else None),
-        citations=() if args.clear_citations else (tuple(args.citations) if args.citations else None),
-        source=args.source,
-        expires_at=args.expires_at,
-        clear_expiry=args.clear_expiry,
-        agent=args.agent,
-        personality=args.personality,
-        project=args.project,
-        type=args.type,
-        global_=args.global_,
-        decay_policy=args.decay,
-        include_expired=args.include_expired,
-    )
-    return dispatch(service, command).map(out.view_json)
+    cleared: dict[str, Any] = {key: () for key in ("tags", "citations") if getattr(args, f"clear_{key}")}
+    return dispatch(service, command_from(UpdateMemory, "update", args, **cleared)).map(out.view_json)
 
 
 def move(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    command = c.MoveMemory(
-        ref=args.id, destination=args.destination, store=_store(args), include_expired=args.include_expired
-    )
-    return dispatch(service, command).map(out.view_json)
+    return dispatch(service, command_from(c.MoveMemory, "move", args)).map(out.view_json)
 
 
 def listing(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    command = c.ListMemories(
-        category=args.category,
-        store=_store(args),
-        include_expired=args.include_expired,
-        limit=args.limit,
-        offset=args.offset,
-    )
+    command = command_from(c.ListMemories, "list", args)
     return dispatch(service, command).map(lambda page: listing_page_json(page, args.limit, args.offset, compact=False))
 
 
 def recent(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    command = c.RecentMemories(
-        store=_store(args), limit=args.limit, category=args.category, include_expired=args.include_expired
-    )
-    return dispatch(service, command).map(out.recent_json)
+    return dispatch(service, command_from(c.RecentMemories, "recent", args)).map(out.recent_json)
 
 
 def prune(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return dispatch(service, c.PruneMemories(store=_store(args), dry_run=args.dry_run)).map(out.prune_json)
+    return dispatch(service, command_from(c.PruneMemories, "prune", args)).map(out.prune_json)
 
 
 def reindex(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return dispatch(service, c.ReindexStore(store=_store(args))).map(out.reindex_json)
+    return dispatch(service, command_from(c.ReindexStore, "reindex", args)).map(out.reindex_json)
 
 
 def status(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return dispatch(service, c.StoreStatus(store=_store(args))).map(out.status_json)
+    return dispatch(service, command_from(c.StoreStatus, "status", args)).map(out.status_json)
 
 
 def store(service: MemoryService, args: argparse.Namespace) -> Outcome:
     if args.store_command == "list":
         return dispatch(service, c.ListStores()).map(out.stores_json)
-    created = dispatch(service, c.CreateStore(name=args.name))
+    created = dispatch(service, command_from(c.CreateStore, "store create", args))
     return created.map(lambda summary: {"name": summary.name, "memory_count": 0, "created": True})
 
 
 def category(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    where = _store(args)
     if args.category_command == "create":
-        made = c.CreateCategory(category=args.path, description=args.description, store=where)
+        made = command_from(c.CreateCategory, "category create", args)
         return dispatch(service, made).map(out.category_json)
     if args.category_command == "describe":
-        described = c.DescribeCategory(category=args.path, description=args.description, store=where)
+        described = command_from(c.DescribeCategory, "category describe", args)
         return dispatch(service, described).map(out.category_json)
-    deleted = dispatch(service, c.DeleteCategory(category=args.path, store=where))
+    deleted = dispatch(service, command_from(c.DeleteCategory, "category delete", args))
     return deleted.map(lambda summary: {**out.category_json(summary), "deleted": True})
 
 

@@ -1,159 +1,111 @@
-"""The hand-written CLI parser against the command table: every field of a command is offered or said to be left out."""
+"""The CLI generated from the command table: the shipped manifest is current, every field is offered or left out on
+purpose, a new field reaches `memory` with no edit, and the client parses without attrs or the domain."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
+import sys
 
 import pytest
+from attrs import field, frozen
 
 from agent_memory.domain import commands as c
 from agent_memory.domain.service import MemoryService
-from agent_memory.entrypoints.cli_parser import build_parser
+from agent_memory.entrypoints import cli_handlers, cli_manifest
+from agent_memory.entrypoints.cli_manifest import COMMON_FIELDS, SPECS, CliSpec
+from agent_memory.entrypoints.cli_parser import MANIFEST, build_parser, load_manifest
 
-_COMMON = {"store": "store"}  # --store stands on every subcommand
-_SCOPES = {"agent": "agent", "personality": "personality", "project": "project", "type": "type"}
-_TENANT = "namespace: the CLI acts for one user; tenants use REST or MCP with a token"
-
-# CLI subcommand: (command, {field: argparse dest}, {field: why the CLI leaves it out})
-CLI: dict[str, tuple[type[c.Command], dict[str, str], dict[str, str]]] = {
-    "create": (
-        c.CreateMemory,
-        {
-            "content": "content",
-            **_SCOPES,
-            "global_": "global_",
-            "decay_policy": "decay",
-            "namespace": "namespace",
-            "tags": "tags",
-            "citations": "citations",
-            "source": "source",
-            "expires_at": "expires_at",
-            "thread": "thread",
-            **_COMMON,
-        },
-        {"path": "`memory add PATH` creates at a path", "created_at": "set by `memory import` only"},
-    ),
-    "add": (
-        c.AddMemory,
-        {
-            "path": "path",
-            "content": "content",
-            **_SCOPES,
-            "decay_policy": "decay",
-            "tags": "tags",
-            "citations": "citations",
-            "source": "source",
-            "expires_at": "expires_at",
-            **_COMMON,
-        },
-        {
-            "global_": "`memory create --global`",
-            "namespace": _TENANT,
-            "thread": "`memory create --thread`",
-            "created_at": "set by `memory import` only",
-        },
-    ),
-    "search": (
-        c.SearchMemories,
-        {
-            "query": "query",
-            **_SCOPES,
-            "global_": "global_",
-            "tags": "tags",
-            "namespace": "namespace",
-            "path_prefix": "category",
-            "limit": "limit",
-            "offset": "offset",
-            "min_confidence": "min_confidence",
-            "include_expired": "include_expired",
-            "mode": "mode",
-            **_COMMON,
-        },
-        {},
-    ),
-    "update": (
-        c.UpdateMemory,
-        {
-            "ref": "id",
-            "content": "content",
-            **_SCOPES,
-            "decay_policy": "decay",
-            "tags": "tags",
-            "citations": "citations",
-            "source": "source",
-            "expires_at": "expires_at",
-            "clear_expiry": "clear_expiry",
-            "global_": "global_",
-            "include_expired": "include_expired",
-            **_COMMON,
-        },
-        {"namespace": _TENANT},
-    ),
-    "get": (c.GetMemory, {"ref": "id", "include_expired": "include_expired", **_COMMON}, {"namespace": _TENANT}),
-    "reinforce": (c.ReinforceMemory, {"ref": "id", **_COMMON}, {"namespace": _TENANT}),
-    "delete": (c.DeleteMemory, {"ref": "id", "include_expired": "include_expired", **_COMMON}, {"namespace": _TENANT}),
-    "remove": (c.RemoveMemory, {"ref": "id", **_COMMON}, {"namespace": _TENANT}),
-    "move": (
-        c.MoveMemory,
-        {"ref": "id", "destination": "destination", "include_expired": "include_expired", **_COMMON},
-        {"namespace": _TENANT},
-    ),
-    "list": (
-        c.ListMemories,
-        {"category": "category", "limit": "limit", "offset": "offset", "include_expired": "include_expired", **_COMMON},
-        {"namespace": _TENANT},
-    ),
-    "recent": (
-        c.RecentMemories,
-        {"limit": "limit", "category": "category", "include_expired": "include_expired", **_COMMON},
-        {"namespace": _TENANT},
-    ),
-    "prune": (c.PruneMemories, {"dry_run": "dry_run", **_COMMON}, {"namespace": _TENANT}),
-    "reindex": (c.ReindexStore, {**_COMMON}, {}),
-    "status": (c.StoreStatus, {**_COMMON}, {"namespace": _TENANT}),
-    "store list": (c.ListStores, {}, {"namespace": _TENANT}),
-    "store create": (c.CreateStore, {"name": "name"}, {}),
-    "category create": (
-        c.CreateCategory,
-        {"category": "path", "description": "description", **_COMMON},
-        {"namespace": _TENANT},
-    ),
-    "category describe": (
-        c.DescribeCategory,
-        {"category": "path", "description": "description", **_COMMON},
-        {"namespace": _TENANT},
-    ),
-    "category delete": (c.DeleteCategory, {"category": "path", **_COMMON}, {"namespace": _TENANT}),
-}
+_BY_NAME = {spec.name: spec for spec in SPECS}
 
 
-def _subparser(name: str) -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = build_parser()
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
     for word in name.split():
         action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         parser = action.choices[word]
     return parser
 
 
-def test_every_command_has_a_cli_row_or_a_reason() -> None:
-    assert {command for command, _, _ in CLI.values()} == set(c.COMMANDS)
+def test_the_shipped_manifest_is_generated_from_the_current_commands() -> None:
+    with open(MANIFEST, encoding="utf-8") as handle:
+        shipped = handle.read()
+    assert shipped == cli_manifest.manifest_text(), (
+        f"entrypoints/cli_manifest.json is stale: run `{cli_manifest.WRITE_COMMAND}`"
+    )
 
 
-@pytest.mark.parametrize("name", CLI)
-def test_each_field_is_offered_or_left_out_on_purpose(name: str) -> None:
-    command, offered, left_out = CLI[name]
-    fields = {attribute.name for attribute in c.command_fields(command)}
-    assert set(offered) | set(left_out) == fields, f"`memory {name}`: a field of {command.__name__} has no row"
-    assert not set(offered) & set(left_out)
-    dests = {action.dest for action in _subparser(name)._actions}
-    missing = {field: dest for field, dest in offered.items() if dest not in dests}
-    assert not missing, f"`memory {name}` does not offer {missing}"
+def test_every_command_has_a_cli_subcommand() -> None:
+    assert {spec.command for spec in SPECS if spec.command is not None} == set(c.COMMANDS)
+
+
+@pytest.mark.parametrize("name", [spec.name for spec in SPECS if spec.command is not None])
+def test_each_field_is_offered_or_left_out_with_a_reason(name: str) -> None:
+    spec = _BY_NAME[name]
+    assert spec.command is not None
+    fields = {attribute.name for attribute in c.command_fields(spec.command)}
+    presented = set(spec.omit) | set(spec.positional) | set(spec.names) | set(spec.wording) | spec.negatable
+    assert presented <= fields, f"`memory {name}` presents fields {spec.command.__name__} does not have"
+    assert all(spec.omit.values()), f"`memory {name}` leaves a field out without saying why"
+    assert not set(spec.omit) & (set(spec.positional) | set(spec.names) | set(spec.wording))
+    dests = {action.dest for action in _subparser(build_parser(), name)._actions}
+    entry = next(e for e in load_manifest()["subcommands"] if e["name"] == name)
+    offered = {argument["field"]: argument["dest"] for argument in entry["arguments"] if argument["field"]}
+    assert set(offered) | set(spec.omit) | (COMMON_FIELDS & fields) == fields
+    assert {dest for dest in offered.values() if dest not in dests} == set()
+
+
+@frozen(kw_only=True)
+class RecentSince(c.RecentMemories):
+    """RecentMemories as it might grow: one more documented field."""
+
+    updated_within_days: int | None = field(
+        default=None, metadata=c.doc("Only memories updated within this many days.", least=1)
+    )
+
+
+def test_a_field_added_to_a_command_reaches_the_cli_with_no_edit() -> None:
+    spec = CliSpec(name="recent", help="the most recently updated memories", command=RecentSince)
+    manifest = cli_manifest.manifest(tuple(spec if s.name == "recent" else s for s in SPECS))
+    parser = build_parser(manifest)
+
+    shown = _subparser(parser, "recent").format_help()
+    assert "--updated-within-days" in shown and "only memories updated within this many days" in shown
+    args = parser.parse_args(["recent", "--updated-within-days", "3", "--limit", "2", "--store", "work"])
+    command = cli_handlers.command_from(RecentSince, "recent", args, manifest=manifest)
+    assert command == RecentSince(updated_within_days=3, limit=2, store="work")
+    unset = cli_handlers.command_from(RecentSince, "recent", parser.parse_args(["recent"]), manifest=manifest)
+    assert unset == RecentSince()
+
+
+def test_arguments_reach_the_command_with_the_door_s_conversions() -> None:
+    parser = build_parser()
+    args = parser.parse_args(
+        ["search", "q", "--namespace", "user/u-1/", "--category", "projects", "--tag", "a", "--tag", "b"]
+    )
+    command = cli_handlers.command_from(c.SearchMemories, "search", args)
+    assert command == c.SearchMemories(query="q", namespace=("user", "u-1"), path_prefix="projects", tags=("a", "b"))
+    created = cli_handlers.command_from(
+        c.CreateMemory, "create", parser.parse_args(["create", "--namespace", "user/u-1", "--global"]), content="x"
+    )
+    assert created == c.CreateMemory(content="x", namespace=("user", "u-1"), global_=True)
+
+
+def test_the_client_parses_without_attrs_or_the_domain() -> None:
+    """An agent runs `memory` a hundred times a day: its parse reads the JSON manifest, never the command table."""
+    probe = (
+        "import sys, json; import agent_memory.entrypoints.cli_client as client;"
+        "client._parse(['create', 'x', '--expires-at', '2030-01-01T00:00:00Z', '--tag', 't']);"
+        "client._parse(['search', 'x', '--limit', '3']);"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('attr', 'attrs', 'cattrs', 'returns')"
+        " or m.startswith('agent_memory.domain'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
 
 
 def test_update_sets_and_clears_global(service: MemoryService) -> None:
     """Found by the table: `memory update` could not change whether a memory is global (REST and MCP could)."""
-    from agent_memory.entrypoints import cli_handlers
-
     made = service.create(c.CreateMemory(content="Use UTC everywhere")).unwrap()
     ref = made.memory.id
     made_global = cli_handlers.update(service, build_parser().parse_args(["update", ref, "--global"])).unwrap()
@@ -162,3 +114,10 @@ def test_update_sets_and_clears_global(service: MemoryService) -> None:
     assert kept["global"] is True
     cleared = cli_handlers.update(service, build_parser().parse_args(["update", ref, "--no-global"])).unwrap()
     assert cleared["global"] is False
+
+
+def test_update_clears_tags_and_citations(service: MemoryService) -> None:
+    made = service.create(c.CreateMemory(content="Tagged", tags=("a",), citations=("x.py:1",))).unwrap()
+    args = build_parser().parse_args(["update", made.memory.id, "--clear-tags", "--clear-citations"])
+    cleared = cli_handlers.update(service, args).unwrap()
+    assert (cleared["tags"], cleared["citations"]) == ([], [])
