@@ -187,7 +187,9 @@ class UpdateMemory(Asks[MemoryView]):
     citations: tuple[str, ...] | None = field(
         default=None, metadata=doc("Replaces the citations; [] clears them; omit to keep them.")
     )
-    expires_at: datetime | None = field(default=None, metadata=doc("New expiry (ISO 8601 with a time zone)."))
+    expires_at: datetime | None = field(
+        default=None, metadata=doc("New expiry (ISO 8601; without a time zone it is UTC).")
+    )
     clear_expiry: bool = field(default=False, metadata=doc("Remove the expiry date."))
     agent: str | None = field(default=None, metadata=doc("New agent scope; omit to keep it."))
     personality: str | None = field(default=None, metadata=doc("New personality scope; omit to keep it."))

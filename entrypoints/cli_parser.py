@@ -26,14 +26,12 @@ class JsonArgumentParser(argparse.ArgumentParser):
 
 def timestamp(raw: str) -> datetime:
     """An ISO 8601 timestamp for --expires-at (naive means UTC)."""
-    from agent_memory.entrypoints.timestamps import parse_iso
+    from agent_memory.entrypoints.timestamps import not_a_timestamp, parse_iso
 
     try:
         return parse_iso(raw)
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{raw!r} is not an ISO 8601 timestamp in the years 0001–9999 (UTC) like 2026-12-31T23:59:00Z"
-        ) from None
+        raise argparse.ArgumentTypeError(not_a_timestamp(raw)) from None
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
