@@ -175,3 +175,15 @@ def test_a_search_tool_reports_the_limit_the_service_used(catalog: InMemoryCatal
     arguments = argument_model(search).model_validate({"query": "tabs", "min_confidence": 0})
     page = run_tool(service, search, arguments.model_dump_one_level(), "default").unwrap()
     assert (page["limit"], page["count"], page["has_more"]) == (3, 3, True)
+
+
+def test_the_prune_body_offers_every_field_of_its_command_but_the_query_parameters() -> None:
+    """POST /prune's body may be left out (a bare POST prunes), which a DTO body cannot be: it stays written by
+    hand, so this guard fails when PruneMemories gains a field the route does not take yet."""
+    import attrs
+
+    from agent_memory.entrypoints.rest_bodies import PruneRequest
+
+    in_query = {"store", "namespace"}
+    wanted = {attribute.name for attribute in c.command_fields(c.PruneMemories)} - in_query
+    assert {attribute.name for attribute in attrs.fields(PruneRequest)} == wanted
