@@ -14,7 +14,7 @@ from agent_memory.domain import commands as c
 from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
 from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.errors import DomainError, invalid_input
-from agent_memory.domain.model import Memory, check_namespace
+from agent_memory.domain.model import Memory
 from agent_memory.domain.service import MemoryService
 from agent_memory.domain.transfer import StoreOutline
 from agent_memory.entrypoints import json_codec as out
@@ -47,10 +47,6 @@ def _utf8(body: str, where: str) -> Result[str, DomainError]:
     if has_lone_surrogate(body):
         return Failure(invalid_input(f"{where} is not valid UTF-8: send text encoded as UTF-8."))
     return Success(body)
-
-
-def _namespace(raw: str | None) -> tuple[str, ...]:
-    return () if raw is None else check_namespace(raw)
 
 
 _C = TypeVar("_C", bound=c.Command)

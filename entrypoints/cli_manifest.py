@@ -71,6 +71,26 @@ _WORDING_METADATA = {
     "citations": "a source reference, e.g. a file:line or a URL (repeatable)",
 }
 
+
+def _on_one_memory(name: str, help: str, command: type[c.Command], **presentation: Any) -> CliSpec:
+    """A subcommand acting on one memory, named by the positional `id` (its id or path); tenants are REST's and
+    MCP's. `presentation` adds to that (more positionals, wording)."""
+    presentation.setdefault("positional", ("ref",))
+    return CliSpec(name=name, help=help, command=command, names=_REF, omit={"namespace": _TENANT}, **presentation)
+
+
+def _on_category(name: str, help: str, command: type[c.Command], *positional: str) -> CliSpec:
+    """A `memory category …` subcommand: the category is the positional `path`, then `positional`."""
+    return CliSpec(
+        name=name,
+        help=help,
+        command=command,
+        positional=("category", *positional),
+        names={"category": "path"},
+        omit={"namespace": _TENANT},
+    )
+
+
 SPECS: tuple[CliSpec, ...] = (
     CliSpec(
         name="create",
@@ -118,39 +138,15 @@ SPECS: tuple[CliSpec, ...] = (
             "offset": "best hits to skip, for paging (see has_more)",
         },
     ),
-    CliSpec(
-        name="get",
-        help="show one memory by id or path",
-        command=c.GetMemory,
-        positional=("ref",),
-        names=_REF,
-        omit={"namespace": _TENANT},
-    ),
-    CliSpec(
-        name="reinforce",
-        help="reset a reinforceable memory's decay",
-        command=c.ReinforceMemory,
-        positional=("ref",),
-        names=_REF,
-        omit={"namespace": _TENANT},
-    ),
-    CliSpec(
-        name="delete",
-        help="soft-delete a memory (it stays stored, hidden)",
-        command=c.DeleteMemory,
-        positional=("ref",),
-        names=_REF,
+    _on_one_memory("get", "show one memory by id or path", c.GetMemory),
+    _on_one_memory("reinforce", "reset a reinforceable memory's decay", c.ReinforceMemory),
+    _on_one_memory(
+        "delete",
+        "soft-delete a memory (it stays stored, hidden)",
+        c.DeleteMemory,
         wording={"include_expired": _ACT_ON_EXPIRED},
-        omit={"namespace": _TENANT},
     ),
-    CliSpec(
-        name="remove",
-        help="delete a memory for good",
-        command=c.RemoveMemory,
-        positional=("ref",),
-        names=_REF,
-        omit={"namespace": _TENANT},
-    ),
+    _on_one_memory("remove", "delete a memory for good", c.RemoveMemory),
     CliSpec(
         name="update",
         help="change a memory's content or metadata",
@@ -171,14 +167,12 @@ SPECS: tuple[CliSpec, ...] = (
             Option(name="--clear-citations", kind="bool", default=False, help="remove every citation"),
         ),
     ),
-    CliSpec(
-        name="move",
-        help="give a memory a new path",
-        command=c.MoveMemory,
+    _on_one_memory(
+        "move",
+        "give a memory a new path",
+        c.MoveMemory,
         positional=("ref", "destination"),
-        names=_REF,
         wording={"include_expired": _ACT_ON_EXPIRED},
-        omit={"namespace": _TENANT},
     ),
     CliSpec(
         name="list",
@@ -222,30 +216,11 @@ SPECS: tuple[CliSpec, ...] = (
     ),
     CliSpec(name="store create", help="create an empty store", command=c.CreateStore, positional=("name",)),
     CliSpec(name="category", help="create, describe or delete categories", group="category_command"),
-    CliSpec(
-        name="category create",
-        help="create a category (no-op if it exists)",
-        command=c.CreateCategory,
-        positional=("category",),
-        names={"category": "path"},
-        omit={"namespace": _TENANT},
+    _on_category("category create", "create a category (no-op if it exists)", c.CreateCategory),
+    _on_category(
+        "category describe", "set a category's description (≤ 500 characters)", c.DescribeCategory, "description"
     ),
-    CliSpec(
-        name="category describe",
-        help="set a category's description (≤ 500 characters)",
-        command=c.DescribeCategory,
-        positional=("category", "description"),
-        names={"category": "path"},
-        omit={"namespace": _TENANT},
-    ),
-    CliSpec(
-        name="category delete",
-        help="delete a non-root category and everything under it",
-        command=c.DeleteCategory,
-        positional=("category",),
-        names={"category": "path"},
-        omit={"namespace": _TENANT},
-    ),
+    _on_category("category delete", "delete a non-root category and everything under it", c.DeleteCategory),
     CliSpec(
         name="mcp",
         help="serve every memory tool to MCP clients (stdio by default)",

@@ -111,20 +111,14 @@ async def delete_memory(
     remove it for good, deleted or expired or not."""
     if hard:
         return await door.reply(
-            guarded(
-                namespace,
-                lambda service, guard: dispatch(
-                    service, c.RemoveMemory(ref=path_ref(ref), store=store, namespace=guard)
-                ),
-            ),
+            guarded_command(namespace, lambda guard: c.RemoveMemory(ref=path_ref(ref), store=store, namespace=guard)),
             out.removed_json,
         )
     return await door.reply(
-        guarded(
+        guarded_command(
             namespace,
-            lambda service, guard: dispatch(
-                service,
-                c.DeleteMemory(ref=path_ref(ref), store=store, namespace=guard, include_expired=include_expired),
+            lambda guard: c.DeleteMemory(
+                ref=path_ref(ref), store=store, namespace=guard, include_expired=include_expired
             ),
         ),
         out.deleted_json,
