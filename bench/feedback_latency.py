@@ -1,9 +1,9 @@
-"""What keyword feedback (domain/feedback.py) costs a warm search, measured A/B in one process.
+"""What a stage of hybrid search (keyword feedback, or the second-stage ranker) costs a warm search, A/B in one process.
 
-    python bench/feedback_latency.py [--size 10000] [--queries 100] [--rounds 3]
+    python bench/feedback_latency.py [--stage feedback|rerank] [--size 10000] [--queries 100] [--rounds 3]
 
 The store is bench/perf.py's (LoCoMo turns saved without a thread, so feedback runs on every search).
-Each question is searched with feedback on and off back to back, alternating which goes first, so the
+Each question is searched with the stage on and off back to back, alternating which goes first, so the
 load of a shared machine weighs on both alike; the floor (query embedding + numpy brute-force cosine
 over the same vectors) is timed in the same loop. Filters as bench/perf.py's filtered search. Prints JSON.
 """
@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from perf import DATA, corpus, fill_store, service_for
 
-from agent_memory.domain import feedback
+from agent_memory.domain import feedback, reranking
 from agent_memory.domain.commands import SearchMemories
 
 SCOPE = {"project": "p3", "namespace": ("user",)}
@@ -31,6 +31,7 @@ SCOPE = {"project": "p3", "namespace": ("user",)}
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stage", choices=("feedback", "rerank"), default="feedback")
     parser.add_argument("--size", type=int, default=10000)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
@@ -47,7 +48,10 @@ def main() -> None:
             for number, question in enumerate(questions):
                 order = ("on", "off") if (number + round_) % 2 == 0 else ("off", "on")
                 for side in order:
-                    feedback.FEEDBACK_MEMORIES = 5 if side == "on" else 0
+                    if args.stage == "feedback":
+                        feedback.FEEDBACK_MEMORIES = 5 if side == "on" else 0
+                    else:
+                        reranking.ENABLED = side == "on"
                     started = time.perf_counter()
                     service.search(SearchMemories(query=question, **SCOPE)).unwrap()
                     times[side].append((time.perf_counter() - started) * 1000)
@@ -65,8 +69,9 @@ def main() -> None:
         "floor_ms": round(floor, 2),
         "query_embedding_ms_p50": round(statistics.median(times["embed"]), 2),
         "brute_force_ms_p50": round(statistics.median(times["brute"]), 3),
-        "hybrid_filtered_feedback_on_ms_p50": round(statistics.median(times["on"]), 2),
-        "hybrid_filtered_feedback_off_ms_p50": round(statistics.median(times["off"]), 2),
+        "stage": args.stage,
+        f"hybrid_filtered_{args.stage}_on_ms_p50": round(statistics.median(times["on"]), 2),
+        f"hybrid_filtered_{args.stage}_off_ms_p50": round(statistics.median(times["off"]), 2),
         "on_ratio_to_floor": round(statistics.median(times["on"]) / floor, 2),
         "off_ratio_to_floor": round(statistics.median(times["off"]) / floor, 2),
         "paired_extra_ms_p50": round(statistics.median(extra), 2),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from attrs import evolve, frozen
 from returns.result import Failure, Result, Success
 
+from agent_memory.domain import reranking
 from agent_memory.domain.commands import SearchMemories
 from agent_memory.domain.context import Context, optional_category
 from agent_memory.domain.decay import oldest_anchor_for
@@ -16,6 +17,7 @@ from agent_memory.domain.model import Memory, ScoredMemory, check_store_name
 from agent_memory.domain.paging import page_problem
 from agent_memory.domain.paths import CategoryPath
 from agent_memory.domain.ports import Vector, VectorStore, thread_of
+from agent_memory.domain.reranking import Candidates, rerank
 from agent_memory.domain.results import validated
 from agent_memory.domain.tenancy import Guard
 from agent_memory.domain.views import SearchResults
@@ -186,18 +188,16 @@ class Searching:
         expansion = expansion_query(plan.query, feedback, pool) if feedback else ""
         keywords = self.ctx.keywords
         if not expansion or keywords is None:
-            return Success(self._results(plan, sides, ranking))
-        return keywords.search(plan.store, expansion, DEPTH, thread_prefix=plan.thread_prefix).map(
-            lambda hits: self._results(
-                plan,
-                sides,
-                fuse(
-                    sides.candidates,
-                    sides.similarity,
-                    expanded_keyword(sides.keyword, dict(hits), independent),
-                    sides.links,
-                ),
+            return Success(self._results(plan, sides, _second_stage(plan, sides, ranking, {}, independent)))
+
+        def finish(expanded: dict[str, float]) -> SearchResults:
+            first = fuse(
+                sides.candidates, sides.similarity, expanded_keyword(sides.keyword, expanded, independent), sides.links
             )
+            return self._results(plan, sides, _second_stage(plan, sides, first, expanded, independent))
+
+        return keywords.search(plan.store, expansion, DEPTH, thread_prefix=plan.thread_prefix).map(
+            lambda hits: finish(dict(hits))
         )
 
     def _results(self, plan: _SearchPlan, sides: _Sides, ranking: list[tuple[str, float]]) -> SearchResults:
@@ -212,6 +212,36 @@ class Searching:
                 for i, score in ranking[: plan.limit]
             )
         )
+
+
+def _second_stage(
+    plan: _SearchPlan,
+    sides: _Sides,
+    first: list[tuple[str, float]],
+    expanded: dict[str, float],
+    independent: set[str],
+) -> list[tuple[str, float]]:
+    """The pool (the first DEPTH of each side) reordered by the learnt ranker (domain.reranking), the deeper
+    candidates after it in the first stage's order. The ranker sees the keyword side only DEPTH deep, as
+    the pool was drawn, so how deep a page ranks changes no score."""
+    if not reranking.ENABLED:
+        return first
+    pooled = set(sides.pool)
+    shallow = dict(list(sides.keyword.items())[:DEPTH])
+    after = expanded_keyword(shallow, expanded, independent & pooled) if expanded else shallow
+    head = rerank(
+        Candidates(
+            query=plan.query,
+            first=fuse(sides.pool, sides.similarity, after, sides.links),
+            texts={i: sides.memories[i].content for i in sides.pool},
+            similarity=sides.similarity,
+            keyword=shallow,
+            keyword_after_feedback=after,
+            links=sides.links,
+        )
+    )
+    lowest = min((score for _, score in head), default=0.0)
+    return head + [(i, min(score, lowest)) for i, score in first if i not in pooled]
 
 
 @frozen

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_memory.domain import feedback
+from agent_memory.domain import feedback, reranking
 from agent_memory.domain.commands import CreateMemory, SearchMemories
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.bootstrap import build_service
@@ -122,8 +122,46 @@ def test_keyword_feedback_lifts_facts_and_leaves_a_thread_as_it_was(
         query = SearchMemories(query=INSTRUMENT, namespace=(namespace,), limit=8, min_confidence=0.0)
         return [(hit.memory.content, hit.score) for hit in service.search(query).unwrap().results]
 
+    monkeypatch.setattr(reranking, "ENABLED", False)  # the first stage's scores, before the learnt ranker
     facts, chat = dict(scores("facts")), scores("chat")
     monkeypatch.setattr(feedback, "FEEDBACK_MEMORIES", 0)
     assert scores("chat") == chat
     lessons = "Weekly violin lessons happen in Tokyo"
     assert facts[lessons] > dict(scores("facts"))[lessons]
+
+
+def test_reranking_never_surfaces_a_filtered_deleted_or_expired_memory(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The best matches of the question are out of scope, deleted or expired; the learnt ranker reorders
+    only what passed the filters, on every page, and returns the same memories as the first stage."""
+    now = datetime.now(UTC)
+    question = "Where does Priya keep the spare key for the garden shed?"
+    exact = "Priya keeps the spare key for the garden shed under the blue flowerpot"
+    scope = {"namespace": ("rr", "mine"), "project": "home"}
+    shown = [
+        service.create(CreateMemory(content=text, **scope)).unwrap().memory.id  # type: ignore[arg-type]
+        for text in [
+            "Priya painted the garden shed green last spring",
+            "The spare bedroom key hangs by the front door",
+            "Priya's garden has tomatoes, beans and a small pond",
+            *FILLER[:4],
+        ]
+    ]
+    service.create(CreateMemory(content=exact, namespace=("rr", "theirs"), project="home")).unwrap()
+    service.create(CreateMemory(content=exact, namespace=("rr", "mine"), project="work")).unwrap()
+    gone = service.create(CreateMemory(content=exact, **scope)).unwrap()  # type: ignore[arg-type]
+    service.delete(gone.memory.id).unwrap()
+    service.create(
+        CreateMemory(content=exact, expires_at=now - timedelta(seconds=1), **scope)  # type: ignore[arg-type]
+    ).unwrap()
+
+    def ids(limit: int, offset: int = 0) -> list[str]:
+        query = SearchMemories(query=question, limit=limit, offset=offset, min_confidence=0.0, **scope)  # type: ignore[arg-type]
+        return [hit.memory.id for hit in service.search(query).unwrap().results]
+
+    everything = ids(20)
+    assert sorted(everything) == sorted(shown)
+    assert ids(3) + ids(3, offset=3) + ids(3, offset=6) == everything[:9]
+    monkeypatch.setattr(reranking, "ENABLED", False)
+    assert sorted(ids(20)) == sorted(shown)

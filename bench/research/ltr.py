@@ -1,0 +1,218 @@
+"""A learnt second-stage ranker over the fused candidates, judged by leave-one-conversation-out on both protocols.
+
+    python bench/research/ltr.py --data PATH [--l2 10] [--write] [--out FILE]
+
+Research code (not imported by the product). No cross-encoder installs offline from a package (BENCHMARKS.md,
+"Stronger dense side and reranking"), so the second stage is a logistic model over the product's own
+features (domain/reranking.py: both sides' scores and ranks, thread neighbours, question coverage, …)
+and their pairwise products. Candidates and the first stage are the product's (fusion.py's `build`,
+keyword feedback for independent memories). The model is fitted on four conversations of both protocols
+at once and scored on the fifth (LOCO), so one model must serve turns and facts; `--write` fits it on
+all five and writes domain/ranker_model.py, which the product reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fusion import (
+    bootstrap,
+    build,
+    candidates,
+    dense_with_links,
+    expansion_terms,
+    index_conversation,
+    log,
+    per_category,
+    recall,
+    v_current,
+    v_kw_prf_alone,
+)
+
+from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
+from agent_memory.domain import reranking
+
+
+def today(q: dict[str, Any]) -> list[int]:
+    """The product's first stage: the fused recipe, keyword feedback for independent memories."""
+    return v_kw_prf_alone(q, m=5, t=10, lam=1.0, pool=1, new=0)
+
+
+def kw_after_feedback(q: dict[str, Any]) -> dict[int, float]:
+    """The keyword side as the product's feedback leaves it (fusion.v_kw_prf_alone, pool df, m 5, t 10, λ 1)."""
+    first = v_current(q)
+    alone = [i for i in first[:5] if q["links"][i] == (-1, -1)] if q.get("unit") == "facts" else []
+    if not alone:
+        return dict(q["kw"])
+    cands = candidates(q)
+    df: dict[str, int] = {}
+    for i in cands:
+        for term in set(q["words"][i]):
+            df[term] = df.get(term, 0) + 1
+    terms = expansion_terms(dict(q, df=df, texts=cands), alone, 10)
+    extra = q["search"](" ".join(terms)) if terms else {}
+    keep = set(cands)
+    merged = dict(q["kw"])
+    for i, v in extra.items():
+        if i in keep and q["links"][i] == (-1, -1):
+            merged[i] = merged.get(i, 0.0) + v
+    best = max(merged.values(), default=0.0)
+    return {i: v / best for i, v in merged.items()} if best > 0 else merged
+
+
+def first_scores(q: dict[str, Any]) -> dict[int, float]:
+    """The first stage's fused score per candidate (after feedback), as the product's fuse gives it."""
+    kw = kw_after_feedback(q)
+    return {i: 0.5 * dense_with_links(q, i) + 0.5 * kw.get(i, 0.0) for i in candidates(q)}
+
+
+def features(q: dict[str, Any]) -> tuple[list[int], np.ndarray]:
+    """The candidates in the first stage's order and the product's feature rows for them."""
+    order = today(q)
+    first = first_scores(q)
+    around = {n for i in order for n in q["links"][i] if n >= 0}
+    every = set(order) | around
+    found = reranking.Candidates(
+        query=q["question"],
+        first=[(str(i), first[i]) for i in order],
+        texts={str(i): q["texts"][i] for i in every},
+        similarity={str(i): float(q["sims"][i]) for i in every},
+        keyword={str(i): v for i, v in q["kw"].items()},
+        keyword_after_feedback={str(i): v for i, v in kw_after_feedback(q).items()},
+        links={str(i): tuple(str(n) if n >= 0 else None for n in q["links"][i]) for i in order},  # type: ignore[misc]
+    )
+    return order, np.array(reranking.features(found), dtype=np.float64)
+
+
+def labels(q: dict[str, Any], order: list[int]) -> np.ndarray:
+    return np.array([1.0 if q["cited"][i] & q["evidence"] else 0.0 for i in order])
+
+
+def expand(x: np.ndarray) -> np.ndarray:
+    """The features and every pair's product (a ≤ b, in row order), as domain.reranking.model_score reads them."""
+    n = x.shape[1]
+    pairs = [x[:, a] * x[:, b] for a in range(n) for b in range(a, n)]
+    return np.hstack([x, np.stack(pairs, axis=1)])
+
+
+def fit(x: np.ndarray, y: np.ndarray, l2: float) -> tuple[np.ndarray, float]:
+    """Logistic regression by Newton steps on standardised rows: (weights, bias); the bias is not penalised."""
+    xb = np.hstack([x, np.ones((len(x), 1))])
+    w = np.zeros(xb.shape[1])
+    penalty = l2 * np.eye(len(w))
+    penalty[-1, -1] = 0.0
+    for _ in range(25):
+        p = 1 / (1 + np.exp(-(xb @ w)))
+        grad = xb.T @ (p - y) + penalty @ w
+        hess = (xb * (p * (1 - p))[:, None]).T @ xb + penalty
+        w -= np.linalg.solve(hess, grad)
+    return w[:-1], float(w[-1])
+
+
+Rows = list[tuple[list[int], np.ndarray, np.ndarray, dict[str, Any]]]
+
+
+def train(table: dict[str, dict[int, Rows]], convs: list[int], l2: float) -> dict[str, Any]:
+    """A model fitted on some conversations of both protocols: standardisation, weights, bias."""
+    raw = np.vstack([x for u in table for c in convs for _, x, _, _ in table[u][c]])
+    y = np.concatenate([lab for u in table for c in convs for _, _, lab, _ in table[u][c]])
+    mean, spread = raw.mean(axis=0), raw.std(axis=0) + 1e-9
+    weights, bias = fit(expand((raw - mean) / spread), y, l2)
+    return {"mean": mean, "spread": spread, "weights": weights, "bias": bias}
+
+
+def ranked(model: dict[str, Any], order: list[int], x: np.ndarray) -> list[int]:
+    scores = expand((x - model["mean"]) / model["spread"]) @ model["weights"] + model["bias"]
+    return [order[j] for j in np.argsort(-scores, kind="stable")]
+
+
+def write_model(model: dict[str, Any], l2: float, figures: dict[str, Any]) -> None:
+    """domain/ranker_model.py: the fitted numbers as Python literals (the domain reads no data files)."""
+
+    def floats(values: np.ndarray) -> str:
+        return "(\n" + "".join(f"    {float(v)!r},\n" for v in values) + ")"
+
+    path = Path(__file__).resolve().parents[2] / "domain" / "ranker_model.py"
+    path.write_text(
+        '"""The second-stage ranker\'s fitted numbers (generated by bench/research/ltr.py --write; do not edit)."""\n\n'
+        "# Logistic regression over domain.reranking.FEATURES and their pairwise products, fitted on the 5\n"
+        f"# conversations of the dev LoCoMo file, turns and facts together, L2 {l2}. In sample: {figures}.\n"
+        f"# {len(reranking.FEATURES)} features; weights: the linear ones, then x[a]*x[b] for a <= b in row order.\n\n"
+        f"MEAN = {floats(model['mean'])}\n"
+        f"SPREAD = {floats(model['spread'])}\n"
+        f"WEIGHTS = {floats(model['weights'])}\n"
+        f"BIAS = {model['bias']!r}\n",
+        encoding="utf-8",
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True, type=Path)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--l2", type=float, default=10.0, help="the penalty the product's model is fitted with")
+    parser.add_argument("--loco", default="3,10,30", help="the penalties scored by leave-one-conversation-out")
+    parser.add_argument("--write", action="store_true", help="fit on every conversation and write domain/ranker_model.py")
+    args = parser.parse_args()
+    conversations = json.loads(args.data.read_text(encoding="utf-8"))
+    folds = list(range(len(conversations)))
+    table: dict[str, dict[int, Rows]] = {}
+    work = tempfile.mkdtemp()  # the keyword index stays open: the first stage's feedback searches again
+    for unit in ("turns", "facts"):
+        index = SqliteKeywordIndex(Path(work) / f"{unit}.sqlite3")
+        saved = [index_conversation(c, unit, index, "default") for c in conversations]
+        per_conv = [build(c, unit, index, "default", r) for c, r in zip(conversations, saved, strict=True)]
+        table[unit] = {}
+        for c, queries in enumerate(per_conv):
+            table[unit][c] = []
+            for q in queries:
+                order, x = features(q)
+                table[unit][c].append((order, x, labels(q, order), q))
+        log(unit, "features done")
+    report: dict[str, Any] = {}
+    reference = {u: [recall(q, today(q), 10) for c in folds for _, _, _, q in table[u][c]] for u in table}
+    pool = {u: [recall(q, o, 200) for c in folds for o, _, _, q in table[u][c]] for u in table}
+    report["first stage (today)"] = {u: round(statistics.fmean(v), 4) for u, v in reference.items()}
+    report["candidate pool recall"] = {u: round(statistics.fmean(v), 4) for u, v in pool.items()}
+    log(report)
+
+    def summary(values: dict[str, list[float]]) -> dict[str, Any]:
+        return {
+            u: {
+                "recall@10": round(statistics.fmean(values[u]), 4),
+                "gain": bootstrap(values[u], reference[u]),
+                "per_category": per_category({u: [[q for _, _, _, q in table[u][c]] for c in folds]}, u, values[u]),
+            }
+            for u in table
+        }
+
+    for l2 in sorted({*(float(v) for v in args.loco.split(",")), args.l2}):
+        loco: dict[str, list[float]] = {u: [] for u in table}
+        for held in folds:
+            model = train(table, [c for c in folds if c != held], l2)
+            for u in table:
+                loco[u].extend(recall(q, ranked(model, o, x), 10) for o, x, _, q in table[u][held])
+        report[f"LOCO, l2 {l2}"] = summary(loco)
+        log(f"LOCO, l2 {l2}", json.dumps(report[f"LOCO, l2 {l2}"]))
+    model = train(table, folds, args.l2)
+    whole = {u: [recall(q, ranked(model, o, x), 10) for c in folds for o, x, _, q in table[u][c]] for u in table}
+    report[f"in sample, l2 {args.l2}"] = summary(whole)
+    log(f"in sample, l2 {args.l2}", json.dumps(report[f"in sample, l2 {args.l2}"]))
+    if args.write:
+        write_model(model, args.l2, {u: v["recall@10"] for u, v in report[f"in sample, l2 {args.l2}"].items()})
+    print(json.dumps(report, indent=1))
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()

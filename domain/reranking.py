@@ -1,0 +1,177 @@
+"""Second-stage ranking of the hybrid candidates: a learnt model over signals every store has (issue 13).
+
+No cross-encoder installs offline from a package (BENCHMARKS.md, "Stronger dense side and reranking"),
+so the second stage reads what the first one already gathered: both sides' scores and ranks, the
+thread neighbours' cosines and keyword scores, how much of the question a memory's words cover (and
+the question's names and word pairs), the memory's length, whether it is itself a question, and how
+much it shares with the first ranking's best memories. A logistic model over these features and their
+pairwise products (`ranker_model.py`, fitted by `bench/research/ltr.py` on both LoCoMo protocols at
+once, checked by leave-one-conversation-out) scores every candidate; ties keep the first ranking's
+order. It only reorders candidates that already passed every filter, so it can never surface a
+memory the search would not return.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+from attrs import frozen
+
+from agent_memory.domain import ranker_model
+from agent_memory.domain.hybrid import DENSE_WEIGHT, NEIGHBOUR_COSINE
+from agent_memory.domain.words import STOP_WORDS, WORD, content_words
+
+FEATURES = (
+    "cos",  # the memory's cosine to the question
+    "cos_gap",  # its cosine minus the best candidate's
+    "neighbour_cos",  # the sum of its thread neighbours' cosines
+    "keyword",  # bm25 / best, the question's words
+    "keyword_after_feedback",  # the same with keyword feedback (domain.feedback)
+    "fused",  # the first stage's fused score before feedback
+    "first_rank",  # 1 / (1 + rank) in the first stage's final ranking
+    "dense_rank",  # 1 / (1 + rank) by cosine among the candidates
+    "keyword_rank",  # 1 / (1 + rank) among the keyword hits (1/101 when not one)
+    "coverage",  # share of the question's words (stemmed) the memory has
+    "names",  # share of the question's capitalised words the memory has
+    "length",  # log(1 + the memory's content words)
+    "is_question",  # the memory ends with "?"
+    "threaded",  # the memory has a thread neighbour
+    "question_length",  # the question's distinct content words
+    "rare_coverage",  # coverage weighted by rarity among the candidates
+    "word_pairs",  # share of the question's adjacent word pairs the memory has
+    "neighbour_keyword",  # the best keyword score of a thread neighbour
+    "neighbour_cos_gap",  # the best neighbour cosine minus the best candidate's (−1 when none)
+    "shared_with_best",  # rarity-weighted share of its words the first ranking's best memory has (mean on ties)
+    "shared_with_top5",  # the same, averaged over the first ranking's best five (ties at the cut come in)
+)
+ENABLED = True  # False: hybrid search returns the first stage's ranking (research A/B, bench/rerank_latency.py)
+MISSING_RANK = 100
+SCORE_DIGITS = 6  # the rank a memory gets on a side that did not return it
+
+
+@frozen
+class Candidates:
+    """What the first stage knows about one search: its final order and the signals behind it."""
+
+    query: str
+    first: Sequence[tuple[str, float]]  # the first stage's final ranking with its scores, best first
+    texts: Mapping[str, str]  # content per candidate
+    similarity: Mapping[str, float]  # cosine per candidate and per thread neighbour
+    keyword: Mapping[str, float]  # bm25 / best per keyword hit, the question's words
+    keyword_after_feedback: Mapping[str, float]  # the same after keyword feedback (= keyword when none ran)
+    links: Mapping[str, tuple[str | None, str | None]]  # thread neighbours (before, after)
+
+
+def stem(word: str) -> str:
+    """A language-light stem: a word's first six letters ("adopt", "adoption" and "adopting" meet)."""
+    return word[:6]
+
+
+def tied_ranks(scores: Mapping[str, float]) -> dict[str, int]:
+    """Each id's rank by score, best 0, tied scores sharing the rank of the first of them: ids (random) never
+    decide a feature. Scores are compared to SCORE_DIGITS places: a cosine read back from the store's query
+    or computed for a keyword hit differs in the last float32 digits, and that must not move a rank."""
+    ranks: dict[str, int] = {}
+    ordered = sorted(((i, round(score, SCORE_DIGITS)) for i, score in scores.items()), key=lambda pair: -pair[1])
+    for position, (memory_id, score) in enumerate(ordered):
+        tied = position > 0 and score == ordered[position - 1][1]
+        ranks[memory_id] = ranks[ordered[position - 1][0]] if tied else position
+    return ranks
+
+
+def features(found: Candidates) -> list[list[float]]:
+    """One row of FEATURES per candidate, in the first stage's order."""
+    order = [memory_id for memory_id, _ in found.first]
+    if not order:
+        return []
+    cos = {i: found.similarity.get(i, 0.0) for i in order}
+    best_cos = max(cos.values())
+    first_rank = tied_ranks(dict(found.first))
+    dense_rank = tied_ranks(cos)
+    keyword_rank = tied_ranks(found.keyword)
+    question_words = [stem(w) for w in content_words(found.query)]
+    asked = set(question_words)
+    pairs = set(itertools.pairwise(question_words))
+    names = {w.lower() for w in WORD.findall(found.query) if w[0].isupper() and len(w) > 1} - STOP_WORDS
+    tokens = {i: [stem(w) for w in content_words(found.texts[i])] for i in order}
+    stems = {i: set(words) for i, words in tokens.items()}
+    frequency: Counter[str] = Counter()
+    for distinct in stems.values():
+        frequency.update(distinct)
+    rarity = {t: math.log((len(order) + 1) / (n + 0.5)) for t, n in frequency.items()}
+    asked_rarity = {t: math.log((len(order) + 1) / (frequency.get(t, 0) + 0.5)) for t in asked}
+    asked_total = sum(asked_rarity.values()) or 1.0
+
+    def shared(a: str, b: str) -> float:
+        if a == b:
+            return 1.0
+        return sum(rarity[t] for t in stems[a] & stems[b]) / (sum(rarity[t] for t in stems[a]) or 1.0)
+
+    best = [i for i in order if first_rank[i] == 0]
+    head = [i for i in order if first_rank[i] < 5]
+    rows = []
+    for i in order:
+        before, after = found.links.get(i, (None, None))
+        neighbours = [n for n in (before, after) if n is not None]
+        text = found.texts[i]
+        own = stems[i]
+        words = tokens[i]
+        neighbour_cos = sum(found.similarity.get(n, 0.0) for n in neighbours)
+        keyword = found.keyword.get(i, 0.0)
+        lowered = {w.lower() for w in WORD.findall(text)}
+        rows.append(
+            [
+                cos[i],
+                cos[i] - best_cos,
+                neighbour_cos,
+                keyword,
+                found.keyword_after_feedback.get(i, 0.0),
+                DENSE_WEIGHT * (cos[i] + NEIGHBOUR_COSINE * neighbour_cos) + (1 - DENSE_WEIGHT) * keyword,
+                1.0 / (1 + first_rank[i]),
+                1.0 / (1 + dense_rank[i]),
+                1.0 / (1 + keyword_rank.get(i, MISSING_RANK)),
+                len(asked & own) / len(asked) if asked else 0.0,
+                len(names & lowered) / len(names) if names else 0.0,
+                math.log1p(len(words)),
+                1.0 if text.rstrip().endswith("?") else 0.0,
+                1.0 if neighbours else 0.0,
+                float(len(asked)),
+                sum(asked_rarity[t] for t in asked & own) / asked_total,
+                len(pairs & set(itertools.pairwise(words))) / len(pairs) if pairs else 0.0,
+                max((found.keyword.get(n, 0.0) for n in neighbours), default=0.0),
+                max((found.similarity.get(n, 0.0) - best_cos for n in neighbours), default=-1.0),
+                sum(shared(i, j) for j in best) / len(best),
+                sum(shared(i, j) for j in head) / len(head),
+            ]
+        )
+    return rows
+
+
+def model_score(row: Sequence[float]) -> float:
+    """The model's logit for one row: standardised features, their weights, then each pair's product's
+    (pairs a ≤ b in row order after the linear weights, as `bench/research/ltr.py` fits them)."""
+    x = [(v - m) / s for v, m, s in zip(row, ranker_model.MEAN, ranker_model.SPREAD, strict=True)]
+    weights = ranker_model.WEIGHTS
+    size = len(x)
+    total = ranker_model.BIAS + sum(weights[a] * x[a] for a in range(size))
+    at = size
+    for a in range(size):
+        inner = 0.0
+        for b in range(a, size):
+            inner += weights[at] * x[b]
+            at += 1
+        total += x[a] * inner
+    return total
+
+
+def rerank(found: Candidates) -> list[tuple[str, float]]:
+    """The candidates by the model's probability that each holds what the question asks, best first."""
+    scored = [
+        (memory_id, 1.0 / (1.0 + math.exp(-max(min(model_score(row), 50.0), -50.0))), rank)
+        for rank, ((memory_id, _), row) in enumerate(zip(found.first, features(found), strict=True))
+    ]
+    scored.sort(key=lambda item: (-item[1], item[2]))
+    return [(memory_id, probability) for memory_id, probability, _ in scored]

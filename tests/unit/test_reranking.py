@@ -1,0 +1,86 @@
+"""The second-stage ranker: its features, its model arithmetic, and that it only ever reorders what it is given."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from agent_memory.domain import ranker_model, reranking
+from agent_memory.domain.reranking import FEATURES, Candidates, features, model_score, rerank
+
+
+def found(**overrides: object) -> Candidates:
+    texts = {
+        "a": "Caroline: I went to the LGBTQ support group yesterday and it was powerful.",
+        "b": "Melanie: That sounds great! What did you do there?",
+        "c": "Caroline: We talked about adoption agencies and counselling courses.",
+        "d": "Melanie: I painted a sunrise over the lake last week.",
+    }
+    values: dict[str, object] = {
+        "query": "What did Caroline research about adoption?",
+        "first": [("a", 0.9), ("b", 0.8), ("c", 0.7), ("d", 0.6)],
+        "texts": texts,
+        "similarity": {"a": 0.5, "b": 0.3, "c": 0.45, "d": 0.1, "z": 0.6},
+        "keyword": {"c": 1.0, "a": 0.4},
+        "keyword_after_feedback": {"c": 1.0, "a": 0.4},
+        "links": {"a": (None, "b"), "b": ("a", "c"), "c": ("b", "z"), "d": (None, None)},
+    }
+    values.update(overrides)
+    return Candidates(**values)  # type: ignore[arg-type]
+
+
+def test_one_row_of_every_feature_per_candidate_in_the_first_stage_order() -> None:
+    rows = features(found())
+    assert len(rows) == 4 and all(len(row) == len(FEATURES) for row in rows)
+    named = [dict(zip(FEATURES, row, strict=True)) for row in rows]
+    a, b, c, d = named
+    assert a["first_rank"] == 1.0 and d["first_rank"] == 0.25
+    assert a["cos_gap"] == 0.0 and d["cos_gap"] == pytest.approx(-0.4)
+    assert c["neighbour_cos"] == pytest.approx(0.3 + 0.6)  # a neighbour outside the candidates still lends its cosine
+    assert c["keyword_rank"] == 1.0 and b["keyword_rank"] == pytest.approx(1 / 101)
+    assert c["coverage"] == pytest.approx(2 / 3)  # "research" is not in it; "caroline" and "adoption" are
+    assert a["names"] == 1.0 and d["names"] == 0.0
+    assert b["is_question"] == 1.0 and a["is_question"] == 0.0
+    assert d["threaded"] == 0.0 and a["threaded"] == 1.0
+    assert d["neighbour_cos_gap"] == -1.0
+    assert a["shared_with_best"] == 1.0
+
+
+def test_the_model_is_a_logistic_score_over_features_and_their_pairwise_products() -> None:
+    """model_score equals the numpy form the bench fits (bench/research/ltr.py: expand, then a dot product)."""
+    row = features(found())[2]
+    x = (np.array(row) - np.array(ranker_model.MEAN)) / np.array(ranker_model.SPREAD)
+    pairs = [x[a] * x[b] for a in range(len(x)) for b in range(a, len(x))]
+    expected = float(np.dot(np.concatenate([x, pairs]), ranker_model.WEIGHTS) + ranker_model.BIAS)
+    assert model_score(row) == pytest.approx(expected, rel=1e-9, abs=1e-9)
+    assert len(ranker_model.WEIGHTS) == len(FEATURES) + len(FEATURES) * (len(FEATURES) + 1) // 2
+
+
+def test_reranking_permutes_its_candidates_and_scores_them_as_probabilities() -> None:
+    ranked = rerank(found())
+    assert sorted(i for i, _ in ranked) == ["a", "b", "c", "d"]
+    assert all(0.0 < score < 1.0 for _, score in ranked)
+    assert [s for _, s in ranked] == sorted((s for _, s in ranked), reverse=True)
+    assert rerank(found(first=[])) == []
+
+
+def test_equal_scores_keep_the_first_stage_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ranker_model, "WEIGHTS", tuple(0.0 for _ in ranker_model.WEIGHTS))
+    reordered = [("d", 0.9), ("b", 0.8), ("a", 0.7), ("c", 0.6)]
+    assert [i for i, _ in rerank(found(first=reordered))] == ["d", "b", "a", "c"]
+    assert all(score == pytest.approx(1 / (1 + math.exp(-ranker_model.BIAS))) for _, score in rerank(found()))
+
+
+def test_ties_in_the_first_stage_share_a_rank_so_ids_never_decide() -> None:
+    tied = [("a", 0.9), ("b", 0.5), ("c", 0.5), ("d", 0.1)]
+    rows = {
+        i: dict(zip(FEATURES, row, strict=True)) for (i, _), row in zip(tied, features(found(first=tied)), strict=True)
+    }
+    assert rows["b"]["first_rank"] == rows["c"]["first_rank"] == 0.5
+    assert rows["d"]["first_rank"] == 0.25
+
+
+def test_the_ranker_is_on_by_default() -> None:
+    assert reranking.ENABLED is True
