@@ -168,7 +168,7 @@ class Memory:
 
 @frozen
 class ScoredMemory:
-    """A search hit: the memory, its similarity (1 − cosine distance) and fused rank score."""
+    """A search hit: the memory, its similarity (1 − cosine distance) and rank score (hybrid: the second stage's probability)."""
 
     memory: Memory
     similarity: float

@@ -1,6 +1,6 @@
 """Second-stage ranking of the hybrid candidates: a learnt model over signals every store has (issue 13).
 
-No cross-encoder installs offline from a package (BENCHMARKS.md, "Stronger dense side and reranking"),
+No cross-encoder installs offline from a package (BENCHMARKS.md, "Stronger dense side and cross-encoders"),
 so the second stage reads what the first one already gathered: both sides' scores and ranks, the
 thread neighbours' cosines and keyword scores, how much of the question a memory's words cover (and
 the question's names and word pairs), the memory's length, whether it is itself a question, and how

@@ -1,9 +1,9 @@
 """A learnt second-stage ranker over the fused candidates, judged by leave-one-conversation-out on both protocols.
 
-    python bench/research/ltr.py --data PATH [--l2 10] [--write] [--out FILE]
+    python bench/research/ltr.py --data PATH [--l2 100] [--loco 3,10,30] [--write | --vectors] [--out FILE]
 
 Research code (not imported by the product). No cross-encoder installs offline from a package (BENCHMARKS.md,
-"Stronger dense side and reranking"), so the second stage is a logistic model over the product's own
+"Stronger dense side and cross-encoders"), so the second stage is a logistic model over the product's own
 features (domain/reranking.py: both sides' scores and ranks, thread neighbours, question coverage, …)
 and their pairwise products. Candidates and the first stage are the product's (fusion.py's `build`,
 keyword feedback for independent memories). The model is fitted on four conversations of both protocols
@@ -69,6 +69,9 @@ def kw_after_feedback(q: dict[str, Any]) -> dict[int, float]:
     return {i: v / best for i, v in merged.items()} if best > 0 else merged
 
 
+VECTOR_FEATURES: list[bool] = []  # --vectors: add cosine to the best memory and to the best five's mean
+
+
 def first_scores(q: dict[str, Any]) -> dict[int, float]:
     """The first stage's fused score per candidate (after feedback), as the product's fuse gives it."""
     kw = kw_after_feedback(q)
@@ -90,7 +93,13 @@ def features(q: dict[str, Any]) -> tuple[list[int], np.ndarray]:
         keyword_after_feedback={str(i): v for i, v in kw_after_feedback(q).items()},
         links={str(i): tuple(str(n) if n >= 0 else None for n in q["links"][i]) for i in order},  # type: ignore[misc]
     )
-    return order, np.array(reranking.features(found), dtype=np.float64)
+    rows = np.array(reranking.features(found), dtype=np.float64)
+    if not VECTOR_FEATURES:
+        return order, rows
+    vectors = q["vectors"]  # research only: the product's ranker has no candidate vectors (no port gives them)
+    best, top5 = vectors[order[0]], vectors[order[:5]].mean(axis=0)
+    extra = np.array([[float(vectors[i] @ best), float(vectors[i] @ top5)] for i in order])
+    return order, np.hstack([rows, extra])
 
 
 def labels(q: dict[str, Any], order: list[int]) -> np.ndarray:
@@ -159,10 +168,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, type=Path)
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--l2", type=float, default=10.0, help="the penalty the product's model is fitted with")
+    parser.add_argument("--l2", type=float, default=100.0, help="the penalty the product's model is fitted with")
     parser.add_argument("--loco", default="3,10,30", help="the penalties scored by leave-one-conversation-out")
+    parser.add_argument("--vectors", action="store_true", help="research: two features from the candidates' vectors")
     parser.add_argument("--write", action="store_true", help="fit on every conversation and write domain/ranker_model.py")
     args = parser.parse_args()
+    if args.vectors:
+        VECTOR_FEATURES.append(True)
+        args.write = False  # the product cannot compute them
     conversations = json.loads(args.data.read_text(encoding="utf-8"))
     folds = list(range(len(conversations)))
     table: dict[str, dict[int, Rows]] = {}
