@@ -171,7 +171,9 @@ def main() -> None:
     parser.add_argument("--l2", type=float, default=100.0, help="the penalty the product's model is fitted with")
     parser.add_argument("--loco", default="3,10,30", help="the penalties scored by leave-one-conversation-out")
     parser.add_argument("--vectors", action="store_true", help="research: two features from the candidates' vectors")
-    parser.add_argument("--write", action="store_true", help="fit on every conversation and write domain/ranker_model.py")
+    parser.add_argument(
+        "--write", action="store_true", help="fit on every conversation and write domain/ranker_model.py"
+    )
     args = parser.parse_args()
     if args.vectors:
         VECTOR_FEATURES.append(True)
