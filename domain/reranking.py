@@ -47,9 +47,9 @@ FEATURES = (
     "shared_with_best",  # rarity-weighted share of its words the first ranking's best memory has (mean on ties)
     "shared_with_top5",  # the same, averaged over the first ranking's best five (ties at the cut come in)
 )
-ENABLED = True  # False: hybrid search returns the first stage's ranking (research A/B, bench/rerank_latency.py)
-MISSING_RANK = 100
-SCORE_DIGITS = 6  # the rank a memory gets on a side that did not return it
+ENABLED = True  # False: hybrid search returns the first stage's ranking (A/B: bench/feedback_latency.py --stage rerank)
+MISSING_RANK = 100  # the rank a memory gets on a side that did not return it
+SCORE_DIGITS = 6  # scores equal to this many decimals share a rank (tied_ranks)
 
 
 @frozen
