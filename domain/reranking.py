@@ -48,6 +48,7 @@ FEATURES = (
     "shared_with_top5",  # the same, averaged over the first ranking's best five (ties at the cut come in)
 )
 ENABLED = True  # False: hybrid search returns the first stage's ranking (A/B: bench/feedback_latency.py --stage rerank)
+DOMINANCE_MARGIN: float | None = 0.2  # how much better on both sides a dominator must be (None: no cap)
 MISSING_RANK = 100  # the rank a memory gets on a side that did not return it
 SCORE_DIGITS = 6  # scores equal to this many decimals share a rank (tied_ranks)
 
@@ -151,9 +152,11 @@ def features(found: Candidates) -> list[list[float]]:
 
 
 def model_score(row: Sequence[float]) -> float:
-    """The model's logit for one row: standardised features, their weights, then each pair's product's
-    (pairs a ≤ b in row order after the linear weights, as `bench/research/ltr.py` fits them)."""
-    x = [(v - m) / s for v, m, s in zip(row, ranker_model.MEAN, ranker_model.SPREAD, strict=True)]
+    """The model's logit for one row: features held to the range the model was fitted on, standardised, their
+    weights, then each pair's product's (pairs a ≤ b in row order after the linear weights, as
+    `bench/research/ltr.py` fits them)."""
+    bounds = zip(row, ranker_model.LOW, ranker_model.HIGH, ranker_model.MEAN, ranker_model.SPREAD, strict=True)
+    x = [(min(max(v, low), high) - m) / s for v, low, high, m, s in bounds]  # never past what it was fitted on
     weights = ranker_model.WEIGHTS
     size = len(x)
     total = ranker_model.BIAS + sum(weights[a] * x[a] for a in range(size))
@@ -168,10 +171,37 @@ def model_score(row: Sequence[float]) -> float:
 
 
 def rerank(found: Candidates) -> list[tuple[str, float]]:
-    """The candidates by the model's probability that each holds what the question asks, best first."""
-    scored = [
-        (memory_id, 1.0 / (1.0 + math.exp(-max(min(model_score(row), 50.0), -50.0))), rank)
-        for rank, ((memory_id, _), row) in enumerate(zip(found.first, features(found), strict=True))
-    ]
-    scored.sort(key=lambda item: (-item[1], item[2]))
-    return [(memory_id, probability) for memory_id, probability, _ in scored]
+    """The candidates by the model's probability that each holds what the question asks, best first, never
+    above a candidate that beats them on both sides (`dominance_capped`)."""
+    rows = features(found)
+    probabilities = [1.0 / (1.0 + math.exp(-max(min(model_score(row), 50.0), -50.0))) for row in rows]
+    sides = [signals(row) for row in rows]
+    capped = probabilities if DOMINANCE_MARGIN is None else dominance_capped(probabilities, sides, DOMINANCE_MARGIN)
+    order = sorted(range(len(capped)), key=lambda n: (-capped[n], n))
+    return [(found.first[n][0], capped[n]) for n in order]
+
+
+def signals(row: Sequence[float]) -> tuple[float, float]:
+    """A row's two first-stage signals: the dense score (own cosine + neighbours' share) and the keyword score."""
+    named = dict(zip(FEATURES, row[: len(FEATURES)], strict=True))
+    return named["cos"] + NEIGHBOUR_COSINE * named["neighbour_cos"], named["keyword_after_feedback"]
+
+
+def dominance_capped(scores: Sequence[float], sides: Sequence[tuple[float, float]], margin: float = 0.0) -> list[float]:
+    """Each score capped at the capped score of every candidate that is at least as good on both sides and
+    better on one: the learnt model reorders what the two signals leave open, and never lifts a memory over
+    one that matches the question better by meaning and by words (a model fitted on conversations must not
+    extrapolate its way past that on data unlike them). Dominators always have the larger sum, so one pass
+    in that order suffices; a tie in capped score keeps the dominator first (the sort's secondary key)."""
+    by_sum = sorted(range(len(scores)), key=lambda n: -(sides[n][0] + sides[n][1]))
+    capped = list(scores)
+    done: list[int] = []
+    for n in by_sum:
+        dense, keyword = sides[n]
+        for m in done:
+            other_dense, other_keyword = sides[m]
+            ahead = other_dense >= dense + margin and other_keyword >= keyword + margin
+            if ahead and (other_dense > dense or other_keyword > keyword):
+                capped[n] = min(capped[n], capped[m])
+        done.append(n)
+    return capped

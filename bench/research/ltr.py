@@ -69,6 +69,7 @@ def kw_after_feedback(q: dict[str, Any]) -> dict[int, float]:
     return {i: v / best for i, v in merged.items()} if best > 0 else merged
 
 
+MARGIN: list[float | None] = [reranking.DOMINANCE_MARGIN]  # the cap's margin (None: no cap), as the product
 VECTOR_FEATURES: list[bool] = []  # --vectors: add cosine to the best memory and to the best five's mean
 
 
@@ -136,12 +137,26 @@ def train(table: dict[str, dict[int, Rows]], convs: list[int], l2: float) -> dic
     y = np.concatenate([lab for u in table for c in convs for _, _, lab, _ in table[u][c]])
     mean, spread = raw.mean(axis=0), raw.std(axis=0) + 1e-9
     weights, bias = fit(expand((raw - mean) / spread), y, l2)
-    return {"mean": mean, "spread": spread, "weights": weights, "bias": bias}
+    return {
+        "mean": mean,
+        "spread": spread,
+        "weights": weights,
+        "bias": bias,
+        "low": raw.min(axis=0),
+        "high": raw.max(axis=0),
+    }
 
 
 def ranked(model: dict[str, Any], order: list[int], x: np.ndarray) -> list[int]:
-    scores = expand((x - model["mean"]) / model["spread"]) @ model["weights"] + model["bias"]
-    return [order[j] for j in np.argsort(-scores, kind="stable")]
+    """The product's second stage: probabilities, capped by dominance on both sides, ties in first-stage order."""
+    inside = np.clip(x, model["low"], model["high"])  # as model_score: never extrapolate past what was fitted
+    logits = expand((inside - model["mean"]) / model["spread"]) @ model["weights"] + model["bias"]
+    probabilities = 1.0 / (1.0 + np.exp(-np.clip(logits, -50.0, 50.0)))
+    if MARGIN[0] is None:
+        return [order[j] for j in sorted(range(len(order)), key=lambda j: (-probabilities[j], j))]
+    sides = [reranking.signals(row) for row in x.tolist()]
+    capped = reranking.dominance_capped(probabilities.tolist(), sides, MARGIN[0])
+    return [order[j] for j in sorted(range(len(order)), key=lambda j: (-capped[j], j))]
 
 
 def write_model(model: dict[str, Any], l2: float, figures: dict[str, Any]) -> None:
@@ -156,6 +171,8 @@ def write_model(model: dict[str, Any], l2: float, figures: dict[str, Any]) -> No
         "# Logistic regression over domain.reranking.FEATURES and their pairwise products, fitted on the 5\n"
         f"# conversations of the dev LoCoMo file, turns and facts together, L2 {l2}. In sample: {figures}.\n"
         f"# {len(reranking.FEATURES)} features; weights: the linear ones, then x[a]*x[b] for a <= b in row order.\n\n"
+        f"LOW = {floats(model['low'])}\n"
+        f"HIGH = {floats(model['high'])}\n"
         f"MEAN = {floats(model['mean'])}\n"
         f"SPREAD = {floats(model['spread'])}\n"
         f"WEIGHTS = {floats(model['weights'])}\n"
@@ -170,6 +187,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--l2", type=float, default=100.0, help="the penalty the product's model is fitted with")
     parser.add_argument("--loco", default="3,10,30", help="the penalties scored by leave-one-conversation-out")
+    parser.add_argument("--margins", default="", help="research: LOCO for these dominance margins too ('none': no cap)")
     parser.add_argument("--vectors", action="store_true", help="research: two features from the candidates' vectors")
     parser.add_argument(
         "--write", action="store_true", help="fit on every conversation and write domain/ranker_model.py"
@@ -211,13 +229,19 @@ def main() -> None:
         }
 
     for l2 in sorted({*(float(v) for v in args.loco.split(",")), args.l2}):
-        loco: dict[str, list[float]] = {u: [] for u in table}
-        for held in folds:
-            model = train(table, [c for c in folds if c != held], l2)
-            for u in table:
-                loco[u].extend(recall(q, ranked(model, o, x), 10) for o, x, _, q in table[u][held])
-        report[f"LOCO, l2 {l2}"] = summary(loco)
-        log(f"LOCO, l2 {l2}", json.dumps(report[f"LOCO, l2 {l2}"]))
+        fitted = {held: train(table, [c for c in folds if c != held], l2) for held in folds}
+        product = MARGIN[0]
+        margins = [None if m == "none" else float(m) for m in args.margins.split(",") if m]
+        for margin in dict.fromkeys([product, *margins]):
+            MARGIN[0] = margin
+            loco: dict[str, list[float]] = {u: [] for u in table}
+            for held in folds:
+                for u in table:
+                    loco[u].extend(recall(q, ranked(fitted[held], o, x), 10) for o, x, _, q in table[u][held])
+            key = f"LOCO, l2 {l2}" + ("" if margin == product else f", dominance margin {margin}")
+            report[key] = summary(loco)
+            log(key, json.dumps(report[key]))
+        MARGIN[0] = product
     model = train(table, folds, args.l2)
     whole = {u: [recall(q, ranked(model, o, x), 10) for c in folds for o, x, _, q in table[u][c]] for u in table}
     report[f"in sample, l2 {args.l2}"] = summary(whole)

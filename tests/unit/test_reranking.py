@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from agent_memory.domain import ranker_model, reranking
-from agent_memory.domain.reranking import FEATURES, Candidates, features, model_score, rerank
+from agent_memory.domain.reranking import FEATURES, Candidates, dominance_capped, features, model_score, rerank
 
 
 def found(**overrides: object) -> Candidates:
@@ -49,9 +49,11 @@ def test_one_row_of_every_feature_per_candidate_in_the_first_stage_order() -> No
 
 
 def test_the_model_is_a_logistic_score_over_features_and_their_pairwise_products() -> None:
-    """model_score equals the numpy form the bench fits (bench/research/ltr.py: expand, then a dot product)."""
+    """model_score equals the numpy form the bench fits (bench/research/ltr.py: clip to the fitted range,
+    standardise, expand, then a dot product)."""
     row = features(found())[2]
-    x = (np.array(row) - np.array(ranker_model.MEAN)) / np.array(ranker_model.SPREAD)
+    inside = np.clip(np.array(row), ranker_model.LOW, ranker_model.HIGH)
+    x = (inside - np.array(ranker_model.MEAN)) / np.array(ranker_model.SPREAD)
     pairs = [x[a] * x[b] for a in range(len(x)) for b in range(a, len(x))]
     expected = float(np.dot(np.concatenate([x, pairs]), ranker_model.WEIGHTS) + ranker_model.BIAS)
     assert model_score(row) == pytest.approx(expected, rel=1e-9, abs=1e-9)
@@ -84,3 +86,40 @@ def test_ties_in_the_first_stage_share_a_rank_so_ids_never_decide() -> None:
 
 def test_the_ranker_is_on_by_default() -> None:
     assert reranking.ENABLED is True
+
+
+def test_no_candidate_passes_one_that_beats_it_on_both_sides() -> None:
+    """The model may prefer b, but a is at least as good by meaning and by words: b is capped at a's score."""
+    capped = dominance_capped([0.2, 0.9, 0.5], [(0.8, 1.0), (0.3, 0.0), (0.9, 0.0)])
+    assert capped == [0.2, 0.2, 0.5]  # b (0.3, 0.0) is beaten by a and by c; c is not beaten by a (more cosine)
+    assert dominance_capped([0.4, 0.6], [(0.5, 0.5), (0.5, 0.5)]) == [0.4, 0.6]  # equal on both sides: free
+
+
+def test_a_memory_that_matches_nothing_never_outranks_one_that_matches_both() -> None:
+    """Near-identical best hits push several features far outside what the model was fitted on; the cap
+    keeps a one-letter memory below every memory that beats it on both sides."""
+    walruses = {f"w{n}": f"Walrus fact number {n} about tusks and ice." for n in range(5)}
+    texts = {**walruses, "x": "x", "n": "The user edits code in Neovim with a dark theme."}
+    first = [*((f"w{n}", 0.88 - n / 100) for n in range(5)), ("x", 0.09), ("n", 0.08)]
+    similarity = {**{f"w{n}": 0.76 - n / 100 for n in range(5)}, "x": 0.18, "n": 0.16}
+    keyword = {f"w{n}": 1.0 for n in range(5)}
+    ranked = rerank(
+        Candidates(
+            query="walrus tusks",
+            first=first,
+            texts=texts,
+            similarity=similarity,
+            keyword=keyword,
+            keyword_after_feedback=keyword,
+            links={},
+        )
+    )
+    assert {i for i, _ in ranked[:5]} == set(walruses)
+
+
+def test_features_are_held_to_the_range_the_model_was_fitted_on() -> None:
+    row = features(found())[0]
+    far = [v * 1000 for v in row]
+    held = [min(max(v, low), high) for v, low, high in zip(far, ranker_model.LOW, ranker_model.HIGH, strict=True)]
+    assert model_score(far) == pytest.approx(model_score(held))
+    assert far != held
