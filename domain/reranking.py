@@ -7,7 +7,9 @@ the question's names and word pairs), the memory's length, whether it is itself 
 much it shares with the first ranking's best memories. A logistic model over these features and their
 pairwise products (`ranker_model.py`, fitted by `bench/research/ltr.py` on both LoCoMo protocols at
 once, checked by leave-one-conversation-out) scores every candidate; ties keep the first ranking's
-order. It only reorders candidates that already passed every filter, so it can never surface a
+order. Two guards keep it from extrapolating on data unlike LoCoMo: features are held to their training
+range, and no candidate is scored above one that beats it by DOMINANCE_MARGIN on both first-stage
+signals. It only reorders candidates that already passed every filter, so it can never surface a
 memory the search would not return.
 """
 
@@ -188,11 +190,12 @@ def signals(row: Sequence[float]) -> tuple[float, float]:
 
 
 def dominance_capped(scores: Sequence[float], sides: Sequence[tuple[float, float]], margin: float = 0.0) -> list[float]:
-    """Each score capped at the capped score of every candidate that is at least as good on both sides and
-    better on one: the learnt model reorders what the two signals leave open, and never lifts a memory over
-    one that matches the question better by meaning and by words (a model fitted on conversations must not
-    extrapolate its way past that on data unlike them). Dominators always have the larger sum, so one pass
-    in that order suffices; a tie in capped score keeps the dominator first (the sort's secondary key)."""
+    """Each score capped at the capped score of every candidate that beats it by at least `margin` on both
+    sides (and strictly on one): the learnt model reorders what the two signals leave open, and never lifts
+    a memory over one that clearly matches the question better by meaning and by words (a model fitted on
+    conversations must not extrapolate its way past that on data unlike them). Dominators always have the
+    larger sum, so one pass in that order suffices; a tie in capped score keeps the dominator first (it is
+    ahead in the first stage, the sort's secondary key)."""
     by_sum = sorted(range(len(scores)), key=lambda n: -(sides[n][0] + sides[n][1]))
     capped = list(scores)
     done: list[int] = []
