@@ -49,6 +49,9 @@ FEATURES = (
     "shared_with_best",  # rarity-weighted share of its words the first ranking's best memory has (mean on ties)
     "shared_with_top5",  # the same, averaged over the first ranking's best five (ties at the cut come in)
 )
+_COS, _NEIGHBOUR_COS, _KEYWORD_AFTER_FEEDBACK = (
+    FEATURES.index(n) for n in ("cos", "neighbour_cos", "keyword_after_feedback")
+)
 ENABLED = True  # False: hybrid search returns the first stage's ranking (A/B: bench/feedback_latency.py --stage rerank)
 DOMINANCE_MARGIN: float | None = 0.2  # how much better on both sides a dominator must be (None: no cap)
 MISSING_RANK = 100  # the rank a memory gets on a side that did not return it
@@ -108,10 +111,12 @@ def features(found: Candidates) -> list[list[float]]:
     asked_rarity = {t: math.log((len(order) + 1) / (frequency.get(t, 0) + 0.5)) for t in asked}
     asked_total = sum(asked_rarity.values()) or 1.0
 
+    own_rarity = {i: sum(rarity[t] for t in stems[i]) or 1.0 for i in order}
+
     def shared(a: str, b: str) -> float:
         if a == b:
             return 1.0
-        return sum(rarity[t] for t in stems[a] & stems[b]) / (sum(rarity[t] for t in stems[a]) or 1.0)
+        return sum(rarity[t] for t in stems[a] & stems[b]) / own_rarity[a]
 
     best = [i for i in order if first_rank[i] == 0]
     head = [i for i in order if first_rank[i] < 5]
@@ -185,8 +190,7 @@ def rerank(found: Candidates) -> list[tuple[str, float]]:
 
 def signals(row: Sequence[float]) -> tuple[float, float]:
     """A row's two first-stage signals: the dense score (own cosine + neighbours' share) and the keyword score."""
-    named = dict(zip(FEATURES, row[: len(FEATURES)], strict=True))
-    return named["cos"] + NEIGHBOUR_COSINE * named["neighbour_cos"], named["keyword_after_feedback"]
+    return row[_COS] + NEIGHBOUR_COSINE * row[_NEIGHBOUR_COS], row[_KEYWORD_AFTER_FEEDBACK]
 
 
 def dominance_capped(scores: Sequence[float], sides: Sequence[tuple[float, float]], margin: float = 0.0) -> list[float]:
@@ -202,9 +206,11 @@ def dominance_capped(scores: Sequence[float], sides: Sequence[tuple[float, float
     for n in by_sum:
         dense, keyword = sides[n]
         for m in done:
+            if capped[m] >= capped[n]:
+                continue  # it could not lower this score: skip the comparison
             other_dense, other_keyword = sides[m]
             ahead = other_dense >= dense + margin and other_keyword >= keyword + margin
             if ahead and (other_dense > dense or other_keyword > keyword):
-                capped[n] = min(capped[n], capped[m])
+                capped[n] = capped[m]
         done.append(n)
     return capped
