@@ -39,7 +39,7 @@ from fusion import (
 )
 
 from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
-from agent_memory.domain import reranking
+from agent_memory.domain import feedback, reranking
 
 
 def today(q: dict[str, Any]) -> list[int]:
@@ -60,13 +60,8 @@ def kw_after_feedback(q: dict[str, Any]) -> dict[int, float]:
             df[term] = df.get(term, 0) + 1
     terms = expansion_terms(dict(q, df=df, texts=cands), alone, 10)
     extra = q["search"](" ".join(terms)) if terms else {}
-    keep = set(cands)
-    merged = dict(q["kw"])
-    for i, v in extra.items():
-        if i in keep and q["links"][i] == (-1, -1):
-            merged[i] = merged.get(i, 0.0) + v
-    best = max(merged.values(), default=0.0)
-    return {i: v / best for i, v in merged.items()} if best > 0 else merged
+    independent = {i for i in cands if q["links"][i] == (-1, -1)}
+    return feedback.expanded_keyword(q["kw"], extra, independent)  # type: ignore[arg-type]  # int ids here
 
 
 MARGIN: list[float | None] = [reranking.DOMINANCE_MARGIN]  # the cap's margin (None: no cap), as the product
