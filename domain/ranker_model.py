@@ -4,6 +4,30 @@
 # conversations of the dev LoCoMo file, turns and facts together, L2 100.0. In sample: {'turns': 0.7888, 'facts': 0.8085}.
 # 21 features; weights: the linear ones, then x[a]*x[b] for a <= b in row order.
 
+# The names fitted, in order (tests/unit/test_reranking.py compares them with domain.reranking.FEATURES).
+FEATURES = (
+    "cos",
+    "cos_gap",
+    "neighbour_cos",
+    "keyword",
+    "keyword_after_feedback",
+    "fused",
+    "first_rank",
+    "dense_rank",
+    "keyword_rank",
+    "coverage",
+    "names",
+    "length",
+    "is_question",
+    "threaded",
+    "question_length",
+    "rare_coverage",
+    "word_pairs",
+    "neighbour_keyword",
+    "neighbour_cos_gap",
+    "shared_with_best",
+    "shared_with_top5",
+)
 LOW = (
     -0.16862688958644867,
     -0.946736566722393,

@@ -60,6 +60,12 @@ def test_the_model_is_a_logistic_score_over_features_and_their_pairwise_products
     assert len(ranker_model.WEIGHTS) == len(FEATURES) + len(FEATURES) * (len(FEATURES) + 1) // 2
 
 
+def test_the_model_was_fitted_on_the_features_the_ranker_computes() -> None:
+    """Renaming, reordering or adding a feature without refitting (bench/research/ltr.py --write) fails here."""
+    assert ranker_model.FEATURES == FEATURES
+    assert len(ranker_model.LOW) == len(ranker_model.HIGH) == len(ranker_model.MEAN) == len(FEATURES)
+
+
 def test_reranking_permutes_its_candidates_and_scores_them_as_probabilities() -> None:
     ranked = rerank(found())
     assert sorted(i for i, _ in ranked) == ["a", "b", "c", "d"]
