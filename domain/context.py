@@ -79,6 +79,9 @@ def _path_like(ref: str) -> bool:
     return any(mark in ref for mark in ("/", "\\", ".."))
 
 
+EMPTY_REF = "The memory reference is empty: give a memory id (a UUID) or its path, such as 'category/slug'."
+
+
 def _neither(ref: str, error: DomainError) -> DomainError:
     return not_found(str(ref), cause=f"{ref!r} is neither a memory id (UUID) nor a path: {error.message}")
 
@@ -283,6 +286,8 @@ class Context:
         return self.guard(namespace).bind(lambda guard: self._load_guarded(ref, store, guard))
 
     def _load_guarded(self, ref: str, store: str | None, guard: Guard) -> Result[Memory, DomainError]:
+        if not ref.strip():  # a mistake in the call, not a memory that is missing
+            return Failure(DomainError(ErrorCode.INVALID_INPUT, EMPTY_REF, path=ref))
         if is_memory_id(ref):
             return self.load_any(ref, store).bind(lambda memory: _inside(memory, guard))
         return (

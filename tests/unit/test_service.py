@@ -119,12 +119,19 @@ def test_get_computes_confidence_at_read_time_without_reinforcing(service: Memor
     assert service.get(memory_id).unwrap().memory.last_reinforced_at is None
 
 
-@pytest.mark.parametrize("bad_id", ["invalid-id", "", "123"])
+@pytest.mark.parametrize("bad_id", ["invalid-id", "123"])
 def test_get_with_a_malformed_reference_is_not_found_and_says_why(service: MemoryService, bad_id: str) -> None:
     result = service.get(bad_id)
     assert code_of(result) is ErrorCode.MEMORY_NOT_FOUND
     assert result.failure().message == "Memory not found"
     assert "neither a memory id" in (result.failure().cause or "")
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\t"])
+def test_a_blank_reference_is_invalid_input_not_a_missing_memory(service: MemoryService, blank: str) -> None:
+    for result in (service.get(blank), service.reinforce(blank), service.delete(blank)):
+        assert code_of(result) is ErrorCode.INVALID_INPUT
+        assert "give a memory id" in result.failure().message
 
 
 @pytest.mark.parametrize("bad_path", ["../../etc/passwd", "/etc/passwd", "notes/../../x", "notes\\x"])
