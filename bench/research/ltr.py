@@ -126,6 +126,24 @@ def fit(x: np.ndarray, y: np.ndarray, l2: float) -> tuple[np.ndarray, float]:
 Rows = list[tuple[list[int], np.ndarray, np.ndarray, dict[str, Any]]]
 
 
+def table_of(conversations: list[dict[str, Any]]) -> dict[str, dict[int, Rows]]:
+    """Per protocol and conversation, each query's first-stage order, feature rows, labels and query data."""
+    table: dict[str, dict[int, Rows]] = {}
+    work = tempfile.mkdtemp()  # the keyword index stays open: the first stage's feedback searches again
+    for unit in ("turns", "facts"):
+        index = SqliteKeywordIndex(Path(work) / f"{unit}.sqlite3")
+        saved = [index_conversation(c, unit, index, "default") for c in conversations]
+        per_conv = [build(c, unit, index, "default", r) for c, r in zip(conversations, saved, strict=True)]
+        table[unit] = {}
+        for c, queries in enumerate(per_conv):
+            table[unit][c] = []
+            for q in queries:
+                order, x = features(q)
+                table[unit][c].append((order, x, labels(q, order), q))
+        log(unit, "features done")
+    return table
+
+
 def train(table: dict[str, dict[int, Rows]], convs: list[int], l2: float) -> dict[str, Any]:
     """A model fitted on some conversations of both protocols: standardisation, weights, bias."""
     raw = np.vstack([x for u in table for c in convs for _, x, _, _ in table[u][c]])
@@ -198,19 +216,7 @@ def main() -> None:
         args.write = False  # the product cannot compute them
     conversations = json.loads(args.data.read_text(encoding="utf-8"))
     folds = list(range(len(conversations)))
-    table: dict[str, dict[int, Rows]] = {}
-    work = tempfile.mkdtemp()  # the keyword index stays open: the first stage's feedback searches again
-    for unit in ("turns", "facts"):
-        index = SqliteKeywordIndex(Path(work) / f"{unit}.sqlite3")
-        saved = [index_conversation(c, unit, index, "default") for c in conversations]
-        per_conv = [build(c, unit, index, "default", r) for c, r in zip(conversations, saved, strict=True)]
-        table[unit] = {}
-        for c, queries in enumerate(per_conv):
-            table[unit][c] = []
-            for q in queries:
-                order, x = features(q)
-                table[unit][c].append((order, x, labels(q, order), q))
-        log(unit, "features done")
+    table = table_of(conversations)
     report: dict[str, Any] = {}
     reference = {u: [recall(q, today(q), 10) for c in folds for _, _, _, q in table[u][c]] for u in table}
     pool = {u: [recall(q, o, 200) for c in folds for o, _, _, q in table[u][c]] for u in table}

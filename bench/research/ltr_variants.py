@@ -21,7 +21,6 @@ import json
 import re
 import statistics
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,9 +29,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ltr
-from fusion import build, index_conversation, log, recall
+from fusion import log, recall
 
-from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
 from agent_memory.domain.words import content_words
 
 L2 = 100.0
@@ -45,24 +43,6 @@ TIME = re.compile(
     re.IGNORECASE,
 )
 QUOTED = re.compile(r"['\"‘“][A-Z][^'\"’”]{2,}['\"’”]")
-
-
-def table_of(conversations: list[dict[str, Any]]) -> Table:
-    """ltr.py's rows per protocol and conversation: (first-stage order, feature rows, labels, query)."""
-    work = tempfile.mkdtemp()
-    table: Table = {}
-    for unit in ("turns", "facts"):
-        index = SqliteKeywordIndex(Path(work) / f"{unit}.sqlite3")
-        saved = [index_conversation(c, unit, index, "default") for c in conversations]
-        per_conv = [build(c, unit, index, "default", r) for c, r in zip(conversations, saved, strict=True)]
-        table[unit] = {}
-        for c, queries in enumerate(per_conv):
-            table[unit][c] = []
-            for q in queries:
-                order, x = ltr.features(q)
-                table[unit][c].append((order, x, ltr.labels(q, order), q))
-        log(unit, "features done")
-    return table
 
 
 def with_columns(table: Table, extra: Callable[[list[int], dict[str, Any]], np.ndarray]) -> Table:
@@ -226,7 +206,7 @@ def main() -> None:
     parser.add_argument("--l3", type=Path, help="paraphrase-MiniLM-L3-v2.onnx, for the second embedder's variant")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    table = table_of(json.loads(args.data.read_text(encoding="utf-8")))
+    table = ltr.table_of(json.loads(args.data.read_text(encoding="utf-8")))
 
     def pointwise(t: Table, convs: list[int]) -> dict[str, Any]:
         return ltr.train(t, convs, L2)
