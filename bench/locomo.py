@@ -1,7 +1,7 @@
 """LoCoMo evidence recall through the product's public Python API (protocol: shared BENCHMARK.md).
 
     python bench/locomo.py --data PATH [--unit turns|facts] [--threads session|none] [--backend chroma]
-                           [--modes hybrid,semantic,keyword] [--space store]
+                           [--modes hybrid,semantic,keyword] [--space store|project]
 
 Each conversation goes into its own namespace of one store (or, with --space store, its own store), batch
 created (one embedding call per conversation). --unit turns (default): one memory per turn, in order, the
@@ -92,10 +92,13 @@ def thread_of_turn(dia_ids: tuple[str, ...], unit: str, threads: str) -> str:
 
 
 def space(conversation: dict[str, Any], kind: str) -> dict[str, Any]:
-    """Where a conversation lives: its own namespace of the default store, or its own store."""
+    """Where a conversation lives: its own namespace of the default store, its own store, or its own project
+    (a scope filter) in one shared namespace, where the search must filter the others' memories out."""
     name = str(conversation["sample_id"])
     if kind == "store":
         return {"store": "locomo-" + "".join(c if c.isalnum() else "-" for c in name.lower())}
+    if kind == "project":
+        return {"project": "locomo-" + name, "namespace": ("locomo",)}
     return {"namespace": ("locomo", name)}
 
 
@@ -108,7 +111,7 @@ def ingest(service: MemoryService, conversations: list[dict[str, Any]], kind: st
                 content=text,
                 citations=dia_ids,
                 created_at=when,
-                thread=thread_of_turn(dia_ids, unit, threads),
+                thread=thread_in(conversation, kind, thread_of_turn(dia_ids, unit, threads)),
                 **space(conversation, kind),
             )
             for text, dia_ids, when in memories(conversation, unit)
@@ -117,6 +120,11 @@ def ingest(service: MemoryService, conversations: list[dict[str, Any]], kind: st
         total += len(commands)
         print(f"ingested {conversation['sample_id']}: {len(commands)} {unit}", file=sys.stderr)
     return total / (time.perf_counter() - started)
+
+
+def thread_in(conversation: dict[str, Any], kind: str, thread: str) -> str:
+    """A session's thread, named after its conversation when conversations share a namespace (--space project)."""
+    return f"{conversation['sample_id']}-{thread}" if thread and kind == "project" else thread
 
 
 def reachable(conversation: dict[str, Any], unit: str) -> set[str] | None:
@@ -177,8 +185,8 @@ def main() -> None:
     parser.add_argument(
         "--space",
         default="namespace",
-        choices=("namespace", "store"),
-        help="one namespace or one store per conversation",
+        choices=("namespace", "store", "project"),
+        help="one namespace, one store, or one project (a filter, in one shared namespace) per conversation",
     )
     args = parser.parse_args()
     conversations = json.loads(args.data.read_text(encoding="utf-8"))
