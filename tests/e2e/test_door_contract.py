@@ -225,7 +225,7 @@ def test_every_error_code_a_caller_can_provoke_is_the_same_at_every_door(door: D
         ("get an unknown path", door.get(f"{where}/missing"), ErrorCode.MEMORY_NOT_FOUND),
         ("update an unknown path", door.update(f"{where}/missing", content="x"), ErrorCode.MEMORY_NOT_FOUND),
         ("reinforce an unknown path", door.reinforce(f"{where}/missing"), ErrorCode.MEMORY_NOT_FOUND),
-        ("reinforce an empty reference", door.reinforce(""), ErrorCode.INVALID_INPUT),  # REST said 404, MCP 422
+        ("reinforce an empty reference", door.reinforce(""), ErrorCode.INVALID_INPUT),  # 404 but on MCP
         ("get a blank reference", door.get("   "), ErrorCode.INVALID_INPUT),  # was MEMORY_NOT_FOUND
         ("get an expired memory", door.get(expired.id), ErrorCode.MEMORY_EXPIRED),
         ("update an expired memory", door.update(expired.id, content="x"), ErrorCode.MEMORY_EXPIRED),
