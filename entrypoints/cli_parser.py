@@ -56,19 +56,20 @@ def load_manifest(path: str | None = None) -> dict[str, Any]:
     """The arguments of every subcommand, generated from the command table by cli_manifest.py (stdlib only here:
     the client parses without importing attrs or the domain)."""
     where = path or MANIFEST
+
+    def damaged(why: str) -> DamagedInstall:
+        return DamagedInstall(
+            f"agent-memory's install is damaged: its argument table {os.path.basename(where)} {why}. "
+            "Reinstall it: pip install --force-reinstall agent-memory."
+        )
+
     try:
         with open(where, encoding="utf-8") as handle:
             loaded: dict[str, Any] = json.load(handle)
     except (OSError, ValueError) as error:  # missing, unreadable, or not JSON (ValueError covers decode errors)
-        raise DamagedInstall(
-            f"agent-memory's install is damaged: its argument table {os.path.basename(where)} cannot be read "
-            f"({type(error).__name__}). Reinstall it: pip install --force-reinstall agent-memory."
-        ) from None
+        raise damaged(f"cannot be read ({type(error).__name__})") from None
     if not isinstance(loaded, dict) or not isinstance(loaded.get("subcommands"), list):
-        raise DamagedInstall(
-            f"agent-memory's install is damaged: {os.path.basename(where)} has no subcommand table. "
-            "Reinstall it: pip install --force-reinstall agent-memory."
-        )
+        raise damaged("has no subcommand table")
     return loaded
 
 

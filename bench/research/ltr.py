@@ -64,7 +64,6 @@ def kw_after_feedback(q: dict[str, Any]) -> dict[int, float]:
     return feedback.expanded_keyword(q["kw"], extra, independent)  # type: ignore[arg-type]  # int ids here
 
 
-MARGIN: list[float | None] = [reranking.DOMINANCE_MARGIN]  # the cap's margin (None: no cap), as the product
 VECTOR_FEATURES: list[bool] = []  # --vectors: add cosine to the best memory and to the best five's mean
 
 
@@ -160,16 +159,22 @@ def train(table: dict[str, dict[int, Rows]], convs: list[int], l2: float) -> dic
     }
 
 
-def ranked(model: dict[str, Any], order: list[int], x: np.ndarray) -> list[int]:
-    """The product's second stage: probabilities, capped by dominance on both sides, ties in first-stage order."""
+def probabilities(model: dict[str, Any], x: np.ndarray) -> np.ndarray:
+    """The product's model_score for each row as a probability: features held to the fitted range first."""
     inside = np.clip(x, model["low"], model["high"])  # as model_score: never extrapolate past what was fitted
     logits = expand((inside - model["mean"]) / model["spread"]) @ model["weights"] + model["bias"]
-    probabilities = 1.0 / (1.0 + np.exp(-np.clip(logits, -50.0, 50.0)))
-    if MARGIN[0] is None:
-        return [order[j] for j in sorted(range(len(order)), key=lambda j: (-probabilities[j], j))]
-    sides = [reranking.signals(row) for row in x.tolist()]
-    capped = reranking.dominance_capped(probabilities.tolist(), sides, MARGIN[0])
-    return [order[j] for j in sorted(range(len(order)), key=lambda j: (-capped[j], j))]
+    return np.asarray(1.0 / (1.0 + np.exp(-np.clip(logits, -50.0, 50.0))))
+
+
+def ranked(
+    model: dict[str, Any], order: list[int], x: np.ndarray, margin: float | None = reranking.DOMINANCE_MARGIN
+) -> list[int]:
+    """The product's second stage: probabilities, capped by dominance on both sides (margin None: no cap), ties
+    in first-stage order."""
+    scores = probabilities(model, x).tolist()
+    if margin is not None:
+        scores = reranking.dominance_capped(scores, [reranking.signals(row) for row in x.tolist()], margin)
+    return [order[j] for j in sorted(range(len(order)), key=lambda j: (-scores[j], j))]
 
 
 def write_model(model: dict[str, Any], l2: float, figures: dict[str, Any]) -> None:
@@ -236,18 +241,16 @@ def main() -> None:
 
     for l2 in sorted({*(float(v) for v in args.loco.split(",")), args.l2}):
         fitted = {held: train(table, [c for c in folds if c != held], l2) for held in folds}
-        product = MARGIN[0]
+        product = reranking.DOMINANCE_MARGIN
         margins = [None if m == "none" else float(m) for m in args.margins.split(",") if m]
         for margin in dict.fromkeys([product, *margins]):
-            MARGIN[0] = margin
             loco: dict[str, list[float]] = {u: [] for u in table}
             for held in folds:
                 for u in table:
-                    loco[u].extend(recall(q, ranked(fitted[held], o, x), 10) for o, x, _, q in table[u][held])
+                    loco[u].extend(recall(q, ranked(fitted[held], o, x, margin), 10) for o, x, _, q in table[u][held])
             key = f"LOCO, l2 {l2}" + ("" if margin == product else f", dominance margin {margin}")
             report[key] = summary(loco)
             log(key, json.dumps(report[key]))
-        MARGIN[0] = product
     model = train(table, folds, args.l2)
     whole = {u: [recall(q, ranked(model, o, x), 10) for c in folds for o, x, _, q in table[u][c]] for u in table}
     report[f"in sample, l2 {args.l2}"] = summary(whole)

@@ -147,13 +147,6 @@ def diverse(lam: float, depth: int = 30) -> Post:
     return rerank
 
 
-def probabilities(model: dict[str, Any], x: np.ndarray) -> np.ndarray:
-    """The product's model_score for each row, as ltr.ranked computes it before the dominance cap."""
-    inside = np.clip(x, model["low"], model["high"])
-    logits = ltr.expand((inside - model["mean"]) / model["spread"]) @ model["weights"] + model["bias"]
-    return np.asarray(1.0 / (1.0 + np.exp(-np.clip(logits, -50.0, 50.0))))
-
-
 def loco(
     table: Table,
     fitter: Callable[[Table, list[int]], dict[str, Any]],
@@ -171,7 +164,7 @@ def loco(
             for order, x, _, q in table[u][held]:
                 ranked = ltr.ranked(model, order, x)
                 if post is not None:
-                    ranked = post(ranked, q, dict(zip(order, probabilities(model, x).tolist(), strict=True)))
+                    ranked = post(ranked, q, dict(zip(order, ltr.probabilities(model, x).tolist(), strict=True)))
                 values[u].append(recall(q, ranked, 10))
     return {u: round(statistics.fmean(v), 4) for u, v in values.items()}
 
