@@ -1,6 +1,6 @@
 """A learnt linear query adapter for the dense side, judged by leave-one-conversation-out on both protocols.
 
-    python bench/research/adapter.py --data PATH [--stage 1|2] [--setting RANK,L2] [--out FILE]
+    python bench/research/adapter.py --data PATH [--stage 1|2] [--setting RANK,L2] [--grid R:L2,…] [--out FILE]
 
 Research code (not imported by the product). Only the query is transformed: q' = normalise(q + A q), A a
 384x384 matrix or a low-rank U V^T, with an L2 penalty pulling A toward 0 (the identity map); memory vectors
@@ -307,14 +307,16 @@ def main() -> None:
     log("loaded")
     if args.stage == 1:
         grid = [(int(p.split(":")[0]), float(p.split(":")[1])) for p in args.grid.split(",")] if args.grid else GRID
-        report = stage_one(data, folds, grid)
+        key, report = "stage 1", stage_one(data, folds, grid)
     else:
         rank, l2 = args.setting.split(",")
         margins = [None if m == "none" else float(m) for m in args.margins.split(",")]
+        key = f"stage 2, rank {int(rank) or 'full'}, l2 {float(l2)}"
         report = stage_two(data, folds, int(rank), float(l2), margins)
     print(json.dumps(report, indent=1))
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=1))
+    if args.out:  # one file for every run: each stage or setting under its own key
+        kept = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {}
+        args.out.write_text(json.dumps(dict(kept, **{key: report}), indent=1))
 
 
 if __name__ == "__main__":
