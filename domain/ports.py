@@ -145,8 +145,9 @@ class KeywordIndex(Protocol):
     `upsert` appends new ids at the end of their thread and replaces the text of known ids in place;
     `neighbours` gives each known id's previous and next id in its thread; `remove` forgets ids and
     joins their neighbours; `rebuild` replaces a store's whole index, in the order given.
-    Leaves out: filters other than the thread prefix, deletion flags and expiry (the use cases check
-    every hit against the VectorStore's record), and typo tolerance.
+    Leaves out: filters other than the thread prefix, deletion flags and expiry (the search use case checks
+    every hit against the VectorStore's record and asks again, deeper, while hits fail them), the order of
+    hits with equal scores, and typo tolerance.
     """
 
     def upsert(self, store: str, entries: Sequence[KeywordEntry]) -> Result[None, DomainError]: ...

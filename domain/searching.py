@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from attrs import evolve, frozen
 from returns.result import Failure, Result, Success
 
@@ -23,6 +25,7 @@ from agent_memory.domain.tenancy import Guard
 from agent_memory.domain.views import SearchResults
 
 MAX_SEARCH_LIMIT = 1000  # the deepest a search ranks: limit + offset of one page
+FILTERED_REACH = 16  # the keyword index is asked for up to DEPTH * FILTERED_REACH hits when filters reject hits
 
 
 def _page_problem(limit: int, offset: int) -> str | None:
@@ -138,42 +141,82 @@ class Searching:
             store.query(vector, plan.where, depth) if plan.mode is SearchMode.HYBRID else Success([])
         )
         gathered = Result.do(
-            _Candidates(pairs, dict(hits), found)
+            _Candidates(pairs, keyword)
             for pairs in dense
-            for hits in keywords.search(plan.store, plan.query, depth, thread_prefix=plan.thread_prefix)
-            for found in _keyword_memories(store, plan, hits)
+            for keyword in self._keyword_side(store, plan, plan.query, depth, _Reach(1.0, ()))
         )
         return gathered.bind(lambda candidates: self._rank(store, vector, plan, depth, candidates))
+
+    def _keyword_side(
+        self, store: VectorStore, plan: _SearchPlan, text: str, depth: int, reach: _Reach
+    ) -> Result[_KeywordSide, DomainError]:
+        """The first `depth` keyword hits for `text` that pass every filter and the confidence floor, best
+        first, scored bm25 / the best of them: a scope filter or deleted memories never thin the keyword
+        side's share of the pool, and a filtered search scores as if the store held only what passes.
+
+        The index knows only namespaces (threads), so while hits that fail the filters crowd out the rest it
+        is asked again, as deep as the share that passed says it needs: at least four times deeper, at most
+        DEPTH * FILTERED_REACH hits (or `depth`, when a page ranks deeper), the same bound for every page, so
+        a deep page reads the same hits as the first. `reach` says how deep to ask first (hits asked per hit
+        needed) and which records were already read: keyword feedback's query starts where the question's
+        ended."""
+        keywords = self.ctx.keywords
+        assert keywords is not None  # _blend runs only with a keyword index
+        deepest = max(depth, DEPTH * FILTERED_REACH)  # the same for every page up to that deep: one ranking
+        asked = min(deepest, math.ceil(depth * reach.ratio))
+
+        def kept(hits: list[tuple[str, float]]) -> Result[_KeywordSide, DomainError]:
+            known = {m.id for m in reach.read}
+            unread = [i for i, _ in hits if i not in known]
+            return store.get(unread).bind(lambda memories: enough(hits, (*reach.read, *memories)))
+
+        def enough(hits: list[tuple[str, float]], read: tuple[Memory, ...]) -> Result[_KeywordSide, DomainError]:
+            passing = {m.id: m for m in read if plan.where.matches(m) and self.ctx.confidence_now(m) >= plan.floor}
+            if len(passing) < depth and len(hits) == asked and asked < deepest:
+                needed = math.ceil(depth * asked / max(len(passing), 1) * 1.25)
+                deeper = _Reach(min(deepest, max(asked * 4, needed)) / depth, read)
+                return self._keyword_side(store, plan, text, depth, deeper)
+            ordered = [(i, score) for i, score in hits if i in passing][:depth]
+            best = max((score for _, score in ordered), default=1.0) or 1.0
+            window = {i for i, _ in hits[: DEPTH * FILTERED_REACH]}  # what any page's search reads
+            return Success(
+                _KeywordSide(
+                    {i: score / best for i, score in ordered},
+                    [passing[i] for i, _ in ordered],
+                    [i for i, _ in ordered if i in window][:DEPTH],
+                    _Reach(asked / depth, read),
+                )
+            )
+
+        return keywords.search(plan.store, text, asked, thread_prefix=plan.thread_prefix).bind(kept)
 
     def _rank(
         self, store: VectorStore, vector: Vector, plan: _SearchPlan, depth: int, found: _Candidates
     ) -> Result[SearchResults, DomainError]:
         keywords = self.ctx.keywords
         assert keywords is not None
-        memories = {m.id: m for m in found.keyword_memories} | {m.id: m for m, _ in found.dense}
+        memories = {m.id: m for m in found.keyword.memories} | {m.id: m for m, _ in found.dense}
         candidates = [i for i, m in memories.items() if self.ctx.confidence_now(m) >= plan.floor]
         similarity = {m.id: s for m, s in found.dense}
         kept = set(candidates)  # the first DEPTH of each side, whatever the depth: every page reads the same pool
-        pool = [
-            i
-            for i in dict.fromkeys([*(m.id for m, _ in found.dense[:DEPTH]), *list(found.keyword)[:DEPTH]])
-            if i in kept
-        ]
+        pool = [i for i in dict.fromkeys([*(m.id for m, _ in found.dense[:DEPTH]), *found.keyword.pooled]) if i in kept]
 
         def score(links: Links) -> Result[SearchResults, DomainError]:
             wanted = {n for i in candidates for n in links.get(i, (None, None)) if n} | set(candidates)
             return store.similarities(vector, [i for i in wanted if i not in similarity]).bind(
                 lambda scored: self._ranked(
-                    plan, _Sides(memories, candidates, similarity | scored, found.keyword, links, pool)
+                    store,
+                    plan,
+                    _Sides(memories, candidates, similarity | scored, found.keyword, links, pool),
                 )
             )
 
-        exhausted = len(found.dense) < depth and len(found.keyword) < depth
+        exhausted = len(found.dense) < depth and len(found.keyword.scores) < depth
         if len(candidates) < plan.limit and not exhausted:
             return self._blend(store, vector, plan, depth * 4)
         return keywords.neighbours(plan.store, candidates).bind(score)
 
-    def _ranked(self, plan: _SearchPlan, sides: _Sides) -> Result[SearchResults, DomainError]:
+    def _ranked(self, store: VectorStore, plan: _SearchPlan, sides: _Sides) -> Result[SearchResults, DomainError]:
         """Keyword: by bm25. Hybrid: fused, then fused again with keyword feedback when independent memories
         are among the best (domain.feedback): the expansion's words, searched DEPTH deep like a query, add to
         their keyword scores; the candidates stay the same (new ones never reached a top 10 on LoCoMo facts).
@@ -196,9 +239,8 @@ class Searching:
             )
             return self._results(plan, sides, _second_stage(plan, sides, first, expanded, independent))
 
-        return keywords.search(plan.store, expansion, DEPTH, thread_prefix=plan.thread_prefix).map(
-            lambda hits: finish(dict(hits))
-        )
+        reach = sides.keyword_side.reach
+        return self._keyword_side(store, plan, expansion, DEPTH, reach).map(lambda side: finish(side.scores))
 
     def _results(self, plan: _SearchPlan, sides: _Sides, ranking: list[tuple[str, float]]) -> SearchResults:
         return SearchResults(
@@ -227,7 +269,7 @@ def _second_stage(
     if not reranking.ENABLED:
         return first
     pooled = set(sides.pool)
-    shallow = dict(list(sides.keyword.items())[:DEPTH])
+    shallow = {i: sides.keyword[i] for i in sides.keyword_side.pooled}
     after = expanded_keyword(shallow, expanded, independent & pooled) if expanded else shallow
     head = rerank(
         Candidates(
@@ -251,9 +293,14 @@ class _Sides:
     memories: dict[str, Memory]
     candidates: list[str]
     similarity: dict[str, float]
-    keyword: dict[str, float]
+    keyword_side: _KeywordSide
     links: Links
     pool: list[str]  # the candidates whose words set the rarity of feedback words (domain.feedback)
+
+    @property
+    def keyword(self) -> dict[str, float]:
+        """bm25 / the best, per keyword hit that passed the filters."""
+        return self.keyword_side.scores
 
 
 @frozen
@@ -261,8 +308,25 @@ class _Candidates:
     """One round of the blend: the dense side's hits, the keyword side's scores and their records."""
 
     dense: list[tuple[Memory, float]]
-    keyword: dict[str, float]
-    keyword_memories: list[Memory]
+    keyword: _KeywordSide
+
+
+@frozen
+class _Reach:
+    """How deep the keyword index is asked, in hits per hit needed, and the hits' records already read."""
+
+    ratio: float
+    read: tuple[Memory, ...]
+
+
+@frozen
+class _KeywordSide:
+    """The keyword hits that pass the search's filters, scored bm25 / the best of them, and their records."""
+
+    scores: dict[str, float]
+    memories: list[Memory]
+    pooled: list[str]  # the hits the pool takes: the first DEPTH among the first DEPTH * FILTERED_REACH hits
+    reach: _Reach
 
 
 @frozen(kw_only=True)
@@ -278,15 +342,6 @@ class _SearchPlan:
     def thread_prefix(self) -> str | None:
         """The keyword side's restriction to the filter's namespace (None: the whole store)."""
         return thread_of(self.where.namespace) if self.where.namespace else None
-
-
-def _keyword_memories(
-    store: VectorStore, plan: _SearchPlan, hits: list[tuple[str, float]]
-) -> Result[list[Memory], DomainError]:
-    """The keyword hits' records, kept only if they pass every filter (deleted, expired, scope…)."""
-    return store.get([memory_id for memory_id, _ in hits]).map(
-        lambda memories: [m for m in memories if plan.where.matches(m)]
-    )
 
 
 def parse_mode(raw: str) -> SearchMode:

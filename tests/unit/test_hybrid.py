@@ -1,17 +1,20 @@
 """Hybrid, semantic and keyword search over fakes: filters on both sides, neighbour context, bad modes."""
 
+from collections.abc import Sequence
 from datetime import timedelta
 
 import pytest
-from attrs import evolve
+from attrs import evolve, frozen
+from returns.result import Result, Success
 
 from agent_memory.adapters.clock import FixedClock
 from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog, InMemoryKeywordIndex
 from agent_memory.domain import feedback, reranking
 from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
-from agent_memory.domain.errors import ErrorCode
+from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.feedback import expansion_query, feedback_ranks
 from agent_memory.domain.hybrid import dense_score, fuse
+from agent_memory.domain.ports import Vector
 from agent_memory.domain.service import MemoryService
 from tests.unit.conftest import T0
 
@@ -65,6 +68,46 @@ def test_hybrid_search_fills_the_limit_when_filters_drop_keyword_hits(hybrid: Me
         hybrid.create(CreateMemory(content=f"mango summary {i}", project="target")).unwrap()
     found = contents(hybrid, query="mango report", project="target", limit=3)
     assert sorted(found) == [f"mango summary {i}" for i in range(3)]
+
+
+@frozen
+class SameVectorEmbedder:
+    """Every text the same vector: the dense side cannot tell memories apart, so only words can."""
+
+    name: str = "same-vector"
+    dimension: int = 4
+
+    def embed_documents(self, texts: Sequence[str]) -> Result[list[Vector], DomainError]:
+        return Success([[1.0, 0.0, 0.0, 0.0] for _ in texts])
+
+    def embed_query(self, text: str) -> Result[Vector, DomainError]:
+        return Success([1.0, 0.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("crowd", ["another project", "deleted"])
+def test_keyword_hits_that_fail_the_filter_never_crowd_out_those_that_pass(clock: FixedClock, crowd: str) -> None:
+    """60 better keyword hits that the filter rejects sit above the one memory that has a query word: it is
+    still the keyword side's best hit (score 1.0) and the hybrid search's first result, though the dense
+    side cannot find it among 80 memories of its project (before: the keyword side was drawn 50 deep
+    before the filter, so it never came in)."""
+    service = MemoryService(
+        catalog=InMemoryCatalog(embedder_name="same-vector"),
+        embedder=SameVectorEmbedder(),
+        clock=clock,
+        keywords=InMemoryKeywordIndex(),
+    )
+    for i in range(60):
+        noise = service.create(CreateMemory(content=f"comet orbit log {i}", project="sky")).unwrap()  # 60 > DEPTH
+        if crowd == "deleted":
+            service.delete(noise.memory.id).unwrap()
+    for i in range(79):
+        service.create(CreateMemory(content=f"filler entry number {i}", project="ground")).unwrap()
+    service.create(CreateMemory(content="the comet was seen at dawn", project="ground")).unwrap()
+
+    by_words = service.search(SearchMemories(query="comet orbit", project="ground", mode="keyword")).unwrap()
+    assert [(hit.memory.content, hit.score) for hit in by_words.results] == [("the comet was seen at dawn", 1.0)]
+    blended = contents(service, query="comet orbit", project="ground", limit=5)
+    assert blended[0] == "the comet was seen at dawn"
 
 
 def test_updated_and_removed_memories_leave_the_keyword_index(hybrid: MemoryService) -> None:
@@ -288,3 +331,17 @@ def test_keyword_feedback_ranks_a_deep_page_as_the_first_page(hybrid: MemoryServ
         deep = ranking(hybrid, query, limit=100)
         assert ranking(hybrid, query, limit=10) == deep[:10]
         assert ranking(hybrid, query, limit=10, offset=10) == deep[10:20]
+
+
+def test_a_filtered_search_ranks_a_deep_page_as_the_first_page(hybrid: MemoryService) -> None:
+    """However deep a page ranks, the keyword side reads the same hits: here the 810 best keyword hits fail
+    the project filter, more than a first page asks the index for (DEPTH * FILTERED_REACH), and a deep page
+    must not find the project's own hits behind them when the first page cannot."""
+    noise = [CreateMemory(content=f"comet orbit log {i}", project="sky") for i in range(810)]
+    animals = ["cat", "dog", "owl", "fox", "elk", "yak"]
+    own = [f"the {animals[i % 6]} watched a comet from hill {i}" for i in range(5)]
+    own += [f"the {animals[i % 6]} slept under tree {i}" for i in range(25)]
+    hybrid.create_many([*noise, *(CreateMemory(content=text, project="ground") for text in own)]).unwrap()
+    deep = ranking(hybrid, "comet orbit", project="ground", limit=100)
+    assert ranking(hybrid, "comet orbit", project="ground", limit=10) == deep[:10]
+    assert ranking(hybrid, "comet orbit", project="ground", limit=10, offset=10) == deep[10:20]
