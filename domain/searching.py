@@ -140,10 +140,10 @@ class Searching:
         dense: Result[list[tuple[Memory, float]], DomainError] = (
             store.query(vector, plan.where, depth) if plan.mode is SearchMode.HYBRID else Success([])
         )
-        gathered = Result.do(
+        gathered = Result.do(  # the dense side's records are read already: the keyword side does not read them again
             _Candidates(pairs, keyword)
             for pairs in dense
-            for keyword in self._keyword_side(store, plan, plan.query, depth, _Reach(1.0, ()))
+            for keyword in self._keyword_side(store, plan, plan.query, depth, _Reach(1.0, tuple(m for m, _ in pairs)))
         )
         return gathered.bind(lambda candidates: self._rank(store, vector, plan, depth, candidates))
 
@@ -171,7 +171,12 @@ class Searching:
             return store.get(unread).bind(lambda memories: enough(hits, (*reach.read, *memories)))
 
         def enough(hits: list[tuple[str, float]], read: tuple[Memory, ...]) -> Result[_KeywordSide, DomainError]:
-            passing = {m.id: m for m in read if plan.where.matches(m) and self.ctx.confidence_now(m) >= plan.floor}
+            hit = dict(hits)
+            passing = {
+                m.id: m
+                for m in read
+                if m.id in hit and plan.where.matches(m) and self.ctx.confidence_now(m) >= plan.floor
+            }
             if len(passing) < depth and len(hits) == asked and asked < deepest:
                 needed = math.ceil(depth * asked / max(len(passing), 1) * 1.25)
                 deeper = _Reach(min(deepest, max(asked * 4, needed)) / depth, read)
