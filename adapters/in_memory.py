@@ -14,7 +14,7 @@ from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory
 from agent_memory.domain.paths import CategoryPath
-from agent_memory.domain.ports import THREAD_JOIN, KeywordEntry, Vector
+from agent_memory.domain.ports import THREAD_JOIN, KeywordEntry, KeywordScope, Vector, thread_in_scope
 
 
 def _cosine(a: Vector, b: Vector) -> float:
@@ -209,12 +209,19 @@ class InMemoryKeywordIndex:
         return Success(found)
 
     def search(
-        self, store: str, query: str, limit: int, *, thread_prefix: str | None = None
+        self,
+        store: str,
+        query: str,
+        limit: int,
+        *,
+        thread_prefix: str | None = None,
+        scope: KeywordScope | None = None,
     ) -> Result[list[tuple[str, float]], DomainError]:
         texts = {
             i: set(_WORD.findall(e.text.lower()))
             for i, e in self.entries.get(store, {}).items()
-            if thread_prefix is None or e.thread == thread_prefix or e.thread.startswith(thread_prefix + THREAD_JOIN)
+            if (thread_prefix is None or e.thread == thread_prefix or e.thread.startswith(thread_prefix + THREAD_JOIN))
+            and thread_in_scope(e.thread, scope)
         }
         words = set(_WORD.findall(query.lower()))
         total = len(texts) or 1

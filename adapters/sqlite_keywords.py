@@ -15,7 +15,7 @@ from returns.result import Failure, Result, Success
 from agent_memory.adapters.shared.disk import disk_hint
 from agent_memory.adapters.shared.words import query_terms
 from agent_memory.domain.errors import DomainError, ErrorCode
-from agent_memory.domain.ports import THREAD_JOIN, KeywordEntry
+from agent_memory.domain.ports import SCOPE_JOIN, THREAD_JOIN, KeywordEntry, KeywordScope
 
 T = TypeVar("T")
 TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -27,6 +27,27 @@ def match_expression(query: str) -> str:
     """The FTS5 MATCH expression: every content word quoted (so no syntax can leak in), joined by OR."""
     terms = query_terms(query)
     return "{content prev next} : (" + " OR ".join(f'"{t}"' for t in terms) + ")" if terms else ""
+
+
+def scope_glob(scope: KeywordScope) -> str:
+    """A GLOB pattern every thread in the scope matches (`thread_in_scope`), with the labels' own wildcards
+    taken literally; `*` stands for a label the scope leaves open, so a rare thread outside may match too."""
+    labels = ("*" if label is None else "".join(f"[{c}]" if c in "*?[" else c for c in label) for label in scope)
+    return "*" + THREAD_JOIN + SCOPE_JOIN + SCOPE_JOIN.join(labels) + SCOPE_JOIN + "*"
+
+
+def _thread_conditions(thread_prefix: str | None, scope: KeywordScope | None) -> tuple[list[str], list[object]]:
+    """The SQL conditions on the links row `l` (and their arguments) that keep a search to a prefix and scope."""
+    where: list[str] = []
+    arguments: list[object] = []
+    if thread_prefix is not None:  # substr, not LIKE: labels may hold % and _
+        under = thread_prefix + THREAD_JOIN
+        where.append("(l.thread = ? OR substr(l.thread, 1, ?) = ?)")
+        arguments += [thread_prefix, len(under), under]
+    if scope is not None:  # a thread written before scopes were in the key holds no SCOPE_JOIN: kept
+        where.append("(instr(l.thread, ?) = 0 OR l.thread GLOB ?)")
+        arguments += [SCOPE_JOIN, scope_glob(scope)]
+    return where, arguments
 
 
 def _table(store: str) -> str:
@@ -190,7 +211,13 @@ class SqliteKeywordIndex:
         return self._run("removing", delete, write=True)
 
     def search(
-        self, store: str, query: str, limit: int, *, thread_prefix: str | None = None
+        self,
+        store: str,
+        query: str,
+        limit: int,
+        *,
+        thread_prefix: str | None = None,
+        scope: KeywordScope | None = None,
     ) -> Result[list[tuple[str, float]], DomainError]:
         expression = match_expression(query)
         if not expression:
@@ -200,20 +227,18 @@ class SqliteKeywordIndex:
             table = self._ensure(connection, store)
             weight = NEIGHBOUR_WEIGHT
             rank = f"bm25({table}, 1.0, {weight}, {weight})"
-            if thread_prefix is None:  # rank first, then join only the best `limit` rows to their ids
+            where, arguments = _thread_conditions(thread_prefix, scope)
+            if not where:  # rank first, then join only the best `limit` rows to their ids
                 sql = (
                     f"SELECT l.id, hit.rank FROM (SELECT rowid, {rank} AS rank FROM {table} WHERE {table} MATCH ? "
                     f"ORDER BY rank LIMIT ?) AS hit JOIN {table}_links AS l ON l.row = hit.rowid ORDER BY hit.rank"
                 )
-                arguments: tuple[object, ...] = (expression, limit)
-            else:  # substr, not LIKE: labels may hold % and _
-                under = thread_prefix + THREAD_JOIN
+            else:
                 sql = (
                     f"SELECT l.id, {rank} AS rank FROM {table} JOIN {table}_links AS l ON l.row = {table}.rowid "
-                    f"WHERE {table} MATCH ? AND (l.thread = ? OR substr(l.thread, 1, ?) = ?) ORDER BY rank LIMIT ?"
+                    f"WHERE {table} MATCH ? AND {' AND '.join(where)} ORDER BY rank LIMIT ?"
                 )
-                arguments = (expression, thread_prefix, len(under), under, limit)
-            rows = connection.execute(sql, arguments).fetchall()
+            rows = connection.execute(sql, (expression, *arguments, limit)).fetchall()
             if not rows or -rows[0][1] <= 0:
                 return [(str(memory_id), 1.0) for memory_id, _ in rows]
             best = -float(rows[0][1])

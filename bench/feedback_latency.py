@@ -1,7 +1,7 @@
-"""What a stage of hybrid search (keyword feedback, the second-stage ranker, or the keyword side's deeper reach
-under filters) costs a warm search, A/B in one process.
+"""What a stage of hybrid search (keyword feedback, the second-stage ranker, the keyword side's deeper reach
+under filters, or the keyword index's scope narrowing) costs a warm search, A/B in one process.
 
-    python bench/feedback_latency.py [--stage feedback|rerank|reach] [--size 10000] [--queries 100] [--rounds 3]
+    python bench/feedback_latency.py [--stage feedback|rerank|reach|scope] [--size 10000] [--queries 100] [--rounds 3]
 
 The store is bench/perf.py's (LoCoMo turns saved without a thread, so feedback runs on every search).
 Each question is searched with the stage on and off back to back, alternating which goes first, so the
@@ -26,13 +26,19 @@ from perf import DATA, corpus, fill_store, service_for
 
 from agent_memory.domain import feedback, reranking, searching
 from agent_memory.domain.commands import SearchMemories
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.ports import KeywordScope, keyword_scope
 
 SCOPE = {"project": "p3", "namespace": ("user",)}
 
 
+def no_scope(where: MemoryFilter) -> KeywordScope | None:
+    return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--stage", choices=("feedback", "rerank", "reach"), default="feedback")
+    parser.add_argument("--stage", choices=("feedback", "rerank", "reach", "scope"), default="feedback")
     parser.add_argument("--size", type=int, default=10000)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
@@ -53,8 +59,10 @@ def main() -> None:
                         feedback.FEEDBACK_MEMORIES = 5 if side == "on" else 0
                     elif args.stage == "rerank":
                         reranking.ENABLED = side == "on"
-                    else:  # off: the keyword index is asked DEPTH deep once, as before the reach (2026-11-26)
+                    elif args.stage == "reach":  # off: the keyword index is asked DEPTH deep once, as before
                         searching.FILTERED_REACH = 16 if side == "on" else 1
+                    else:  # off: the index ranks the whole namespace, the search drops other projects' hits
+                        searching.keyword_scope = keyword_scope if side == "on" else no_scope
                     started = time.perf_counter()
                     service.search(SearchMemories(query=question, **SCOPE)).unwrap()
                     times[side].append((time.perf_counter() - started) * 1000)

@@ -137,6 +137,28 @@ def thread_key(memory: Memory) -> str:
     return thread_of(memory.namespace) + THREAD_JOIN + SCOPE_JOIN + SCOPE_JOIN.join((*scope, *own))
 
 
+KeywordScope = tuple[str | None, str | None, str | None, str | None, str | None]
+"""The scope labels a keyword hit's thread must hold, in `thread_key`'s order (agent, personality, project,
+type, global as "global" or ""); None: any."""
+
+
+def keyword_scope(where: MemoryFilter) -> KeywordScope | None:
+    """The scope labels a filter asks for, as `thread_key` writes them (None when it asks for none)."""
+    glob = None if where.global_ is None else ("global" if where.global_ else "")
+    scope = (where.agent, where.personality, where.project, where.type, glob)
+    return None if all(label is None for label in scope) else scope
+
+
+def thread_in_scope(thread: str, scope: KeywordScope | None) -> bool:
+    """Whether a thread holds the scope's labels; a thread without scope labels (written before they were
+    part of the key) is kept, since nothing in it says otherwise. The reference for every KeywordIndex."""
+    _, boundary, rest = thread.partition(THREAD_JOIN + SCOPE_JOIN)
+    if scope is None or not boundary:
+        return True
+    labels = rest.split(SCOPE_JOIN)
+    return len(labels) >= len(scope) and all(w is None or w == held for w, held in zip(scope, labels, strict=False))
+
+
 class KeywordIndex(Protocol):
     """Full-text search (bm25) over memory contents, one index per store, kept beside the vectors.
 
@@ -145,9 +167,9 @@ class KeywordIndex(Protocol):
     `upsert` appends new ids at the end of their thread and replaces the text of known ids in place;
     `neighbours` gives each known id's previous and next id in its thread; `remove` forgets ids and
     joins their neighbours; `rebuild` replaces a store's whole index, in the order given.
-    Leaves out: filters other than the thread prefix, deletion flags and expiry (the search use case checks
-    every hit against the VectorStore's record and asks again, deeper, while hits fail them), the order of
-    hits with equal scores, and typo tolerance.
+    Leaves out: filters other than the thread prefix and scope (tags, paths), deletion flags and expiry
+    (the search use case checks every hit against the VectorStore's record and asks again, deeper, while
+    hits fail them), the order of hits with equal scores, and typo tolerance.
     """
 
     def upsert(self, store: str, entries: Sequence[KeywordEntry]) -> Result[None, DomainError]: ...
@@ -155,12 +177,22 @@ class KeywordIndex(Protocol):
     def remove(self, store: str, ids: Sequence[str]) -> Result[None, DomainError]: ...
 
     def search(
-        self, store: str, query: str, limit: int, *, thread_prefix: str | None = None
+        self,
+        store: str,
+        query: str,
+        limit: int,
+        *,
+        thread_prefix: str | None = None,
+        scope: KeywordScope | None = None,
     ) -> Result[list[tuple[str, float]], DomainError]:
         """The best `limit` hits; with `thread_prefix`, only among memories whose thread is it or lies under it.
 
         Ranking (and the best-hit normalisation) happens after that restriction, so one tenant's hits are
         never crowded out by another's. The thread of a namespace is `thread_of(namespace)`.
+        `scope` lets an index rank only among threads that hold those labels (`thread_in_scope`), so hits
+        of another project or agent do not crowd out the rest. It is a narrowing an index may apply loosely
+        or not at all (the search checks every hit's record, and asks again deeper while hits fail), but it
+        never leaves out a hit whose thread is in the scope.
         """
         ...
 

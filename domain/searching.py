@@ -18,7 +18,7 @@ from agent_memory.domain.hybrid import DEPTH, SearchMode, fuse
 from agent_memory.domain.model import Memory, ScoredMemory, check_store_name
 from agent_memory.domain.paging import page_problem
 from agent_memory.domain.paths import CategoryPath
-from agent_memory.domain.ports import Vector, VectorStore, thread_of
+from agent_memory.domain.ports import Vector, VectorStore, keyword_scope, thread_of
 from agent_memory.domain.reranking import Candidates, rerank
 from agent_memory.domain.results import validated
 from agent_memory.domain.tenancy import Guard
@@ -154,8 +154,8 @@ class Searching:
         first, scored bm25 / the best of them: a scope filter or deleted memories never thin the keyword
         side's share of the pool, and a filtered search scores as if the store held only what passes.
 
-        The index knows only namespaces (threads), so while hits that fail the filters crowd out the rest it
-        is asked again, as deep as the share that passed says it needs: at least four times deeper, at most
+        The index narrows by namespace and scope labels (agent, project, …) at most, so while hits that fail
+        the other filters (tags, paths, deleted, expired, the floor) crowd out the rest it is asked again, as deep as the share that passed says it needs: at least four times deeper, at most
         DEPTH * FILTERED_REACH hits (or `depth`, when a page ranks deeper), the same bound for every page, so
         a deep page reads the same hits as the first. `reach` says how deep to ask first (hits asked per hit
         needed) and which records were already read: keyword feedback's query starts where the question's
@@ -193,7 +193,8 @@ class Searching:
                 )
             )
 
-        return keywords.search(plan.store, text, asked, thread_prefix=plan.thread_prefix).bind(kept)
+        scope = keyword_scope(plan.where)
+        return keywords.search(plan.store, text, asked, thread_prefix=plan.thread_prefix, scope=scope).bind(kept)
 
     def _rank(
         self, store: VectorStore, vector: Vector, plan: _SearchPlan, depth: int, found: _Candidates

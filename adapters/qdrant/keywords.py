@@ -20,7 +20,7 @@ from agent_memory.adapters.qdrant.local_commit import one_commit
 from agent_memory.adapters.qdrant.terms import memory_weights, query_vector, sparse_vector
 from agent_memory.adapters.shared.batching import chunks
 from agent_memory.domain.errors import DomainError
-from agent_memory.domain.ports import THREAD_JOIN, KeywordEntry
+from agent_memory.domain.ports import THREAD_JOIN, KeywordEntry, KeywordScope
 
 T = TypeVar("T")
 
@@ -347,8 +347,15 @@ class QdrantKeywordIndex:
         return self._write("remove keywords", delete)
 
     def search(
-        self, store: str, query: str, limit: int, *, thread_prefix: str | None = None
+        self,
+        store: str,
+        query: str,
+        limit: int,
+        *,
+        thread_prefix: str | None = None,
+        scope: KeywordScope | None = None,  # not applied: the payload holds no scope labels of its own yet
     ) -> Result[list[tuple[str, float]], DomainError]:
+        del scope
         vector = query_vector(query)
         if vector is None or limit < 1:
             return Success([])

@@ -8,15 +8,19 @@ Adapter-specific behaviour (stop words, stemming, diacritic folding, file errors
 from __future__ import annotations
 
 import itertools
+import uuid
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import ClassVar
 
+import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from returns.result import Success
 
-from agent_memory.domain.ports import KeywordEntry, KeywordIndex, thread_of
+from agent_memory.domain.model import Memory
+from agent_memory.domain.ports import KeywordEntry, KeywordIndex, KeywordScope, thread_key, thread_of
 from tests.contract.vector_store_contract import ok
 
 STORE = "default"
@@ -69,14 +73,36 @@ def assert_well_formed(hits: Hits, limit: int) -> None:
         assert hits[0][1] == 1.0, hits
 
 
-def search(index: KeywordIndex, query: str, limit: int = 100, *, store: str = STORE, prefix: str | None = None) -> Hits:
-    hits = ok(index.search(store, query, limit, thread_prefix=prefix))
+def scoped(memory_id: str, text: str, namespace: tuple[str, ...], **scope: object) -> KeywordEntry:
+    """An entry whose thread is the one the domain writes for a memory of that namespace and scope."""
+    moment = datetime(2026, 1, 1, tzinfo=UTC)
+    memory = Memory(id=str(uuid.uuid4()), content=text, created_at=moment, updated_at=moment, namespace=namespace)
+    return KeywordEntry(memory_id, text, thread_key(attrs.evolve(memory, **scope)))
+
+
+def search(
+    index: KeywordIndex,
+    query: str,
+    limit: int = 100,
+    *,
+    store: str = STORE,
+    prefix: str | None = None,
+    scope: KeywordScope | None = None,
+) -> Hits:
+    hits = ok(index.search(store, query, limit, thread_prefix=prefix, scope=scope))
     assert_well_formed(hits, limit)
     return hits
 
 
-def found(index: KeywordIndex, query: str, *, store: str = STORE, prefix: str | None = None) -> set[str]:
-    return set(ids_of(search(index, query, store=store, prefix=prefix)))
+def found(
+    index: KeywordIndex,
+    query: str,
+    *,
+    store: str = STORE,
+    prefix: str | None = None,
+    scope: KeywordScope | None = None,
+) -> set[str]:
+    return set(ids_of(search(index, query, store=store, prefix=prefix, scope=scope)))
 
 
 # --- a reference model for the generated sequences of writes ------------------------------------
@@ -145,6 +171,7 @@ class KeywordIndexContract:
     """Every promise of KeywordIndex (domain/ports.py), for any adapter."""
 
     durable: ClassVar[bool] = True  # the data outlives the object: `reopen` gives a new one over it
+    narrows_by_scope: ClassVar[bool] = True  # search(scope=…) ranks only among threads in the scope
 
     @pytest.fixture
     def index(self, tmp_path: object) -> KeywordIndex:
@@ -551,6 +578,49 @@ class KeywordIndexContract:
         ok(index.upsert(STORE, [entry("q", "which fruit", "user/a"), entry("a", "banana", "user/a"), *filler()]))
         ok(index.upsert(STORE, [entry("o", "which fruit", "org/a"), entry("b", "banana", "org/a")]))
         assert found(index, "banana", prefix="user") == {"q", "a"}
+
+    # --- scope
+
+    def test_a_scope_never_leaves_out_a_thread_in_it(self, index: KeywordIndex) -> None:
+        labels = ["", "p3", "p*", "p?", "p[3]", "[", "]", "a%b", "_", "ünï", "x/y"]  # wildcards of GLOB and LIKE
+        rows = [
+            scoped(f"{agent}|{project}|{n}", f"banana {n}", ("user",), agent=agent, project=project)
+            for n, (agent, project) in enumerate(itertools.product(["", "bot", "b*"], labels))
+        ]
+        ok(index.upsert(STORE, [*rows, *filler()]))
+        for project in labels:
+            for agent in ("", "bot", "b*", None):
+                inside = {e.id for e in rows if e.id.split("|")[1] == project and agent in (None, e.id.split("|")[0])}
+                assert inside
+                assert found(index, "banana", scope=(agent, None, project, None, None)) >= inside, (agent, project)
+
+    def test_a_scope_with_a_prefix_keeps_both(self, index: KeywordIndex) -> None:
+        rows = [
+            scoped("mine", "banana", ("user", "a"), project="p3"),
+            scoped("deeper", "banana", ("user", "a", "b"), project="p3", global_=True),
+            scoped("other-tenant", "banana", ("org",), project="p3"),
+        ]
+        ok(index.upsert(STORE, [*rows, *filler()]))
+        assert found(index, "banana", prefix="user", scope=(None, None, "p3", None, None)) >= {"mine", "deeper"}
+        assert "other-tenant" not in found(index, "banana", prefix="user", scope=(None, None, "p3", None, None))
+        assert "deeper" in found(index, "banana", prefix="user", scope=(None, None, None, None, "global"))
+
+    def test_a_thread_without_scope_labels_is_in_every_scope(self, index: KeywordIndex) -> None:
+        ok(index.upsert(STORE, [entry("old", "banana", "user/a"), entry("older", "banana", "user"), *filler()]))
+        assert found(index, "banana", prefix="user", scope=("bot", "", "p3", "", "")) == {"old", "older"}
+
+    def test_a_scope_is_never_crowded_out(self, index: KeywordIndex) -> None:
+        if not self.narrows_by_scope:
+            pytest.skip("this adapter does not narrow by scope (the contract allows it: the search checks records)")
+        others = [scoped(f"p1-{i:02}", f"banana split {i}", ("user",), project="p1") for i in range(40)]
+        mine = [scoped(f"p3-{i}", f"banana bread {i}", ("user",), project="p3", thread=f"s{i}") for i in range(3)]
+        ok(index.upsert(STORE, [*others[:20], *mine, *others[20:], *filler()]))
+        assert not set(ids_of(search(index, "banana split", 5, prefix="user"))) & {e.id for e in mine}
+        within = search(index, "banana split", 5, prefix="user", scope=(None, None, "p3", None, None))
+        assert set(ids_of(within)) == {e.id for e in mine}
+        assert within[0][1] == 1.0
+        assert found(index, "banana", scope=(None, None, "p", None, None)) == set()
+        assert found(index, "banana", scope=(None, None, "p*", None, None)) == set()  # literal, not a wildcard
 
     # --- unicode
 
