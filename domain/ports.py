@@ -149,14 +149,21 @@ def keyword_scope(where: MemoryFilter) -> KeywordScope | None:
     return None if all(label is None for label in scope) else scope
 
 
-def thread_in_scope(thread: str, scope: KeywordScope | None) -> bool:
-    """Whether a thread holds the scope's labels; a thread without scope labels (written before they were
-    part of the key) is kept, since nothing in it says otherwise. The reference for every KeywordIndex."""
+def scope_labels(thread: str) -> tuple[str, ...] | None:
+    """The scope labels a thread key holds, in `KeywordScope`'s order; None for a thread written before
+    scopes were part of the key (or not by `thread_key`)."""
     _, boundary, rest = thread.partition(THREAD_JOIN + SCOPE_JOIN)
-    if scope is None or not boundary:
+    labels = tuple(rest.split(SCOPE_JOIN))
+    return labels[:5] if boundary and len(labels) >= 5 else None
+
+
+def thread_in_scope(thread: str, scope: KeywordScope | None) -> bool:
+    """Whether a thread holds the scope's labels; a thread without scope labels is kept, since nothing in
+    it says otherwise. The reference for every KeywordIndex."""
+    labels = scope_labels(thread)
+    if scope is None or labels is None:
         return True
-    labels = rest.split(SCOPE_JOIN)
-    return len(labels) >= len(scope) and all(w is None or w == held for w, held in zip(scope, labels, strict=False))
+    return all(wanted is None or wanted == held for wanted, held in zip(scope, labels, strict=True))
 
 
 class KeywordIndex(Protocol):
@@ -189,10 +196,9 @@ class KeywordIndex(Protocol):
 
         Ranking (and the best-hit normalisation) happens after that restriction, so one tenant's hits are
         never crowded out by another's. The thread of a namespace is `thread_of(namespace)`.
-        `scope` lets an index rank only among threads that hold those labels (`thread_in_scope`), so hits
-        of another project or agent do not crowd out the rest. It is a narrowing an index may apply loosely
-        or not at all (the search checks every hit's record, and asks again deeper while hits fail), but it
-        never leaves out a hit whose thread is in the scope.
+        With `scope`, only among threads that hold those labels (`thread_in_scope`), so hits of another
+        project or agent never crowd out the rest. An index may apply it loosely (a hit outside may slip in:
+        the search checks every hit's record), but never leaves out a hit whose thread is in the scope.
         """
         ...
 

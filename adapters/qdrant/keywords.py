@@ -20,7 +20,7 @@ from agent_memory.adapters.qdrant.local_commit import one_commit
 from agent_memory.adapters.qdrant.terms import memory_weights, query_vector, sparse_vector
 from agent_memory.adapters.shared.batching import chunks
 from agent_memory.domain.errors import DomainError
-from agent_memory.domain.ports import THREAD_JOIN, KeywordEntry, KeywordScope
+from agent_memory.domain.ports import THREAD_JOIN, KeywordEntry, KeywordScope, scope_labels
 
 T = TypeVar("T")
 
@@ -37,6 +37,8 @@ T = TypeVar("T")
 #   id               the memory id as given
 #   thread           the memory's thread (thread_of(namespace))
 #   thread_prefixes  the thread and every thread above it ("a/b" → ["a", "a/b"]): `thread_prefix` matches one
+#   scope            the thread's scope labels by place ("2:p3": project p3), [] when it holds none: `scope`
+#                    matches them (points written before this field have none, and every scoped search keeps them)
 #   seq              its place in the thread (0, 1, …; gaps after removals)
 #   prev_id/next_id  its neighbours in the thread, null at the ends (the tail is the one with next_id null)
 #   content          the memory's text, so that its neighbours' vectors can be recomputed
@@ -47,7 +49,7 @@ TERMS = "terms"  # the named sparse vector (IDF modifier)
 KEYWORD_POINT_IDS = uuid.UUID("0b6f3a52-9c1e-4d8a-b7e4-2f5d9a1c8e63")  # uuid5 namespace for ids that are no UUID
 TAIL_CANDIDATES = 16  # a thread has one tail; more only after racing writers, and the latest one wins
 
-KEYWORD_PAYLOAD_FIELDS = ("id", "thread", "thread_prefixes", "next_id")  # indexed on a server
+KEYWORD_PAYLOAD_FIELDS = ("id", "thread", "thread_prefixes", "next_id", "scope")  # indexed on a server
 
 Payload = dict[str, Any]
 
@@ -71,6 +73,22 @@ def thread_prefixes(thread: str) -> list[str]:
     return [THREAD_JOIN.join(labels[:depth]) for depth in range(1, len(labels) + 1)]
 
 
+def scope_terms(thread: str) -> list[str]:
+    """The thread's scope labels as payload terms, each with its place ("2:p3" = project p3); [] when the
+    thread holds none, which every scoped search keeps."""
+    labels = scope_labels(thread)
+    return [] if labels is None else [f"{place}:{label}" for place, label in enumerate(labels)]
+
+
+def scope_filter(scope: KeywordScope) -> models.Filter:
+    """The points whose thread holds the scope's labels, or no labels at all (`thread_in_scope`)."""
+    wanted: list[models.Condition] = [
+        _match("scope", f"{place}:{label}") for place, label in enumerate(scope) if label is not None
+    ]
+    unlabelled = models.IsEmptyCondition(is_empty=models.PayloadField(key="scope"))
+    return models.Filter(should=[models.Filter(must=wanted), unlabelled])
+
+
 @define
 class Link:
     """One memory's place in its thread, and its text."""
@@ -87,6 +105,7 @@ class Link:
             "id": self.id,
             "thread": self.thread,
             "thread_prefixes": thread_prefixes(self.thread),
+            "scope": scope_terms(self.thread),
             "seq": self.seq,
             "prev_id": self.prev,
             "next_id": self.next,
@@ -353,13 +372,15 @@ class QdrantKeywordIndex:
         limit: int,
         *,
         thread_prefix: str | None = None,
-        scope: KeywordScope | None = None,  # not applied: the payload holds no scope labels of its own yet
+        scope: KeywordScope | None = None,
     ) -> Result[list[tuple[str, float]], DomainError]:
-        del scope
         vector = query_vector(query)
         if vector is None or limit < 1:
             return Success([])
-        where = None if thread_prefix is None else models.Filter(must=[_match("thread_prefixes", thread_prefix)])
+        conditions: list[models.Condition] = [] if thread_prefix is None else [_match("thread_prefixes", thread_prefix)]
+        if scope is not None:
+            conditions.append(scope_filter(scope))
+        where = models.Filter(must=conditions) if conditions else None
 
         def find(client: QdrantClient) -> list[tuple[str, float]]:
             alias = self._existing(client, store)

@@ -25,6 +25,7 @@ from agent_memory.adapters.qdrant.keywords import (
     keyword_index_for,
     normalised,
     point_id,
+    scope_terms,
     thread_prefixes,
 )
 from agent_memory.adapters.qdrant.keywords import create_collection as _create_collection
@@ -150,6 +151,25 @@ def test_point_ids_are_memory_ids_or_their_uuid5() -> None:
     assert point_id(memory_id.upper()) != memory_id  # only the canonical spelling is a memory id
 
 
+def test_scope_terms_name_each_label_by_its_place() -> None:
+    thread = "user/a/\x1fbot\x1f\x1fp3\x1fnote\x1fglobal\x1fthread\x1fs1"
+    assert scope_terms(thread) == ["0:bot", "1:", "2:p3", "3:note", "4:global"]
+    assert scope_terms("user/a") == []
+
+
+def test_a_point_written_before_scope_terms_is_in_every_scope(
+    catalog: QdrantCatalog, index: QdrantKeywordIndex
+) -> None:
+    thread = "user/\x1fbot\x1f\x1fp3\x1f\x1f\x1fmemory\x1fm1"
+    ok(index.upsert(STORE, [entry("old", "banana", thread), entry("new", "banana", thread.replace("p3", "p1"))]))
+    client_of(catalog).delete_payload(
+        "memories.keywords", keys=["scope"], points=[stored(catalog, "memories.keywords")["old"].id]
+    )
+    assert "scope" not in (stored(catalog, "memories.keywords")["old"].payload or {})
+    found = ok(index.search(STORE, "banana", 10, thread_prefix="user", scope=(None, None, "p2", None, None)))
+    assert [memory_id for memory_id, _ in found] == ["old"]
+
+
 def test_thread_prefixes() -> None:
     assert thread_prefixes("user/a/b") == ["user", "user/a", "user/a/b"]
     assert thread_prefixes("user") == ["user"]
@@ -194,6 +214,7 @@ def test_a_point_per_memory_with_its_place_and_text(catalog: QdrantCatalog, inde
         "id": first,
         "thread": "user/a",
         "thread_prefixes": ["user", "user/a"],
+        "scope": [],  # a thread without scope labels: every scoped search keeps it
         "seq": 0,
         "prev_id": None,
         "next_id": second,

@@ -171,7 +171,6 @@ class KeywordIndexContract:
     """Every promise of KeywordIndex (domain/ports.py), for any adapter."""
 
     durable: ClassVar[bool] = True  # the data outlives the object: `reopen` gives a new one over it
-    narrows_by_scope: ClassVar[bool] = True  # search(scope=…) ranks only among threads in the scope
 
     @pytest.fixture
     def index(self, tmp_path: object) -> KeywordIndex:
@@ -610,8 +609,6 @@ class KeywordIndexContract:
         assert found(index, "banana", prefix="user", scope=("bot", "", "p3", "", "")) == {"old", "older"}
 
     def test_a_scope_is_never_crowded_out(self, index: KeywordIndex) -> None:
-        if not self.narrows_by_scope:
-            pytest.skip("this adapter does not narrow by scope (the contract allows it: the search checks records)")
         others = [scoped(f"p1-{i:02}", f"banana split {i}", ("user",), project="p1") for i in range(40)]
         mine = [scoped(f"p3-{i}", f"banana bread {i}", ("user",), project="p3", thread=f"s{i}") for i in range(3)]
         ok(index.upsert(STORE, [*others[:20], *mine, *others[20:], *filler()]))

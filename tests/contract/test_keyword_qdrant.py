@@ -28,8 +28,6 @@ def local(path: Path) -> QdrantCatalog:
 class TestQdrantKeywords(RankingKeywordIndexContract):
     """Local mode admits one client per folder, so `reopen` closes every catalog opened on it before."""
 
-    narrows_by_scope = False  # its payload holds no scope labels: the search's records do the narrowing
-
     @pytest.fixture
     def index(self, tmp_path: Path) -> Iterator[KeywordIndex]:
         first = local(tmp_path / "qdrant")
