@@ -155,11 +155,11 @@ class Searching:
         side's share of the pool, and a filtered search scores as if the store held only what passes.
 
         The index narrows by namespace and scope labels (agent, project, …) at most, so while hits that fail
-        the other filters (tags, paths, deleted, expired, the floor) crowd out the rest it is asked again, as deep as the share that passed says it needs: at least four times deeper, at most
-        DEPTH * FILTERED_REACH hits (or `depth`, when a page ranks deeper), the same bound for every page, so
-        a deep page reads the same hits as the first. `reach` says how deep to ask first (hits asked per hit
-        needed) and which records were already read: keyword feedback's query starts where the question's
-        ended."""
+        the other filters (tags, paths, deleted, expired, the floor) crowd out the rest it is asked again, as
+        deep as the share that passed says it needs: at least four times deeper, at most DEPTH *
+        FILTERED_REACH hits (or `depth`, when a page ranks deeper), the same bound for every page, so a deep
+        page reads the same hits as the first. `reach` says how deep to ask first (hits asked per hit needed)
+        and which records were already read: keyword feedback's query starts where the question's ended."""
         keywords = self.ctx.keywords
         assert keywords is not None  # _blend runs only with a keyword index
         deepest = max(depth, DEPTH * FILTERED_REACH)  # the same for every page up to that deep: one ranking

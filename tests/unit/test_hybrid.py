@@ -4,7 +4,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 import pytest
-from attrs import evolve, frozen
+from attrs import define, evolve, field, frozen
 from returns.result import Result, Success
 
 from agent_memory.adapters.clock import FixedClock
@@ -14,7 +14,7 @@ from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMem
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.feedback import expansion_query, feedback_ranks
 from agent_memory.domain.hybrid import dense_score, fuse
-from agent_memory.domain.ports import Vector
+from agent_memory.domain.ports import KeywordScope, Vector
 from agent_memory.domain.service import MemoryService
 from tests.unit.conftest import T0
 
@@ -84,30 +84,54 @@ class SameVectorEmbedder:
         return Success([1.0, 0.0, 0.0, 0.0])
 
 
-@pytest.mark.parametrize("crowd", ["another project", "deleted"])
+@define
+class ScopeRecordingIndex(InMemoryKeywordIndex):
+    """The in-memory index, remembering the scope of every search it was asked."""
+
+    scopes: list[KeywordScope | None] = field(factory=list)
+
+    def search(
+        self,
+        store: str,
+        query: str,
+        limit: int,
+        *,
+        thread_prefix: str | None = None,
+        scope: KeywordScope | None = None,
+    ) -> Result[list[tuple[str, float]], DomainError]:
+        self.scopes.append(scope)
+        return super().search(store, query, limit, thread_prefix=thread_prefix, scope=scope)
+
+
+@pytest.mark.parametrize("crowd", ["another project", "another tag", "deleted"])
 def test_keyword_hits_that_fail_the_filter_never_crowd_out_those_that_pass(clock: FixedClock, crowd: str) -> None:
     """60 better keyword hits that the filter rejects sit above the one memory that has a query word: it is
     still the keyword side's best hit (score 1.0) and the hybrid search's first result, though the dense
     side cannot find it among 80 memories of its project (before: the keyword side was drawn 50 deep
-    before the filter, so it never came in)."""
+    before the filter, so it never came in). The index narrows by project itself; tags and deletion it
+    does not know, so the search asks it again, deeper."""
+    keywords = ScopeRecordingIndex()
     service = MemoryService(
         catalog=InMemoryCatalog(embedder_name="same-vector"),
         embedder=SameVectorEmbedder(),
         clock=clock,
-        keywords=InMemoryKeywordIndex(),
+        keywords=keywords,
     )
     for i in range(60):
-        noise = service.create(CreateMemory(content=f"comet orbit log {i}", project="sky")).unwrap()  # 60 > DEPTH
+        project, tags = ("sky", ["ground"]) if crowd == "another project" else ("ground", [])
+        noise = service.create(CreateMemory(content=f"comet orbit log {i}", project=project, tags=tags)).unwrap()
         if crowd == "deleted":
             service.delete(noise.memory.id).unwrap()
     for i in range(79):
-        service.create(CreateMemory(content=f"filler entry number {i}", project="ground")).unwrap()
-    service.create(CreateMemory(content="the comet was seen at dawn", project="ground")).unwrap()
+        service.create(CreateMemory(content=f"filler entry number {i}", project="ground", tags=["ground"])).unwrap()
+    service.create(CreateMemory(content="the comet was seen at dawn", project="ground", tags=["ground"])).unwrap()
 
-    by_words = service.search(SearchMemories(query="comet orbit", project="ground", mode="keyword")).unwrap()
+    search = {"query": "comet orbit", "project": "ground", "tags": ["ground"]}
+    by_words = service.search(SearchMemories(**search, mode="keyword")).unwrap()  # type: ignore[arg-type]
     assert [(hit.memory.content, hit.score) for hit in by_words.results] == [("the comet was seen at dawn", 1.0)]
-    blended = contents(service, query="comet orbit", project="ground", limit=5)
+    blended = contents(service, **search, limit=5)
     assert blended[0] == "the comet was seen at dawn"
+    assert set(keywords.scopes) == {(None, None, "ground", None, None)}
 
 
 def test_updated_and_removed_memories_leave_the_keyword_index(hybrid: MemoryService) -> None:
@@ -335,13 +359,13 @@ def test_keyword_feedback_ranks_a_deep_page_as_the_first_page(hybrid: MemoryServ
 
 def test_a_filtered_search_ranks_a_deep_page_as_the_first_page(hybrid: MemoryService) -> None:
     """However deep a page ranks, the keyword side reads the same hits: here the 810 best keyword hits fail
-    the project filter, more than a first page asks the index for (DEPTH * FILTERED_REACH), and a deep page
+    the tag filter, more than a first page asks the index for (DEPTH * FILTERED_REACH), and a deep page
     must not find the project's own hits behind them when the first page cannot."""
-    noise = [CreateMemory(content=f"comet orbit log {i}", project="sky") for i in range(810)]
+    noise = [CreateMemory(content=f"comet orbit log {i}", tags=["sky"]) for i in range(810)]
     animals = ["cat", "dog", "owl", "fox", "elk", "yak"]
     own = [f"the {animals[i % 6]} watched a comet from hill {i}" for i in range(5)]
     own += [f"the {animals[i % 6]} slept under tree {i}" for i in range(25)]
-    hybrid.create_many([*noise, *(CreateMemory(content=text, project="ground") for text in own)]).unwrap()
-    deep = ranking(hybrid, "comet orbit", project="ground", limit=100)
-    assert ranking(hybrid, "comet orbit", project="ground", limit=10) == deep[:10]
-    assert ranking(hybrid, "comet orbit", project="ground", limit=10, offset=10) == deep[10:20]
+    hybrid.create_many([*noise, *(CreateMemory(content=text, tags=["ground"]) for text in own)]).unwrap()
+    deep = ranking(hybrid, "comet orbit", tags=["ground"], limit=100)
+    assert ranking(hybrid, "comet orbit", tags=["ground"], limit=10) == deep[:10]
+    assert ranking(hybrid, "comet orbit", tags=["ground"], limit=10, offset=10) == deep[10:20]
