@@ -1,6 +1,7 @@
 """A learnt second-stage ranker over the fused candidates, judged by leave-one-conversation-out on both protocols.
 
-    python bench/research/ltr.py --data PATH [--l2 100] [--loco 3,10,30] [--write | --vectors] [--out FILE]
+    python bench/research/ltr.py --data PATH [--l2 100] [--loco 3,10,30] [--write | --vectors] [--depth 50,100]
+        [--out FILE]
 
 Research code (not imported by the product). No cross-encoder installs offline from a package (BENCHMARKS.md,
 "Stronger dense side and cross-encoders"), so the second stage is a logistic model over the product's own
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fusion
 from fusion import (
     bootstrap,
     build,
@@ -39,7 +41,7 @@ from fusion import (
 )
 
 from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
-from agent_memory.domain import feedback, reranking
+from agent_memory.domain import feedback, hybrid, reranking
 
 
 def today(q: dict[str, Any]) -> list[int]:
@@ -204,27 +206,15 @@ def write_model(model: dict[str, Any], l2: float, figures: dict[str, Any]) -> No
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", required=True, type=Path)
-    parser.add_argument("--out", type=Path)
-    parser.add_argument("--l2", type=float, default=100.0, help="the penalty the product's model is fitted with")
-    parser.add_argument("--loco", default="3,10,30", help="the penalties scored by leave-one-conversation-out")
-    parser.add_argument("--margins", default="", help="research: LOCO for these dominance margins too ('none': no cap)")
-    parser.add_argument("--vectors", action="store_true", help="research: two features from the candidates' vectors")
-    parser.add_argument(
-        "--write", action="store_true", help="fit on every conversation and write domain/ranker_model.py"
-    )
-    args = parser.parse_args()
-    if args.vectors:
-        VECTOR_FEATURES.append(True)
-        args.write = False  # the product cannot compute them
-    conversations = json.loads(args.data.read_text(encoding="utf-8"))
+def measure(
+    conversations: list[dict[str, Any]], args: argparse.Namespace
+) -> tuple[dict[str, Any], dict[str, dict[str, list[float]]], dict[str, Any]]:
+    """At fusion.DEPTH: the report, each LOCO row's recall@10 per query and protocol, and the in-sample model."""
     folds = list(range(len(conversations)))
     table = table_of(conversations)
     report: dict[str, Any] = {}
     reference = {u: [recall(q, today(q), 10) for c in folds for _, _, _, q in table[u][c]] for u in table}
-    pool = {u: [recall(q, o, 200) for c in folds for o, _, _, q in table[u][c]] for u in table}
+    pool = {u: [recall(q, o, len(o)) for c in folds for o, _, _, q in table[u][c]] for u in table}
     report["first stage (today)"] = {u: round(statistics.fmean(v), 4) for u, v in reference.items()}
     report["candidate pool recall"] = {u: round(statistics.fmean(v), 4) for u, v in pool.items()}
     log(report)
@@ -239,6 +229,7 @@ def main() -> None:
             for u in table
         }
 
+    per_query: dict[str, dict[str, list[float]]] = {}
     for l2 in sorted({*(float(v) for v in args.loco.split(",")), args.l2}):
         fitted = {held: train(table, [c for c in folds if c != held], l2) for held in folds}
         product = reranking.DOMINANCE_MARGIN
@@ -250,11 +241,56 @@ def main() -> None:
                     loco[u].extend(recall(q, ranked(fitted[held], o, x, margin), 10) for o, x, _, q in table[u][held])
             key = f"LOCO, l2 {l2}" + ("" if margin == product else f", dominance margin {margin}")
             report[key] = summary(loco)
+            per_query[key] = loco
             log(key, json.dumps(report[key]))
     model = train(table, folds, args.l2)
     whole = {u: [recall(q, ranked(model, o, x), 10) for c in folds for o, x, _, q in table[u][c]] for u in table}
     report[f"in sample, l2 {args.l2}"] = summary(whole)
     log(f"in sample, l2 {args.l2}", json.dumps(report[f"in sample, l2 {args.l2}"]))
+    return report, per_query, model
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True, type=Path)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--l2", type=float, default=100.0, help="the penalty the product's model is fitted with")
+    parser.add_argument("--loco", default="3,10,30", help="the penalties scored by leave-one-conversation-out")
+    parser.add_argument("--margins", default="", help="research: LOCO for these dominance margins too ('none': no cap)")
+    parser.add_argument("--vectors", action="store_true", help="research: two features from the candidates' vectors")
+    parser.add_argument(
+        "--depth",
+        default=str(hybrid.DEPTH),
+        help="research: each side's top N in the candidate pool (the product's: %(default)s); several, comma-"
+        "separated: the model is refitted at each, and each LOCO row gets a paired gain over the first depth",
+    )
+    parser.add_argument(
+        "--write", action="store_true", help="fit on every conversation and write domain/ranker_model.py"
+    )
+    args = parser.parse_args()
+    depths = [int(d) for d in args.depth.split(",")]
+    if args.write and depths != [hybrid.DEPTH]:
+        parser.error(f"--write fits the product's model, whose pool is {hybrid.DEPTH} deep on each side")
+    if args.vectors:
+        VECTOR_FEATURES.append(True)
+        args.write = False  # the product cannot compute them
+    conversations = json.loads(args.data.read_text(encoding="utf-8"))
+    reports: dict[int, dict[str, Any]] = {}
+    loco: dict[int, dict[str, dict[str, list[float]]]] = {}
+    for depth in depths:
+        fusion.DEPTH = depth  # fusion's candidates and keyword searches read it at call time
+        log(f"depth {depth}")
+        reports[depth], loco[depth], model = measure(conversations, args)
+    if len(depths) == 1:
+        report = reports[depths[0]]
+    else:
+        base = depths[0]
+        for depth in depths[1:]:
+            for key, values in loco[depth].items():
+                gains = {u: bootstrap(v, loco[base][key][u]) for u, v in values.items()}
+                reports[depth][f"{key}: gain over depth {base}"] = gains
+                log(depth, key, f"gain over depth {base}", json.dumps(gains))
+        report = {f"depth {d}": reports[d] for d in depths}
     if args.write:
         write_model(model, args.l2, {u: v["recall@10"] for u, v in report[f"in sample, l2 {args.l2}"].items()})
     print(json.dumps(report, indent=1))
