@@ -619,6 +619,36 @@ class KeywordIndexContract:
         assert found(index, "banana", scope=(None, None, "p", None, None)) == set()
         assert found(index, "banana", scope=(None, None, "p*", None, None)) == set()  # literal, not a wildcard
 
+    def test_generated_scopes_never_lose_a_thread_in_them(self, index: KeywordIndex) -> None:
+        stores = itertools.count()
+        labels = st.sampled_from(["", "p", "p*", "?", "[x", "x]", "%", "_", "ü"])  # wildcards of GLOB and LIKE
+
+        @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+        @given(
+            rows=st.lists(st.tuples(labels, labels, labels, st.booleans()), min_size=1, max_size=12),
+            pick=st.integers(min_value=0),
+            kept=st.tuples(st.booleans(), st.booleans(), st.booleans(), st.booleans()),
+        )
+        def check(rows: list[tuple[str, str, str, bool]], pick: int, kept: tuple[bool, ...]) -> None:
+            """The scope asks for some of one stored row's labels, so it always holds at least that row."""
+            wanted = tuple(label if keep else None for label, keep in zip(rows[pick % len(rows)], kept, strict=True))
+            store = f"scope-{next(stores)}"
+            entries = [
+                scoped(f"m{n}", f"banana {n}", ("user",), agent=a, project=p, type=t, global_=g)
+                for n, (a, p, t, g) in enumerate(rows)
+            ]
+            ok(index.upsert(store, [*entries, *filler(30)]))
+            agent, project, kind, is_global = wanted
+            scope = (agent, None, project, kind, None if is_global is None else ("global" if is_global else ""))
+            inside = {
+                f"m{n}"
+                for n, row in enumerate(rows)
+                if all(w is None or w == held for w, held in zip(wanted, row, strict=True))
+            }
+            assert found(index, "banana", store=store, prefix="user", scope=scope) >= inside, (rows, wanted)
+
+        check()
+
     # --- unicode
 
     def test_unicode_words_are_found_case_insensitively(self, index: KeywordIndex) -> None:
