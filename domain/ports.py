@@ -125,6 +125,13 @@ def thread_of(namespace: Sequence[str]) -> str:
 SCOPE_JOIN = "\x1f"  # labels never hold control characters, so no namespace label or scope can forge a key
 
 
+SCOPE_PLACES = 5  # a thread key's scope labels: agent, personality, project, type, global
+
+
+def _global_label(global_: bool) -> str:
+    return "global" if global_ else ""
+
+
 def thread_key(memory: Memory) -> str:
     """The keyword index's thread of a memory: who may lend it context (architecture.md, Search).
 
@@ -132,7 +139,7 @@ def thread_key(memory: Memory) -> str:
     personality, project, type, global) are neighbours; a memory without a thread is alone in its own.
     The key starts with `thread_of(namespace) + THREAD_JOIN`, so namespace prefix searches still match it.
     """
-    scope = (memory.agent, memory.personality, memory.project, memory.type, "global" if memory.global_ else "")
+    scope = (memory.agent, memory.personality, memory.project, memory.type, _global_label(memory.global_))
     own = ("thread", memory.thread) if memory.thread else ("memory", memory.id)
     return thread_of(memory.namespace) + THREAD_JOIN + SCOPE_JOIN + SCOPE_JOIN.join((*scope, *own))
 
@@ -144,7 +151,7 @@ type, global as "global" or ""); None: any."""
 
 def keyword_scope(where: MemoryFilter) -> KeywordScope | None:
     """The scope labels a filter asks for, as `thread_key` writes them (None when it asks for none)."""
-    glob = None if where.global_ is None else ("global" if where.global_ else "")
+    glob = None if where.global_ is None else _global_label(where.global_)
     scope = (where.agent, where.personality, where.project, where.type, glob)
     return None if all(label is None for label in scope) else scope
 
@@ -154,7 +161,7 @@ def scope_labels(thread: str) -> tuple[str, ...] | None:
     scopes were part of the key (or not by `thread_key`)."""
     _, boundary, rest = thread.partition(THREAD_JOIN + SCOPE_JOIN)
     labels = tuple(rest.split(SCOPE_JOIN))
-    return labels[:5] if boundary and len(labels) >= 5 else None
+    return labels[:SCOPE_PLACES] if boundary and len(labels) >= SCOPE_PLACES else None
 
 
 def thread_in_scope(thread: str, scope: KeywordScope | None) -> bool:

@@ -18,7 +18,7 @@ from agent_memory.domain.hybrid import DEPTH, SearchMode, fuse
 from agent_memory.domain.model import Memory, ScoredMemory, check_store_name
 from agent_memory.domain.paging import page_problem
 from agent_memory.domain.paths import CategoryPath
-from agent_memory.domain.ports import Vector, VectorStore, keyword_scope, thread_of
+from agent_memory.domain.ports import KeywordScope, Vector, VectorStore, keyword_scope, thread_of
 from agent_memory.domain.reranking import Candidates, rerank
 from agent_memory.domain.results import validated
 from agent_memory.domain.tenancy import Guard
@@ -193,8 +193,9 @@ class Searching:
                 )
             )
 
-        scope = keyword_scope(plan.where)
-        return keywords.search(plan.store, text, asked, thread_prefix=plan.thread_prefix, scope=scope).bind(kept)
+        return keywords.search(
+            plan.store, text, asked, thread_prefix=plan.thread_prefix, scope=plan.keyword_scope
+        ).bind(kept)
 
     def _rank(
         self, store: VectorStore, vector: Vector, plan: _SearchPlan, depth: int, found: _Candidates
@@ -348,6 +349,11 @@ class _SearchPlan:
     def thread_prefix(self) -> str | None:
         """The keyword side's restriction to the filter's namespace (None: the whole store)."""
         return thread_of(self.where.namespace) if self.where.namespace else None
+
+    @property
+    def keyword_scope(self) -> KeywordScope | None:
+        """The keyword side's restriction to the filter's scope labels (None: any scope)."""
+        return keyword_scope(self.where)
 
 
 def parse_mode(raw: str) -> SearchMode:
