@@ -12,7 +12,7 @@ from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection
 from returns.result import Result, Success
 
-from agent_memory.adapters.chroma import layout, mirroring
+from agent_memory.adapters.chroma import layout, mirroring, sifting
 from agent_memory.adapters.chroma.boundary import Boundary
 from agent_memory.adapters.chroma.mirroring import MIRROR_LIMIT
 from agent_memory.adapters.chroma.records import memories_of, memory_metadata, similarity_from_distance, to_where
@@ -190,6 +190,18 @@ class ChromaVectorStore:
             return [found[i] for i in ids if i in found]
 
         return self._result("read memories", read) if unique else Success([])
+
+    def passing(self, ids: Sequence[str], where: MemoryFilter) -> Result[set[str], DomainError]:
+        """The ids among these that `where` keeps: by the mirror's masks, else by adapters.chroma.sifting."""
+        unique = list(dict.fromkeys(ids))
+
+        def read(collection: Collection) -> set[str]:
+            mirror = self.session.mirrors.get(collection.id)
+            if mirror is not None:
+                return mirror.passing(unique, where)
+            return sifting.passing(self.boundary, collection, unique, where, self.batch_size)
+
+        return self._result("filter memories", read) if unique else Success(set())
 
     def similarities(self, embedding: Vector, ids: Sequence[str]) -> Result[dict[str, float], DomainError]:
         """Cosine of `embedding` against the stored vectors of these ids, unknown ids left out."""
