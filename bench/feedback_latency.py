@@ -3,7 +3,7 @@ under filters, the keyword index's scope narrowing, or reading the keyword hits 
 a warm search, A/B in one process.
 
     python bench/feedback_latency.py [--stage feedback|rerank|reach|scope|tags] [--size 10000] [--queries 100]
-        [--rounds 3] [--share 0.03] [--no-mirror]
+        [--rounds 3] [--share 0.03] [--no-mirror] [--oracle]
 
 The store is bench/perf.py's (LoCoMo turns saved without a thread, so feedback runs on every search).
 Each question is searched with the stage on and off back to back, alternating which goes first, so the
@@ -11,8 +11,10 @@ load of a shared machine weighs on both alike; the floor (query embedding + nump
 over the same vectors) is timed in the same loop. Filters as bench/perf.py's filtered search, except for
 `--stage tags`: there a `--share` of the memories carry the tag "rare" (the rest "common") and each search
 asks for that tag under the namespace ("user",), which the keyword index does not narrow; on: the search as
-it is, off: the store's `get` is handed only the hits that pass (the bench knows which), so the paired
-difference is what reading the rejected hits' records costs. `--no-mirror` keeps embedded Chroma from
+it is (the store says which keyword hits pass, `VectorStore.passing`, and only those are read), off: every
+hit is read and checked in the domain, as before `passing` (with `--oracle`, off is instead the store's
+`get` handed only the hits that pass, which the bench knows: the least the keyword side could read).
+The records read per search are counted on both sides. `--no-mirror` keeps embedded Chroma from
 mirroring the store in process, so every read goes to Chroma (a one-shot CLI search). Prints JSON.
 """
 
@@ -47,6 +49,10 @@ def no_scope(where: MemoryFilter) -> KeywordScope | None:
     return None
 
 
+def never(where: MemoryFilter, reach: Any) -> bool:
+    return False
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stage", choices=("feedback", "rerank", "reach", "scope", "tags"), default="feedback")
@@ -55,6 +61,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--share", type=float, default=0.03, help="--stage tags: the share of memories tagged rare")
     parser.add_argument("--no-mirror", action="store_true", help="embedded Chroma answers every read itself")
+    parser.add_argument("--oracle", action="store_true", help="--stage tags: off reads only the hits that pass")
     args = parser.parse_args()
     questions = [qa["question"] for c in json.loads(DATA.read_text(encoding="utf-8")) for qa in c["qa"]]
     questions = questions[:: max(1, len(questions) // args.queries)][: args.queries]
@@ -63,6 +70,7 @@ def main() -> None:
     filters = TAGGED if args.stage == "tags" else SCOPE
     reads = {"on": 0, "off": 0}
     get = ChromaVectorStore.get
+    sifts = searching._sifts
     with tempfile.TemporaryDirectory() as home:
         service = service_for("chroma", home)
         tagged = args.stage == "tags"
@@ -97,13 +105,15 @@ def main() -> None:
                         searching.FILTERED_REACH = 16 if side == "on" else 1
                     elif args.stage == "scope":  # off: the index ranks the whole namespace, the search drops the rest
                         searching.keyword_scope = keyword_scope if side == "on" else no_scope
-                    else:  # off: only the hits that pass are read (what a store-side filter would leave)
-                        ChromaVectorStore.get = counted(side, side == "off")  # type: ignore[method-assign]
+                    else:  # off: every keyword hit is read (or, --oracle, only those that pass)
+                        searching._sifts = sifts if side == "on" or args.oracle else never
+                        ChromaVectorStore.get = counted(side, args.oracle and side == "off")  # type: ignore[method-assign]
                     started = time.perf_counter()
                     found = service.search(SearchMemories(query=question, **filters)).unwrap()
                     times[side].append((time.perf_counter() - started) * 1000)
                     if args.stage == "tags":
                         ChromaVectorStore.get = get  # type: ignore[method-assign]
+                        searching._sifts = sifts
                         results[side] = [(h.memory.id, h.score) for h in found.results]
                 if args.stage == "tags" and results["on"] != results["off"]:
                     raise SystemExit(f"the two sides ranked {question!r} differently")
@@ -121,7 +131,7 @@ def main() -> None:
         "floor_ms": round(floor, 2),
         "query_embedding_ms_p50": round(statistics.median(times["embed"]), 2),
         "brute_force_ms_p50": round(statistics.median(times["brute"]), 3),
-        "stage": args.stage,
+        "stage": args.stage + (" (oracle)" if args.oracle else ""),
         f"hybrid_filtered_{args.stage}_on_ms_p50": round(statistics.median(times["on"]), 2),
         f"hybrid_filtered_{args.stage}_off_ms_p50": round(statistics.median(times["off"]), 2),
         "on_ratio_to_floor": round(statistics.median(times["on"]) / floor, 2),
