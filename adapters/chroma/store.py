@@ -15,7 +15,7 @@ from returns.result import Result, Success
 from agent_memory.adapters.chroma import layout, mirroring, sifting
 from agent_memory.adapters.chroma.boundary import Boundary
 from agent_memory.adapters.chroma.mirroring import MIRROR_LIMIT
-from agent_memory.adapters.chroma.records import memories_of, memory_metadata, similarity_from_distance, to_where
+from agent_memory.adapters.chroma.records import memories_of, memory_metadata, ranked, to_where
 from agent_memory.adapters.chroma.salvage import (
     SalvageError,
     damaged_index_problem,
@@ -263,7 +263,7 @@ class ChromaVectorStore:
                         include=["documents", "metadatas", "distances"],
                     ),
                 )
-                return self._ranked(answer, self.space, limit)
+                return ranked(answer, self.space, limit)
 
             return mirroring.timed(self.session, collection.id, ask)
 
@@ -494,15 +494,3 @@ class ChromaVectorStore:
             self.boundary.call(doing, renames)
 
         self.session.run(doing, swap, write=True)
-
-    def _ranked(self, result: Any, space: str, limit: int) -> list[tuple[Memory, float]]:
-        ids = result["ids"][0] if result["ids"] else []
-        documents = (result["documents"] or [[]])[0]
-        metadatas = (result["metadatas"] or [[]])[0]
-        distances = (result["distances"] or [[]])[0]
-        pairs = [
-            (memory, similarity_from_distance(float(distance), space))
-            for memory, distance in zip(memories_of(ids, documents, metadatas), distances, strict=True)
-        ]
-        pairs.sort(key=lambda pair: pair[1], reverse=True)
-        return pairs[:limit]
