@@ -40,6 +40,9 @@ class InMemoryVectorStore:
     def get(self, ids: Sequence[str]) -> Result[list[Memory], DomainError]:
         return Success([self.records[i][0] for i in ids if i in self.records])
 
+    def passing(self, ids: Sequence[str], where: MemoryFilter) -> Result[set[str], DomainError]:
+        return Success({i for i in ids if i in self.records and where.matches(self.records[i][0])})
+
     def query(
         self, embedding: Vector, where: MemoryFilter, limit: int
     ) -> Result[list[tuple[Memory, float]], DomainError]:

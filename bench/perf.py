@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -95,10 +96,12 @@ def bench_ingest(backend: str, n: int, repeat: int) -> dict[str, Any]:
     }
 
 
-def fill_store(service: Any, texts: list[str]) -> tuple[Any, Any]:
+def fill_store(
+    service: Any, texts: list[str], tags: Callable[[int], tuple[str, ...]] = lambda i: ()
+) -> tuple[Any, Any]:
     """Write `texts` into the default store through the adapter and the keyword index, with real embeddings of
     the first 2,000 reused with a little noise past that (embedding 100k texts would take an hour); returns the
-    store and the vectors written."""
+    store and the vectors written. `tags(i)` gives the i-th memory's tags (none by default)."""
     n = len(texts)
     base = np.array(service.embedder.embed_documents(texts[: min(n, 2000)]).unwrap(), dtype=np.float32)
     rng = np.random.default_rng(3)
@@ -113,6 +116,7 @@ def fill_store(service: Any, texts: list[str]) -> tuple[Any, Any]:
             updated_at=now,
             project=f"p{i % 10}",
             namespace=("user", f"u{i % 20}"),
+            tags=tags(i),
         )
         for i, t in enumerate(texts)
     ]

@@ -60,6 +60,9 @@ class EmptyStore:
     def embedding_model(self) -> Result[str | None, DomainError]:
         return Success(None)
 
+    def passing(self, ids: Sequence[str], where: MemoryFilter) -> Result[set[str], DomainError]:
+        return Success(set())
+
     def similarities(self, embedding: Vector, ids: Sequence[str]) -> Result[dict[str, float], DomainError]:
         return Success({})
 

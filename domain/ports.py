@@ -79,6 +79,15 @@ class VectorStore(Protocol):
         saying how to repair it; () when there is none. `memory status` reports them."""
         ...
 
+    def passing(self, ids: Sequence[str], where: MemoryFilter) -> Result[set[str], DomainError]:
+        """Which of these ids name a stored memory that `where` keeps (every condition, as `query` applies
+        them), without reading the records: the search reads only the keyword hits a filter keeps.
+
+        Promises: exactly those ids (unknown ones left out, an empty `ids` gives an empty set). Leaves out:
+        order, and the confidence floor (the domain computes it from the record, and still checks each record
+        it reads against the filter)."""
+        ...
+
     def similarities(self, embedding: Vector, ids: Sequence[str]) -> Result[dict[str, float], DomainError]:
         """1 − cosine distance between `embedding` and each given id's stored vector (unknown ids omitted).
 

@@ -166,11 +166,21 @@ class Searching:
         asked = min(deepest, math.ceil(depth * reach.ratio))
 
         def kept(hits: list[tuple[str, float]]) -> Result[_KeywordSide, DomainError]:
-            known = {m.id for m in reach.read}
+            known = {m.id for m in reach.read} | reach.rejected
             unread = [i for i, _ in hits if i not in known]
-            return store.get(unread).bind(lambda memories: enough(hits, (*reach.read, *memories)))
+            if not _sifts(plan.where, reach):  # every hit likely passes: one read, no store-side check first
+                return store.get(unread).bind(lambda memories: enough(hits, (*reach.read, *memories), reach.rejected))
+            return store.passing(unread, plan.where).bind(
+                lambda passed: store.get([i for i in unread if i in passed]).bind(
+                    lambda memories: enough(
+                        hits, (*reach.read, *memories), reach.rejected | {i for i in unread if i not in passed}
+                    )
+                )
+            )
 
-        def enough(hits: list[tuple[str, float]], read: tuple[Memory, ...]) -> Result[_KeywordSide, DomainError]:
+        def enough(
+            hits: list[tuple[str, float]], read: tuple[Memory, ...], rejected: frozenset[str]
+        ) -> Result[_KeywordSide, DomainError]:
             hit = dict(hits)
             passing = {
                 m.id: m
@@ -179,7 +189,7 @@ class Searching:
             }
             if len(passing) < depth and len(hits) == asked and asked < deepest:
                 needed = math.ceil(depth * asked / max(len(passing), 1) * 1.25)
-                deeper = _Reach(min(deepest, max(asked * 4, needed)) / depth, read)
+                deeper = _Reach(min(deepest, max(asked * 4, needed)) / depth, read, rejected)
                 return self._keyword_side(store, plan, text, depth, deeper)
             ordered = [(i, score) for i, score in hits if i in passing][:depth]
             best = max((score for _, score in ordered), default=1.0) or 1.0
@@ -189,7 +199,7 @@ class Searching:
                     {i: score / best for i, score in ordered},
                     [passing[i] for i, _ in ordered],
                     [i for i, _ in ordered if i in window][:DEPTH],
-                    _Reach(asked / depth, read),
+                    _Reach(asked / depth, read, rejected),
                 )
             )
 
@@ -320,10 +330,20 @@ class _Candidates:
 
 @frozen
 class _Reach:
-    """How deep the keyword index is asked, in hits per hit needed, and the hits' records already read."""
+    """How deep the keyword index is asked, in hits per hit needed, the hits' records already read, and the
+    hits the store already said the filter rejects (never read)."""
 
     ratio: float
     read: tuple[Memory, ...]
+    rejected: frozenset[str] = frozenset()
+
+
+def _sifts(where: MemoryFilter, reach: _Reach) -> bool:
+    """Whether the keyword side asks the store which hits pass before reading them: under a tag or path
+    filter (the keyword index narrows by namespace and scope labels only, so most hits may fail), or once an
+    earlier ask showed that many fail (deleted, expired); otherwise nearly every hit passes and one read of
+    them all is cheaper than a check and then a read."""
+    return bool(where.tags) or where.path is not None or where.path_prefix is not None or reach.ratio > 1.0
 
 
 @frozen

@@ -101,6 +101,14 @@ class VectorMirror:
         found = (self._memories[row] for i in ids if (row := self._rows.get(i)) is not None)
         return [memory for memory in found if memory is not None]
 
+    def passing(self, ids: Iterable[str], where: MemoryFilter) -> set[str]:
+        """Which of these ids are rows `where` keeps (as `query` filters them), unknown ids left out."""
+        rows = {i: row for i in ids if (row := self._rows.get(i)) is not None}
+        if not rows:
+            return set()
+        keep = self._keep(where, len(self._ids))
+        return {memory_id for memory_id, row in rows.items() if keep[row]}
+
     def similarities(self, embedding: Sequence[float], ids: Iterable[str]) -> dict[str, float]:
         rows = {i: row for i in ids if (row := self._rows.get(i)) is not None}
         if not rows:

@@ -222,3 +222,17 @@ def similarity_from_distance(distance: float, space: str) -> float:
     if space == "l2":  # squared euclidean: |a−b|² = 2 − 2·cos
         return 1.0 - distance / 2.0
     return 1.0 - distance  # cosine: 1 − cos; ip: 1 − a·b
+
+
+def ranked(result: Any, space: str, limit: int) -> list[tuple[Memory, float]]:
+    """The memories of one Chroma query answer with their similarities, best first, at most `limit`."""
+    ids = result["ids"][0] if result["ids"] else []
+    documents = (result["documents"] or [[]])[0]
+    metadatas = (result["metadatas"] or [[]])[0]
+    distances = (result["distances"] or [[]])[0]
+    pairs = [
+        (memory, similarity_from_distance(float(distance), space))
+        for memory, distance in zip(memories_of(ids, documents, metadatas), distances, strict=True)
+    ]
+    pairs.sort(key=lambda pair: pair[1], reverse=True)
+    return pairs[:limit]

@@ -12,10 +12,10 @@ from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection
 from returns.result import Result, Success
 
-from agent_memory.adapters.chroma import layout, mirroring
+from agent_memory.adapters.chroma import layout, mirroring, sifting
 from agent_memory.adapters.chroma.boundary import Boundary
 from agent_memory.adapters.chroma.mirroring import MIRROR_LIMIT
-from agent_memory.adapters.chroma.records import memories_of, memory_metadata, similarity_from_distance, to_where
+from agent_memory.adapters.chroma.records import memories_of, memory_metadata, ranked, to_where
 from agent_memory.adapters.chroma.salvage import (
     SalvageError,
     damaged_index_problem,
@@ -191,6 +191,18 @@ class ChromaVectorStore:
 
         return self._result("read memories", read) if unique else Success([])
 
+    def passing(self, ids: Sequence[str], where: MemoryFilter) -> Result[set[str], DomainError]:
+        """The ids among these that `where` keeps: by the mirror's masks, else by adapters.chroma.sifting."""
+        unique = list(dict.fromkeys(ids))
+
+        def read(collection: Collection) -> set[str]:
+            mirror = self.session.mirrors.get(collection.id)
+            if mirror is not None:
+                return mirror.passing(unique, where)
+            return sifting.passing(self.boundary, collection, unique, where, self.batch_size)
+
+        return self._result("filter memories", read) if unique else Success(set())
+
     def similarities(self, embedding: Vector, ids: Sequence[str]) -> Result[dict[str, float], DomainError]:
         """Cosine of `embedding` against the stored vectors of these ids, unknown ids left out."""
         unique = list(dict.fromkeys(ids))
@@ -251,7 +263,7 @@ class ChromaVectorStore:
                         include=["documents", "metadatas", "distances"],
                     ),
                 )
-                return self._ranked(answer, self.space, limit)
+                return ranked(answer, self.space, limit)
 
             return mirroring.timed(self.session, collection.id, ask)
 
@@ -482,15 +494,3 @@ class ChromaVectorStore:
             self.boundary.call(doing, renames)
 
         self.session.run(doing, swap, write=True)
-
-    def _ranked(self, result: Any, space: str, limit: int) -> list[tuple[Memory, float]]:
-        ids = result["ids"][0] if result["ids"] else []
-        documents = (result["documents"] or [[]])[0]
-        metadatas = (result["metadatas"] or [[]])[0]
-        distances = (result["distances"] or [[]])[0]
-        pairs = [
-            (memory, similarity_from_distance(float(distance), space))
-            for memory, distance in zip(memories_of(ids, documents, metadatas), distances, strict=True)
-        ]
-        pairs.sort(key=lambda pair: pair[1], reverse=True)
-        return pairs[:limit]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import attrs
 from attrs import define, evolve, field
-from returns.result import Failure, Result
+from returns.result import Failure, Result, Success
 
 from agent_memory.adapters.files.directory import Batch, Record, Stamp, StoreFiles
 from agent_memory.adapters.files.format import load_block, split_frontmatter, with_id
@@ -308,6 +308,18 @@ class FilesVectorStore:
             return [record.memory for memory_id in ids if (record := finder.find(memory_id)) is not None]
 
         return self.files.guard("read memories", get)
+
+    def passing(self, ids: Sequence[str], where: MemoryFilter) -> Result[set[str], DomainError]:
+        """The ids the index says `where` keeps, each confirmed by its file (as `query` narrows by the index
+        and reads the hits fresh): the files of the ids the index rejects are never read."""
+
+        def passing() -> set[str]:
+            indexed = value_of(self.index.passing(ids, where))
+            narrowed = [i for i in dict.fromkeys(ids) if i in indexed]
+            finder = self._finder(narrowed, walk_for_unindexed=False)
+            return {i for i in narrowed if (record := finder.find(i)) is not None and where.matches(record.memory)}
+
+        return self.files.guard("filter memories", passing) if ids else Success(set())
 
     def query(
         self, embedding: Vector, where: MemoryFilter, limit: int

@@ -15,7 +15,15 @@ from agent_memory.adapters.qdrant import layout
 from agent_memory.adapters.qdrant.boundary import Boundary
 from agent_memory.adapters.qdrant.layout import GENERATION, ModelRecords
 from agent_memory.adapters.qdrant.local_commit import one_commit
-from agent_memory.adapters.qdrant.records import DENSE, memories_of, memory_payload, point, point_ids, to_filter
+from agent_memory.adapters.qdrant.records import (
+    DENSE,
+    filter_conditions,
+    memories_of,
+    memory_payload,
+    point,
+    point_ids,
+    to_filter,
+)
 from agent_memory.adapters.qdrant.records import similarity_from_score as similarity
 from agent_memory.adapters.shared.batching import chunks
 from agent_memory.adapters.shared.boundary import Abort, abort_if
@@ -92,6 +100,27 @@ class QdrantVectorStore:
             return [found[i] for i in ids if i in found]
 
         return self.boundary.result("read memories", get)
+
+    def passing(self, ids: Sequence[str], where: MemoryFilter) -> Result[set[str], DomainError]:
+        """The ids among these that `where` keeps: a scroll over just those points (a HasId condition beside
+        the filter's), without payloads or vectors."""
+        known = point_ids(ids)
+
+        def passing() -> set[str]:
+            conditions = filter_conditions(where)
+            kept: set[str] = set()
+            for batch in chunks(known, layout.SCAN_PAGE):
+                points, _ = self.client.scroll(
+                    self.collection,
+                    scroll_filter=models.Filter(must=[models.HasIdCondition(has_id=list(batch)), *conditions]),
+                    limit=len(batch),
+                    with_payload=False,
+                    with_vectors=False,
+                )
+                kept.update(str(found.id) for found in points)
+            return kept
+
+        return self.boundary.result("filter memories", passing) if known else Success(set())
 
     def query(
         self, embedding: Vector, where: MemoryFilter, limit: int

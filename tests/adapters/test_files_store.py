@@ -686,3 +686,20 @@ def _no_leftover_processes() -> Iterator[None]:
     yield
     for child in multiprocessing.active_children():
         child.join(timeout=5)
+
+
+def test_passing_is_confirmed_by_the_files_after_a_hand_edit_and_a_hand_deletion(
+    store: FilesVectorStore, root: Path
+) -> None:
+    """The index says which memories have the tag; each file confirms it (the index has not seen the edits)."""
+    edited = memory(id=str(uuid.UUID(int=1, version=4)), tags=("keep",), path=MemoryPath(("notes", "edited")))
+    gone = memory(id=str(uuid.UUID(int=2, version=4)), tags=("keep",), path=MemoryPath(("notes", "gone")))
+    ok(store.add([edited, gone], [[1.0, 0.0], [0.0, 1.0]]))
+    where = MemoryFilter(tags=("keep",))
+    assert ok(store.passing([edited.id, gone.id], where)) == {edited.id, gone.id}
+    file = root / "default" / "notes" / "edited.md"
+    file.write_bytes(file.read_bytes().replace(b"keep", b"dropped"))
+    (root / "default" / "notes" / "gone.md").unlink()
+    assert ok(store.passing([edited.id, gone.id], where)) == set()
+    new_tag = MemoryFilter(tags=("dropped",))
+    assert ok(store.passing([edited.id], new_tag)) == set()  # until reindex, as `query`: the index decides who

@@ -26,11 +26,13 @@ from tests.contract.vector_store_contract import (
     MODEL,
     NOW,
     VectorStoreContract,
+    assert_passing_matches,
     assert_query_matches,
     assert_scan_matches,
     axis,
     failed_with,
     full_memory,
+    named_filters,
     ok,
     probes,
     sample,
@@ -65,6 +67,14 @@ class TestChromaEmbeddedMirrored(TestChromaEmbedded):
     @pytest.fixture
     def catalog(self, tmp_path: Path) -> StoreCatalog:
         return attrs.evolve(embedded(tmp_path / "chroma"), mirror_eagerly=True)
+
+    def test_passing_answers_from_the_mirror(
+        self, loaded: ChromaVectorStore, pairs: list[tuple[Memory, list[float]]]
+    ) -> None:
+        ok(loaded.query(axis(0), MemoryFilter(), 1))
+        assert loaded.session.mirrors
+        for where in named_filters(pairs).values():
+            assert_passing_matches(loaded, pairs, where)
 
 
 def raw_client(path: Path) -> chromadb.api.ClientAPI:
@@ -146,6 +156,21 @@ def test_scan_pages_through_large_results(tmp_path: Path, monkeypatch: pytest.Mo
     ok(store.add([m for m, _ in pairs], [v for _, v in pairs]))
     assert_scan_matches(store, pairs, MemoryFilter(include_deleted=True))
     assert_scan_matches(store, pairs, MemoryFilter(namespace=("user",)))
+
+
+@pytest.mark.parametrize("reach", [0, 4])
+def test_passing_without_the_mirror_is_exact_whether_or_not_the_tags_and_path_narrow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reach: int
+) -> None:
+    """SELECTIVE_REACH 0: every filter's tags and path are too common to list, so each id's record is checked."""
+    monkeypatch.setattr(chroma_store, "SELECTIVE_REACH", reach)
+    store = ok(attrs.evolve(embedded(tmp_path), mirror_limit=0).open("default", create=True))
+    store.batch_size = 6
+    pairs = sample()
+    ok(store.add([m for m, _ in pairs], [v for _, v in pairs]))
+    for where in named_filters(pairs).values():
+        assert_passing_matches(store, pairs, where)
+    assert not store.session.mirrors
 
 
 def test_add_splits_into_client_sized_batches(tmp_path: Path) -> None:

@@ -325,6 +325,19 @@ def assert_query_matches(
         assert max(left_out) <= min(similarities) + SIMILARITY_TOLERANCE
 
 
+UNKNOWN_ID = "00000000-0000-4000-8000-00000000dead"
+
+
+def assert_passing_matches(
+    store: VectorStore, pairs: Sequence[tuple[Memory, list[float]]], where: MemoryFilter
+) -> None:
+    """`passing` of every other stored id (and an unknown one) is exactly those the reference filter keeps."""
+    asked = [m for m, _ in pairs][::2]
+    found = ok(store.passing([UNKNOWN_ID, *(m.id for m in asked)], where))
+    assert isinstance(found, set)
+    assert found == {m.id for m in asked if where.matches(m)}, where
+
+
 # --- the contract -----------------------------------------------------------------------------
 
 
@@ -539,6 +552,7 @@ class VectorStoreContract:
         def check(where: MemoryFilter, probe: list[float], limit: int) -> None:
             assert_scan_matches(loaded, pairs, where)
             assert_query_matches(loaded, pairs, probe, where, limit)
+            assert_passing_matches(loaded, pairs, where)
 
         check()
 
@@ -550,7 +564,51 @@ class VectorStoreContract:
         ok(store.add([m for m, _ in tagged], [v for _, v in tagged]))
         where = MemoryFilter(tags=("rare",), include_deleted=True)
         assert_query_matches(store, tagged, probes()[1], where, 10)
+        assert ok(store.passing([m.id for m, _ in tagged], where)) == rare
         assert_query_matches(store, tagged, probes()[1], MemoryFilter(include_deleted=True), 20)
+
+    # --- passing
+
+    @pytest.mark.parametrize("name", list(named_filters(sample())))
+    def test_passing_honours_every_filter_field(
+        self, name: str, loaded: VectorStore, pairs: list[tuple[Memory, list[float]]]
+    ) -> None:
+        assert_passing_matches(loaded, pairs, named_filters(pairs)[name])
+
+    def test_passing_leaves_out_the_deleted_the_wrong_tag_the_wrong_path_and_unknown_ids(
+        self, store: VectorStore
+    ) -> None:
+        base = full_memory(deleted=False, deleted_at=None, expires_at=None, tags=("x", "y"))
+        kept = evolve(base, id=str(uuid.UUID(int=1, version=4)))
+        deleted = evolve(base, id=str(uuid.UUID(int=2, version=4)), deleted=True, deleted_at=NOW)
+        other_tag = evolve(base, id=str(uuid.UUID(int=3, version=4)), tags=("y",))
+        other_path = evolve(base, id=str(uuid.UUID(int=4, version=4)), path=MemoryPath(("elsewhere", "note")))
+        ok(store.add([kept, deleted, other_tag, other_path], [axis(0), axis(1), axis(2), axis(3)]))
+        ids = [UNKNOWN_ID, other_path.id, other_tag.id, deleted.id, kept.id, kept.id]
+        under = CategoryPath(("projects",))
+        assert ok(store.passing(ids, MemoryFilter(tags=("x",), path_prefix=under))) == {kept.id}
+        assert ok(store.passing(ids, MemoryFilter(tags=("x",), include_deleted=True))) == {
+            kept.id,
+            deleted.id,
+            other_path.id,
+        }
+        assert ok(store.passing(ids, MemoryFilter(path=kept.path))) == {kept.id, other_tag.id}
+        assert ok(store.passing(ids, MemoryFilter(tags=("missing",)))) == set()
+        assert ok(store.passing([], MemoryFilter())) == set()
+        assert ok(store.passing([UNKNOWN_ID], MemoryFilter(include_deleted=True))) == set()
+
+    def test_passing_follows_updates_and_removals(self, store: VectorStore) -> None:
+        memory = full_memory(deleted=False, deleted_at=None, expires_at=None, tags=("x",))
+        ok(store.add([memory], [axis(0)]))
+        ok(store.query(axis(0), MemoryFilter(), 1))  # a store that mirrors its records in process does it now
+        where = MemoryFilter(tags=("x",))
+        assert ok(store.passing([memory.id], where)) == {memory.id}
+        ok(store.update_metadata([evolve(memory, tags=("y",))]))
+        assert ok(store.passing([memory.id], where)) == set()
+        ok(store.update_metadata([memory]))
+        assert ok(store.passing([memory.id], where)) == {memory.id}
+        ok(store.remove([memory.id]))
+        assert ok(store.passing([memory.id], MemoryFilter(include_deleted=True))) == set()
 
     # --- scan
 

@@ -8,12 +8,19 @@ from attrs import define, evolve, field, frozen
 from returns.result import Result, Success
 
 from agent_memory.adapters.clock import FixedClock
-from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog, InMemoryKeywordIndex
+from agent_memory.adapters.in_memory import (
+    HashingEmbedder,
+    InMemoryCatalog,
+    InMemoryKeywordIndex,
+    InMemoryVectorStore,
+)
 from agent_memory.domain import feedback, reranking
 from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.feedback import expansion_query, feedback_ranks
+from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.hybrid import dense_score, fuse
+from agent_memory.domain.model import Memory
 from agent_memory.domain.ports import KeywordScope, Vector
 from agent_memory.domain.service import MemoryService
 from tests.unit.conftest import T0
@@ -132,6 +139,55 @@ def test_keyword_hits_that_fail_the_filter_never_crowd_out_those_that_pass(clock
     blended = contents(service, **search, limit=5)
     assert blended[0] == "the comet was seen at dawn"
     assert set(keywords.scopes) == {(None, None, "ground", None, None)}
+
+
+@define
+class ReadRecordingStore(InMemoryVectorStore):
+    """The in-memory store, remembering every id whose record was read with `get`."""
+
+    read: list[str] = field(factory=list)
+
+    def get(self, ids: Sequence[str]) -> Result[list[Memory], DomainError]:
+        self.read.extend(ids)
+        return super().get(ids)
+
+
+@define
+class EveryIdPassesStore(ReadRecordingStore):
+    """A store that says every known id passes any filter: the domain must still judge each record it reads."""
+
+    def passing(self, ids: Sequence[str], where: MemoryFilter) -> Result[set[str], DomainError]:
+        return Success({i for i in ids if i in self.records})
+
+
+@pytest.mark.parametrize("crowd", ["another tag", "deleted"])
+def test_the_keyword_side_reads_only_the_hits_the_store_says_pass(clock: FixedClock, crowd: str) -> None:
+    """Under a tag filter, the 60 better keyword hits the filter rejects are never read (before, each was read
+    to be rejected); a store that lets them all through scores the same, the domain rejecting their records."""
+    rankings = []
+    for store in (ReadRecordingStore(model="same-vector"), EveryIdPassesStore(model="same-vector")):
+        service = MemoryService(
+            catalog=InMemoryCatalog(embedder_name="same-vector", stores={"default": store}),
+            embedder=SameVectorEmbedder(),
+            clock=clock,
+            keywords=InMemoryKeywordIndex(),
+        )
+        noise = set()
+        for i in range(60):
+            tags = [] if crowd == "another tag" else ["ground"]
+            made = service.create(CreateMemory(content=f"comet orbit log {i}", tags=tags)).unwrap()
+            noise.add(made.memory.id)
+            if crowd == "deleted":
+                service.delete(made.memory.id).unwrap()
+        for i in range(79):
+            service.create(CreateMemory(content=f"filler entry number {i}", tags=["ground"])).unwrap()
+        service.create(CreateMemory(content="the comet was seen at dawn", tags=["ground"])).unwrap()
+        store.read.clear()
+        found = service.search(SearchMemories(query="comet orbit", tags=["ground"], limit=5)).unwrap()
+        rankings.append([(hit.memory.content, hit.score) for hit in found.results])
+        assert (noise <= set(store.read)) if isinstance(store, EveryIdPassesStore) else not noise & set(store.read)
+    assert [score for _, score in rankings[0]] == [score for _, score in rankings[1]]  # fillers tie: ids order them
+    assert rankings[0][0] == rankings[1][0] == ("the comet was seen at dawn", rankings[0][0][1])
 
 
 def test_updated_and_removed_memories_leave_the_keyword_index(hybrid: MemoryService) -> None:
