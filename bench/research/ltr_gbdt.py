@@ -145,16 +145,24 @@ def main() -> None:
     reference: dict[str, list[float]] = {}
     for name, fitter in variants:
         values = loco(table, fitter)
-        if not reference:
-            reference = values
-        report[name] = {
-            u: {"recall@10": round(statistics.fmean(v), 4), "gain": bootstrap(v, reference[u])}
-            for u, v in values.items()
-        }
-        log(name, json.dumps(report[name]))
+        reference = reference or values
+        report[name] = row(name, values, reference)
+    finish(report, args.out)
+
+
+def row(name: str, values: dict[str, list[float]], reference: dict[str, list[float]]) -> dict[str, Any]:
+    """A variant's LOCO recall@10 per protocol and its paired gain over the reference, logged as it comes."""
+    found = {
+        u: {"recall@10": round(statistics.fmean(v), 4), "gain": bootstrap(v, reference[u])} for u, v in values.items()
+    }
+    log(name, json.dumps(found))
+    return found
+
+
+def finish(report: dict[str, Any], out: Path | None) -> None:
     print(json.dumps(report, indent=1))
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    if out:
+        out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -14,9 +14,7 @@ product would need a vector per sentence at ingest (more vectors per memory) to 
 from __future__ import annotations
 
 import argparse
-import json
 import re
-import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,8 +22,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fusion import bootstrap, embed, log
-from ltr_gbdt import Table, load_table, loco, logistic
+from fusion import embed, log
+from ltr_gbdt import Table, finish, load_table, loco, logistic, row
 
 SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
@@ -79,15 +77,8 @@ def main() -> None:
         ("+ best sentence's cosine, its gap to the best", with_sentence_columns(table, whole_cosine=False)),
         ("+ the same and its lead over the whole memory's cosine", with_sentence_columns(table, whole_cosine=True)),
     ):
-        values = reference if variant is table else loco(variant, logistic)
-        report[name] = {
-            u: {"recall@10": round(statistics.fmean(v), 4), "gain": bootstrap(v, reference[u])}
-            for u, v in values.items()
-        }
-        log(name, json.dumps(report[name]))
-    print(json.dumps(report, indent=1))
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+        report[name] = row(name, reference if variant is table else loco(variant, logistic), reference)
+    finish(report, args.out)
 
 
 if __name__ == "__main__":
