@@ -1,6 +1,6 @@
 """Speed of the product beside references measured in the same run (protocol: shared BENCHMARK.md).
 
-    python bench/perf.py [--backends chroma,files,qdrant] [--sizes 1000,10000] [--repeat 5] [--out FILE]
+    python bench/perf.py [--backends chroma,files,qdrant] [--sizes 1000,10000] [--repeat 5] [--skip ingest,search,cold]
 
 Measures: ingest (Python API batch, embedding included, beside the embedder alone); warm search p50/p95
 in-process per backend and size, with and without filters, hybrid and semantic, beside query embedding
