@@ -70,6 +70,7 @@ __all__ = ["CATEGORY", "MemoryStore", "item_path"]
 CATEGORY = "langgraph"  # the root category every item's path sits in
 SOURCE = "langgraph"  # the memories' source field: where they came from
 _SLUG_CHARS = 48  # of the key, in the path (the digest makes it unique)
+_UPSERT_ROUNDS = 64  # create/update turns a put takes while other writers create and delete its key
 _OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 
 
@@ -187,24 +188,33 @@ class MemoryStore(BaseStore):
                     succeeded(gone)
             return
         content = _encoded(key, op.value)
-        if self._load(namespace, key) is None:
-            created = dispatch(
-                self._service,
-                CreateMemory(
-                    content=content,
-                    namespace=namespace,
-                    path=path,
-                    store=self._store,
-                    source=SOURCE,
-                    decay_policy=self._decay_policy,
-                ),
+        exists = self._load(namespace, key) is not None
+        for _ in range(_UPSERT_ROUNDS):
+            if not exists:
+                created = dispatch(
+                    self._service,
+                    CreateMemory(
+                        content=content,
+                        namespace=namespace,
+                        path=path,
+                        store=self._store,
+                        source=SOURCE,
+                        decay_policy=self._decay_policy,
+                    ),
+                )
+                if not (isinstance(created, Failure) and created.failure().code is ErrorCode.DESTINATION_EXISTS):
+                    succeeded(created)
+                    return
+                # another writer created it since we looked: theirs is updated over, as a put does
+            command = UpdateMemory(
+                ref=path, store=self._store, namespace=namespace, content=content, include_expired=True
             )
-            if not (isinstance(created, Failure) and created.failure().code is ErrorCode.DESTINATION_EXISTS):
-                succeeded(created)
+            updated = dispatch(self._service, command)
+            if not (isinstance(updated, Failure) and _absent_code(updated.failure())):
+                succeeded(updated)
                 return
-            # another writer created it between our read and our write: theirs is updated over, as a put does
-        command = UpdateMemory(ref=path, store=self._store, namespace=namespace, content=content, include_expired=True)
-        succeeded(dispatch(self._service, command))
+            exists = False  # a concurrent delete won since we looked: the put creates it again
+        raise invalid(f"The item {key!r} kept being created and deleted by other writers; put it again.")
 
     # --- search -----------------------------------------------------------------------------------
 

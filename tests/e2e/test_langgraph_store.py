@@ -336,3 +336,24 @@ def test_the_readme_example_runs_on_the_real_embedder(tmp_path: Path) -> None:
     lines = answer.stdout.splitlines()
     assert lines[0].startswith("editor Prefers dark mode in every editor ")
     assert lines[-1] == "[('users', 'u-123')]"
+
+
+# --- a put is an upsert: it never fails because a concurrent delete won ------------------------------------
+
+
+def test_a_put_racing_a_delete_of_the_same_key_always_succeeds(store: MemoryStore) -> None:
+    keys_ = [f"k{n}" for n in range(3)]
+
+    async def scenario() -> list[BaseException]:
+        calls = []
+        for round_ in range(8):
+            for key in keys_:
+                calls.append(store.aput(U1, key, {"n": round_}))
+                calls.append(store.adelete(U1, key))
+        answers = await asyncio.gather(*calls, return_exceptions=True)
+        return [answer for answer in answers if isinstance(answer, BaseException)]
+
+    assert asyncio.run(scenario()) == []
+    for key in keys_:  # after the storm each key is either a whole item or absent, never half-kept
+        item = store.get(U1, key)
+        assert item is None or set(item.value) == {"n"}
