@@ -42,7 +42,7 @@ SERVER_NAME = "agent-memory"
 INSTRUCTIONS = """\
 Long-term memory that persists across conversations.
 A memory has an id (a UUID) and usually a path 'category/…/slug' (e.g. 'preferences/editor'); every tool that
-takes `path_or_id` accepts either. Memories live in stores (default store unless `store` is given) and may carry
+takes `path_or_id` accepts either (or give it as `path` or `id`). Memories live in stores (default store unless `store` is given) and may carry
 tags, citations (source references), an expiry and a namespace (tenant labels such as ["user", "u-123"]).
 Use add_memory / get_memory / update_memory to work by path, search_memories to find memories by meaning and
 keywords, list_memories and get_recent_memories to browse. manage_memory and search_memory are the namespaced

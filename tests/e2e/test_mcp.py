@@ -383,7 +383,7 @@ def test_categories_are_created_described_and_deleted(mcp: Mcp) -> None:
     ("tool", "arguments", "expected"),
     [
         ("get_memory", {"path_or_id": 5}, "INVALID_INPUT: path_or_id"),
-        ("get_memory", {}, "INVALID_INPUT: path_or_id: Field required"),
+        ("get_memory", {}, "INVALID_INPUT: get_memory takes the memory as exactly one of path_or_id or path or id"),
         ("add_memory", {"path": "a/b"}, "INVALID_INPUT: content: Field required"),
         ("add_memory", {"path": "a/b", "content": "x", "tags": "not-a-list"}, "INVALID_INPUT: tags"),
         ("add_memory", {"path": "a/b", "content": "x", "decay_policy": "forever"}, "INVALID_INPUT: decay_policy"),
