@@ -12,7 +12,19 @@ OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 
 
 def matches(value: Mapping[str, Any], wanted: Mapping[str, Any] | None) -> bool:
-    return not wanted or all(_compare(value.get(field), expected) for field, expected in wanted.items())
+    return not wanted or all(_compare(_field(value, field), expected) for field, expected in wanted.items())
+
+
+def _field(value: Mapping[str, Any], field: str) -> Any:
+    """A value's field; a dotted name ('user.level') not in it reads the nested field, as LangGraph's SQL stores do."""
+    if field in value or "." not in field:
+        return value.get(field)
+    found: Any = value
+    for part in field.split("."):
+        if not isinstance(found, Mapping):
+            return None
+        found = found.get(part)
+    return found
 
 
 def _compare(actual: Any, expected: Any) -> bool:

@@ -139,3 +139,11 @@ def test_only_put_refuses_the_root_label_langgraph(service: MemoryService) -> No
     assert store.get(("langgraph", "x"), "k").value == {"v": 1}  # type: ignore[union-attr]
     store.put(("a", "langgraph"), "k", {"v": 2})
     assert store.get(("a", "langgraph"), "k").value == {"v": 2}  # type: ignore[union-attr]
+
+
+def test_a_dotted_filter_key_reads_a_nested_field(service: MemoryService) -> None:
+    store = MemoryStore(service)
+    store.put(NS, "hyphen", {"access-level": "public", "user": {"access-level": "nested"}})
+    store.put(NS, "dotted", {"user.access-level": "literal"})
+    assert [hit.key for hit in store.search(NS, filter={"user.access-level": "nested"})] == ["hyphen"]
+    assert [hit.key for hit in store.search(NS, filter={"user.access-level": "literal"})] == ["dotted"]
