@@ -170,6 +170,11 @@ class MemoryStore(BaseStore):
     def service(self) -> MemoryService:
         return self._service
 
+    @property
+    def store_name(self) -> str | None:
+        """The product's store the items are kept in (None: the configured one)."""
+        return self._store
+
     # --- BaseStore ------------------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[OpResult]:
