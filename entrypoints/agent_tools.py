@@ -200,7 +200,7 @@ def _search_command(
 
 
 def fact_json(hit: ScoredMemory) -> dict[str, Any]:
-    """One search_memory result: namespace, id, content, metadata, created_at, updated_at, score."""
+    """One search_memory result: namespace, id, content, metadata, created_at, updated_at, score, and LangMem's key and value."""
     data = memory_json(hit.memory)
     top = {key: data.pop(key) for key in ("namespace", "id", "content", "created_at", "updated_at")}
     for hidden in ("deleted", "deleted_at"):
@@ -413,7 +413,7 @@ def create_search_memory_tool(
 ) -> MemoryTool:
     """A tool to search memories (hybrid where the service offers it) in the namespace and those below it.
 
-    Returns a JSON list of {namespace, id, content, metadata, created_at, updated_at, score}; with
+    Returns a JSON list of {namespace, id, content, metadata, created_at, updated_at, score, key, value}; with
     response_format="content_and_artifact", the tuple (that JSON, the list of domain Memory objects).
     """
     if response_format not in RESPONSE_FORMATS:

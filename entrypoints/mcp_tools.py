@@ -281,7 +281,7 @@ AGENT_TOOLS: dict[str, tuple[str, str, bool, bool]] = {  # name: (title, descrip
     "search_memory": (
         "Search namespaced memories",
         "Search memories in a namespace and those below it, by meaning and keywords. Returns a JSON "
-        "list of {namespace, id, content, metadata, created_at, updated_at, score}. Give the namespace as "
+        "list of {namespace, id, content, metadata, created_at, updated_at, score, key, value}. Give the namespace as "
         "`namespace`, or `user_id`, or `org_id` and `agent_id`.",
         True,
         False,

@@ -444,7 +444,7 @@ def test_search_memory_with_namespace_lists_and_org_agents(mcp: Mcp) -> None:
     alpha = mcp.ok("search_memory", {"query": "deploys", "org_id": org, "agent_id": "alpha"})
     assert [f["content"] for f in alpha] == ["Deploys happen on Tuesday"]
     keys = set(alpha[0])
-    assert keys == {"namespace", "id", "content", "metadata", "created_at", "updated_at", "score"}
+    assert keys == {"namespace", "id", "content", "metadata", "created_at", "updated_at", "score", "key", "value"}
     page = mcp.ok("search_memory", {"query": "deploys", "namespace": ["org", org], "limit": 1, "offset": 1})
     assert [f["id"] for f in page] == [whole_org[1]["id"]]
 
