@@ -24,7 +24,7 @@ def manage_description(permitted: Sequence[str], instructions: str) -> str:
     lines = [
         f"{said[0].upper()}{said[1:]} a long-term memory (a fact, preference or piece of context) "
         "so it persists across conversations.",
-        f"Permitted actions: {', '.join(permitted)} (default {permitted[0]}).",
+        f"Permitted actions: {', '.join(permitted)} (default {default_action(permitted)}).",
         *(f"- {how[action]}." for action in permitted),
     ]
     if any(action in permitted for action in ("create", "update")):
@@ -49,6 +49,11 @@ def _when_to_call(permitted: Sequence[str]) -> str:
     return "Proactively call this tool when you: " + "; ".join(f"{n}. {c}" for n, c in enumerate(cases, 1)) + "."
 
 
+def default_action(permitted: Sequence[str]) -> str:
+    """What a call without `action` does, as in LangMem: create when it is permitted, else the first permitted."""
+    return "create" if "create" in permitted else permitted[0]
+
+
 def manage_schema(permitted: Sequence[str]) -> dict[str, Any]:
     properties: dict[str, Any] = {
         "content": {
@@ -57,7 +62,7 @@ def manage_schema(permitted: Sequence[str]) -> dict[str, Any]:
         },
         "action": {"type": "string", "enum": list(permitted), "description": "What to do."},
     }
-    properties["action"]["default"] = permitted[0]  # as in LangMem: a call without action does the first
+    properties["action"]["default"] = default_action(permitted)  # as in LangMem: create when permitted
     if any(a in permitted for a in ("create", "update")):
         properties["type"] = {
             "type": ["string", "null"],

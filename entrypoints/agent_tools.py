@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 import threading
@@ -20,7 +21,20 @@ from agent_memory.domain.model import Memory, ScoredMemory
 from agent_memory.domain.namespaces import ConfigurationError, resolve_namespace
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.agent_tool_filters import plan_filter
-from agent_memory.entrypoints.agent_tool_words import MAX_WINDOW, manage_description, manage_schema, search_schema
+from agent_memory.entrypoints.agent_tool_stores import (
+    check_store,
+    graph_store,
+    manage_in_store,
+    search_in_store,
+    structured_content,
+)
+from agent_memory.entrypoints.agent_tool_words import (
+    MAX_WINDOW,
+    default_action,
+    manage_description,
+    manage_schema,
+    search_schema,
+)
 from agent_memory.entrypoints.json_codec import memory_json
 from agent_memory.entrypoints.tool_errors import MemoryToolError, error_text, invalid, succeeded
 
@@ -38,6 +52,7 @@ __all__ = [
 ]
 
 ACTIONS = ("create", "update", "delete")
+STRUCTURED_SOURCE = "structured"  # the source of a memory whose content is a schema's JSON (schema=)
 RESPONSE_FORMATS = ("content", "content_and_artifact")
 
 
@@ -55,9 +70,14 @@ def run_manage(
     permitted: Sequence[str] = ACTIONS,
     type: str | None = None,
     tags: Sequence[str] | None = None,
+    structured: bool = False,
 ) -> str:
     """Create, update or delete one memory inside `namespace`; returns the spec 003 sentence. `type` (what
-    search_memory's filter calls category, e.g. 'preference') and `tags` are set on create and, given, on update."""
+    search_memory's filter calls category, e.g. 'preference') and `tags` are set on create and, given, on update.
+    As in LangMem, an update of an id the namespace does not hold creates the memory (under a new id, which the
+    sentence names) and a delete of one does nothing. `structured`: content is a schema's JSON (searches show
+    it as the object)."""
+    source = STRUCTURED_SOURCE if structured else ""
     _check_action(action, permitted)
     if action == "create":
         if id is not None:
@@ -68,7 +88,9 @@ def run_manage(
         if content is None:
             raise invalid("create needs content: the text of the memory to store.")
         labels = _tags(tags)
-        new = CreateMemory(content=content, namespace=namespace, store=store, type=type or "", tags=labels or ())
+        new = CreateMemory(
+            content=content, namespace=namespace, store=store, type=type or "", tags=labels or (), source=source
+        )
         view = succeeded(dispatch(service, new))
         return f"created memory {view.memory.id}"
     if id is None or not str(id).strip():
@@ -77,12 +99,35 @@ def run_manage(
     if action == "update":
         if content is None:
             raise invalid("update needs content: the full new text of the memory.")
-        command = UpdateMemory(ref=ref, content=content, namespace=namespace, store=store, type=type, tags=_tags(tags))
-        view = _guarded(dispatch(service, command), ref, namespace)
-        return f"updated memory {view.memory.id}"
+        command = UpdateMemory(
+            ref=ref, content=content, namespace=namespace, store=store, type=type, tags=_tags(tags), source=source
+        )
+        updated = dispatch(service, command)
+        if _unknown(updated):  # LangMem's update is an upsert
+            return run_manage(
+                service,
+                namespace,
+                content=content,
+                store=store,
+                permitted=ACTIONS,
+                type=type,
+                tags=tags,
+                structured=structured,
+            )
+        return f"updated memory {_guarded(updated, ref, namespace).memory.id}"
     soft = DeleteMemory(ref=ref, store=store, namespace=namespace)  # the soft delete (decision 13)
-    deleted = _guarded(dispatch(service, soft), ref, namespace)
-    return f"Deleted memory {deleted.id}"
+    deleted = dispatch(service, soft)
+    if _unknown(deleted):  # LangMem's delete of an unknown id does nothing
+        return f"Deleted memory {ref}"
+    return f"Deleted memory {_guarded(deleted, ref, namespace).id}"
+
+
+def _unknown(result: Result[Any, DomainError]) -> bool:
+    """No such memory in the namespace (or the store was never written to): LangMem's unknown id."""
+    return isinstance(result, Failure) and result.failure().code in (
+        ErrorCode.MEMORY_NOT_FOUND,
+        ErrorCode.STORE_NOT_FOUND,
+    )
 
 
 def _tags(raw: object) -> tuple[str, ...] | None:
@@ -155,13 +200,18 @@ def _search_command(
 
 
 def fact_json(hit: ScoredMemory) -> dict[str, Any]:
-    """One search_memory result: namespace, id, content, metadata, created_at, updated_at, score."""
+    """One search_memory result: namespace, id, content, metadata, created_at, updated_at, score, and LangMem's key and value."""
     data = memory_json(hit.memory)
     top = {key: data.pop(key) for key in ("namespace", "id", "content", "created_at", "updated_at")}
     for hidden in ("deleted", "deleted_at"):
         data.pop(hidden, None)
     metadata = {**data, "confidence": hit.confidence, "similarity": hit.similarity}
-    return {**top, "metadata": metadata, "score": hit.score}
+    content: Any = hit.memory.content
+    if hit.memory.source == STRUCTURED_SOURCE:
+        with contextlib.suppress(ValueError):  # hand-edited since: shown as the text it is
+            content = json.loads(content)
+    # LangMem's item shape (key, value) beside spec 003's fields: either reads the same memory
+    return {**top, "key": hit.memory.id, "value": {"content": content}, "metadata": metadata, "score": hit.score}
 
 
 # --- the tool objects ----------------------------------------------------------------------------
@@ -230,6 +280,10 @@ class _Services:
     def __init__(self, service: MemoryService | None) -> None:
         self._service = service
 
+    @property
+    def given(self) -> MemoryService | None:
+        return self._service
+
     def get(self) -> MemoryService:
         if self._service is not None:
             return self._service
@@ -237,6 +291,18 @@ class _Services:
             if _Services._shared is None:
                 _Services._shared = _build_default_service()
             return _Services._shared
+
+
+def _target(services: _Services, store: Any) -> tuple[Any, Any, str | None]:
+    """What a call runs on: (the service, None, its store name) or (None, a LangGraph BaseStore, None). A
+    MemoryStore is its service; without a store or service, a call inside a LangGraph run takes the graph's."""
+    chosen = store if store is not None else (graph_store() if services.given is None else None)
+    if chosen is None or isinstance(chosen, str):
+        return services.get(), None, chosen
+    own = getattr(chosen, "service", None)
+    if isinstance(own, MemoryService):  # a MemoryStore: the product itself, with its search and filters
+        return own, None, getattr(chosen, "store_name", None)
+    return None, chosen, None
 
 
 def _build_default_service() -> MemoryService:
@@ -255,7 +321,7 @@ def create_manage_memory_tool(
     instructions: str = "",
     actions_permitted: Sequence[str] = ACTIONS,
     service: MemoryService | None = None,
-    store: str | None = None,
+    store: Any = None,
     name: str = "manage_memory",
     schema: Any = str,
 ) -> MemoryTool:
@@ -266,6 +332,8 @@ def create_manage_memory_tool(
     Delete is the soft delete of spec 001 (decision 13): the memory never surfaces again but stays stored.
     `schema` (LangMem's option): a pydantic model or any type pydantic validates; content is checked
     against it (a dict, an instance or JSON text) and stored as JSON. The default, str, stores text.
+    `store`: a store name of this product, or a LangGraph BaseStore (agent_tool_stores.py); without
+    store or service, a call inside a LangGraph run uses the graph's store, as LangMem does.
     """
     permitted = tuple(actions_permitted)
     if not permitted:
@@ -274,6 +342,7 @@ def create_manage_memory_tool(
     if unknown:
         raise ValueError(f"Unknown action(s) {', '.join(map(repr, unknown))} in actions_permitted: use {ACTIONS}.")
     services = _Services(service)
+    check_store(store)
 
     def manage_memory(
         content: Any = None,
@@ -284,19 +353,24 @@ def create_manage_memory_tool(
         tags: Sequence[str] | None = None,
         config: Mapping[str, Any] | None = None,
     ) -> str:
-        chosen = permitted[0] if action is None else action  # LangMem's default: the first permitted action
+        chosen = default_action(permitted) if action is None else action  # LangMem's default: create
         _check_action(chosen, permitted)
         resolved = resolve_namespace(namespace, run_config(config))
+        target, base_store, store_name = _target(services, store)
+        if base_store is not None:
+            value = content if schema is str or content is None else json.loads(structured_content(schema, content))
+            return manage_in_store(base_store, resolved, content=value, action=chosen, id=id)[0]
         return run_manage(
-            services.get(),
+            target,
             resolved,
             content=content if schema is str or content is None else structured_content(schema, content),
             action=chosen,
             id=id,
-            store=store,
+            store=store_name,
             permitted=permitted,
             type=type,
             tags=tags,
+            structured=schema is not str,
         )
 
     async def amanage_memory(
@@ -322,19 +396,6 @@ def create_manage_memory_tool(
     )
 
 
-def structured_content(schema: Any, content: Any) -> str:
-    """Content validated against `schema` (a dict, an instance or JSON text), as the JSON text that is stored."""
-    from pydantic import TypeAdapter, ValidationError  # pydantic comes with the mcp dependency
-
-    adapter: TypeAdapter[Any] = TypeAdapter(schema)
-    try:
-        value = adapter.validate_json(content) if isinstance(content, str) else adapter.validate_python(content)
-    except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'content'}: {e['msg']}" for e in error.errors())
-        raise invalid(f"content does not match {getattr(schema, '__name__', schema)}: {problems}.") from None
-    return json.dumps(adapter.dump_python(value, mode="json"), ensure_ascii=False)
-
-
 def _typed_schema(kind: str, permitted: tuple[str, ...] = (), content_type: Any = str) -> type[Any]:
     from agent_memory.entrypoints.langchain_tools import manage_arguments, search_arguments
 
@@ -347,17 +408,18 @@ def create_search_memory_tool(
     instructions: str = "",
     response_format: str = "content",
     service: MemoryService | None = None,
-    store: str | None = None,
+    store: Any = None,
     name: str = "search_memory",
 ) -> MemoryTool:
     """A tool to search memories (hybrid where the service offers it) in the namespace and those below it.
 
-    Returns a JSON list of {namespace, id, content, metadata, created_at, updated_at, score}; with
+    Returns a JSON list of {namespace, id, content, metadata, created_at, updated_at, score, key, value}; with
     response_format="content_and_artifact", the tuple (that JSON, the list of domain Memory objects).
     """
     if response_format not in RESPONSE_FORMATS:
         raise ValueError(f"Unknown response_format {response_format!r}: use one of {', '.join(RESPONSE_FORMATS)}.")
     services = _Services(service)
+    check_store(store)
 
     def search_memory(
         query: str,
@@ -368,9 +430,16 @@ def create_search_memory_tool(
         config: Mapping[str, Any] | None = None,
     ) -> str | tuple[str, list[Memory]]:
         resolved = resolve_namespace(namespace, run_config(config))
-        found = run_search(
-            services.get(), resolved, query=query, limit=limit, offset=offset, filter=filter, store=store
-        )
+        target, base_store, store_name = _target(services, store)
+        if base_store is not None:
+            _check_window(limit, offset)
+            found: tuple[str, list[Any]] = search_in_store(
+                base_store, resolved, query=query, limit=limit, offset=offset, filter=filter
+            )
+        else:
+            found = run_search(
+                target, resolved, query=query, limit=limit, offset=offset, filter=filter, store=store_name
+            )
         return found if response_format == "content_and_artifact" else found[0]
 
     # custom instructions replace the default guidance on when to call the tool (as in LangMem)

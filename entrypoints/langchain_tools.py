@@ -14,7 +14,7 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from agent_memory.entrypoints.agent_tool_filters import FILTER_HELP
-from agent_memory.entrypoints.agent_tool_words import MAX_WINDOW
+from agent_memory.entrypoints.agent_tool_words import MAX_WINDOW, default_action
 from agent_memory.entrypoints.agent_tools import MemoryTool
 from agent_memory.entrypoints.tool_errors import MemoryToolError
 
@@ -24,7 +24,7 @@ _STRICT = ConfigDict(extra="forbid")  # an unknown argument is an error, never d
 
 
 def manage_arguments(permitted: Sequence[str], content_type: Any = str) -> type[BaseModel]:
-    """manage_memory's arguments: `action` is one of the permitted actions, defaulting to the first."""
+    """manage_memory's arguments: `action` is one of the permitted actions, defaulting to create when permitted."""
     action_type: Any = Literal[tuple(permitted)]
     content_help = "The memory's text. Required for create and update."
     if content_type is not str:
@@ -33,7 +33,7 @@ def manage_arguments(permitted: Sequence[str], content_type: Any = str) -> type[
         )
     fields: dict[str, Any] = {
         "content": (content_type | None, Field(None, description=content_help)),
-        "action": (action_type, Field(permitted[0], description="What to do.")),
+        "action": (action_type, Field(default_action(permitted), description="What to do.")),
     }
     if any(action in permitted for action in ("create", "update")):
         fields["type"] = (

@@ -24,8 +24,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import math
+import threading
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import timedelta
 from typing import Any
 
 from returns.result import Failure
@@ -40,7 +41,7 @@ from agent_memory.domain.commands import (
 )
 from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
-from agent_memory.domain.model import MAX_CONTENT_CHARS, Memory, check_namespace, check_store_name, parse_decay_policy
+from agent_memory.domain.model import Memory, check_store_name, parse_decay_policy
 from agent_memory.domain.paths import normalise_segment
 from agent_memory.domain.searching import MAX_SEARCH_LIMIT
 from agent_memory.domain.service import MemoryService
@@ -51,26 +52,44 @@ try:
     from langgraph.store.base import (
         BaseStore,
         GetOp,
-        InvalidNamespaceError,
+        IndexConfig,
         Item,
         ListNamespacesOp,
-        MatchCondition,
         Op,
         PutOp,
         SearchItem,
         SearchOp,
+        TTLConfig,
     )
     from langgraph.store.base import Result as OpResult
 except ImportError as missing:  # say which extra to install, not just which module is missing
     absent = missing_extra("langgraph", "agent_memory's LangGraph store")
     raise ImportError(absent.message if absent is not None else str(missing)) from missing
 
+from agent_memory.entrypoints.langgraph_filters import matches, namespace_matches
+from agent_memory.entrypoints.langgraph_index import (
+    VectorCache,
+    cosine,
+    field_texts,
+    index_config,
+    tokenized,
+)
+from agent_memory.entrypoints.langgraph_ops import (
+    SOURCE,
+    check_op,
+    checked_ttl,
+    encoded,
+    envelope,
+    item_of,
+    key_and_value,
+    search_item,
+)
+
 __all__ = ["CATEGORY", "MemoryStore", "item_path"]
 
 CATEGORY = "langgraph"  # the root category every item's path sits in
-SOURCE = "langgraph"  # the memories' source field: where they came from
 _SLUG_CHARS = 48  # of the key, in the path (the digest makes it unique)
-_OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
+_UPSERT_ROUNDS = 64  # create/update turns a put takes while other writers create and delete its key
 
 
 def item_path(namespace: Sequence[str], key: str, *, category: str = CATEGORY) -> str:
@@ -86,10 +105,23 @@ class MemoryStore(BaseStore):
     `MemoryStore(service)` uses a ready service; `MemoryStore.from_settings()` builds one from the settings
     (config file, environment, `flags`) as the CLI and servers do. `store` picks the product's store
     (default: the configured one), `decay_policy` the decay of new items (stable: they never fade).
+    `index` is LangGraph's index configuration (langgraph_index.py): with it a query is scored by the cosine
+    of its embeddings; without it by the product's hybrid search. `ttl` is LangGraph's TTLConfig: an item's
+    TTL (minutes) is its memory's expiry, renewed on read unless `refresh_on_read` is False.
     """
 
-    supports_ttl = False
-    __slots__ = ("_category", "_decay_policy", "_service", "_store")
+    supports_ttl = True
+    __slots__ = (
+        "_category",
+        "_decay_policy",
+        "_service",
+        "_store",
+        "_sweeper",
+        "_vectors",
+        "embeddings",
+        "index_config",
+        "ttl_config",
+    )
 
     def __init__(
         self,
@@ -98,6 +130,8 @@ class MemoryStore(BaseStore):
         store: str | None = None,
         decay_policy: str = "stable",
         category: str = CATEGORY,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
     ) -> None:
         if not isinstance(service, MemoryService):
             raise TypeError(f"MemoryStore needs a MemoryService, got {type(service).__name__}.")
@@ -109,6 +143,10 @@ class MemoryStore(BaseStore):
         if normalise_segment(category) != category or not category:
             raise invalid(f"category must be one path segment (letters, digits, '-'), got {category!r}.")
         self._service, self._category = service, category
+        self.index_config, self.embeddings = index_config(index, service)
+        self._vectors = None if self.embeddings is None else VectorCache(self.embeddings)
+        self.ttl_config = checked_ttl(ttl)
+        self._sweeper: tuple[threading.Thread, threading.Event] | None = None
 
     @classmethod
     def from_settings(
@@ -118,17 +156,24 @@ class MemoryStore(BaseStore):
         *,
         store: str | None = None,
         decay_policy: str = "stable",
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
     ) -> MemoryStore:
         """A store over the service the composition root builds from the settings (as every door does)."""
         from agent_memory.entrypoints.bootstrap import build_service
         from agent_memory.entrypoints.settings import load_settings
 
         service = succeeded(load_settings(flags, env).bind(build_service))
-        return cls(service, store=store, decay_policy=decay_policy)
+        return cls(service, store=store, decay_policy=decay_policy, index=index, ttl=ttl)
 
     @property
     def service(self) -> MemoryService:
         return self._service
+
+    @property
+    def store_name(self) -> str | None:
+        """The product's store the items are kept in (None: the configured one)."""
+        return self._store
 
     # --- BaseStore ------------------------------------------------------------------------------
 
@@ -136,7 +181,7 @@ class MemoryStore(BaseStore):
         """Run the operations in order and return their results; every one is checked before any runs."""
         checked = list(ops)
         for op in checked:
-            _check_op(op)
+            check_op(op)
         return [self._run(op) for op in checked]
 
     async def abatch(self, ops: Iterable[Op]) -> list[OpResult]:
@@ -146,7 +191,7 @@ class MemoryStore(BaseStore):
 
     def _run(self, op: Op) -> OpResult:
         if isinstance(op, GetOp):
-            return self._get(op.namespace, op.key)
+            return self._get(op)
         if isinstance(op, PutOp):
             self._put(op)
             return None
@@ -156,21 +201,47 @@ class MemoryStore(BaseStore):
 
     # --- get / put --------------------------------------------------------------------------------
 
-    def _load(self, namespace: tuple[str, ...], key: str) -> Item | None:
+    def _memory(self, namespace: tuple[str, ...], key: str) -> Memory | None:
         path = item_path(namespace, key, category=self._category)
         found = dispatch(self._service, GetMemory(ref=path, store=self._store, namespace=namespace))
         if isinstance(found, Failure) and _absent_code(found.failure()):
             return None
         memory: Memory = succeeded(found).memory
         decoded = self._decoded(memory, namespace)
-        return None if decoded is None or decoded[0] != key else _item(memory, *decoded)
+        return None if decoded is None or decoded[0] != key else memory
 
-    def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
-        return self._load(namespace, key)
+    def _load(self, namespace: tuple[str, ...], key: str) -> Item | None:
+        memory = self._memory(namespace, key)
+        decoded = None if memory is None else self._decoded(memory, namespace)
+        return None if memory is None or decoded is None else item_of(memory, *decoded)
+
+    def _get(self, op: GetOp) -> Item | None:
+        memory = self._memory(tuple(op.namespace), op.key)
+        if memory is None:
+            return None
+        if op.refresh_ttl:
+            memory = self._refreshed(memory)
+        decoded = self._decoded(memory, None)
+        return None if decoded is None else item_of(memory, *decoded)
+
+    def _refreshed(self, memory: Memory) -> Memory:
+        """The memory with its expiry renewed by its item's TTL (a read counts as use); as it was without a TTL."""
+        minutes = envelope(memory).get("ttl")
+        if not isinstance(minutes, int | float) or memory.path is None:
+            return memory
+        expires_at = self._service.clock.now() + timedelta(minutes=minutes)
+        command = UpdateMemory(
+            ref=str(memory.path), store=self._store, namespace=memory.namespace, expires_at=expires_at
+        )
+        renewed = dispatch(self._service, command)
+        if isinstance(renewed, Failure) and _absent_code(renewed.failure()):
+            return memory  # deleted or expired meanwhile: the read answers what it read
+        view: Any = succeeded(renewed)
+        return view.memory  # type: ignore[no-any-return]
 
     def _decoded(self, memory: Memory, namespace: tuple[str, ...] | None) -> tuple[str, dict[str, Any]] | None:
         """(key, value) of a memory this store wrote (in `namespace` exactly, when given); None for any other."""
-        decoded = _key_and_value(memory)
+        decoded = key_and_value(memory)
         if decoded is None or (namespace is not None and memory.namespace != namespace):
             return None
         if str(memory.path) != item_path(memory.namespace, decoded[0], category=self._category):
@@ -186,25 +257,42 @@ class MemoryStore(BaseStore):
                 if not (isinstance(gone, Failure) and _absent_code(gone.failure())):
                     succeeded(gone)
             return
-        content = _encoded(key, op.value)
-        if self._load(namespace, key) is None:
-            created = dispatch(
-                self._service,
-                CreateMemory(
-                    content=content,
-                    namespace=namespace,
-                    path=path,
-                    store=self._store,
-                    source=SOURCE,
-                    decay_policy=self._decay_policy,
-                ),
+        content = encoded(key, op.value, {"index": op.index, "ttl": op.ttl})
+        expires_at = None if op.ttl is None else self._service.clock.now() + timedelta(minutes=op.ttl)
+        exists = self._load(namespace, key) is not None
+        for _ in range(_UPSERT_ROUNDS):
+            if not exists:
+                created = dispatch(
+                    self._service,
+                    CreateMemory(
+                        content=content,
+                        namespace=namespace,
+                        path=path,
+                        store=self._store,
+                        source=SOURCE,
+                        decay_policy=self._decay_policy,
+                        expires_at=expires_at,
+                    ),
+                )
+                if not (isinstance(created, Failure) and created.failure().code is ErrorCode.DESTINATION_EXISTS):
+                    succeeded(created)
+                    return
+                # another writer created it since we looked: theirs is updated over, as a put does
+            command = UpdateMemory(
+                ref=path,
+                store=self._store,
+                namespace=namespace,
+                content=content,
+                include_expired=True,
+                expires_at=expires_at,
+                clear_expiry=expires_at is None,
             )
-            if not (isinstance(created, Failure) and created.failure().code is ErrorCode.DESTINATION_EXISTS):
-                succeeded(created)
+            updated = dispatch(self._service, command)
+            if not (isinstance(updated, Failure) and _absent_code(updated.failure())):
+                succeeded(updated)
                 return
-            # another writer created it between our read and our write: theirs is updated over, as a put does
-        command = UpdateMemory(ref=path, store=self._store, namespace=namespace, content=content, include_expired=True)
-        succeeded(dispatch(self._service, command))
+            exists = False  # a concurrent delete won since we looked: the put creates it again
+        raise invalid(f"The item {key!r} kept being created and deleted by other writers; put it again.")
 
     # --- search -----------------------------------------------------------------------------------
 
@@ -212,13 +300,98 @@ class MemoryStore(BaseStore):
         prefix = tuple(op.namespace_prefix)
         if op.limit == 0:
             return []
+        if op.query and self._vectors is not None:
+            return self._refreshing(op, self._by_cosine(op, prefix, self._vectors))
         if op.query:
-            return self._ranked(op, prefix)
+            return self._refreshing(op, self._ranked(op, prefix))
         listed = self._listed(prefix)
-        matching = [(memory, kv) for memory, kv in listed if _matches(kv[1], op.filter)]
+        matching = [(memory, kv) for memory, kv in listed if matches(kv[1], op.filter)]
         matching.sort(key=lambda pair: (-pair[0].updated_at.timestamp(), pair[1][0]))
         page = matching[op.offset : op.offset + op.limit]
-        return [_search_item(memory, key, value, None) for memory, (key, value) in page]
+        return self._refreshing(op, [search_item(memory, key, value, None) for memory, (key, value) in page])
+
+    def _refreshing(self, op: SearchOp, hits: list[SearchItem]) -> list[SearchItem]:
+        """The hits, their items' TTLs renewed when the search asks it (LangGraph's refresh on read)."""
+        if op.refresh_ttl and self.ttl_config is not None:
+            for hit in hits:
+                memory = self._memory(tuple(hit.namespace), hit.key)
+                if memory is not None:
+                    self._refreshed(memory)
+        return hits
+
+    def _by_cosine(self, op: SearchOp, prefix: tuple[str, ...], vectors: VectorCache) -> list[SearchItem]:
+        """LangGraph's vector search: each item scored by the best cosine of its indexed texts, unindexed last."""
+        listed = [(memory, kv) for memory, kv in self._listed(prefix) if matches(kv[1], op.filter)]
+        fields = self._fields_of([memory for memory, _ in listed])
+        texts = {id(memory): field_texts(kv[1], fields[id(memory)]) for memory, kv in listed}
+        known = vectors.vectors([text for each in texts.values() for text in each])
+        query = vectors.query(op.query or "")
+        scored, scoreless = [], []
+        for memory, (key, value) in listed:
+            mine = texts[id(memory)]
+            if not mine:
+                scoreless.append(search_item(memory, key, value, None))
+                continue
+            best = max(cosine(query, known[text]) for text in mine)
+            scored.append(search_item(memory, key, value, best))
+        scored.sort(key=lambda hit: (-(hit.score or 0.0), hit.key))  # ties by key: the same on every backend
+        return [*scored, *scoreless][op.offset : op.offset + op.limit]
+
+    def _fields_of(self, memories: list[Memory]) -> dict[int, list[tuple[str, Any]]]:
+        """Each item's indexed fields: its put's `index` (False: none), else the store's configured fields."""
+        configured: list[tuple[str, Any]] = (self.index_config or {}).get("__tokenized_fields", [])  # type: ignore[assignment]
+        fields: dict[int, list[tuple[str, Any]]] = {}
+        for memory in memories:
+            chosen = envelope(memory).get("index")
+            fields[id(memory)] = [] if chosen is False else tokenized(chosen) if chosen else configured
+        return fields
+
+    # --- TTL sweeping ---------------------------------------------------------------------------------
+
+    def sweep_ttl(self) -> int:
+        """Delete every item whose TTL ran out (its memory expired) for good; how many were deleted."""
+        listed = ListMemories(category=self._category, store=self._store, include_expired=True)
+        listing = dispatch(self._service, listed)
+        if isinstance(listing, Failure) and _absent_code(listing.failure()):
+            return 0
+        now, swept = self._service.clock.now(), 0
+        for view in succeeded(listing).memories:
+            memory = view.memory
+            if memory.is_expired(now) and self._decoded(memory, None) is not None and memory.path is not None:
+                gone = dispatch(
+                    self._service, RemoveMemory(ref=str(memory.path), store=self._store, namespace=memory.namespace)
+                )
+                swept += not isinstance(gone, Failure)
+        return swept
+
+    async def asweep_ttl(self) -> int:
+        return await asyncio.to_thread(self.sweep_ttl)
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> threading.Thread | None:
+        """Sweep every `sweep_interval_minutes` (default the TTLConfig's) in a daemon thread; None without one."""
+        minutes = sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes")
+        if not minutes or self._sweeper is not None:
+            return None if self._sweeper is None else self._sweeper[0]
+        stop = threading.Event()
+
+        def sweep() -> None:
+            while not stop.wait(minutes * 60):
+                self.sweep_ttl()
+
+        thread = threading.Thread(target=sweep, name="memory-store-ttl-sweeper", daemon=True)
+        self._sweeper = (thread, stop)
+        thread.start()
+        return thread
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread; whether it has stopped (True when none ran)."""
+        if self._sweeper is None:
+            return True
+        thread, stop = self._sweeper
+        stop.set()
+        thread.join(timeout)
+        self._sweeper = None if not thread.is_alive() else self._sweeper
+        return not thread.is_alive()
 
     def _listed(self, prefix: tuple[str, ...]) -> list[tuple[Memory, tuple[str, dict[str, Any]]]]:
         """Every item under the namespace prefix (in the product's namespaces below it too)."""
@@ -253,8 +426,8 @@ class MemoryStore(BaseStore):
             hits = []
             for hit in results.results:
                 decoded = self._decoded(hit.memory, None)
-                if decoded is not None and _matches(decoded[1], op.filter):
-                    hits.append(_search_item(hit.memory, *decoded, hit.score))
+                if decoded is not None and matches(decoded[1], op.filter):
+                    hits.append(search_item(hit.memory, *decoded, hit.score))
             if len(hits) >= window or not results.has_more or want >= MAX_SEARCH_LIMIT:
                 return hits[op.offset : window]
             want = min(want * 4, MAX_SEARCH_LIMIT)
@@ -273,150 +446,10 @@ class MemoryStore(BaseStore):
                     fixed.append(label)
                 pushdown = max(pushdown, tuple(fixed), key=len)
         namespaces = {memory.namespace for memory, _ in self._listed(pushdown)}
-        chosen = [ns for ns in namespaces if all(_namespace_matches(condition, ns) for condition in conditions)]
+        chosen = [ns for ns in namespaces if all(namespace_matches(condition, ns) for condition in conditions)]
         if op.max_depth is not None:
             chosen = list({ns[: op.max_depth] for ns in chosen})
         return sorted(chosen)[op.offset : op.offset + op.limit]
-
-
-# --- checks: every operation before any runs -------------------------------------------------------
-
-
-def _check_op(op: object) -> None:
-    if isinstance(op, GetOp):
-        _check_namespace(op.namespace, "namespace")
-        _check_key(op.key)
-    elif isinstance(op, PutOp):
-        _check_put(op)
-    elif isinstance(op, SearchOp):
-        _check_namespace(op.namespace_prefix, "namespace_prefix", empty_ok=True)
-        _check_window(op.limit, op.offset)
-        if op.query is not None and not isinstance(op.query, str):
-            raise invalid(f"query must be text, got {type(op.query).__name__}.")
-        if op.query and op.offset + op.limit > MAX_SEARCH_LIMIT:
-            raise invalid(f"limit + offset of a search with a query must be at most {MAX_SEARCH_LIMIT}.")
-        _check_filter(op.filter)
-    elif isinstance(op, ListNamespacesOp):
-        _check_window(op.limit, op.offset)
-        if op.max_depth is not None and (not _whole(op.max_depth) or op.max_depth < 1):
-            raise invalid(f"max_depth must be a whole number of at least 1, got {op.max_depth!r}.")
-        for condition in op.match_conditions or ():
-            if not isinstance(condition, MatchCondition) or condition.match_type not in ("prefix", "suffix"):
-                raise invalid(f"A match condition is MatchCondition('prefix' or 'suffix', path), got {condition!r}.")
-            _check_namespace(tuple(label for label in condition.path if label != "*"), "match path", empty_ok=True)
-    else:
-        raise invalid(f"Unknown store operation {type(op).__name__}: use GetOp, PutOp, SearchOp or ListNamespacesOp.")
-
-
-def _check_put(op: PutOp) -> None:
-    _check_namespace(op.namespace, "namespace")
-    if op.namespace[0] == "langgraph":
-        raise InvalidNamespaceError(f'Root label for namespace cannot be "langgraph". Got: {tuple(op.namespace)}')
-    _check_key(op.key)
-    if getattr(op, "ttl", None) is not None:
-        raise NotImplementedError("TTL is not supported by MemoryStore: put without ttl (expiry is the product's).")
-    if op.value is not None:
-        _encoded(op.key, op.value)
-
-
-def _check_namespace(namespace: object, what: str, *, empty_ok: bool = False) -> None:
-    """LangGraph's label rules (no '.', non-empty strings) and the product's (no '/', bounded size)."""
-    if not isinstance(namespace, tuple | list):
-        raise InvalidNamespaceError(f"The {what} must be a tuple of labels, like ('user', 'u-1'); got {namespace!r}.")
-    if not namespace and not empty_ok:
-        raise InvalidNamespaceError("Namespace cannot be empty.")
-    for label in namespace:
-        if not isinstance(label, str) or not label or "." in label:
-            raise InvalidNamespaceError(
-                f"Invalid namespace label {label!r} in {tuple(namespace)}: labels are non-empty strings without '.'."
-            )
-    try:
-        check_namespace(tuple(namespace))
-    except InvalidValue as error:
-        raise InvalidNamespaceError(f"Invalid {what} {tuple(namespace)}: {error.message}") from None
-
-
-def _check_key(key: object) -> None:
-    if not isinstance(key, str):
-        raise invalid(f"An item's key must be a string, got {type(key).__name__}.")
-
-
-def _whole(number: object) -> bool:
-    return isinstance(number, int) and not isinstance(number, bool)
-
-
-def _check_window(limit: object, offset: object) -> None:
-    if not _whole(limit) or limit < 0:  # type: ignore[operator]
-        raise invalid(f"limit must be a whole number of at least 0, got {limit!r}.")
-    if not _whole(offset) or offset < 0:  # type: ignore[operator]
-        raise invalid(f"offset must be a whole number of at least 0, got {offset!r}.")
-
-
-def _check_filter(raw: object) -> None:
-    if raw is None:
-        return
-    if not isinstance(raw, Mapping):
-        raise invalid(f"filter must be a dict like {{'kind': 'note'}}, got {type(raw).__name__}.")
-    for field, wanted in raw.items():
-        if isinstance(wanted, Mapping) and any(str(name).startswith("$") for name in wanted):
-            unknown = [name for name in wanted if name not in _OPERATORS]
-            if unknown:
-                raise invalid(
-                    f"Unknown filter operator {unknown[0]!r} on {field!r}: use one of {', '.join(_OPERATORS)}."
-                )
-
-
-# --- values in and out ----------------------------------------------------------------------------------
-
-
-def _encoded(key: str, value: object) -> str:
-    """The content an item is kept as; a value that is not a JSON object with string keys is refused."""
-    if not isinstance(value, Mapping):
-        raise invalid(f"An item's value must be a dict, got {type(value).__name__}.")
-    if not all(isinstance(name, str) for name in value):
-        raise invalid("An item's value must have string keys (it is kept as JSON).")
-    try:
-        content = json.dumps({"key": key, "value": dict(value)}, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as error:
-        raise invalid(f"An item's value must be JSON-serialisable: {error}.") from None
-    if len(content) > MAX_CONTENT_CHARS:
-        raise invalid(
-            f"An item is kept as {len(content)} characters of JSON; the limit is {MAX_CONTENT_CHARS}: split the value."
-        )
-    return content
-
-
-def _key_and_value(memory: Memory) -> tuple[str, dict[str, Any]] | None:
-    """The (key, value) a memory's content holds when this store wrote it; None for any other memory."""
-    if memory.source != SOURCE or memory.path is None:
-        return None
-    try:
-        envelope = json.loads(memory.content)
-    except ValueError:
-        return None
-    if not isinstance(envelope, dict) or not isinstance(envelope.get("key"), str):
-        return None
-    value = envelope.get("value")
-    if not isinstance(value, dict):
-        return None
-    return envelope["key"], value
-
-
-def _item(memory: Memory, key: str, value: dict[str, Any]) -> Item:
-    return Item(
-        value=value, key=key, namespace=memory.namespace, created_at=memory.created_at, updated_at=memory.updated_at
-    )
-
-
-def _search_item(memory: Memory, key: str, value: dict[str, Any], score: float | None) -> SearchItem:
-    return SearchItem(
-        namespace=memory.namespace,
-        key=key,
-        value=value,
-        created_at=memory.created_at,
-        updated_at=memory.updated_at,
-        score=score,
-    )
 
 
 def _absent_code(error: DomainError) -> bool:
@@ -427,57 +460,3 @@ def _absent_code(error: DomainError) -> bool:
         ErrorCode.CATEGORY_NOT_FOUND,
         ErrorCode.STORE_NOT_FOUND,
     )
-
-
-# --- filters and namespace matching, as LangGraph's own stores do them ------------------------------------
-
-
-def _matches(value: Mapping[str, Any], wanted: Mapping[str, Any] | None) -> bool:
-    return not wanted or all(_compare(value.get(field), expected) for field, expected in wanted.items())
-
-
-def _compare(actual: Any, expected: Any) -> bool:
-    if isinstance(expected, Mapping):
-        if any(str(name).startswith("$") for name in expected):
-            return all(_operator(actual, name, operand) for name, operand in expected.items())
-        return isinstance(actual, Mapping) and all(_compare(actual.get(k), v) for k, v in expected.items())
-    if isinstance(expected, list | tuple):
-        return (
-            isinstance(actual, list | tuple)
-            and len(actual) == len(expected)
-            and all(_compare(a, e) for a, e in zip(actual, expected, strict=True))
-        )
-    return bool(actual == expected)
-
-
-def _operator(actual: Any, name: str, operand: Any) -> bool:
-    if name == "$eq":
-        return bool(actual == operand)
-    if name == "$ne":
-        return bool(actual != operand)
-    left, right = _number(actual), _number(operand)
-    if left is None or right is None:
-        return False  # a missing or non-numeric field never satisfies an order comparison
-    return {"$gt": left > right, "$gte": left >= right, "$lt": left < right, "$lte": left <= right}[name]
-
-
-def _number(raw: Any) -> float | None:
-    if isinstance(raw, bool) or not isinstance(raw, int | float | str):
-        return None
-    try:
-        number = float(raw)
-    except ValueError:
-        return None
-    return None if math.isnan(number) else number
-
-
-def _namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
-    path = tuple(condition.path)
-    if len(namespace) < len(path):
-        return False
-    pairs = (
-        zip(namespace, path, strict=False)
-        if condition.match_type == "prefix"
-        else zip(reversed(namespace), reversed(path), strict=False)
-    )
-    return all(wanted in ("*", actual) for actual, wanted in pairs)

@@ -1,4 +1,4 @@
-"""The MCP door's callers: which pinned service runs a tool call, and the arguments a tool does not take or gets wrong."""
+"""The MCP door's callers: which pinned service runs a tool call, and the arguments or cursors it gets wrong."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any
 
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
 from pydantic import ValidationError
 
 from agent_memory.domain.service import MemoryService
@@ -52,6 +54,13 @@ def unknown_arguments(tool: str, arguments: Mapping[str, Any], schema: Mapping[s
         f"INVALID_INPUT: {tool} does not take {', '.join(problems)}; it takes {', '.join(known) or 'no arguments'}. "
         "Nothing was done."
     )
+
+
+def refuse_cursor(method: str, params: Any) -> None:
+    """Every list this server answers fits one page, so no cursor is one it gave: -32602, as MCP asks."""
+    cursor = getattr(params, "cursor", None)
+    if cursor is not None:
+        raise MCPError(INVALID_PARAMS, f"INVALID_INPUT: invalid cursor {cursor!r}: {method} answers in one page.")
 
 
 def validation_text(error: ValidationError) -> str:

@@ -14,7 +14,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
+from mcp.types import INVALID_PARAMS, CallToolResult, TextContent
 from pydantic import Field, ValidationError
 from returns.result import Failure, Result, Success
 
@@ -27,11 +27,12 @@ from agent_memory.entrypoints.agent_tools import MemoryToolError, error_text, ru
 from agent_memory.entrypoints.door_words import for_door, sentence
 from agent_memory.entrypoints.error_table import row
 from agent_memory.entrypoints.http_safety import ANY_HOST, HttpPolicy, media_type_problem, refuse_open_bind
-from agent_memory.entrypoints.mcp_callers import CALLER, Callers, unknown_arguments, validation_text
+from agent_memory.entrypoints.mcp_callers import CALLER, Callers, refuse_cursor, unknown_arguments, validation_text
+from agent_memory.entrypoints.mcp_outputs import SCHEMAS, compact_input_schema
 from agent_memory.entrypoints.mcp_prompts import add_prompts, prompt_problem
 from agent_memory.entrypoints.mcp_resources import add_resources
 from agent_memory.entrypoints.mcp_stdio import REFUSED_TOOL, run_stdio
-from agent_memory.entrypoints.mcp_tools import SPECS, ToolSpec, argument_model, run_tool
+from agent_memory.entrypoints.mcp_tools import AGENT_TOOLS, SPECS, ToolSpec, argument_model, run_tool, tool_annotations
 from agent_memory.entrypoints.settings import Settings
 from agent_memory.entrypoints.tenancy import UNAUTHORIZED, Tenancy
 
@@ -41,7 +42,7 @@ SERVER_NAME = "agent-memory"
 INSTRUCTIONS = """\
 Long-term memory that persists across conversations.
 A memory has an id (a UUID) and usually a path 'category/…/slug' (e.g. 'preferences/editor'); every tool that
-takes `path_or_id` accepts either. Memories live in stores (default store unless `store` is given) and may carry
+takes `path_or_id` accepts either (or give it as `path` or `id`). Memories live in stores (default store unless `store` is given) and may carry
 tags, citations (source references), an expiry and a namespace (tenant labels such as ["user", "u-123"]).
 Use add_memory / get_memory / update_memory to work by path, search_memories to find memories by meaning and
 keywords, list_memories and get_recent_memories to browse. manage_memory and search_memory are the namespaced
@@ -72,8 +73,9 @@ def _error(text: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 
-def _text(text: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)])
+def _text(text: str, structured: Payload) -> CallToolResult:
+    """An agent tool's answer: spec 003's text, and the same as the object its output schema describes."""
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
 
 
 def _reply(outcome: Outcome) -> CallToolResult:
@@ -94,6 +96,22 @@ class _Server(MCPServer[Any]):
     def __init__(self, *args: Any, callers: Callers, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._callers = callers
+
+    async def _handle_list_tools(self, ctx: Any, params: Any) -> Any:
+        refuse_cursor("tools/list", params)
+        return await super()._handle_list_tools(ctx, params)
+
+    async def _handle_list_resources(self, ctx: Any, params: Any) -> Any:
+        refuse_cursor("resources/list", params)
+        return await super()._handle_list_resources(ctx, params)
+
+    async def _handle_list_resource_templates(self, ctx: Any, params: Any) -> Any:
+        refuse_cursor("resources/templates/list", params)
+        return await super()._handle_list_resource_templates(ctx, params)
+
+    async def _handle_list_prompts(self, ctx: Any, params: Any) -> Any:
+        refuse_cursor("prompts/list", params)
+        return await super()._handle_list_prompts(ctx, params)
 
     async def read_resource(self, uri: Any, context: Any = None) -> Any:
         caller = self._callers.service_for(context)
@@ -206,18 +224,17 @@ class _Tools:
     ) -> CallToolResult:
         def step() -> CallToolResult:
             resolved = resolve_namespace(_template(namespace), _config(user_id, org_id, agent_id))
-            return _text(
-                run_manage(
-                    self.service,
-                    resolved,
-                    content=content,
-                    action=action,
-                    id=id,
-                    store=self._store(store),
-                    type=type,
-                    tags=tags,
-                )
+            sentence = run_manage(
+                self.service,
+                resolved,
+                content=content,
+                action=action,
+                id=id,
+                store=self._store(store),
+                type=type,
+                tags=tags,
             )
+            return _text(sentence, {"action": action, "id": sentence.rsplit(" ", 1)[-1], "result": sentence})
 
         return self._run(lambda: _agent_step(step))
 
@@ -248,7 +265,8 @@ class _Tools:
             found, _ = run_search(
                 self.service, resolved, query=query, limit=limit, offset=offset, filter=filter, store=self._store(store)
             )
-            return _text(found)
+            hits = json.loads(found)
+            return _text(found, {"results": hits, "count": len(hits)})
 
         return self._run(lambda: _agent_step(step))
 
@@ -285,51 +303,33 @@ def _generated_tool(spec: ToolSpec, tools: _Tools) -> Tool:
         name=spec.name,
         title=spec.title,
         description=spec.description,
-        parameters=model.model_json_schema(by_alias=True),
-        fn_metadata=FuncMetadata(arg_model=model),
+        parameters=compact_input_schema(model.model_json_schema(by_alias=True)),
+        fn_metadata=FuncMetadata(arg_model=model, output_schema=SCHEMAS[spec.output]),
         is_async=False,
         context_kwarg=None,
-        annotations=ToolAnnotations(title=spec.title, read_only_hint=spec.read_only, destructive_hint=spec.destructive),
+        annotations=tool_annotations(spec.title, spec.read_only, spec.destructive, spec.idempotent),
     )
 
 
-# the namespaced agent tools (spec 003), written by hand: they resolve a namespace from LangMem's config keys
-_AGENT_TOOLS: dict[str, tuple[str, str, bool, bool]] = {  # name: (title, description, read-only, destructive)
-    "manage_memory": (
-        "Manage a namespaced memory",
-        "Create, update or delete a long-term memory in a namespace so it persists across "
-        "conversations. create: give content (the id is returned). update: give id and the full new content. "
-        "delete: give id. Returns 'created memory <id>', 'updated memory <id>' or 'Deleted memory <id>'. "
-        "Give the namespace as `namespace`, or `user_id` (→ ['user', id]), or `org_id` and `agent_id`.",
-        False,
-        True,
-    ),
-    "search_memory": (
-        "Search namespaced memories",
-        "Search memories in a namespace and those below it, by meaning and keywords. Returns a JSON "
-        "list of {namespace, id, content, metadata, created_at, updated_at, score}. Give the namespace as "
-        "`namespace`, or `user_id`, or `org_id` and `agent_id`.",
-        True,
-        False,
-    ),
-}
-
-TOOL_NAMES = (*(spec.name for spec in SPECS), *_AGENT_TOOLS)
+TOOL_NAMES = (*(spec.name for spec in SPECS), *AGENT_TOOLS)
 TITLES: dict[str, str] = {
     **{spec.name: spec.title for spec in SPECS},
-    **{name: title for name, (title, *_rest) in _AGENT_TOOLS.items()},
+    **{name: title for name, (title, *_rest) in AGENT_TOOLS.items()},
 }
 
 
 def _agent_tool(name: str, tools: _Tools) -> Tool:
-    title, description, read_only, destructive = _AGENT_TOOLS[name]
-    return Tool.from_function(
+    title, description, read_only, destructive = AGENT_TOOLS[name]
+    made = Tool.from_function(
         getattr(tools, name),
         name=name,
         title=title,
         description=description,
-        annotations=ToolAnnotations(title=title, read_only_hint=read_only, destructive_hint=destructive),
+        annotations=tool_annotations(title, read_only, destructive, read_only),
     )
+    made.parameters = compact_input_schema(made.parameters)
+    made.fn_metadata.output_schema = SCHEMAS["manage" if name == "manage_memory" else "facts"]
+    return made
 
 
 def build_mcp_server(
@@ -344,7 +344,7 @@ def build_mcp_server(
     `lock` serialises its calls with other users of the same service (the memory server's CLI requests)."""
     callers = Callers(service, tenancy or Tenancy())
     tools = _Tools(callers.default, default_store, lock)
-    built = [*(_generated_tool(spec, tools) for spec in SPECS), *(_agent_tool(name, tools) for name in _AGENT_TOOLS)]
+    built = [*(_generated_tool(spec, tools) for spec in SPECS), *(_agent_tool(name, tools) for name in AGENT_TOOLS)]
     server = _Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, tools=built, callers=callers)
     add_resources(server, lambda: tools.service, tools.locked, tool_error_text)
     add_prompts(server, lambda: tools.service, default_store, tools.locked, tool_error_text)

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from attrs import field, frozen
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+from mcp.types import ToolAnnotations
 from pydantic import Field, create_model
 from returns.result import Failure, Result, Success
 
@@ -48,8 +49,12 @@ class ToolSpec:
     wire: Mapping[str, str] = field(factory=dict)  # command field → the tool's argument name
     omit: frozenset[str] = frozenset()  # command fields the tool does not take
     defaults: Mapping[str, Any] = field(factory=dict)  # door defaults, e.g. a listing's page size
+    output: str = "view"  # the answer's kind: its schema is mcp_outputs.SCHEMAS[output]
     read_only: bool = False
     destructive: bool = False
+    idempotent: bool = False  # a repeat of the same call changes nothing more (MCP's idempotentHint)
+    # other names the tool takes for the `ref` field (spec 002 calls get_memory and update_memory with a path)
+    alternates: tuple[str, ...] = ()
 
 
 def _view(outcome: Any, _command: Any, _service: MemoryService) -> Payload:
@@ -69,6 +74,7 @@ def _by(render: Callable[[Any], Payload]) -> Render:
 
 
 _PATH_OR_ID = {"ref": "path_or_id"}
+_PATH_OR_ID_ALTERNATES = ("path", "id")  # path_or_id, or the one spec 002 names, or the id
 _SCOPES = frozenset({"thread", "created_at"})  # set by imports and batch writers, not by an agent's tool call
 
 SPECS: tuple[ToolSpec, ...] = (
@@ -91,6 +97,8 @@ SPECS: tuple[ToolSpec, ...] = (
         render=_view,
         wire=_PATH_OR_ID,
         read_only=True,
+        idempotent=True,
+        alternates=_PATH_OR_ID_ALTERNATES,
     ),
     ToolSpec(
         name="update_memory",
@@ -102,6 +110,8 @@ SPECS: tuple[ToolSpec, ...] = (
         render=_view,
         wire={**_PATH_OR_ID, "global_": "global"},
         destructive=True,
+        idempotent=True,
+        alternates=_PATH_OR_ID_ALTERNATES,
     ),
     ToolSpec(
         name="delete_memory",
@@ -113,6 +123,9 @@ SPECS: tuple[ToolSpec, ...] = (
         render=_by(out.deleted_json),
         wire=_PATH_OR_ID,
         destructive=True,
+        output="deleted",
+        idempotent=True,
+        alternates=_PATH_OR_ID_ALTERNATES,
     ),
     ToolSpec(
         name="remove_memory",
@@ -122,6 +135,9 @@ SPECS: tuple[ToolSpec, ...] = (
         render=_by(out.removed_json),
         wire=_PATH_OR_ID,
         destructive=True,
+        output="removed",
+        idempotent=True,
+        alternates=_PATH_OR_ID_ALTERNATES,
     ),
     ToolSpec(
         name="move_memory",
@@ -151,6 +167,8 @@ SPECS: tuple[ToolSpec, ...] = (
         render=_listing,
         defaults={"limit": LIST_PAGE},
         read_only=True,
+        output="listing",
+        idempotent=True,
     ),
     ToolSpec(
         name="get_recent_memories",
@@ -159,6 +177,8 @@ SPECS: tuple[ToolSpec, ...] = (
         description="The most recently updated memories, newest first (limit 1–100, default 5).",
         render=_by(out.recent_json),
         read_only=True,
+        output="recent",
+        idempotent=True,
     ),
     ToolSpec(
         name="search_memories",
@@ -170,6 +190,8 @@ SPECS: tuple[ToolSpec, ...] = (
         render=_search,
         wire={"path_prefix": "category", "global_": "global"},
         read_only=True,
+        output="search",
+        idempotent=True,
     ),
     ToolSpec(
         name="prune_memories",
@@ -178,6 +200,8 @@ SPECS: tuple[ToolSpec, ...] = (
         description="Delete every expired memory of the store for good; dry_run only lists them.",
         render=_by(out.prune_json),
         destructive=True,
+        output="prune",
+        idempotent=True,
     ),
     ToolSpec(
         name="reindex_store",
@@ -185,6 +209,8 @@ SPECS: tuple[ToolSpec, ...] = (
         title="Re-embed a store",
         description="Re-embed every memory of the store (after an embedding-model change or hand-edited files).",
         render=_by(out.reindex_json),
+        output="reindex",
+        idempotent=True,
     ),
     ToolSpec(
         name="list_stores",
@@ -194,6 +220,8 @@ SPECS: tuple[ToolSpec, ...] = (
         render=_by(out.stores_json),
         omit=frozenset({"namespace"}),
         read_only=True,
+        output="stores",
+        idempotent=True,
     ),
     ToolSpec(
         name="create_store",
@@ -201,6 +229,7 @@ SPECS: tuple[ToolSpec, ...] = (
         title="Create a store",
         description="Create an empty store. Fails with DESTINATION_EXISTS if it exists.",
         render=_by(lambda summary: {"name": summary.name, "memory_count": 0, "created": True}),
+        output="store_created",
     ),
     ToolSpec(
         name="create_category",
@@ -210,6 +239,8 @@ SPECS: tuple[ToolSpec, ...] = (
         render=_by(out.category_json),
         wire={"category": "path"},
         omit=frozenset({"namespace"}),
+        output="category",
+        idempotent=True,
     ),
     ToolSpec(
         name="set_category_description",
@@ -219,6 +250,8 @@ SPECS: tuple[ToolSpec, ...] = (
         render=_by(out.category_json),
         wire={"category": "path"},
         omit=frozenset({"namespace"}),
+        output="category",
+        idempotent=True,
     ),
     ToolSpec(
         name="delete_category",
@@ -228,8 +261,43 @@ SPECS: tuple[ToolSpec, ...] = (
         render=_by(lambda summary: {**out.category_json(summary), "deleted": True}),
         wire={"category": "path"},
         destructive=True,
+        output="category_deleted",
+        idempotent=True,
     ),
 )
+
+
+# the namespaced agent tools (spec 003), written by hand: they resolve a namespace from LangMem's config keys
+AGENT_TOOLS: dict[str, tuple[str, str, bool, bool]] = {  # name: (title, description, read-only, destructive)
+    "manage_memory": (
+        "Manage a namespaced memory",
+        "Create, update or delete a long-term memory in a namespace so it persists across "
+        "conversations. create: give content (the id is returned). update: give id and the full new content. "
+        "delete: give id. Returns 'created memory <id>', 'updated memory <id>' or 'Deleted memory <id>'. "
+        "Give the namespace as `namespace`, or `user_id` (→ ['user', id]), or `org_id` and `agent_id`.",
+        False,
+        True,
+    ),
+    "search_memory": (
+        "Search namespaced memories",
+        "Search memories in a namespace and those below it, by meaning and keywords. Returns a JSON "
+        "list of {namespace, id, content, metadata, created_at, updated_at, score, key, value}. Give the namespace as "
+        "`namespace`, or `user_id`, or `org_id` and `agent_id`.",
+        True,
+        False,
+    ),
+}
+
+
+def tool_annotations(title: str, read_only: bool, destructive: bool, idempotent: bool) -> ToolAnnotations:
+    """Every hint MCP defines; the world is closed: a tool reads and writes this server's memories only."""
+    return ToolAnnotations(
+        title=title,
+        read_only_hint=read_only,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=False,
+    )
 
 
 # --- the argument model of a tool, built from its command's fields ------------------------------------------------
@@ -273,9 +341,21 @@ def argument_model(spec: ToolSpec) -> type[ArgModelBase]:
             constraints["max_length"] = described.max_length
         elif required and hints[attribute.name] is str and attribute.name in _NON_EMPTY:
             constraints["min_length"] = 1
+        hint = hints[attribute.name]
+        text = described.text
+        if attribute.name == "ref" and spec.alternates:  # one of path_or_id and its alternates, checked on call
+            hint, default = hint | None, None
+            text += f" Or give it as {' or '.join(spec.alternates)}."
         definitions[attribute.name] = (
-            _wire_type(hints[attribute.name], described.choices),
-            Field(default, description=described.text, alias=spec.wire.get(attribute.name), **constraints),
+            _wire_type(hint, described.choices),
+            Field(default, description=text, alias=spec.wire.get(attribute.name), **constraints),
+        )
+    for alternate in spec.alternates:
+        definitions[f"ref_as_{alternate}"] = (
+            str | None,
+            Field(
+                None, description=f"The memory's {alternate} (instead of path_or_id).", alias=alternate, min_length=1
+            ),
         )
     return create_model(f"{spec.command.__name__}Arguments", __base__=ArgModelBase, **definitions)
 
@@ -283,6 +363,13 @@ def argument_model(spec: ToolSpec) -> type[ArgModelBase]:
 def command_from(spec: ToolSpec, arguments: Mapping[str, Any], default_store: str) -> Result[c.Command, DomainError]:
     """The command a validated call asks for (arguments by wire name, as the SDK hands them over)."""
     by_field = {name: arguments[spec.wire.get(name, name)] for name in _shown_fields(spec)}
+    if spec.alternates:
+        given = [arguments.get(name) for name in (spec.wire.get("ref", "ref"), *spec.alternates)]
+        refs = {ref for ref in given if ref is not None}
+        if len(refs) != 1:
+            names = " or ".join((spec.wire.get("ref", "ref"), *spec.alternates))
+            return Failure(invalid_input(f"{spec.name} takes the memory as exactly one of {names}."))
+        by_field["ref"] = refs.pop()
     hints = typing.get_type_hints(spec.command)
     values: dict[str, Any] = {}
     for name, value in by_field.items():
@@ -316,4 +403,4 @@ def _is_timestamp(hint: Any) -> bool:
     return hint is datetime or datetime in typing.get_args(hint)
 
 
-__all__ = ["SPECS", "ToolSpec", "argument_model", "command_from", "run_tool"]
+__all__ = ["AGENT_TOOLS", "SPECS", "ToolSpec", "argument_model", "command_from", "run_tool", "tool_annotations"]

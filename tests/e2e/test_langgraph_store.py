@@ -254,7 +254,8 @@ def test_the_async_variants(store: MemoryStore) -> None:
         (lambda s: s.put(("a/b",), "k", {"v": 1}), InvalidNamespaceError, "'/'"),
         (lambda s: s.put(("langgraph",), "k", {"v": 1}), InvalidNamespaceError, "langgraph"),
         (lambda s: s.put(tuple("abcdefghijklmnopq"), "k", {"v": 1}), InvalidNamespaceError, "at most 16"),
-        (lambda s: s.put(U1, "k", {"v": 1}, ttl=5), NotImplementedError, "TTL"),
+        (lambda s: s.put(U1, "k", {"v": 1}, ttl=-5), MemoryToolError, "ttl is minutes"),
+        (lambda s: s.put(U1, "k", {"v": 1}, index="v"), MemoryToolError, "index must be False or a list"),
         (lambda s: s.batch([PutOp(U1, 7, {"v": 1})]), MemoryToolError, "key must be a string"),
         (lambda s: s.search(U1, filter={"n": {"$in": [1]}}), MemoryToolError, "Unknown filter operator"),
         (lambda s: s.search(U1, filter=["kind"]), MemoryToolError, "filter must be a dict"),
@@ -275,7 +276,8 @@ def test_the_async_variants(store: MemoryStore) -> None:
         "label-slash",
         "root-langgraph",
         "namespace-too-deep",
-        "ttl",
+        "ttl-negative",
+        "index-not-list",
         "key-not-str",
         "filter-operator",
         "filter-not-dict",
@@ -336,3 +338,24 @@ def test_the_readme_example_runs_on_the_real_embedder(tmp_path: Path) -> None:
     lines = answer.stdout.splitlines()
     assert lines[0].startswith("editor Prefers dark mode in every editor ")
     assert lines[-1] == "[('users', 'u-123')]"
+
+
+# --- a put is an upsert: it never fails because a concurrent delete won ------------------------------------
+
+
+def test_a_put_racing_a_delete_of_the_same_key_always_succeeds(store: MemoryStore) -> None:
+    keys_ = [f"k{n}" for n in range(3)]
+
+    async def scenario() -> list[BaseException]:
+        calls = []
+        for round_ in range(8):
+            for key in keys_:
+                calls.append(store.aput(U1, key, {"n": round_}))
+                calls.append(store.adelete(U1, key))
+        answers = await asyncio.gather(*calls, return_exceptions=True)
+        return [answer for answer in answers if isinstance(answer, BaseException)]
+
+    assert asyncio.run(scenario()) == []
+    for key in keys_:  # after the storm each key is either a whole item or absent, never half-kept
+        item = store.get(U1, key)
+        assert item is None or set(item.value) == {"n"}

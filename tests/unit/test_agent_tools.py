@@ -28,7 +28,7 @@ from tests.isolation import empty_config
 U1 = {"user_id": "u-1"}
 U2 = {"user_id": "u-2"}
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
-FACT_KEYS = {"namespace", "id", "content", "metadata", "created_at", "updated_at", "score"}
+FACT_KEYS = {"namespace", "id", "content", "metadata", "created_at", "updated_at", "score", "key", "value"}
 
 
 @pytest.fixture
@@ -118,14 +118,15 @@ def test_actions_permitted_limits_the_tool(service: MemoryService) -> None:
     assert "delete" not in tool.description.lower()
 
 
-def test_a_call_without_action_does_the_first_permitted_action(service: MemoryService) -> None:
+def test_a_call_without_action_creates_when_permitted_else_does_the_first_permitted(service: MemoryService) -> None:
     creator = create_manage_memory_tool(service=service)
     memory_id = created_id(creator(content="old", config=U1))
     updater = create_manage_memory_tool(actions_permitted=("update", "create"), service=service)
 
-    assert updater(content="new", id=memory_id, config=U1) == f"updated memory {memory_id}"
-    assert stored(service, memory_id).content == "new"
-    assert updater.args_schema["required"] == [] and updater.args_schema["properties"]["action"]["default"] == "update"
+    assert updater.args_schema["required"] == [] and updater.args_schema["properties"]["action"]["default"] == "create"
+    assert stored(service, created_id(updater(content="new", config=U1))).content == "new"  # LangMem: create
+    only_update = create_manage_memory_tool(actions_permitted=("update", "delete"), service=service)
+    assert only_update(content="newer", id=memory_id, config=U1) == f"updated memory {memory_id}"
     deleter = create_manage_memory_tool(actions_permitted=("delete",), service=service)
     assert deleter(id=memory_id, config=U1) == f"Deleted memory {memory_id}"
 
@@ -368,11 +369,11 @@ def test_a_tenant_can_filter_by_another_tenants_id_and_still_sees_nothing(
 
 def test_a_tenant_cannot_update_or_delete_another_tenants_memory(manage: MemoryTool, service: MemoryService) -> None:
     theirs = created_id(manage(content="their fact", config=U2))
-    with pytest.raises(ValueError, match=r"MEMORY_NOT_FOUND: No memory .* in namespace \['user', 'u-1'\]"):
-        manage(content="overwritten", action="update", id=theirs, config=U1)
-    with pytest.raises(ValueError, match="MEMORY_NOT_FOUND"):
-        manage(action="delete", id=theirs, config=U1)
-    assert stored(service, theirs).content == "their fact"
+    # as in LangMem, an id the namespace does not hold is unknown: update creates, delete does nothing
+    mine = created_id(manage(content="overwritten", action="update", id=theirs, config=U1))
+    assert mine != theirs and stored(service, mine).namespace == ("user", "u-1")
+    assert manage(action="delete", id=theirs, config=U1) == f"Deleted memory {theirs}"
+    assert stored(service, theirs).content == "their fact" and not stored(service, theirs).deleted
 
 
 def test_a_parent_namespace_search_includes_its_children(service: MemoryService) -> None:

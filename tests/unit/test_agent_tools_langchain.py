@@ -101,7 +101,7 @@ def test_a_bad_search_call_is_an_error_tool_message(lc_search: Any, args: dict[s
     [
         ({"content": "x", "action": "update"}, "INVALID_INPUT: update needs the id"),
         ({"action": "create", "content": "   "}, "INVALID_INPUT: Content is empty"),
-        ({"action": "delete", "id": "3f2b0c1e-0000-4000-8000-000000000000"}, "MEMORY_NOT_FOUND"),
+        ({"action": "update", "id": "3f2b0c1e-0000-4000-8000-000000000000", "content": " "}, "INVALID_INPUT"),
     ],
 )
 def test_a_call_the_service_refuses_is_an_error_tool_message(

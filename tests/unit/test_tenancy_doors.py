@@ -196,8 +196,6 @@ def test_mcp_pinned_alice_never_reaches_bobs_memories(
             ("delete_memory", {"path_or_id": ref, "include_expired": True}),
             ("move_memory", {"from": ref, "to": "mine/now"}),
             ("reinforce_memory", {"id": ref}),
-            ("manage_memory", {"action": "update", "id": ref, "content": "pwned", "user_id": "alice"}),
-            ("manage_memory", {"action": "delete", "id": ref, "user_id": "alice"}),
             ("update_memory", {"path_or_id": ref, "content": "pwned", "namespace": []}),
             ("update_memory", {"path_or_id": ref, "content": "pwned", "namespace": ["user"]}),
             ("update_memory", {"path_or_id": ref, "content": "pwned", "namespace": ["user", "bob"]}),
@@ -208,6 +206,12 @@ def test_mcp_pinned_alice_never_reaches_bobs_memories(
             assert failed, (name, arguments, text)
             if ref.count("-") != 4 and "bob" not in json.dumps(arguments):  # else it echoes Alice's own input
                 no_hint(text, bob_ids)
+        # an id Alice's namespace does not hold is unknown to her: as in LangMem, update creates her own memory
+        # and delete does nothing (bob_untouched below checks Bob's memories)
+        failed, text = mcp.call("manage_memory", {"action": "update", "id": ref, "content": "hers", "user_id": "alice"})
+        assert not failed and text.startswith("created memory ") and not any(i in text for i in bob_ids.values())
+        failed, text = mcp.call("manage_memory", {"action": "delete", "id": ref, "user_id": "alice"})
+        assert not failed and text == f"Deleted memory {ref}"
     for name, arguments in (
         ("list_memories", {"include_expired": True}),
         ("get_recent_memories", {"include_expired": True}),
