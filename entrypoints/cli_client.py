@@ -152,10 +152,12 @@ def build_request(op: str, argv: Sequence[str], args: Any, place: wire.Place, en
     os.umask(umask)
     request: dict[str, Any] = {
         "protocol": wire.PROTOCOL,
-        "build": wire.build_identity(env),
+        "build": wire.build_identity(),
         "op": op,
         "argv": list(argv),
-        "env": {k: v for k, v in env.items() if k in TRAVELLING or k.startswith("MEMORY_")} | {"HOME": _home(env)},
+        "env": {k: v for k, v in env.items() if k in TRAVELLING or k.startswith("MEMORY_")}
+        | wire.network_environment(env)
+        | {"HOME": _home(env)},
         "cwd": os.getcwd(),
         "umask": umask,
         "data_dir": str(place.data_dir),
