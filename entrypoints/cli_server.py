@@ -106,6 +106,7 @@ class MemoryServer:
         self._active = 0
         self._served = 0
         self._last = time.monotonic()
+        self._last_work = self._last  # the end of the last command or MCP session (status requests aside)
         self._stopping = threading.Event()
         self._storages: dict[tuple[object, ...], Any] = {}  # storage_key -> the warm service of that storage
         self._listener: socket.socket | None = None
@@ -113,6 +114,8 @@ class MemoryServer:
         self._inode: int | None = None
         self._place_lock: int | None = None  # the pid file's descriptor, locked while this server takes the place
         self._retiring = False
+        self._entry: int | None = None  # this server's locked entry among the user's servers (server_protocol)
+        self._facts: dict[str, Any] = {}
 
     # --- life -----------------------------------------------------------------------------------------------
 
@@ -128,6 +131,8 @@ class MemoryServer:
         facts = {"pid": os.getpid(), "socket": str(self.place.socket), "backend": self.place.backend}
         facts |= {"data_dir": str(self.place.data_dir), "build": self.build, "started_at": self.started_at}
         self.place.pid_file.write_text(json.dumps(facts), encoding="utf-8")
+        self._facts = facts | {"log": str(self.place.log), "state": "serving"}
+        self._entry = wire.register(self._facts)
         self._listen()
         _log(f"serving {self.place.backend} of {self.place.data_dir} on {self.place.socket} as pid {os.getpid()}")
         _log_library_events()
@@ -137,6 +142,7 @@ class MemoryServer:
         finally:
             self._close()
             self._drain()
+            wire.unregister()
         _log("stopped")
         return 0
 
@@ -176,7 +182,12 @@ class MemoryServer:
             threading.Thread(target=self._connection, args=(connection,), daemon=True).start()
 
     def stop(self) -> None:
-        """Stop taking connections: the socket file goes at once (a successor may bind), requests in flight end."""
+        """Stop (`memory server stop`, SIGTERM, idle): no new connection, the socket file goes at once (a successor
+        may bind), requests in flight end, MCP sessions are ended (a retiring server's too)."""
+        self._retiring = False
+        self._stop_listening()
+
+    def _stop_listening(self) -> None:
         self._stopping.set()
         self._unlink()
 
@@ -185,13 +196,14 @@ class MemoryServer:
         pid file's lock are freed at once (the successor binds and takes them), and every live session and command
         goes on to its end; then the server exits. Both servers' writes hold across processes (the store's locks)."""
         self._retiring = True
-        self.stop()
+        self._stop_listening()
         handle, self._place_lock = self._place_lock, None
         if handle is not None:
             with contextlib.suppress(OSError):
                 os.close(handle)  # the kernel frees the flock: the successor may start
         with self._state:
             live = len(self._sessions)
+        wire.update_entry(self._entry, self._facts | {"state": "draining", "sessions": live})
         _log(f"handing the place on to a successor; draining {live} live session(s)")
 
     def _unlink(self) -> None:
@@ -269,6 +281,8 @@ class MemoryServer:
     def _status(self) -> dict[str, Any]:
         with self._state:
             active, served = self._active - 1, self._served  # this status request is not counted
+            sessions = len(self._sessions)
+            idle_for = 0.0 if active > 0 else round(time.monotonic() - self._last_work, 1)
         return {
             "pid": os.getpid(),
             "build": self.build,
@@ -276,6 +290,8 @@ class MemoryServer:
             "idle_seconds": self.idle_seconds,
             "requests_served": served,
             "requests_active": active,
+            "sessions": sessions,
+            "idle_for_seconds": idle_for,
             "log": str(self.place.log),
         }
 
@@ -286,6 +302,8 @@ class MemoryServer:
         worker.start()
         self._heartbeat(connection, worker, wire.heartbeat_for(request.get("silence_s")))
         answer = result.get("answer") or {"refused": "internal", "message": result.get("crash", "no answer")}
+        with self._state:
+            self._last_work = time.monotonic()
         with contextlib.suppress(OSError):  # a client killed meanwhile: the command ran, nobody listens
             wire.send(connection, answer)
 
@@ -405,6 +423,7 @@ class MemoryServer:
             _unbind()
             with self._state:
                 self._sessions.discard(connection)
+                self._last_work = time.monotonic()
         if started.is_set():
             with contextlib.suppress(OSError):
                 output.close()

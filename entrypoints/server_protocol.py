@@ -234,3 +234,78 @@ def connect(place: Place) -> socket.socket | None:
             return None
         raise
     return connection
+
+
+# --- every server of this user ------------------------------------------------------------------------------------
+
+
+def registry() -> Path:
+    """Where each live server of this user, whatever its data directory, keeps `<pid>.json` (0600, locked for its
+    life): a directory of this user's own in the temporary directory (0700, owner checked), as the sockets' last
+    resort is, so that no environment variable of a client changes where `memory server list` looks."""
+    return Path("/tmp") / f"agent-memory-{os.getuid()}" / "servers"
+
+
+def register(facts: Mapping[str, Any]) -> int | None:
+    """Write this server's entry and lock it for the process's life; its descriptor (None if it cannot be made)."""
+    folder = registry()
+    if not private_directory(folder):
+        return None
+    staged = folder / f"{os.getpid()}.json.new"  # locked before it takes its name: a lister never sees it free
+    try:
+        handle = os.open(staged, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(handle, json.dumps(dict(facts)).encode("utf-8"))
+        staged.rename(folder / f"{os.getpid()}.json")
+    except OSError:
+        os.close(handle)
+        return None
+    return handle
+
+
+def unregister() -> None:
+    """Remove this server's entry (at its exit; an entry left behind is removed by the next lister)."""
+    with contextlib.suppress(OSError):
+        (registry() / f"{os.getpid()}.json").unlink()
+
+
+def update_entry(handle: int | None, facts: Mapping[str, Any]) -> None:
+    """Rewrite this server's entry in place (its state changed: draining)."""
+    if handle is None:
+        return
+    with contextlib.suppress(OSError):
+        os.ftruncate(handle, 0)
+        os.pwrite(handle, json.dumps(dict(facts)).encode("utf-8"), 0)
+
+
+def registered() -> list[dict[str, Any]]:
+    """The entries of this user's live servers; an entry whose lock is free (its server is gone) is removed."""
+    folder = registry()
+    found: list[dict[str, Any]] = []
+    try:
+        entries = sorted(folder.glob("*.json"))
+    except OSError:
+        return found
+    for entry in entries:
+        try:
+            handle = os.open(entry, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:  # held: a live server
+                facts = json.loads(entry.read_text(encoding="utf-8") or "{}")
+                if isinstance(facts, dict) and isinstance(facts.get("pid"), int):
+                    found.append(facts)
+                continue
+            with contextlib.suppress(OSError):
+                entry.unlink()  # nobody holds it: a server that is gone
+        except (OSError, ValueError):
+            continue
+        finally:
+            os.close(handle)
+    return found

@@ -87,6 +87,7 @@ def test_another_build_starts_beside_a_live_session_and_the_old_server_drains(tm
         with mcp_session(shells, tmp_path / "mcp.log") as mcp:
             mcp.ok("add_memory", {"path": "notes/before", "content": "before the upgrade"})  # type: ignore[attr-defined]
             old = pid_of(shells)
+            data_dir = str(shells.data_dir)
             with another_build():
                 assert shells.ok("create", "written by the new build")["content"] == "written by the new build"
                 new = pid_of(shells)
@@ -98,6 +99,13 @@ def test_another_build_starts_beside_a_live_session_and_the_old_server_drains(tm
                 hits = mcp.ok("search_memories", {"query": "new build", "limit": 5, "min_confidence": 0})  # type: ignore[attr-defined]
                 assert "written by the new build" in {m["content"] for m in hits["results"]}
                 assert pid_of(shells) == new
+                listed = {s["pid"]: s for s in shells.ok("server", "list")["servers"] if s["data_dir"] == data_dir}
+                assert {pid: (s["state"], s["backend"]) for pid, s in listed.items()} == {
+                    old: ("draining", "chroma"),
+                    new: ("serving", "chroma"),
+                }
+                assert listed[old]["sessions"] == 1 and listed[new]["clients"] == 0
+                assert all(s["rss_mb"] > 0 for s in listed.values())
         wait_until(lambda: gone(old), "the drained server exited when its last session ended")
         assert "SERVER_LOST" not in (tmp_path / "mcp.log").read_text()
         assert server_processes(shells.data_dir) == [new]
