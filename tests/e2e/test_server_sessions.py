@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -98,6 +99,18 @@ def test_another_build_starts_beside_a_live_session_and_the_old_server_drains(tm
                 assert shells.ok("get", "notes/during")["content"] == "written over MCP meanwhile"
                 hits = mcp.ok("search_memories", {"query": "new build", "limit": 5, "min_confidence": 0})  # type: ignore[attr-defined]
                 assert "written by the new build" in {m["content"] for m in hits["results"]}
+                # at once, through both servers: the store's write locks hold across the two processes
+                writers = [
+                    subprocess.Popen([str(MEMORY), "add", f"race/cli-{n}", "--content", f"cli {n}"], env=shells.env)
+                    for n in range(3)
+                ]
+                for n in range(3):
+                    mcp.ok("add_memory", {"path": f"race/mcp-{n}", "content": f"mcp {n}"})  # type: ignore[attr-defined]
+                assert [writer.wait(timeout=300) for writer in writers] == [0, 0, 0]
+                raced = {f"race/{side}-{n}" for side in ("cli", "mcp") for n in range(3)}
+                listed_by_mcp = mcp.ok("list_memories", {"category": "race", "limit": 50})  # type: ignore[attr-defined]
+                assert {m["path"] for m in listed_by_mcp["memories"]} == raced
+                assert {m["path"] for m in shells.ok("list", "race")["memories"]} == raced
                 assert pid_of(shells) == new
                 listed = {s["pid"]: s for s in shells.ok("server", "list")["servers"] if s["data_dir"] == data_dir}
                 assert {pid: (s["state"], s["backend"]) for pid, s in listed.items()} == {
