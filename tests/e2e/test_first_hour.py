@@ -16,6 +16,8 @@ from agent_memory.entrypoints import cli
 from tests.e2e.conftest import MEMORY
 from tests.isolation import empty_config
 
+pytestmark = pytest.mark.slow  # the real embedding model, in this process
+
 PAST = "2001-01-01T00:00:00Z"
 
 
