@@ -142,7 +142,8 @@ class MemoryServer:
         finally:
             self._close()
             self._drain()
-            wire.unregister()
+            # its entry among the user's servers stays locked until the process has exited (the kernel frees it):
+            # `memory server stop` waits on that, and the next lister removes the entry
         _log("stopped")
         return 0
 
@@ -219,16 +220,17 @@ class MemoryServer:
     def _drain(self) -> None:
         """Let requests in flight finish (a write the client waits for is never cut). Stopped, end MCP sessions
         (their clients see the end of the stream, as when an in-process `memory mcp` is stopped); retiring, keep
-        them until their clients end them."""
-        with self._state:
-            sessions = [] if self._retiring else list(self._sessions)
-        for connection in sessions:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
+        them until their clients end them, or until a stop (SIGTERM) ends them after all."""
+        ended: set[socket.socket] = set()
         while True:
             with self._state:
                 if self._active == 0:
                     return
+                sessions = [] if self._retiring else [c for c in self._sessions if c not in ended]
+            for connection in sessions:
+                ended.add(connection)
+                with contextlib.suppress(OSError):
+                    connection.shutdown(socket.SHUT_RDWR)
             time.sleep(0.05)
 
     # --- one connection -------------------------------------------------------------------------------------

@@ -266,11 +266,6 @@ def register(facts: Mapping[str, Any]) -> int | None:
     return handle
 
 
-def unregister() -> None:
-    """Remove this server's entry (at its exit; an entry left behind is removed by the next lister)."""
-    with contextlib.suppress(OSError):
-        (registry() / f"{os.getpid()}.json").unlink()
-
 
 def update_entry(handle: int | None, facts: Mapping[str, Any]) -> None:
     """Rewrite this server's entry in place (its state changed: draining)."""

@@ -124,3 +124,31 @@ def test_another_build_starts_beside_a_live_session_and_the_old_server_drains(tm
         assert server_processes(shells.data_dir) == [new]
     finally:
         shells.stop_servers()
+
+
+def test_stop_all_also_ends_a_draining_server_of_this_data_directory(tmp_path: Path) -> None:
+    from agent_memory.entrypoints import cli_client
+
+    shells = MemoryCli(tmp_path, "chroma", mode="served")
+    shells.ok("create", "opens the store")
+    old = pid_of(shells)
+    args = cli_client._parse(["mcp"])
+    place = cli_client.resolve_place(args, shells.env)
+    request = cli_client.build_request("mcp", ["mcp"], args, place, shells.env)
+    held = cli_client._exchange(place, request, until_stream=True)  # a live MCP session at the wire level
+    assert held.kind == "done", held
+    try:
+        with another_build():
+            assert shells.ok("create", "through the successor")["content"] == "through the successor"
+            new = pid_of(shells)
+            assert sorted(server_processes(shells.data_dir)) == sorted([old, new])
+            stopped = shells.ok("server", "stop", "--all")["stopped"]
+        assert {(e["pid"], e.get("draining", False), e["exited"], e.get("killed", False)) for e in stopped} == {
+            (new, False, True, False),
+            (old, True, True, False),  # SIGTERM ends a draining server's sessions: no SIGKILL needed
+        }
+        assert held.message["reader"].read1(65536) == b""  # the session was ended, as `stop` ends sessions
+        assert server_processes(shells.data_dir) == []
+    finally:
+        held.message["connection"].close()
+        shells.stop_servers()
