@@ -266,7 +266,6 @@ def register(facts: Mapping[str, Any]) -> int | None:
     return handle
 
 
-
 def update_entry(handle: int | None, facts: Mapping[str, Any]) -> None:
     """Rewrite this server's entry in place (its state changed: draining)."""
     if handle is None:
