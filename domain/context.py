@@ -28,7 +28,7 @@ from agent_memory.domain.ports import (
 )
 from agent_memory.domain.results import validated
 from agent_memory.domain.tenancy import Guard, narrow, visible
-from agent_memory.domain.views import MemoryView
+from agent_memory.domain.views import Census, MemoryView
 
 T = TypeVar("T")
 _PATH_SCANS = 8  # above this many paths in one batch, one scan of the store beats a scan per path
@@ -187,12 +187,16 @@ class Context:
         )
         return Fold.collect(scans, Success(())).bind(lambda found: _none_taken(found, owners, ids)).map(lambda _: store)
 
-    def count(self, store: str, guard: Guard) -> Result[int, DomainError]:
-        """How many memories a store holds (soft-deleted ones included), or only a namespace's."""
-        opened = self.open(store, create=False)
-        if guard is None:
-            return opened.bind(lambda s: s.count())
-        return opened.bind(lambda s: s.scan(MemoryFilter(include_deleted=True, namespace=guard))).map(len)
+    def census(self, opened: VectorStore, guard: Guard) -> Result[Census, DomainError]:
+        """How many of the store's (or the namespace's) memories are live, soft-deleted, expired."""
+        now = self.clock.now()
+
+        def tally(memories: list[Memory]) -> Census:
+            deleted = sum(1 for m in memories if m.deleted)
+            expired = sum(1 for m in memories if not m.deleted and m.is_expired(now))
+            return Census(len(memories) - deleted - expired, deleted, expired)
+
+        return opened.scan(MemoryFilter(include_deleted=True, namespace=guard)).map(tally)
 
     def registry(self, store: str) -> Result[CategoryRegistry, DomainError]:
         """A store's category registry."""
@@ -316,7 +320,7 @@ class Context:
         return Failure(
             DomainError(
                 ErrorCode.MEMORY_EXPIRED,
-                f"Memory expired: pass include_expired to {doing} it anyway.",
+                f"Memory expired: pass --include-expired to {doing} it anyway.",
                 path=str(memory.path or memory.id),
             )
         )

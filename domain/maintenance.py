@@ -62,15 +62,7 @@ class Maintenance:
         )
 
     def _census(self, opened: VectorStore, guard: Guard) -> Result[Census, DomainError]:
-        """How many of the store's (or the namespace's) memories are live, soft-deleted, expired."""
-        now = self.ctx.clock.now()
-
-        def tally(memories: list[Memory]) -> Census:
-            deleted = sum(1 for m in memories if m.deleted)
-            expired = sum(1 for m in memories if not m.deleted and m.is_expired(now))
-            return Census(len(memories) - deleted - expired, deleted, expired)
-
-        return opened.scan(MemoryFilter(include_deleted=True, namespace=guard)).map(tally)
+        return self.ctx.census(opened, guard)
 
     def _problems(self, store: str, count: int, model: str | None) -> tuple[str, ...]:
         """What is out of step in a readable store, each with what to run."""

@@ -29,7 +29,8 @@ class Stores:
     # --- stores -------------------------------------------------------------------------------
 
     def list_stores(self, *, namespace: Sequence[str] | None = None) -> Result[tuple[StoreSummary, ...], DomainError]:
-        """Every store with its memory count (soft-deleted ones included; under a namespace, only its own)."""
+        """Every store with its live memories counted as `memory status` counts them, and its soft-deleted and
+        expired ones beside them (under a namespace, only its own)."""
 
         def summaries(guard: Guard, names: list[str]) -> Result[tuple[StoreSummary, ...], DomainError]:
             return Fold.collect([self._summary(name, guard) for name in names], Success(()))
@@ -39,7 +40,11 @@ class Stores:
         )
 
     def _summary(self, name: str, guard: Guard) -> Result[StoreSummary, DomainError]:
-        return self.ctx.count(name, guard).map(lambda n: StoreSummary(name, n))
+        return (
+            self.ctx.open(name, create=False)
+            .bind(lambda opened: self.ctx.census(opened, guard))
+            .map(lambda census: StoreSummary(name, census.live, census.deleted, census.expired))
+        )
 
     def create_store(self, name: str) -> Result[StoreSummary, DomainError]:
         """Create an empty store; DESTINATION_EXISTS if there is one by that name."""

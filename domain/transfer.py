@@ -159,30 +159,36 @@ class Transfer:
             return Failure(
                 DomainError(ErrorCode.INVALID_INPUT, f"The import holds the same id twice: {sorted(duplicates)[0]}.")
             )
-        return store.get([m.id for m in batch]).bind(
-            lambda existing: self.ctx.embedder.embed_documents([m.content for m in batch]).bind(
-                lambda vectors: self._write_batch(store, batch, existing, list(vectors))
-            )
-        )
+        return store.get([m.id for m in batch]).bind(lambda existing: self._write_batch(store, batch, existing))
 
     def _write_batch(
-        self, store: VectorStore, batch: list[Memory], existing: list[Memory], vectors: list[Sequence[float]]
+        self, store: VectorStore, batch: list[Memory], existing: list[Memory]
     ) -> Result[tuple[int, int], DomainError]:
-        """Replace the batch's known ids, add the new ones, then bring the keyword index in step: (created, replaced)."""
+        """Add the batch's new ids and replace its known ones, then bring the keyword index in step: (created,
+        replaced). A re-import costs what changed, not what was given: a memory stored exactly as given is left
+        alone, one whose text is unchanged keeps its vector (one batched metadata write), and only new or changed
+        texts are embedded; the keyword index is rewritten only for entries whose text or thread changed."""
         before = {m.id: m for m in existing}
+        fresh = [m for m in batch if m.id not in before]
+        known = [m for m in batch if m.id in before and before[m.id] != m]
+        same_text = [m for m in known if before[m.id].content == m.content]
+        new_text = [m for m in known if before[m.id].content != m.content]
+        rekeyed = [m for m in known if keyword_entry(before[m.id]) != keyword_entry(m)]
         rethreaded = [  # a replaced memory now of another thread or scope leaves its old neighbours first
-            m.id for m in batch if m.id in before and keyword_entry(before[m.id]).thread != keyword_entry(m).thread
+            m.id for m in rekeyed if keyword_entry(before[m.id]).thread != keyword_entry(m).thread
         ]
-        paired = list(zip(batch, vectors, strict=True))
-        fresh = [(m, v) for m, v in paired if m.id not in before]
-        known = [(m, v) for m, v in paired if m.id in before]
         counts = (len(fresh), len(batch) - len(fresh))
-        return (
-            in_turn(known, lambda pair: store.replace(*pair))
-            .bind(lambda _: store.add([m for m, _ in fresh], [v for _, v in fresh]) if fresh else Success(None))
-            .bind(lambda _: self.ctx.unindex_keywords(batch[0].store, rethreaded))
-            .bind(lambda _: self.ctx.index_keywords(batch[0].store, batch))
-            .map(lambda _: counts)
+        to_embed = [m.content for m in [*new_text, *fresh]]
+        embedded = self.ctx.embedder.embed_documents(to_embed) if to_embed else Success([])
+        return embedded.bind(
+            lambda vectors: (
+                in_turn(list(zip(new_text, vectors, strict=False)), lambda pair: store.replace(*pair))
+                .bind(lambda _: store.update_metadata(same_text) if same_text else Success(None))
+                .bind(lambda _: store.add(fresh, list(vectors)[len(new_text) :]) if fresh else Success(None))
+                .bind(lambda _: self.ctx.unindex_keywords(batch[0].store, rethreaded))
+                .bind(lambda _: self.ctx.index_keywords(batch[0].store, [*rekeyed, *fresh]))
+                .map(lambda _: counts)
+            )
         )
 
 

@@ -96,7 +96,9 @@ class ReindexReport:
 
 @frozen
 class StoreSummary:
-    """A store and how many memories it holds."""
+    """A store and how many memories it holds: live ones (neither soft-deleted nor expired), and the others."""
 
     name: str
-    memory_count: int
+    memory_count: int  # live, as Status.memory_count
+    deleted_count: int = 0
+    expired_count: int = 0

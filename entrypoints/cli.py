@@ -50,6 +50,9 @@ def run(argv: Sequence[str], *, env: Mapping[str, str] | None = None, services: 
     broken = next((number for number, arg in enumerate(argv, start=1) if has_lone_surrogate(arg)), None)
     if broken is not None:  # bytes that were not UTF-8, decoded by Python with surrogateescape
         return _refuse(invalid_input(f"Argument {broken} is not valid UTF-8: pass text encoded as UTF-8."))
+    if not argv:  # a bare `memory`: someone finding their way, not a script's mistake
+        sys.stdout.write(build_parser().format_help())
+        return 0
     try:
         args = build_parser().parse_args(list(argv))
     except UsageError as error:

@@ -152,10 +152,12 @@ def build_request(op: str, argv: Sequence[str], args: Any, place: wire.Place, en
     os.umask(umask)
     request: dict[str, Any] = {
         "protocol": wire.PROTOCOL,
-        "build": wire.build_identity(env),
+        "build": wire.build_identity(),
         "op": op,
         "argv": list(argv),
-        "env": {k: v for k, v in env.items() if k in TRAVELLING or k.startswith("MEMORY_")} | {"HOME": _home(env)},
+        "env": {k: v for k, v in env.items() if k in TRAVELLING or k.startswith("MEMORY_")}
+        | wire.network_environment(env)
+        | {"HOME": _home(env)},
         "cwd": os.getcwd(),
         "umask": umask,
         "data_dir": str(place.data_dir),
@@ -366,14 +368,20 @@ def _through_server(argv: Sequence[str], args: Any, env: Mapping[str, str]) -> i
 
 
 def manage_server(args: Any, env: Mapping[str, str]) -> int:
-    """`memory server status|stop [--all]`: one JSON object on stdout, exit 0 (text with --format text)."""
-    from agent_memory.entrypoints.cli_pump import server_status, stop_servers
+    """`memory server status|list|stop [--all|--everywhere]`: one JSON object on stdout, exit 0 (text with --format
+    text)."""
+    from agent_memory.entrypoints.cli_pump import server_list, server_status, stop_everywhere, stop_servers
 
     try:
         silence = silence_seconds(env)
     except InProcess as reason:
         sys.stderr.write(json.dumps({"error": str(reason), "code": "INVALID_INPUT"}, ensure_ascii=False) + "\n")
         return 1
+    if args.server_command == "list" or getattr(args, "everywhere", False):
+        if args.server_command == "list":
+            servers = server_list(silence)
+            return _print_server_body({"servers": servers, "count": len(servers)}, args)
+        return _print_server_body({"stopped": stop_everywhere(silence)}, args)
     try:
         place = resolve_place(args, env, honour_mode=False)
     except InProcess as reason:
@@ -388,10 +396,22 @@ def manage_server(args: Any, env: Mapping[str, str]) -> int:
         body = server_status(place, silence)
     else:
         body = {"stopped": stop_servers(place, silence, everyone=args.all)}
-    if getattr(args, "format", "json") == "text":
-        sys.stdout.write("\n".join(f"{key}: {value}" for key, value in body.items()) + "\n")
-    else:
+    return _print_server_body(body, args)
+
+
+def _print_server_body(body: dict[str, Any], args: Any) -> int:
+    if getattr(args, "format", "json") != "text":
         sys.stdout.write(json.dumps(body, ensure_ascii=False) + "\n")
+    elif "servers" in body:
+        lines = [f"{body['count']} memory server{'' if body['count'] == 1 else 's'}"]
+        for s in body["servers"]:
+            lines.append(
+                f"  pid {s['pid']}  {s['backend']} of {s['data_dir']}  {s['state']}  rss {s['rss_mb']} MB  "
+                f"clients {s.get('clients', '?')}  idle {s.get('idle_for_seconds', '?')} s"
+            )
+        sys.stdout.write("\n".join(lines) + "\n")
+    else:
+        sys.stdout.write("\n".join(f"{key}: {value}" for key, value in body.items()) + "\n")
     return 0
 
 

@@ -241,8 +241,9 @@ def export(service: MemoryService, args: argparse.Namespace) -> Outcome:
             )
         )
     )
+    readable = getattr(args, "format", "json") == "text"
     if args.output == "-":
-        return lines.map(lambda parts: {"lines": parts[0] + parts[1]})
+        return lines.map(lambda parts: {"lines": parts[0] + parts[1], "text": readable})
     return lines.bind(lambda parts: _write_file(args.output, *parts))
 
 
@@ -340,10 +341,13 @@ def _progress_bar(verb: str) -> Callable[[int, int], None]:
 
 
 def jsonl(payload: Payload) -> str:
-    """export's output: one record per line on stdout whatever --format says, or a summary for --output."""
+    """export's output: one record per line on stdout (for people with --format text: each store and memory on a
+    readable line, which `memory import` does not read), or a summary for --output (the file is always JSON Lines)."""
     if "output" in payload:
         summary = {key: payload[key] for key in ("exported", "stores", "output")}
         return json.dumps(summary, ensure_ascii=False)
+    if payload.get("text"):
+        return text.exported([json.loads(line) for line in payload["lines"]])
     return "\n".join(payload["lines"])
 
 

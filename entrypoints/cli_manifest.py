@@ -253,9 +253,16 @@ SPECS: tuple[CliSpec, ...] = (
     ),
     CliSpec(name="server status", help="whether a server runs for this data directory and backend"),
     CliSpec(
+        name="server list",
+        help="every memory server of this user: data dir, backend, pid, state, RSS, clients, idle time",
+    ),
+    CliSpec(
         name="server stop",
         help="stop it (the next command starts a new one)",
-        extra=(Option(name="--all", kind="bool", default=False, help="every backend's server of this data directory"),),
+        extra=(
+            Option(name="--all", kind="bool", default=False, help="every backend's server of this data directory"),
+            Option(name="--everywhere", kind="bool", default=False, help="every memory server of this user"),
+        ),
     ),
 )
 

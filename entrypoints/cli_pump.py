@@ -1,4 +1,4 @@
-"""The thin client's longer conversations with the memory server: an MCP stdio session, `server status` and `stop`.
+"""The thin client's longer conversations with the memory server: an MCP stdio session, `server status`, `list`, `stop`.
 
 Standard library only, like cli_client.py.
 """
@@ -104,6 +104,94 @@ def _exits_within(place: wire.Place, seconds: float) -> bool:
     return not wire.server_alive(place)
 
 
+def _rss_mb(pid: int) -> float | None:
+    """The resident memory of a process in MB (Linux /proc), else None."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text(encoding="ascii", errors="replace").splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _place_of(facts: dict[str, Any]) -> wire.Place | None:
+    if not all(isinstance(facts.get(key), str) for key in ("data_dir", "backend", "socket")):
+        return None
+    return wire.Place(Path(facts["data_dir"]), facts["backend"], Path(facts["socket"]))
+
+
+def server_list(silence: float) -> list[dict[str, Any]]:
+    """`memory server list`: every live memory server of this user, whatever its data directory: data dir, backend,
+    pid, state (serving, or draining for a successor), RSS, clients (commands and MCP sessions) and idle time."""
+    listed = []
+    for facts in wire.registered():
+        pid = facts["pid"]
+        entry: dict[str, Any] = {key: facts.get(key) for key in ("data_dir", "backend", "pid", "state", "started_at")}
+        entry["rss_mb"] = _rss_mb(pid)
+        place = _place_of(facts)
+        answer = None
+        if place is not None and facts.get("state") == "serving" and wire.server_facts(place).get("pid") == pid:
+            answer = _ask(place, "status", silence)
+        if answer is not None and answer.get("pid") == pid:
+            entry["clients"] = answer.get("requests_active", 0)  # an MCP session is one too
+            entry["sessions"] = answer.get("sessions", 0)
+            entry["idle_for_seconds"] = answer.get("idle_for_seconds")
+        else:
+            entry["sessions"] = facts.get("sessions")
+        entry["log"] = facts.get("log")
+        listed.append(entry)
+    return listed
+
+
+def _draining(data_dir: Path | None) -> list[dict[str, Any]]:
+    """Registered servers that hand their place on and drain (of one data directory, or of any)."""
+    return [
+        facts
+        for facts in wire.registered()
+        if facts.get("state") == "draining" and (data_dir is None or facts.get("data_dir") == str(data_dir))
+    ]
+
+
+def _gone(pid: int, seconds: float) -> bool:
+    """Whether the registered server `pid` has exited within `seconds` (its entry's lock is free)."""
+    deadline = time.monotonic() + seconds
+    while any(facts["pid"] == pid for facts in wire.registered()):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _stop_draining(facts: dict[str, Any], silence: float) -> dict[str, Any]:
+    """A draining server takes no connection: SIGTERM ends it (its sessions are ended, as `stop` ends them)."""
+    pid = facts["pid"]
+    entry: dict[str, Any] = {"backend": facts.get("backend"), "pid": pid, "draining": True}
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGTERM)
+    exited = _gone(pid, min(silence, wire.PREDECESSOR_S))
+    if not exited:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+        entry["killed"] = True
+        exited = _gone(pid, wire.PREDECESSOR_S)
+    return entry | {"exited": exited}
+
+
+def stop_everywhere(silence: float) -> list[dict[str, Any]]:
+    """`memory server stop --everywhere`: every server of this user, each as `stop` stops it."""
+    stopped: list[dict[str, Any]] = []
+    places = {}
+    for facts in wire.registered():
+        place = _place_of(facts)
+        if place is not None and facts.get("state") == "serving":
+            places[(place.data_dir, place.backend)] = place
+    for place in places.values():
+        stopped += [entry | {"data_dir": str(place.data_dir)} for entry in stop_servers(place, silence, everyone=False)]
+    stopped += [_stop_draining(facts, silence) | {"data_dir": facts.get("data_dir")} for facts in _draining(None)]
+    return stopped
+
+
 def stop_servers(place: wire.Place, silence: float, *, everyone: bool) -> list[dict[str, Any]]:
     """`memory server stop [--all]`: ask each live server to stop and wait for it to exit (requests in flight
     finish). One that does not answer in `silence` s (stopped or hung) gets SIGTERM and SIGCONT, and SIGKILL if it
@@ -128,4 +216,6 @@ def stop_servers(place: wire.Place, silence: float, *, everyone: bool) -> list[d
                 entry["killed"] = True
                 exited = _exits_within(each, wire.PREDECESSOR_S)
         stopped.append(entry | {"exited": exited})
+    if everyone:  # and the servers of this data directory that drain for a successor
+        stopped += [_stop_draining(facts, silence) for facts in _draining(place.data_dir)]
     return stopped

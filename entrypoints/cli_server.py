@@ -3,10 +3,12 @@
 Started detached by the thin client (cli_client.py), it runs each request with the same code as the in-process
 command (cli.run_guarded), on the client's arguments, environment, cwd, umask and stdin, and sends back the exact
 bytes of stdout and stderr and the exit code. Its storage (catalog, embedder, keywords, locks) is opened once and
-kept warm; every request gets a service with its own policy settings. Requests run one at a time (the doors'
-rule: read-check-write steps never interleave); each connection has its own thread, so status, heartbeats and
-new clients are answered meanwhile. It stops after an idle time, on `memory server stop` or SIGTERM, and when a
-client of another build or storage settings arrives (that client then starts its replacement).
+kept warm, one storage per storage setting a request names; every request gets a service with its own policy
+settings. Requests run one at a time (the doors' rule: read-check-write steps never interleave); each connection has
+its own thread, so status, heartbeats and new clients are answered meanwhile. It stops after an idle time, on
+`memory server stop` or SIGTERM. A client of another build (an upgrade, another interpreter) makes it retire: it hands
+its place to the successor that client starts and drains, keeping every live session (an MCP stdio session, a long
+command) until it ends, then exits. The environment of a client never replaces it (server_protocol.build_identity).
 """
 
 from __future__ import annotations
@@ -32,6 +34,16 @@ from agent_memory.entrypoints import server_protocol as wire
 # the settings that open the storage; the others (store, decay, limits) only shape each request's policy
 STORAGE_FIELDS: tuple[str, ...] = ("data_dir", "backend", "collection", "chroma_host", "chroma_port", "qdrant_url")
 STORAGE_FIELDS += ("qdrant_api_key", "embedder", "files_index")
+_EMBEDDER = STORAGE_FIELDS.index("embedder")
+
+
+def storage_key(settings: Any) -> tuple[object, ...]:
+    """Which warm storage serves these settings."""
+    return tuple(getattr(settings, name) for name in STORAGE_FIELDS)
+
+
+def _remote(settings: Any) -> bool:
+    return bool(settings.chroma_host or settings.qdrant_url)
 
 
 class Refusal(Exception):
@@ -87,18 +99,23 @@ class MemoryServer:
     def __init__(self, place: wire.Place, idle_seconds: float) -> None:
         self.place = place
         self.idle_seconds = idle_seconds
-        self.build = wire.build_identity(os.environ)
+        self.build = wire.build_identity()
         self.started_at = datetime.now(UTC).isoformat().replace("+00:00", "Z")
         self.lock = threading.Lock()  # one request at a time on the service (and on cwd and umask)
         self._state = threading.Lock()
         self._active = 0
         self._served = 0
         self._last = time.monotonic()
+        self._last_work = self._last  # the end of the last command or MCP session (status requests aside)
         self._stopping = threading.Event()
-        self._storage: tuple[tuple[object, ...], Any] | None = None
+        self._storages: dict[tuple[object, ...], Any] = {}  # storage_key -> the warm service of that storage
         self._listener: socket.socket | None = None
         self._sessions: set[socket.socket] = set()
         self._inode: int | None = None
+        self._place_lock: int | None = None  # the pid file's descriptor, locked while this server takes the place
+        self._retiring = False
+        self._entry: int | None = None  # this server's locked entry among the user's servers (server_protocol)
+        self._facts: dict[str, Any] = {}
 
     # --- life -----------------------------------------------------------------------------------------------
 
@@ -107,12 +124,15 @@ class MemoryServer:
         if not wire.private_directory(self.place.directory) or not wire.private_directory(self.place.socket.parent):
             _log(f"cannot make the private directory for {self.place.socket}")
             return 1
-        if not wire.hold_for_life(self.place.pid_file, wire.PREDECESSOR_S):
+        self._place_lock = wire.hold_for_life(self.place.pid_file, wire.PREDECESSOR_S)
+        if self._place_lock is None:
             _log("another server still holds this place: not starting")
             return 1
         facts = {"pid": os.getpid(), "socket": str(self.place.socket), "backend": self.place.backend}
         facts |= {"data_dir": str(self.place.data_dir), "build": self.build, "started_at": self.started_at}
         self.place.pid_file.write_text(json.dumps(facts), encoding="utf-8")
+        self._facts = facts | {"log": str(self.place.log), "state": "serving"}
+        self._entry = wire.register(self._facts)
         self._listen()
         _log(f"serving {self.place.backend} of {self.place.data_dir} on {self.place.socket} as pid {os.getpid()}")
         _log_library_events()
@@ -122,6 +142,8 @@ class MemoryServer:
         finally:
             self._close()
             self._drain()
+            # its entry among the user's servers stays locked until the process has exited (the kernel frees it):
+            # `memory server stop` waits on that, and the next lister removes the entry
         _log("stopped")
         return 0
 
@@ -161,9 +183,29 @@ class MemoryServer:
             threading.Thread(target=self._connection, args=(connection,), daemon=True).start()
 
     def stop(self) -> None:
-        """Stop taking connections: the socket file goes at once (a successor may bind), requests in flight end."""
+        """Stop (`memory server stop`, SIGTERM, idle): no new connection, the socket file goes at once (a successor
+        may bind), requests in flight end, MCP sessions are ended (a retiring server's too)."""
+        self._retiring = False
+        self._stop_listening()
+
+    def _stop_listening(self) -> None:
         self._stopping.set()
         self._unlink()
+
+    def retire(self) -> None:
+        """Hand the place on to a successor (another build) and drain: no new request comes here, the socket and the
+        pid file's lock are freed at once (the successor binds and takes them), and every live session and command
+        goes on to its end; then the server exits. Both servers' writes hold across processes (the store's locks)."""
+        self._retiring = True
+        self._stop_listening()
+        handle, self._place_lock = self._place_lock, None
+        if handle is not None:
+            with contextlib.suppress(OSError):
+                os.close(handle)  # the kernel frees the flock: the successor may start
+        with self._state:
+            live = len(self._sessions)
+        wire.update_entry(self._entry, self._facts | {"state": "draining", "sessions": live})
+        _log(f"handing the place on to a successor; draining {live} live session(s)")
 
     def _unlink(self) -> None:
         with contextlib.suppress(OSError):
@@ -176,17 +218,19 @@ class MemoryServer:
             self._listener.close()
 
     def _drain(self) -> None:
-        """Let requests in flight finish (a write the client waits for is never cut); end MCP sessions (their
-        clients see the end of the stream, as when an in-process `memory mcp` is stopped)."""
-        with self._state:
-            sessions = list(self._sessions)
-        for connection in sessions:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
+        """Let requests in flight finish (a write the client waits for is never cut). Stopped, end MCP sessions
+        (their clients see the end of the stream, as when an in-process `memory mcp` is stopped); retiring, keep
+        them until their clients end them, or until a stop (SIGTERM) ends them after all."""
+        ended: set[socket.socket] = set()
         while True:
             with self._state:
                 if self._active == 0:
                     return
+                sessions = [] if self._retiring else [c for c in self._sessions if c not in ended]
+            for connection in sessions:
+                ended.add(connection)
+                with contextlib.suppress(OSError):
+                    connection.shutdown(socket.SHUT_RDWR)
             time.sleep(0.05)
 
     # --- one connection -------------------------------------------------------------------------------------
@@ -239,6 +283,8 @@ class MemoryServer:
     def _status(self) -> dict[str, Any]:
         with self._state:
             active, served = self._active - 1, self._served  # this status request is not counted
+            sessions = len(self._sessions)
+            idle_for = 0.0 if active > 0 else round(time.monotonic() - self._last_work, 1)
         return {
             "pid": os.getpid(),
             "build": self.build,
@@ -246,6 +292,8 @@ class MemoryServer:
             "idle_seconds": self.idle_seconds,
             "requests_served": served,
             "requests_active": active,
+            "sessions": sessions,
+            "idle_for_seconds": idle_for,
             "log": str(self.place.log),
         }
 
@@ -256,6 +304,8 @@ class MemoryServer:
         worker.start()
         self._heartbeat(connection, worker, wire.heartbeat_for(request.get("silence_s")))
         answer = result.get("answer") or {"refused": "internal", "message": result.get("crash", "no answer")}
+        with self._state:
+            self._last_work = time.monotonic()
         with contextlib.suppress(OSError):  # a client killed meanwhile: the command ran, nobody listens
             wire.send(connection, answer)
 
@@ -314,7 +364,8 @@ class MemoryServer:
         }
 
     def _check_storage(self, argv: list[str], env: dict[str, str]) -> None:
-        """Refuse, before anything runs, a request whose settings open other storage than this server's."""
+        """Refuse, before anything runs, a request whose settings name another place (data directory, backend), or
+        a storage server behind other proxy or CA variables than this process has."""
         from returns.result import Success
 
         from agent_memory.entrypoints.cli import settings_of
@@ -325,14 +376,15 @@ class MemoryServer:
         settings = loaded.unwrap()
         if settings.data_dir != self.place.data_dir or settings.backend != self.place.backend:
             raise Refusal("place", "the settings name another data directory or backend", replace=False)
-        storage = tuple(getattr(settings, name) for name in STORAGE_FIELDS)
-        if self._storage is not None and self._storage[0] != storage:
-            raise Refusal("settings", "the request's storage settings differ from this server's", replace=True)
+        # a Chroma or Qdrant server's HTTP client reads the proxy and CA variables of this process when it is made:
+        # a client with others truly needs another server (this one retires, keeping its live sessions)
+        if _remote(settings) and wire.network_environment(env) != wire.network_environment(os.environ):
+            raise Refusal("settings", "the request's proxy or CA variables differ from this server's", replace=True)
 
     def _refusal(self, refusal: Refusal) -> dict[str, Any]:
-        if refusal.replace:
-            _log(f"refused ({refusal.reason}: {refusal}); stopping for a successor")
-            self.stop()
+        if refusal.replace and not self._retiring:
+            _log(f"refused ({refusal.reason}: {refusal})")
+            self.retire()
         return {"refused": refusal.reason, "message": str(refusal), "pid": os.getpid()}
 
     def _mcp(self, connection: socket.socket, reader: Any, request: dict[str, Any]) -> None:
@@ -373,6 +425,7 @@ class MemoryServer:
             _unbind()
             with self._state:
                 self._sessions.discard(connection)
+                self._last_work = time.monotonic()
         if started.is_set():
             with contextlib.suppress(OSError):
                 output.close()
@@ -390,23 +443,21 @@ class MemoryServer:
     # --- the storage, opened once ---------------------------------------------------------------------------
 
     def services(self, settings: Any) -> Any:
-        """The service for one request's settings: the warm storage with the request's policy (store, decay,
-        limits). Settings that open other storage refuse the request and replace this server."""
-        from returns.result import Failure, Success
+        """The service for one request's settings: the warm storage of its storage settings (opened at the first
+        request that names them, sharing a loaded embedder) with the request's policy (store, decay, limits)."""
+        from returns.result import Success
 
-        from agent_memory.domain.errors import DomainError, ErrorCode
         from agent_memory.entrypoints.bootstrap import build_service
 
-        storage = tuple(getattr(settings, name) for name in STORAGE_FIELDS)
-        if self._storage is not None and self._storage[0] != storage:  # _check_storage refused these already
-            return Failure(DomainError(ErrorCode.STORAGE_ERROR, "The memory server serves other storage settings."))
-        if self._storage is None:
-            built = build_service(settings)
+        key = storage_key(settings)
+        warm = self._storages.get(key)
+        if warm is None:
+            embedder = next((s.embedder for k, s in self._storages.items() if k[_EMBEDDER] == settings.embedder), None)
+            built = build_service(settings, embedder=embedder)
             if isinstance(built, Success):
-                self._storage = (storage, built.unwrap())
-                self._storage[1].catalog.keep_warm()  # mirrors are read in the background, not in a search
+                self._storages[key] = built.unwrap()
+                built.unwrap().catalog.keep_warm()  # mirrors are read in the background, not in a search
             return built
-        warm = self._storage[1]
         return build_service(
             settings,
             catalog=warm.catalog,
@@ -465,6 +516,7 @@ def _log_library_events() -> None:
     logger = logging.getLogger("agent_memory.adapters")
     logger.addHandler(_ToLog())
     logger.setLevel(logging.INFO)
+    logger.propagate = False  # once: the MCP SDK gives the root logger a handler of its own in a session
 
 
 def _warm_up(backend: str) -> None:

@@ -33,6 +33,10 @@ _ADVICE: tuple[tuple[re.Pattern[str], Mapping[Door, str]], ...] = (
         {"mcp": "reindex_store", "rest": "POST /reindex", "python": "reindex()"},
     ),
     (
+        re.compile(r"pass --include-expired"),
+        {"mcp": "pass include_expired", "rest": "pass include_expired", "python": "pass include_expired=True"},
+    ),
+    (
         re.compile(r"Use --decay reinforceable"),
         {
             "mcp": "Use decay_policy 'reinforceable'",

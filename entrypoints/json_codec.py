@@ -132,7 +132,16 @@ def reindex_json(report: ReindexReport) -> dict[str, Any]:
 
 
 def stores_json(stores: tuple[StoreSummary, ...]) -> dict[str, Any]:
-    return {"stores": [{"name": s.name, "memory_count": s.memory_count} for s in stores], "count": len(stores)}
+    listed = [
+        {
+            "name": s.name,
+            "memory_count": s.memory_count,
+            "deleted_count": s.deleted_count,
+            "expired_count": s.expired_count,
+        }
+        for s in stores
+    ]
+    return {"stores": listed, "count": len(stores)}
 
 
 def deleted_json(memory: Memory) -> dict[str, Any]:

@@ -3,8 +3,8 @@
 One server per (data directory, backend). Its files sit in `<data dir>/server/` (0700): `<name>.sock` (0600; in
 `$XDG_RUNTIME_DIR/agent-memory/`, else `/tmp/agent-memory-<uid>/` (0700), when the data directory's path is
 too long for a Unix socket), `<name>.start`
-(the lock racing clients take to start one server), `<name>.pid` (locked by the live server for its whole life:
-free means no server) and `<name>.log`.
+(the lock racing clients take to start one server), `<name>.pid` (locked by the server that takes the place's new
+requests, until it exits or hands the place on to a successor and drains: free means none) and `<name>.log`.
 
 The protocol is JSON lines over the socket. The client sends one request line; the server answers
 `{"accepted": true}` before it runs anything, blank heartbeat lines while it works, then one result line
@@ -40,18 +40,20 @@ PREDECESSOR_S = 60.0  # a new server waits this long for the one it replaces to 
 MAX_SOCKET_PATH = 100  # sockaddr_un holds 108 bytes on Linux, 104 on macOS
 LOG_LIMIT = 1 << 20  # the log is rotated once past 1 MiB
 
-# environment variables that change the server process itself rather than one request's settings: a client whose
-# values differ gets a new server. PYTHON* changes the code that runs; the others the libraries' behaviour, read
-# once per process or when the warm storage was opened: the HTTP clients of a Chroma or Qdrant server read the
-# proxy and CA variables when they are made, tempfile caches TMPDIR (read-only copies of a store go there).
-# Not here, as they change no output: TZ (every time is printed in UTC), LANG/LC_* (files are read and written
-# as UTF-8; the streams' encodings travel with each request; the file-system encoding is compared itself, in
-# build_identity), NO_COLOR and COLUMNS (the text format has no colour and no width), HF_* (the model ships in
-# the package).
-PROCESS_PREFIXES: tuple[str, ...] = ("PYTHON", "VIRTUAL_ENV", "CHROMA_", "ANONYMIZED_TELEMETRY", "ORT_", "OMP_")
-PROCESS_PREFIXES += ("MKL_", "OPENBLAS_", "SSL_CERT_", "GRPC_")
-PROCESS_VARIABLES = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"}
-PROCESS_VARIABLES |= {name.lower() for name in PROCESS_VARIABLES if name.endswith("_PROXY")} | {"TMPDIR", "TEMP", "TMP"}
+# The environment is no part of a server's identity: a server runs each request with that request's settings, so an
+# activated virtualenv, PYTHONUNBUFFERED, TZ or a proxy variable of one shell never sends another shell's (or a live
+# MCP session's) server away. Only the variables below matter to a request beyond its settings, and only to one that
+# talks to a Chroma or Qdrant server: its HTTP client reads the proxy and CA variables of the process when it is made,
+# so they travel with each request, and a server whose own differ retires for one with the client's
+# (cli_server.MemoryServer._check_storage).
+NETWORK_PREFIXES: tuple[str, ...] = ("SSL_CERT_", "GRPC_")
+NETWORK_VARIABLES = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"}
+NETWORK_VARIABLES |= {name.lower() for name in NETWORK_VARIABLES if name.endswith("_PROXY")}
+
+
+def network_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """The proxy and CA variables of `env` (read by the HTTP clients of a Chroma or Qdrant server)."""
+    return {k: v for k, v in env.items() if k in NETWORK_VARIABLES or k.startswith(NETWORK_PREFIXES)}
 
 
 @dataclass(frozen=True)
@@ -128,14 +130,17 @@ def _source_stamp() -> str:
     return str(newest)
 
 
-def build_identity(env: Mapping[str, str]) -> str:
-    """Who a server is: protocol, version, code on disk, interpreter and the process-wide environment."""
+def build_identity() -> str:
+    """Who a server is: its protocol, version and code (where the package is, its modules' newest change, the
+    interpreter, the file-system encoding). A client of another identity gets a server of its own beside this one,
+    which drains (cli_server.MemoryServer.retire); nothing in the environment is part of it (see NETWORK_VARIABLES)."""
+    import agent_memory
     from agent_memory._version import __version__
 
-    process_env = sorted((k, v) for k, v in env.items() if k.startswith(PROCESS_PREFIXES) or k in PROCESS_VARIABLES)
     # the locale's lasting effect on a process: how it turns str paths into bytes (set once, at its start)
     encodings = [sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()]
-    facts = json.dumps([PROTOCOL, __version__, _source_stamp(), sys.executable, process_env, encodings])
+    where = os.path.dirname(os.path.abspath(agent_memory.__file__))
+    facts = json.dumps([PROTOCOL, __version__, _source_stamp(), where, sys.executable, encodings])
     return f"{__version__}+{hashlib.sha256(facts.encode('utf-8', 'surrogateescape')).hexdigest()[:16]}"
 
 
@@ -174,19 +179,20 @@ def flocked(path: Path, timeout: float) -> Iterator[bool]:
         os.close(handle)
 
 
-def hold_for_life(path: Path, timeout: float) -> bool:
-    """Take an exclusive flock on `path` and never release it: the kernel does when this process has exited, so a
-    free lock means no process is left. False if it stayed taken `timeout` s."""
+def hold_for_life(path: Path, timeout: float) -> int | None:
+    """Take an exclusive flock on `path` and keep it: the kernel frees it when this process has exited (or when the
+    returned descriptor is closed: a draining server hands its place on), so a free lock means no process holds the
+    place. None if it stayed taken `timeout` s."""
     handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     deadline = time.monotonic() + timeout
     while True:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
+            return handle
         except BlockingIOError:
             if time.monotonic() >= deadline:
                 os.close(handle)
-                return False
+                return None
             time.sleep(0.02)
 
 
@@ -228,3 +234,72 @@ def connect(place: Place) -> socket.socket | None:
             return None
         raise
     return connection
+
+
+# --- every server of this user ------------------------------------------------------------------------------------
+
+
+def registry() -> Path:
+    """Where each live server of this user, whatever its data directory, keeps `<pid>.json` (0600, locked for its
+    life): a directory of this user's own in the temporary directory (0700, owner checked), as the sockets' last
+    resort is, so that no environment variable of a client changes where `memory server list` looks."""
+    return Path("/tmp") / f"agent-memory-{os.getuid()}" / "servers"
+
+
+def register(facts: Mapping[str, Any]) -> int | None:
+    """Write this server's entry and lock it for the process's life; its descriptor (None if it cannot be made)."""
+    folder = registry()
+    if not private_directory(folder):
+        return None
+    staged = folder / f"{os.getpid()}.json.new"  # locked before it takes its name: a lister never sees it free
+    try:
+        handle = os.open(staged, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(handle, json.dumps(dict(facts)).encode("utf-8"))
+        staged.rename(folder / f"{os.getpid()}.json")
+    except OSError:
+        os.close(handle)
+        return None
+    return handle
+
+
+def update_entry(handle: int | None, facts: Mapping[str, Any]) -> None:
+    """Rewrite this server's entry in place (its state changed: draining)."""
+    if handle is None:
+        return
+    with contextlib.suppress(OSError):
+        os.ftruncate(handle, 0)
+        os.pwrite(handle, json.dumps(dict(facts)).encode("utf-8"), 0)
+
+
+def registered() -> list[dict[str, Any]]:
+    """The entries of this user's live servers; an entry whose lock is free (its server is gone) is removed."""
+    folder = registry()
+    found: list[dict[str, Any]] = []
+    try:
+        entries = sorted(folder.glob("*.json"))
+    except OSError:
+        return found
+    for entry in entries:
+        try:
+            handle = os.open(entry, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:  # held: a live server
+                facts = json.loads(entry.read_text(encoding="utf-8") or "{}")
+                if isinstance(facts, dict) and isinstance(facts.get("pid"), int):
+                    found.append(facts)
+                continue
+            with contextlib.suppress(OSError):
+                entry.unlink()  # nobody holds it: a server that is gone
+        except (OSError, ValueError):
+            continue
+        finally:
+            os.close(handle)
+    return found

@@ -5,6 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 
+def _memories(count: int, kind: str = "") -> str:
+    """'1 memory', '2 memories', '1 expired memory'."""
+    return f"{count} {kind + ' ' if kind else ''}memor{'y' if count == 1 else 'ies'}"
+
+
 def _scope(m: dict[str, Any]) -> str:
     parts = [f"{k}={m[k]}" for k in ("agent", "personality", "project", "type") if m.get(k)]
     if m.get("global"):
@@ -33,7 +38,7 @@ def memory(m: dict[str, Any]) -> str:
 
 def created(m: dict[str, Any]) -> str:
     if "created" in m:  # a batch (`create --jsonl`): the ids, one per line
-        return f"Created {m['count']} memories:\n" + "\n".join(m["created"])
+        return f"Created {_memories(m['count'])}:\n" + "\n".join(m["created"])
     return "Created " + memory(m)[0].lower() + memory(m)[1:]
 
 
@@ -48,7 +53,7 @@ def deleted(payload: dict[str, Any]) -> str:
 def search(payload: dict[str, Any]) -> str:
     if not payload["results"]:
         return "No memories found."
-    lines = [f"{payload['count']} memor{'y' if payload['count'] == 1 else 'ies'} found:"]
+    lines = [f"{_memories(payload['count'])} found:"]
     for rank, hit in enumerate(payload["results"], start=1):
         lines.append(f"{rank}. {hit['content']}")
         lines.append(
@@ -70,7 +75,7 @@ def removed(payload: dict[str, Any]) -> str:
 def listing(payload: dict[str, Any]) -> str:
     title = payload["category"] or "(all categories)"
     lines = [
-        f"{title}: {payload['count']} memories" + (f" — {payload['description']}" if payload["description"] else "")
+        f"{title}: {_memories(payload['count'])}" + (f" — {payload['description']}" if payload["description"] else "")
     ]
     for sub in payload["subcategories"]:
         note = f" — {sub['description']}" if sub["description"] else ""
@@ -90,8 +95,25 @@ def recent(payload: dict[str, Any]) -> str:
 
 def prune(payload: dict[str, Any]) -> str:
     verb = "Would prune" if payload["dry_run"] else "Pruned"
-    lines = [f"{verb} {payload['count']} expired memories"]
+    lines = [f"{verb} {_memories(payload['count'], 'expired')}"]
     lines.extend(f"  {p['path'] or p['id']} (expired {p['expires_at']})" for p in payload["pruned"])
+    return "\n".join(lines)
+
+
+def exported(records: list[dict[str, Any]]) -> str:
+    """`memory export --format text`: each store, then each memory as `store  path or id: first line (state)`."""
+    lines: list[str] = []
+    memories = [r for r in records if r.get("kind") != "store"]
+    for outline in (r for r in records if r.get("kind") == "store"):
+        described = ", ".join(outline.get("categories") or {}) or "none"
+        lines.append(f"Store {outline['name']} (categories: {described})")
+    lines.append(f"{_memories(len(memories))}:")
+    for m in memories:
+        notes = (["deleted"] if m.get("deleted") else []) + (
+            [f"expires {m['expires_at']}"] if m.get("expires_at") else []
+        )
+        note = f"  ({', '.join(notes)})" if notes else ""
+        lines.append(f"  {m.get('store') or ''}  {m.get('path') or m['id']}: {_first_line(m['content'])}{note}")
     return "\n".join(lines)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
@@ -209,7 +210,11 @@ class StoreFiles:
     def parse(self, parts: Parts, text: str, stamp: Stamp | None = None, digest: str | None = None) -> Record:
         relative = relative_path(parts)
         path = location_path(parts, self.name)
-        parsed = parse_frontmatter(text, store=self.name, path=path, default_id=default_memory_id(self.name, relative))
+        # a hand-written file without created_at/updated_at is as old as its last modification
+        modified = None if stamp is None else datetime.fromtimestamp(stamp[2] / 1e9, UTC)
+        parsed = parse_frontmatter(
+            text, store=self.name, path=path, default_id=default_memory_id(self.name, relative), default_time=modified
+        )
         match parsed:
             case Success(found):
                 memory = found.memory if found.memory.path == path else evolve(found.memory, path=path)

@@ -1,6 +1,7 @@
 """A Memory ⇄ its file: the frontmatter keys written in file order, and read back one key at a time.
 
-The block holds snake_case keys. ``id``, ``created_at`` and ``updated_at`` are required; ``tags``, ``source`` and
+The block holds snake_case keys. ``id``, ``created_at`` and ``updated_at`` are always written (a hand-written file
+may leave out the id, which reindex adds, and the times, which its modification time stands for); ``tags``, ``source`` and
 ``citations`` are always written; other fields are written only when they differ from their default (``global_``
 is written as ``global``). Timestamps are written as ISO 8601 UTC with a ``Z`` (microseconds kept when non-zero)
 and read leniently: ``Z``, any offset (converted to UTC), naive (taken as UTC), or a YAML date (midnight UTC).
@@ -239,8 +240,24 @@ def _location(data: Mapping[str, object], path: MemoryPath | None) -> MemoryPath
     raise AssertionError("a Result is a Success or a Failure")  # pragma: no cover
 
 
+def _times(data: Mapping[str, object], default_time: datetime | None) -> dict[str, datetime]:
+    """created_at and updated_at; a hand-written file without them takes `default_time` (its modification time)."""
+    if default_time is None:
+        return {key: _required_timestamp(key, data) for key in ("created_at", "updated_at")}
+    created, updated = (
+        None if data.get(key) is None else _timestamp(key, data[key]) for key in ("created_at", "updated_at")
+    )
+    created = created or (default_time if updated is None else min(default_time, updated))
+    return {"created_at": created, "updated_at": updated or max(default_time, created)}
+
+
 def _memory_values(
-    data: Mapping[str, object], content: str, store: str, path: MemoryPath | None, default_id: str | None
+    data: Mapping[str, object],
+    content: str,
+    store: str,
+    path: MemoryPath | None,
+    default_id: str | None,
+    default_time: datetime | None = None,
 ) -> dict[str, Any]:
     """Every Memory argument, each read from its key; raises _FieldProblem for the first bad one."""
     if not content.strip():
@@ -253,8 +270,7 @@ def _memory_values(
         "content": content,
         "store": store,
         "path": _location(data, path),
-        "created_at": _required_timestamp("created_at", data),
-        "updated_at": _required_timestamp("updated_at", data),
+        **_times(data, default_time),
         "tags": _strings("tags", data.get("tags"), "[python, testing]"),
         "source": _text("source", data.get("source")),
         "citations": _strings("citations", data.get("citations"), '["src/app.py:12", "https://example.com"]'),
@@ -304,20 +320,28 @@ def parse_frontmatter(
     store: str = DEFAULT_STORE,
     path: MemoryPath | None = None,
     default_id: str | None = None,
+    default_time: datetime | None = None,
 ) -> Result[ParsedMemory, FrontmatterError]:
     """Read a memory file. ``store``/``path`` say where it lives (they win over the file);
     ``default_id`` is the id to give a hand-written file without one (reindex); without it a
-    missing id is MISSING_FIELD. Never raises for a bad file: every problem is a Failure.
+    missing id is MISSING_FIELD. ``default_time`` (the file's modification time) stands for a missing
+    ``created_at``/``updated_at``; without it they are MISSING_FIELD. Never raises for a bad file: every
+    problem is a Failure.
     """
-    return read_block(text).bind(lambda pieces: _read(pieces[0], pieces[1], store, path, default_id))
+    return read_block(text).bind(lambda pieces: _read(pieces[0], pieces[1], store, path, default_id, default_time))
 
 
 def _read(
-    data: Mapping[str, object], content: str, store: str, path: MemoryPath | None, default_id: str | None
+    data: Mapping[str, object],
+    content: str,
+    store: str,
+    path: MemoryPath | None,
+    default_id: str | None,
+    default_time: datetime | None,
 ) -> Result[ParsedMemory, FrontmatterError]:
     """The memory and unknown keys of a loaded block and its content."""
     try:
-        values = _memory_values(data, content, store, path, default_id)
+        values = _memory_values(data, content, store, path, default_id, default_time)
     except _FieldProblem as problem:
         return Failure(problem.error)
     extra = {key: value for key, value in data.items() if key not in KNOWN_KEYS}

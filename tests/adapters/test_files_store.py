@@ -253,7 +253,8 @@ def test_soft_delete_stores_and_counts(service: MemoryService, root: Path) -> No
     failed(service.get(stored.id, store="work"), ErrorCode.MEMORY_NOT_FOUND)
     ok(service.create_store("empty"))
     summaries = ok(service.list_stores())
-    assert [(s.name, s.memory_count) for s in summaries] == [("empty", 0), ("work", 1)]  # type: ignore[attr-defined]
+    counted = [(s.name, s.memory_count, s.deleted_count) for s in summaries]  # type: ignore[attr-defined]
+    assert counted == [("empty", 0, 0), ("work", 0, 1)]  # live, as status counts, and the soft-deleted beside
 
 
 def test_reindex_gives_the_path_own_file_back_to_the_live_memory(service: MemoryService, root: Path) -> None:
@@ -350,7 +351,7 @@ def test_unknown_keys_survive_update_and_move(service: MemoryService, root: Path
     [
         (b"just some text, no frontmatter\n", "MISSING_FRONTMATTER"),
         (b"---\ncreated_at: [unclosed\n---\ntext\n", "INVALID_FRONTMATTER"),
-        (b"---\ncreated_at: 2025-01-01T00:00:00Z\n---\ntext\n", "MISSING_FIELD"),
+        (b"---\ncreated_at: 2025-01-01T00:00:00Z\n---\n\n", "INVALID_FIELD"),
         (b"---\ncreated_at: yesterday\nupdated_at: 2025-01-01\n---\ntext\n", "INVALID_TIMESTAMP"),
         (b"\xff\xfe not utf-8", None),
     ],

@@ -474,3 +474,24 @@ def test_blocks_are_written_by_libyaml_as_the_python_emitter_writes_them(text: s
     PythonDumper.add_representer(file_format.UtcTimestamp, file_format._represent_timestamp)
     PythonDumper.add_representer(str, file_format._represent_str)
     assert yaml.dump(data, Dumper=dumper, **options) == yaml.dump(data, Dumper=PythonDumper, **options)
+
+
+@pytest.mark.parametrize(
+    ("block", "created", "updated"),
+    [
+        ("", T0, T0),  # neither: the file's modification time
+        ("created_at: 2026-01-01T00:00:00Z\n", datetime(2026, 1, 1, tzinfo=UTC), T0),
+        ("updated_at: 2026-01-01T00:00:00Z\n", datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 1, tzinfo=UTC)),
+        ("created_at: 2027-01-01T00:00:00Z\n", datetime(2027, 1, 1, tzinfo=UTC), datetime(2027, 1, 1, tzinfo=UTC)),
+    ],
+)
+def test_a_hand_written_file_without_times_takes_its_modification_time(
+    block: str, created: datetime, updated: datetime
+) -> None:
+    """Issue 29: hand-written files work (README), so missing times are no MISSING_FIELD when the reader knows the
+    file's modification time; never an updated_at before created_at."""
+    text = f"---\nid: {ID}\n{block}---\nBy hand.\n"
+    found = parse_frontmatter(text, default_time=T0)
+    assert isinstance(found, Success), found
+    assert (found.unwrap().memory.created_at, found.unwrap().memory.updated_at) == (created, updated)
+    assert isinstance(parse_frontmatter(text), Failure)  # without a modification time: MISSING_FIELD, as before

@@ -135,15 +135,15 @@ def test_a_server_killed_with_sigkill_is_restarted_and_keeps_every_acknowledged_
     assert contents(served) == {"acknowledged 0", "acknowledged 1", "acknowledged 2", "after the kill"}
 
 
-def test_a_client_of_another_build_replaces_the_server(served: MemoryCli) -> None:
-    """The process-wide environment (here PYTHONDONTWRITEBYTECODE) is part of a server's build, as its version is."""
-    made = served.ok("create", "before the upgrade")
+def test_a_client_of_another_process_environment_keeps_the_server(served: MemoryCli) -> None:
+    """The process-wide environment (here PYTHONDONTWRITEBYTECODE and an activated virtualenv) is no part
+    of a server's identity: another shell's variables never send it away (another build does: test_server_sessions)."""
+    made = served.ok("create", "before")
     old = pid_of(served)
-    upgraded = served("get", made["id"], env={"PYTHONDONTWRITEBYTECODE": "1"})
-    assert upgraded.code == 0, upgraded.stderr
-    assert json.loads(upgraded.stdout)["content"] == "before the upgrade"
-    wait_until(lambda: gone(old), "the old server stopped for its successor")
-    assert len(server_processes(served.data_dir)) == 1
+    other = served("get", made["id"], env={"PYTHONDONTWRITEBYTECODE": "1", "VIRTUAL_ENV": "/elsewhere/.venv"})
+    assert other.code == 0, other.stderr
+    assert json.loads(other.stdout)["content"] == "before"
+    assert server_processes(served.data_dir) == [old]
 
 
 def test_a_server_speaking_another_protocol_is_replaced(served: MemoryCli) -> None:

@@ -156,7 +156,9 @@ def test_resources_show_the_stores_a_stores_index_and_one_memory(mcp: Mcp) -> No
         contents = mcp.portal.call(lambda: mcp.session.read_resource(uri)).contents
         return json.loads(contents[0].text)  # type: ignore[union-attr]
 
-    assert {"name": store, "memory_count": 1} in read("memory://stores")["stores"]
+    assert {"name": store, "memory_count": 1, "deleted_count": 0, "expired_count": 0} in read("memory://stores")[
+        "stores"
+    ]
     index = read(f"memory://{store}/index")
     assert [(m["path"], m["id"]) for m in index["memories"]] == [("projects/alpha/plan", made["id"])]
     assert [sub["path"] for sub in index["subcategories"]] == ["projects"]
@@ -353,7 +355,7 @@ def test_reindex_re_embeds_a_store(mcp: Mcp) -> None:
 def test_stores_are_listed_and_created(mcp: Mcp) -> None:
     name = unique("work")
     assert mcp.ok("create_store", {"name": name}) == {"name": name, "memory_count": 0, "created": True}
-    assert {"name": name, "memory_count": 0} in mcp.ok("list_stores")["stores"]
+    assert {"name": name, "memory_count": 0, "deleted_count": 0, "expired_count": 0} in mcp.ok("list_stores")["stores"]
     assert mcp.fails("create_store", {"name": name}).startswith("DESTINATION_EXISTS:")
     assert mcp.fails("create_store", {"name": "Bad Name!"}).startswith("INVALID_INPUT: Invalid store name")
 

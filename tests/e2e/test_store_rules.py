@@ -24,7 +24,7 @@ def test_update_move_and_delete_refuse_an_expired_memory_unless_told(cli: Memory
     ):
         error = cli.fails(*command)
         assert error["code"] == "MEMORY_EXPIRED", command
-        assert error["error"] == f"Memory expired: pass include_expired to {verb} it anyway."
+        assert error["error"] == f"Memory expired: pass --include-expired to {verb} it anyway."
     kept = cli.ok("get", "notes/old", "--include-expired")
     assert (kept["content"], kept["path"], kept["updated_at"]) == ("stale", "notes/old", kept["created_at"])
 

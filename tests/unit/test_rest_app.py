@@ -503,7 +503,10 @@ def test_stores_are_listed_and_created(client: TestClient[Any]) -> None:
     created = client.post("/stores", json={"name": "work"})
 
     assert created.status_code == 201 and created.json() == {"name": "work", "memory_count": 0, "created": True}
-    assert client.get("/stores").json() == {"stores": [{"name": "work", "memory_count": 0}], "count": 1}
+    assert client.get("/stores").json() == {
+        "stores": [{"name": "work", "memory_count": 0, "deleted_count": 0, "expired_count": 0}],
+        "count": 1,
+    }
     fails(client.post("/stores", json={"name": "work"}), 409, "DESTINATION_EXISTS")
     fails(client.post("/stores", json={"name": "Bad Name"}), 422, "INVALID_INPUT")
     fails(client.post("/stores", json={}), 400, "INVALID_INPUT")
@@ -731,7 +734,9 @@ def test_a_body_that_is_not_declared_json_is_415_and_changes_nothing(
     fails(seeded.request(method, path, content=raw, headers=headers), 415, "INVALID_INPUT")
 
     assert everything(seeded) == ["The user prefers vim."]
-    assert seeded.get("/stores").json()["stores"] == [{"name": "default", "memory_count": 1}]
+    assert seeded.get("/stores").json()["stores"] == [
+        {"name": "default", "memory_count": 1, "deleted_count": 0, "expired_count": 0}
+    ]
 
 
 def test_json_with_a_utf8_charset_and_bodiless_actions_are_accepted(seeded: TestClient[Any]) -> None:

@@ -1,11 +1,18 @@
 """Export and import over fakes: every field survives, import is idempotent by id, bad input writes nothing."""
 
+from collections.abc import Sequence
 from datetime import timedelta
 
+import pytest
+from attrs import evolve
+from returns.result import Result
+
 from agent_memory.adapters.clock import FixedClock
-from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog
+from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog, InMemoryVectorStore
 from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
-from agent_memory.domain.errors import ErrorCode
+from agent_memory.domain.errors import DomainError, ErrorCode
+from agent_memory.domain.model import Memory
+from agent_memory.domain.ports import Vector
 from agent_memory.domain.service import MemoryService
 from tests.unit.conftest import T0
 
@@ -83,3 +90,46 @@ def test_export_of_chosen_stores_and_of_a_missing_store(clock: FixedClock) -> No
     service.create(CreateMemory(content="work", store="work")).unwrap()
     assert [m.content for m in service.export(stores=["work"]).unwrap()] == ["work"]
     assert service.export(stores=["nope"]).failure().code is ErrorCode.STORE_NOT_FOUND
+
+
+class CountingEmbedder(HashingEmbedder):
+    """Counts the texts it embeds."""
+
+    embedded: int = 0
+
+    def embed_documents(self, texts: Sequence[str]) -> Result[list[Vector], DomainError]:
+        self.embedded += len(texts)
+        return super().embed_documents(texts)
+
+
+def test_a_re_import_embeds_and_writes_only_what_changed(clock: FixedClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 29: re-importing 200 memories cost 4-6x creating them (every one re-embedded and replaced alone)."""
+    source = fresh_service(clock)
+    for i in range(4):
+        source.create(CreateMemory(content=f"memory {i}", tags=("t",))).unwrap()
+    exported = source.export().unwrap()
+    embedder = CountingEmbedder()
+    target = MemoryService(catalog=InMemoryCatalog(embedder_name="hashing-bow"), embedder=embedder, clock=clock)
+    target.import_memories(exported).unwrap()
+    assert embedder.embedded == 4
+    replaced: list[str] = []
+    real_replace = InMemoryVectorStore.replace
+
+    def replace(store: InMemoryVectorStore, memory: Memory, vector: Vector) -> Result[None, DomainError]:
+        replaced.append(memory.id)
+        return real_replace(store, memory, vector)
+
+    monkeypatch.setattr(InMemoryVectorStore, "replace", replace)
+    again = target.import_memories(exported).unwrap()  # the same memories: nothing to embed or write
+    assert (again.created, again.replaced, embedder.embedded, replaced) == (0, 4, 4, [])
+    retagged = [evolve(m, tags=("new",)) for m in exported[:2]]  # the same text: its vector is kept
+    target.import_memories(retagged).unwrap()
+    assert (embedder.embedded, replaced) == (4, [])
+    rewritten = evolve(exported[3], content="memory three, rewritten")
+    target.import_memories([rewritten]).unwrap()
+    assert (embedder.embedded, replaced) == (5, [rewritten.id])
+    found = {m.id: m for m in target.export().unwrap()}
+    assert [found[m.id] for m in [*retagged, rewritten]] == [*retagged, rewritten]
+    assert found[exported[2].id] == exported[2]
+    hits = target.search(SearchMemories(query="rewritten", min_confidence=0, mode="keyword")).unwrap()
+    assert hits.results[0].memory.id == rewritten.id  # the keyword index has the new text
