@@ -139,7 +139,10 @@ SCHEMAS: dict[str, Schema] = {  # the answer kinds the tools render (mcp_tools.T
         },
         required=("store", "memory_count", "embedding_model"),
     ),
-    "stores": _listed("stores", _object({"name": _TEXT, "memory_count": _COUNT})),
+    "stores": _listed(
+        "stores",
+        _object({"name": _TEXT, "memory_count": _COUNT, "deleted_count": _COUNT, "expired_count": _COUNT}),
+    ),
     "store_created": _object({"name": _TEXT, "memory_count": _COUNT, "created": _FLAG}),
     "category": _CATEGORY,
     "category_deleted": _object({**_CATEGORY["properties"], "deleted": _FLAG}),
