@@ -279,10 +279,10 @@ def v_minmax(q: dict[str, Any], alpha: float = 0.5) -> list[int]:
     return ranked({i: alpha * dense[i] + (1 - alpha) * kw[i] for i in cands})
 
 
-def v_rrf(q: dict[str, Any], k: float = 60.0, w: float = 1.0) -> list[int]:
+def v_rrf(q: dict[str, Any], k: float = 60.0, w: float = 1.0, share: float = 0.25) -> list[int]:
     """Reciprocal rank fusion: w / (k + dense rank) + 1 / (k + keyword rank), ranks from 1."""
     cands = candidates(q)
-    dense = ranked({i: dense_with_links(q, i) for i in cands})
+    dense = ranked({i: dense_with_links(q, i, share) for i in cands})
     kw = ranked(dict(q["kw"]))
     score = {i: w / (k + r + 1) for r, i in enumerate(dense)}
     for r, i in enumerate(kw):
@@ -458,6 +458,14 @@ VARIANTS: dict[str, tuple[Callable[..., list[int]], list[dict[str, float]]]] = {
     "RRF k=60 (classic)": (v_rrf, [{"k": 60}]),
     "RRF, k tuned": (v_rrf, [{"k": k} for k in (1, 2, 5, 10, 20, 60)]),
     "RRF, k and dense weight tuned": (v_rrf, [{"k": k, "w": w} for k in (2, 5, 10) for w in (0.8, 1.0, 1.25)]),
+    "RRF, k, dense weight and neighbour share tuned": (
+        v_rrf,
+        [{"k": k, "w": w, "share": x} for k in (2, 5, 10, 20) for w in (1.0, 1.25, 1.5, 2.0) for x in (0.0, 0.1, 0.25)],
+    ),
+    "current, alpha and neighbour share tuned": (
+        v_share,
+        [{"alpha": a, "share": x} for a in (0.5, 0.6, 0.7, 0.8) for x in (0.0, 0.1, 0.25)],
+    ),
     "sharpness-weighted, tuned": (
         v_agree,
         [{"alpha": a, "beta": b} for a in (0.4, 0.5, 0.6) for b in (0.25, 0.5, 1.0)],
