@@ -436,6 +436,24 @@ def v_kw_prf_alone(
     return v_current(dict(q, kw={i: v / best for i, v in merged.items()} if best > 0 else merged))
 
 
+def v_rrf_feedback(q: dict[str, Any], k: float = 10.0, w: float = 1.5, share: float = 0.0, lam: float = 1.0) -> list[int]:
+    """RRF (k, dense weight w, neighbours' share) whose keyword side first gets the product's keyword feedback for
+    independent memories (pool df, m 5, t 10, no new candidates; the feedback memories are RRF's own top 5)."""
+    first = v_rrf(q, k, w, share)
+    alone = [i for i in first[:5] if q["links"][i] == (-1, -1)] if q.get("unit") == "facts" else []
+    if not alone:
+        return first
+    cands = candidates(q)
+    df: dict[str, int] = {}
+    for i in cands:
+        for term in set(q["words"][i]):
+            df[term] = df.get(term, 0) + 1
+    terms = expansion_terms(dict(q, df=df, texts=cands), alone, 10)
+    extra = {i: v for i, v in (q["search"](" ".join(terms)) if terms else {}).items() if i in set(cands)}
+    merged = {i: q["kw"].get(i, 0.0) + lam * extra.get(i, 0.0) for i in {*q["kw"], *extra}}
+    return v_rrf(dict(q, kw=merged), k, w, share)
+
+
 _ALONE_GRID = [{"m": m, "t": t, "lam": lam} for m in (3, 5) for t in (5, 10) for lam in (0.5, 1.0)]
 
 VARIANTS: dict[str, tuple[Callable[..., list[int]], list[dict[str, float]]]] = {
@@ -461,6 +479,10 @@ VARIANTS: dict[str, tuple[Callable[..., list[int]], list[dict[str, float]]]] = {
     "RRF, k, dense weight and neighbour share tuned": (
         v_rrf,
         [{"k": k, "w": w, "share": x} for k in (2, 5, 10, 20) for w in (1.0, 1.25, 1.5, 2.0) for x in (0.0, 0.1, 0.25)],
+    ),
+    "RRF + keyword feedback for independent memories, tuned": (
+        v_rrf_feedback,
+        [{"k": k, "w": w, "share": 0.0, "lam": lam} for k in (5, 10) for w in (1.25, 1.5) for lam in (0.0, 0.5, 1.0)],
     ),
     "current, alpha and neighbour share tuned": (
         v_share,
