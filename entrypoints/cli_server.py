@@ -18,7 +18,6 @@ import base64
 import contextlib
 import io
 import json
-import logging
 import os
 import signal
 import socket
@@ -29,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agent_memory.entrypoints import cli_server_streams as routed
 from agent_memory.entrypoints import server_protocol as wire
 
 # the settings that open the storage; the others (store, decay, limits) only shape each request's policy
@@ -53,44 +53,6 @@ class Refusal(Exception):
         super().__init__(message)
         self.reason = reason
         self.replace = replace
-
-
-class _PerThread:
-    """sys.stdin / stdout / stderr of the server: each request thread sees its client's streams, others the log."""
-
-    def __init__(self, fallback: Any) -> None:
-        self.fallback = fallback
-        self._local = threading.local()
-
-    def bind(self, stream: Any) -> None:
-        self._local.stream = stream
-
-    def unbind(self) -> None:
-        self._local.stream = None
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(getattr(self._local, "stream", None) or self.fallback, name)
-
-
-class _Bytes(io.BytesIO):
-    """A client's stream as bytes, answering isatty() as the client's stream did."""
-
-    def __init__(self, data: bytes = b"", *, tty: bool = False) -> None:
-        super().__init__(data)
-        self._tty = tty
-
-    def isatty(self) -> bool:
-        return self._tty
-
-
-def _text(buffer: _Bytes, facts: Any, default_errors: str) -> io.TextIOWrapper:
-    encoding, errors = "utf-8", default_errors
-    if isinstance(facts, list) and len(facts) == 3 and all(isinstance(f, str) for f in facts[:2]):
-        encoding, errors = facts[0], facts[1]
-    try:
-        return io.TextIOWrapper(buffer, encoding=encoding, errors=errors, newline="\n")
-    except LookupError:
-        return io.TextIOWrapper(buffer, encoding="utf-8", errors=default_errors, newline="\n")
 
 
 class MemoryServer:
@@ -122,11 +84,11 @@ class MemoryServer:
     def serve(self) -> int:
         """Listen until idle, stopped or replaced; the exit code."""
         if not wire.private_directory(self.place.directory) or not wire.private_directory(self.place.socket.parent):
-            _log(f"cannot make the private directory for {self.place.socket}")
+            routed.log(f"cannot make the private directory for {self.place.socket}")
             return 1
         self._place_lock = wire.hold_for_life(self.place.pid_file, wire.PREDECESSOR_S)
         if self._place_lock is None:
-            _log("another server still holds this place: not starting")
+            routed.log("another server still holds this place: not starting")
             return 1
         facts = {"pid": os.getpid(), "socket": str(self.place.socket), "backend": self.place.backend}
         facts |= {"data_dir": str(self.place.data_dir), "build": self.build, "started_at": self.started_at}
@@ -134,8 +96,8 @@ class MemoryServer:
         self._facts = facts | {"log": str(self.place.log), "state": "serving"}
         self._entry = wire.register(self._facts)
         self._listen()
-        _log(f"serving {self.place.backend} of {self.place.data_dir} on {self.place.socket} as pid {os.getpid()}")
-        _log_library_events()
+        routed.log(f"serving {self.place.backend} of {self.place.data_dir} on {self.place.socket} as pid {os.getpid()}")
+        routed.log_library_events()
         threading.Thread(target=_warm_up, args=(self.place.backend,), daemon=True).start()
         try:
             self._accept_until_done()
@@ -144,7 +106,7 @@ class MemoryServer:
             self._drain()
             # its entry among the user's servers stays locked until the process has exited (the kernel frees it):
             # `memory server stop` waits on that, and the next lister removes the entry
-        _log("stopped")
+        routed.log("stopped")
         return 0
 
     def _listen(self) -> None:
@@ -171,11 +133,11 @@ class MemoryServer:
                 with self._state:
                     idle = self._active == 0 and time.monotonic() - self._last > self.idle_seconds
                 if idle:
-                    _log(f"idle for {self.idle_seconds:g} s")
+                    routed.log(f"idle for {self.idle_seconds:g} s")
                     return
                 continue
             except OSError as error:
-                _log(f"accept failed: {error}")
+                routed.log(f"accept failed: {error}")
                 return
             with self._state:
                 self._active += 1
@@ -205,7 +167,7 @@ class MemoryServer:
         with self._state:
             live = len(self._sessions)
         wire.update_entry(self._entry, self._facts | {"state": "draining", "sessions": live})
-        _log(f"handing the place on to a successor; draining {live} live session(s)")
+        routed.log(f"handing the place on to a successor; draining {live} live session(s)")
 
     def _unlink(self) -> None:
         with contextlib.suppress(OSError):
@@ -244,7 +206,7 @@ class MemoryServer:
             if isinstance(request, dict):
                 self._dispatch(connection, reader, request)
         except (OSError, ValueError) as error:  # a client gone, silent or speaking nonsense: drop it
-            _log(f"connection dropped: {type(error).__name__}: {error}")
+            routed.log(f"connection dropped: {type(error).__name__}: {error}")
         finally:
             with contextlib.suppress(OSError):
                 connection.close()
@@ -263,7 +225,7 @@ class MemoryServer:
             return wire.send(connection, self._status())
         if op == "stop":
             wire.send(connection, {"stopping": True, "pid": os.getpid()})
-            _log("asked to stop")
+            routed.log("asked to stop")
             return self.stop()
         if request.get("build") != self.build:
             return self._refuse(connection, Refusal("build", f"this server is build {self.build}", replace=True))
@@ -323,7 +285,7 @@ class MemoryServer:
         try:
             self._execute_locked(request, result)
         except BaseException as error:  # the worker must not die silently: the client then reports SERVER_LOST
-            _log(f"request failed: {type(error).__name__}: {error}")
+            routed.log(f"request failed: {type(error).__name__}: {error}")
 
     def _execute_locked(self, request: dict[str, Any], result: dict[str, Any]) -> None:
         from agent_memory.entrypoints.cli import run_guarded
@@ -332,10 +294,15 @@ class MemoryServer:
         streams: dict[str, Any] = found if isinstance(found, dict) else {}
         raw_in = request.get("stdin")
         stdin_tty = raw_in is None and bool((streams.get("stdin") or [0, 0, True])[2])
-        stdin = _text(_Bytes(base64.b64decode(raw_in or ""), tty=stdin_tty), streams.get("stdin"), "strict")
-        out_bytes, err_bytes = _Bytes(), _Bytes(tty=bool((streams.get("stderr") or [0, 0, False])[2]))
-        stdout = _text(out_bytes, streams.get("stdout"), "strict")
-        stderr = _text(err_bytes, streams.get("stderr"), "backslashreplace")
+        stdin = routed.client_text(
+            routed.ClientBytes(base64.b64decode(raw_in or ""), tty=stdin_tty), streams.get("stdin"), "strict"
+        )
+        out_bytes, err_bytes = (
+            routed.ClientBytes(),
+            routed.ClientBytes(tty=bool((streams.get("stderr") or [0, 0, False])[2])),
+        )
+        stdout = routed.client_text(out_bytes, streams.get("stdout"), "strict")
+        stderr = routed.client_text(err_bytes, streams.get("stderr"), "backslashreplace")
         argv, env = _arguments(request)
         with self.lock:
             try:
@@ -349,13 +316,13 @@ class MemoryServer:
             except Refusal as refusal:
                 result["answer"] = self._refusal(refusal)
                 return
-            _bind(stdin, stdout, stderr)
+            routed.bind(stdin, stdout, stderr)
             try:
                 code = run_guarded(argv, env=env, services=self.services)
                 stdout.flush()
                 stderr.flush()
             finally:
-                _unbind()
+                routed.unbind()
                 os.chdir("/")
         result["answer"] = {
             "exit_code": code,
@@ -383,7 +350,7 @@ class MemoryServer:
 
     def _refusal(self, refusal: Refusal) -> dict[str, Any]:
         if refusal.replace and not self._retiring:
-            _log(f"refused ({refusal.reason}: {refusal})")
+            routed.log(f"refused ({refusal.reason}: {refusal})")
             self.retire()
         return {"refused": refusal.reason, "message": str(refusal), "pid": os.getpid()}
 
@@ -414,15 +381,15 @@ class MemoryServer:
 
         output = connection.makefile("wb")
         session = StdioSession(services=services, lock=self.lock, stdin=reader, stdout=output, ready=ready)
-        out_bytes, err_bytes = _Bytes(), _Bytes()
+        out_bytes, err_bytes = routed.ClientBytes(), routed.ClientBytes()
         stdout, stderr = io.TextIOWrapper(out_bytes, encoding="utf-8"), io.TextIOWrapper(err_bytes, encoding="utf-8")
-        _bind(io.StringIO(), stdout, stderr)
+        routed.bind(io.StringIO(), stdout, stderr)
         try:
             code = serve_mcp_session(argv, env, session)
             stdout.flush()
             stderr.flush()
         finally:
-            _unbind()
+            routed.unbind()
             with self._state:
                 self._sessions.discard(connection)
                 self._last_work = time.monotonic()
@@ -473,52 +440,6 @@ def _arguments(request: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
     return [str(a) for a in request.get("argv") or []], {str(k): str(v) for k, v in (env or {}).items()}
 
 
-_STREAMS: tuple[_PerThread, _PerThread, _PerThread] | None = None
-
-
-def _install_streams() -> None:
-    """Route sys.stdin/stdout/stderr per thread (before any library keeps a reference to them)."""
-    global _STREAMS
-    _STREAMS = (_PerThread(io.StringIO()), _PerThread(sys.stderr), _PerThread(sys.stderr))
-    sys.stdin, sys.stdout, sys.stderr = _STREAMS
-
-
-def _bind(stdin: Any, stdout: Any, stderr: Any) -> None:
-    assert _STREAMS is not None
-    for proxy, stream in zip(_STREAMS, (stdin, stdout, stderr), strict=True):
-        proxy.bind(stream)
-
-
-def _unbind() -> None:
-    assert _STREAMS is not None
-    for proxy in _STREAMS:
-        proxy.unbind()
-
-
-def _log(line: str) -> None:
-    """One line in the server's log (its stderr when no request is bound to this thread)."""
-    target = _STREAMS[2].fallback if _STREAMS is not None else sys.__stderr__
-    if target is None:
-        return
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        target.write(f"{datetime.now(UTC).isoformat(timespec='seconds')} {line}\n")
-        target.flush()
-
-
-class _ToLog(logging.Handler):
-    """The package's log records (a mirror built in the background, …) as lines of the server's log."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        _log(f"{record.name}: {record.getMessage()}")
-
-
-def _log_library_events() -> None:
-    logger = logging.getLogger("agent_memory.adapters")
-    logger.addHandler(_ToLog())
-    logger.setLevel(logging.INFO)
-    logger.propagate = False  # once: the MCP SDK gives the root logger a handler of its own in a session
-
-
 def _warm_up(backend: str) -> None:
     """Import the handlers and this backend's storage library while the first client is still connecting."""
     import importlib
@@ -541,7 +462,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--socket", required=True, type=Path)
     parser.add_argument("--idle-seconds", type=float, default=300.0)
     options = parser.parse_args(argv)
-    _install_streams()
+    routed.install_streams()
     server = MemoryServer(wire.Place(options.data_dir, options.backend, options.socket), options.idle_seconds)
     signal.signal(signal.SIGTERM, lambda _signal, _frame: server.stop())
     signal.signal(signal.SIGINT, lambda _signal, _frame: server.stop())
