@@ -1,6 +1,7 @@
 """Issue 30: `MemoryStore` behaves as LangGraph's own stores do where LangGraph documents it — the `index`
 configuration (embeddings, fields, `index=False`, cosine scores), TTL mapped onto the memories' expiry, and the
-namespace rule that only `put()` refuses the root label "langgraph" — on every backend."""
+namespace rules (only `put()` refuses the root label "langgraph"; every label LangGraph takes, a '/' or a trailing
+newline included, is kept and read back exactly) and filter keys taken as data — on every backend."""
 
 from __future__ import annotations
 
