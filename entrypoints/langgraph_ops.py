@@ -16,6 +16,7 @@ from langgraph.store.base import (
     Item,
     ListNamespacesOp,
     MatchCondition,
+    Op,
     PutOp,
     SearchItem,
     SearchOp,
@@ -26,6 +27,7 @@ from agent_memory.domain.model import MAX_CONTENT_CHARS, Memory, check_namespace
 from agent_memory.domain.searching import MAX_SEARCH_LIMIT
 from agent_memory.entrypoints.langgraph_filters import OPERATORS
 from agent_memory.entrypoints.langgraph_index import check_index_fields
+from agent_memory.entrypoints.langgraph_labels import from_product, to_product, to_product_path
 from agent_memory.entrypoints.tool_errors import invalid
 
 SOURCE = "langgraph"  # the memories' source field: where they came from
@@ -61,6 +63,18 @@ def check_op(op: object) -> None:
         raise invalid(f"Unknown store operation {type(op).__name__}: use GetOp, PutOp, SearchOp or ListNamespacesOp.")
 
 
+def product_op(op: Op) -> Op:
+    """A checked operation with its namespaces as the product keeps them (langgraph_labels.py)."""
+    if isinstance(op, GetOp | PutOp):
+        return op._replace(namespace=to_product(op.namespace))
+    if isinstance(op, SearchOp):
+        return op._replace(namespace_prefix=to_product(op.namespace_prefix))
+    if isinstance(op, ListNamespacesOp) and op.match_conditions:
+        conditions = tuple(c._replace(path=to_product_path(c.path)) for c in op.match_conditions)
+        return op._replace(match_conditions=conditions)
+    return op
+
+
 def _check_put(op: PutOp) -> None:
     _check_namespace(op.namespace, "namespace")  # the root "langgraph" is refused by put(), as LangGraph does
     _check_key(op.key)
@@ -73,7 +87,7 @@ def _check_put(op: PutOp) -> None:
 
 
 def _check_namespace(namespace: object, what: str, *, empty_ok: bool = False) -> None:
-    """LangGraph's label rules (no '.', non-empty strings) and the product's (no '/', bounded size)."""
+    """LangGraph's label rules (no '.', non-empty strings), then the product's size bounds on the escaped labels."""
     if not isinstance(namespace, tuple | list):
         raise InvalidNamespaceError(f"The {what} must be a tuple of labels, like ('user', 'u-1'); got {namespace!r}.")
     if not namespace and not empty_ok:
@@ -84,7 +98,7 @@ def _check_namespace(namespace: object, what: str, *, empty_ok: bool = False) ->
                 f"Invalid namespace label {label!r} in {tuple(namespace)}: labels are non-empty strings without '.'."
             )
     try:
-        check_namespace(tuple(namespace))
+        check_namespace(to_product(namespace))
     except InvalidValue as error:
         raise InvalidNamespaceError(f"Invalid {what} {tuple(namespace)}: {error.message}") from None
 
@@ -178,13 +192,17 @@ def key_and_value(memory: Memory) -> tuple[str, dict[str, Any]] | None:
 
 def item_of(memory: Memory, key: str, value: dict[str, Any]) -> Item:
     return Item(
-        value=value, key=key, namespace=memory.namespace, created_at=memory.created_at, updated_at=memory.updated_at
+        value=value,
+        key=key,
+        namespace=from_product(memory.namespace),
+        created_at=memory.created_at,
+        updated_at=memory.updated_at,
     )
 
 
 def search_item(memory: Memory, key: str, value: dict[str, Any], score: float | None) -> SearchItem:
     return SearchItem(
-        namespace=memory.namespace,
+        namespace=from_product(memory.namespace),
         key=key,
         value=value,
         created_at=memory.created_at,
@@ -193,4 +211,14 @@ def search_item(memory: Memory, key: str, value: dict[str, Any], score: float | 
     )
 
 
-__all__ = ["SOURCE", "check_op", "checked_ttl", "encoded", "envelope", "item_of", "key_and_value", "search_item"]
+__all__ = [
+    "SOURCE",
+    "check_op",
+    "checked_ttl",
+    "encoded",
+    "envelope",
+    "item_of",
+    "key_and_value",
+    "product_op",
+    "search_item",
+]

@@ -3,7 +3,8 @@
 Imported only when used (the `langgraph` extra, which installs langgraph-checkpoint): nothing here loads with
 agent_memory. How an item is kept:
 
-- its namespace tuple is the memory's namespace, so tenancy, listing and search scopes are the product's own;
+- its namespace tuple is the memory's namespace (labels the domain refuses escaped as %XX, langgraph_labels.py), so
+  tenancy, listing and search scopes are the product's own;
 - its key names a memory path `langgraph/<key as a slug>-<digest>`, the digest being a hash of namespace and
   key: the path is stable (a put over an existing key updates that memory, keeping its created_at), never
   collides between keys that slug alike ("A b" and "a-b"), and is readable in `memory list langgraph` and as
@@ -74,6 +75,7 @@ from agent_memory.entrypoints.langgraph_index import (
     index_config,
     tokenized,
 )
+from agent_memory.entrypoints.langgraph_labels import from_product, to_product
 from agent_memory.entrypoints.langgraph_ops import (
     SOURCE,
     check_op,
@@ -82,6 +84,7 @@ from agent_memory.entrypoints.langgraph_ops import (
     envelope,
     item_of,
     key_and_value,
+    product_op,
     search_item,
 )
 
@@ -182,7 +185,7 @@ class MemoryStore(BaseStore):
         checked = list(ops)
         for op in checked:
             check_op(op)
-        return [self._run(op) for op in checked]
+        return [self._run(product_op(op)) for op in checked]
 
     async def abatch(self, ops: Iterable[Op]) -> list[OpResult]:
         """batch, in a worker thread: the service's backends block."""
@@ -314,7 +317,7 @@ class MemoryStore(BaseStore):
         """The hits, their items' TTLs renewed when the search asks it (LangGraph's refresh on read)."""
         if op.refresh_ttl and self.ttl_config is not None:
             for hit in hits:
-                memory = self._memory(tuple(hit.namespace), hit.key)
+                memory = self._memory(to_product(hit.namespace), hit.key)
                 if memory is not None:
                     self._refreshed(memory)
         return hits
@@ -449,7 +452,7 @@ class MemoryStore(BaseStore):
         chosen = [ns for ns in namespaces if all(namespace_matches(condition, ns) for condition in conditions)]
         if op.max_depth is not None:
             chosen = list({ns[: op.max_depth] for ns in chosen})
-        return sorted(chosen)[op.offset : op.offset + op.limit]
+        return sorted(from_product(ns) for ns in chosen)[op.offset : op.offset + op.limit]
 
 
 def _absent_code(error: DomainError) -> bool:

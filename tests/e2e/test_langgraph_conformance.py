@@ -1,6 +1,7 @@
 """Issue 30: `MemoryStore` behaves as LangGraph's own stores do where LangGraph documents it — the `index`
 configuration (embeddings, fields, `index=False`, cosine scores), TTL mapped onto the memories' expiry, and the
-namespace rule that only `put()` refuses the root label "langgraph" — on every backend."""
+namespace rules (only `put()` refuses the root label "langgraph"; every label LangGraph takes, a '/' or a trailing
+newline included, is kept and read back exactly) and filter keys taken as data — on every backend."""
 
 from __future__ import annotations
 
@@ -147,3 +148,49 @@ def test_a_dotted_filter_key_reads_a_nested_field(service: MemoryService) -> Non
     store.put(NS, "dotted", {"user.access-level": "literal"})
     assert [hit.key for hit in store.search(NS, filter={"user.access-level": "nested"})] == ["hyphen"]
     assert [hit.key for hit in store.search(NS, filter={"user.access-level": "literal"})] == ["dotted"]
+
+
+# --- namespaces: every label LangGraph takes is kept, exactly, though the domain refuses some ---------------------
+
+ODD_LABELS = ("line\n", "tab\there", "a/b", " ", "100%", "%2F", "bell\x07", "ü\x7f")
+
+
+def test_labels_langgraph_takes_round_trip_exactly(service: MemoryService) -> None:
+    store = MemoryStore(service)
+    for n, label in enumerate(ODD_LABELS):
+        store.put(("odd", label), f"k{n}", {"n": n})
+    store.put(("odd", "plain"), "p", {"n": -1})
+    for n, label in enumerate(ODD_LABELS):
+        got = store.get(("odd", label), f"k{n}")
+        assert got is not None and got.value == {"n": n} and got.namespace == ("odd", label)
+        hits = store.search(("odd", label))
+        assert [(hit.namespace, hit.key) for hit in hits] == [(("odd", label), f"k{n}")]
+    assert store.get(("odd", "%2F"), "k2") is None  # the escaped form of 'a/b' is a label of its own
+    listed = store.list_namespaces(prefix=("odd",))
+    assert listed == sorted([("odd", label) for label in ODD_LABELS] + [("odd", "plain")])
+    assert store.list_namespaces(suffix=("line\n",)) == [("odd", "line\n")]
+    queried = store.search(("odd",), query="anything", limit=20)
+    assert {hit.namespace for hit in queried} == set(listed)
+    # a label the domain takes as it is reads the same through the product's own door
+    views = service.list("langgraph", namespace=("odd", "plain")).unwrap().memories
+    assert [view.memory.namespace for view in views] == [("odd", "plain")]
+
+
+@pytest.mark.parametrize("namespace", [(), ("",), ("a.b",), ("ok", 3)])
+def test_labels_langgraph_refuses_are_refused(service: MemoryService, namespace: tuple[object, ...]) -> None:
+    store = MemoryStore(service)
+    with pytest.raises(InvalidNamespaceError):
+        store.batch([PutOp(namespace, "k", {"v": 1})])  # type: ignore[arg-type]
+
+
+def test_a_filter_key_is_data_never_code(service: MemoryService) -> None:
+    """LangGraph's sqlite store refuses odd filter keys to guard its SQL; its in-memory and postgres stores take
+    them as field names, and so does this store, which builds no SQL: a key shaped like an injection matches
+    only a field of that very name."""
+    store = MemoryStore(service)
+    store.put(NS, "public", {"access": "public"})
+    store.put(NS, "private", {"access": "private", "password": "123"})
+    injection = "access') = 'public' OR '1'='1' OR json_extract(value, '$."
+    assert store.search(NS, filter={injection: "dummy"}) == []
+    store.put(NS, "odd", {injection: "dummy"})
+    assert [hit.key for hit in store.search(NS, filter={injection: "dummy"})] == ["odd"]
