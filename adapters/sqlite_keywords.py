@@ -13,6 +13,7 @@ from typing import TypeVar
 from returns.result import Failure, Result, Success
 
 from agent_memory.adapters.shared.disk import disk_hint
+from agent_memory.adapters.shared.private import private_directory, private_file
 from agent_memory.adapters.shared.words import query_terms
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.ports import SCOPE_JOIN, THREAD_JOIN, KeywordEntry, KeywordScope
@@ -70,7 +71,7 @@ class SqliteKeywordIndex:
             if self.path.is_file() and not os.access(self.path.parent, os.W_OK):
                 self._connection = self._read_only()
                 return self._connection
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_file(private_directory(self.path.parent) / self.path.name)
             connection = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
             connection.execute("PRAGMA journal_mode=WAL")
             self._connection = connection

@@ -13,6 +13,7 @@ from returns.result import Result
 from agent_memory.adapters.chroma.salvage import is_vector_index_damage
 from agent_memory.adapters.shared.boundary import Abort, as_result
 from agent_memory.adapters.shared.disk import disk_hint
+from agent_memory.adapters.shared.private import owner_only_files
 from agent_memory.domain.errors import DomainError, ErrorCode
 
 T = TypeVar("T")
@@ -35,7 +36,8 @@ class Boundary:
     def call(self, doing: str, call: Callable[[], T]) -> T:
         """`call()`; what it raises aborts: network failures as BACKEND_UNAVAILABLE, library errors as STORAGE_ERROR."""
         try:
-            return call()
+            with owner_only_files():  # what Chroma writes meanwhile (sqlite, HNSW files) is the owner's alone
+                return call()
         except (httpx.TransportError, ConnectionError) as error:
             raise Abort(self.unavailable(error)) from error
         except (ChromaError, ValueError, TypeError, KeyError) as error:

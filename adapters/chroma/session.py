@@ -26,6 +26,7 @@ from agent_memory.adapters.chroma.mirror import VectorMirror
 from agent_memory.adapters.shared.boundary import Abort
 from agent_memory.adapters.shared.disk import cannot_write, disk_hint
 from agent_memory.adapters.shared.durable import write_atomically
+from agent_memory.adapters.shared.private import PRIVATE_FILE, private_directory
 from agent_memory.domain.errors import DomainError, ErrorCode
 
 T = TypeVar("T")
@@ -139,9 +140,9 @@ class Session:
             return
         lock_path = self.directory / LOCK_FILE
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            private_directory(self.directory)
             if self._lock is None:
-                self._lock = filelock.FileLock(str(lock_path))
+                self._lock = filelock.FileLock(str(lock_path), mode=PRIVATE_FILE)
             self._lock.acquire(timeout=LOCK_TIMEOUT_S)
         except filelock.Timeout as error:  # before OSError: filelock.Timeout is one
             raise Abort(

@@ -39,6 +39,7 @@ from agent_memory.adapters.files.layout import (
 from agent_memory.adapters.files.readcache import ReadCache, digest_of
 from agent_memory.adapters.shared.boundary import Abort
 from agent_memory.adapters.shared.durable import fsync_directory, write_atomically
+from agent_memory.adapters.shared.private import private_directory
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.model import Memory
 
@@ -142,7 +143,7 @@ class StoreFiles:
                     relative_path(parts),
                 )
             if make_folders and not current.exists():
-                current.mkdir(exist_ok=True)
+                private_directory(current)
         target = current / parts[-1]
         self._check_inside(target.parent, relative_path(parts))
         return target

@@ -16,6 +16,7 @@ from returns.result import Result
 
 from agent_memory.adapters.shared.boundary import Abort, as_result
 from agent_memory.adapters.shared.disk import disk_hint
+from agent_memory.adapters.shared.private import owner_only_files
 from agent_memory.domain.errors import DomainError, ErrorCode
 
 T = TypeVar("T")
@@ -67,7 +68,7 @@ class Boundary:
         """`call()` as a Result: unreachable → BACKEND_UNAVAILABLE, other library errors → STORAGE_ERROR."""
 
         def guarded() -> T:
-            with self.guard:
+            with self.guard, owner_only_files():  # what local mode writes meanwhile is the owner's alone
                 return call()
 
         return as_result(guarded, LIBRARY_ERRORS, partial(self.translate, doing))

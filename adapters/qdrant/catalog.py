@@ -30,6 +30,7 @@ from agent_memory.adapters.shared import names
 from agent_memory.adapters.shared.batching import chunks
 from agent_memory.adapters.shared.boundary import Abort
 from agent_memory.adapters.shared.disk import cannot_write, read_only_copy
+from agent_memory.adapters.shared.private import owner_only_files, private_directory
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
 from agent_memory.domain.model import check_store_name
 from agent_memory.domain.paths import CategoryPath
@@ -302,7 +303,8 @@ class QdrantCatalog:
     def _local_client(self) -> QdrantClient:
         data = pathlib.Path(str(self.path))
         try:
-            return QdrantClient(path=str(data), force_disable_check_same_thread=True)
+            with owner_only_files():
+                return QdrantClient(path=str(private_directory(data)), force_disable_check_same_thread=True)
         except RuntimeError as error:
             # local mode's only start-up RuntimeError is the lock one; anything else still cannot open the data
             raise Abort(
