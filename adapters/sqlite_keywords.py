@@ -77,6 +77,15 @@ class SqliteKeywordIndex:
             self._connection = connection
         return self._connection
 
+    @staticmethod
+    def _on_nothing(work: Callable[[sqlite3.Connection], T]) -> T:
+        """A read's answer where there is no index file yet: what an empty index answers, in memory."""
+        connection = sqlite3.connect(":memory:", isolation_level=None)
+        try:
+            return work(connection)
+        finally:
+            connection.close()
+
     def _read_only(self) -> sqlite3.Connection:
         """On a disk that refuses writes: the index as it stands (immutable: SQLite makes no journal files),
         so searches still work; any write through it fails as a read-only database."""
@@ -85,7 +94,7 @@ class SqliteKeywordIndex:
 
     def _ensure(self, connection: sqlite3.Connection, store: str) -> str:
         table = _table(store)
-        if table not in self._ready:
+        if table not in self._ready or connection is not self._connection:
             connection.execute(
                 f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5(content, prev, next, tokenize='{TOKENIZER}')"
             )
@@ -94,12 +103,15 @@ class SqliteKeywordIndex:
                 "thread TEXT NOT NULL, prev_id TEXT, next_id TEXT)"
             )
             connection.execute(f"CREATE INDEX IF NOT EXISTS {table}_thread ON {table}_links(thread, row)")
-            self._ready.add(table)
+            if connection is self._connection:
+                self._ready.add(table)
         return table
 
     def _run(self, doing: str, work: Callable[[sqlite3.Connection], T], *, write: bool) -> Result[T, DomainError]:
         try:
             with self._lock:
+                if not write and self._connection is None and not self.path.exists():
+                    return Success(self._on_nothing(work))  # a read creates nothing: no index is an empty one
                 connection = self._connect()
                 if not write:
                     return Success(work(connection))

@@ -107,7 +107,11 @@ class Maintenance:
                 lambda memories: self._pruned(opened, tuple(m for m in memories if m.is_expired(now)), dry_run=dry_run)
             )
 
-        return self.ctx.exclusive(store, lambda: self.ctx.open(store, create=False).bind(expired_ones))
+        def listed() -> Result[PruneReport, DomainError]:
+            return self.ctx.open(store, create=False).bind(expired_ones)
+
+        # a dry run only reads: it takes no write lock (and so, on a fresh data dir, creates no lock file)
+        return listed() if dry_run else self.ctx.exclusive(store, listed)
 
     def _pruned(
         self, opened: VectorStore, expired: tuple[Memory, ...], *, dry_run: bool

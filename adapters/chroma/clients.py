@@ -37,9 +37,12 @@ def server_client(boundary: Boundary, host: str, port: int) -> ClientAPI:
     return client
 
 
+DATABASE_FILE = "chroma.sqlite3"  # an embedded database is there once this file is
+
+
 def embedded_client(boundary: Boundary, path: pathlib.Path) -> ClientAPI:
     """A client of the embedded database at `path` (made when missing); an Abort saying why there is none."""
-    database = path / "chroma.sqlite3"
+    database = path / DATABASE_FILE
     if database.is_file() and database.stat().st_size == 0:
         # an empty database file would silently become a new, empty store: refuse, and say what to do
         raise Abort(

@@ -30,6 +30,7 @@ from agent_memory.adapters.files.layout import (
     relative_path,
 )
 from agent_memory.adapters.files.store import FilesVectorStore
+from agent_memory.adapters.shared.disk import creatable
 from agent_memory.adapters.shared.names import is_store_name, store_not_found
 from agent_memory.adapters.shared.private import PRIVATE_FILE, private_directory
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
@@ -138,7 +139,9 @@ class FilesCatalog:
             fields = {"files_root": str(self.root), "index_backend": self.index.backend}
             return fields | {f"index_{key}": value for key, value in index_fields.items()}
 
-        return self._usable_root().bind(lambda _: self.index.health().map(merged))
+        # a root not made yet reads as an empty one: nothing is created by asking (a write makes it)
+        usable = Success(None) if creatable(self.root) else self._usable_root()
+        return usable.bind(lambda _: self.index.health().map(merged))
 
     def keep_warm(self) -> None:
         self.index.keep_warm()  # the markdown files need nothing; their search index may

@@ -29,7 +29,7 @@ from agent_memory.adapters.qdrant.store import QdrantVectorStore
 from agent_memory.adapters.shared import names
 from agent_memory.adapters.shared.batching import chunks
 from agent_memory.adapters.shared.boundary import Abort
-from agent_memory.adapters.shared.disk import cannot_write, read_only_copy
+from agent_memory.adapters.shared.disk import cannot_write, creatable, read_only_copy
 from agent_memory.adapters.shared.private import owner_only_files, private_directory
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
 from agent_memory.domain.model import check_store_name
@@ -197,13 +197,16 @@ class QdrantCatalog:
 
     def health(self) -> Result[Mapping[str, str], DomainError]:
         def health() -> Mapping[str, str]:
-            self.boundary.probe(self.client().get_collections)
+            if not self._nothing_yet():
+                self.boundary.probe(self.client().get_collections)
             return {"qdrant_location": self.location, "collection": self.collection}
 
         return self.boundary.result("list collections", health)
 
     def names(self) -> Result[list[str], DomainError]:
         def listed() -> list[str]:
+            if self._nothing_yet():
+                return []
             found = self.boundary.probe(partial(layout.aliases, self.client()))
             return sorted(store for alias in found if (store := self.store_of(alias)) is not None)
 
@@ -216,6 +219,8 @@ class QdrantCatalog:
             check_store_name(name)
         except InvalidValue as error:
             return Failure(error.to_error())
+        if not create and self._nothing_yet():
+            return Failure(names.store_not_found(name))
         return self.boundary.result(f"open store '{name}'", partial(self._opened, name, create=create))
 
     def categories(self, name: str) -> Result[QdrantCategories, DomainError]:
@@ -289,6 +294,13 @@ class QdrantCatalog:
             records.write(generation, self.embedder_name, self.dimension)
         layout.point_alias(client, alias, generation, replacing=False)
         return layout.aliases(client).get(alias, generation)
+
+    def _nothing_yet(self) -> bool:
+        """A local folder Qdrant has not made yet (no meta.json): reads answer as empty ones, and create nothing."""
+        if self.url is not None or self._client is not None:
+            return False
+        data = pathlib.Path(str(self.path))
+        return not (data / "meta.json").exists() and (data.is_dir() or creatable(data))
 
     def _server_client(self) -> QdrantClient:
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import errno
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -36,6 +37,19 @@ def disk_hint(cause: BaseException | str) -> str:
 def cannot_write(cause: BaseException | str) -> bool:
     """Whether an error means the disk refuses writes (read-only, or not writable by this user)."""
     return disk_hint(cause) in (READ_ONLY, NOT_WRITABLE)
+
+
+def creatable(path: Path) -> bool:
+    """Whether `path`, absent, could be made: its nearest existing ancestor is a folder this user may write.
+
+    A reader of data not made yet answers as if empty only then; elsewhere it reaches the library, which says why
+    the data cannot be there (a file in the way, a folder that refuses writes)."""
+    current = path
+    while not current.exists():
+        if current.parent == current:
+            return False
+        current = current.parent
+    return current != path and current.is_dir() and os.access(current, os.W_OK | os.X_OK)
 
 
 def read_only_copy(directory: Path) -> Path:

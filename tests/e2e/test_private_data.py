@@ -102,3 +102,26 @@ def test_a_file_written_where_a_symlink_sat_is_private(tmp_path: Path) -> None:
     assert not target.is_symlink()
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
     assert elsewhere.read_text() == "outside"
+
+
+READS = (
+    ("search", "door PIN"),
+    ("status",),
+    ("list",),
+    ("recent",),
+    ("export",),
+    ("store", "list"),
+    ("prune", "--dry-run"),
+)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reads_on_a_fresh_data_dir_create_nothing(
+    tmp_path: Path, backend: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = _env(tmp_path, backend)
+    for argv in READS:
+        _cli(env, capsys, *argv)
+    assert not (tmp_path / "data").exists()
+    _cli(env, capsys, "create", "the door PIN is 4711")  # and the first write then makes the store
+    assert "4711" in _cli(env, capsys, "search", "door PIN")
