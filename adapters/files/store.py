@@ -289,6 +289,8 @@ class FilesVectorStore:
         if place == parts and not stale_path:
             if block.get("id") is None:
                 batch.write(parts, with_id(record.text, memory.id) or serialize_frontmatter(memory, record.extra))
+            elif block.get("id") != memory.id:  # a copy of another file, read under an id of its own: write that id
+                batch.write(parts, serialize_frontmatter(memory, record.extra))
             return
         batch.write(place, serialize_frontmatter(memory, record.extra))
         if place != parts:
@@ -382,7 +384,7 @@ class FilesVectorStore:
             skipped = tuple(
                 f"{why} (skipped until fixed; then run `memory reindex`)"
                 for _, why in sorted(self.files.damaged.items())
-            )
+            ) + tuple(self.files.conflicts())
             indexed = value_of(self.index.count())
             if skipped or indexed == len(records):
                 return skipped
