@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from returns.result import Failure, Result, Success
 
-from agent_memory.adapters.shared.disk import disk_hint
+from agent_memory.adapters.shared.disk import creatable, disk_hint
 from agent_memory.adapters.shared.private import private_directory, private_file
 from agent_memory.adapters.shared.words import query_terms
 from agent_memory.domain.errors import DomainError, ErrorCode
@@ -110,7 +110,7 @@ class SqliteKeywordIndex:
     def _run(self, doing: str, work: Callable[[sqlite3.Connection], T], *, write: bool) -> Result[T, DomainError]:
         try:
             with self._lock:
-                if not write and self._connection is None and not self.path.exists():
+                if not write and self._connection is None and creatable(self.path):
                     return Success(self._on_nothing(work))  # a read creates nothing: no index is an empty one
                 connection = self._connect()
                 if not write:
