@@ -77,6 +77,16 @@ class SqliteKeywordIndex:
             self._connection = connection
         return self._connection
 
+    def _roll_back(self, connection: sqlite3.Connection) -> None:
+        """End a failed write's transaction; a connection that cannot even roll back is closed (which does)."""
+        try:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+        except sqlite3.Error:
+            connection.close()
+            self._connection = None
+            self._ready.clear()
+
     @staticmethod
     def _on_nothing(work: Callable[[sqlite3.Connection], T]) -> T:
         """A read's answer where there is no index file yet: what an empty index answers, in memory."""
@@ -118,17 +128,19 @@ class SqliteKeywordIndex:
                 connection.execute("BEGIN IMMEDIATE")
                 try:
                     result = work(connection)
+                    connection.execute("COMMIT")
                 except BaseException:
-                    connection.execute("ROLLBACK")
+                    # a failed COMMIT (a full disk) leaves the transaction open, holding the index's write lock
+                    # for every process: roll back, so a failed write changes nothing and leaves no lock
+                    self._roll_back(connection)
                     raise
-                connection.execute("COMMIT")
                 return Success(result)
         except (sqlite3.Error, OSError) as error:  # OSError: the folder cannot be made (a file is in the way)
             return Failure(
                 DomainError(
                     ErrorCode.STORAGE_ERROR,
-                    f"The keyword index at {self.path} failed while {doing}{disk_hint(error)}"
-                    + ("." if disk_hint(error) else "; `memory reindex` rebuilds it."),
+                    f"The keyword index at {self.path} failed while {doing}{disk_hint(error, self.path.parent)}"
+                    + ("." if disk_hint(error, self.path.parent) else "; `memory reindex` rebuilds it."),
                     cause=str(error),
                 )
             )

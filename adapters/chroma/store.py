@@ -24,7 +24,8 @@ from agent_memory.adapters.chroma.salvage import (
 )
 from agent_memory.adapters.chroma.session import Session
 from agent_memory.adapters.shared.batching import chunks
-from agent_memory.adapters.shared.boundary import Abort, abort_if
+from agent_memory.adapters.shared.boundary import Abort, abort_if, value_of
+from agent_memory.adapters.shared.disk import FULL_DISK
 from agent_memory.adapters.shared.embeddings import count_mismatch, dimension_mismatch, mixed_dimensions
 from agent_memory.adapters.shared.vector_math import cosines
 from agent_memory.domain.errors import DomainError, ErrorCode
@@ -189,7 +190,14 @@ class ChromaVectorStore:
                     found.update((memory.id, memory) for memory in self._memories(page))
             return [found[i] for i in ids if i in found]
 
-        return self._result("read memories", read) if unique else Success([])
+        def read_or_salvage() -> list[Memory]:
+            try:
+                return value_of(self._result("read memories", read))
+            except Abort as abort:  # a full disk: the records from chroma.sqlite3
+                found = {memory.id: memory for memory in self._salvaged(abort.error)}
+                return [found[i] for i in ids if i in found]
+
+        return self.boundary.result(read_or_salvage) if unique else Success([])
 
     def passing(self, ids: Sequence[str], where: MemoryFilter) -> Result[set[str], DomainError]:
         """The ids among these that `where` keeps: by the mirror's masks, else by adapters.chroma.sifting."""
@@ -320,6 +328,8 @@ class ChromaVectorStore:
                 directory = self.session.directory
                 if directory is not None and is_vector_index_damage(abort.error.cause):
                     return (damaged_index_problem(directory, self.name),)
+                if directory is not None and FULL_DISK in abort.error.message:
+                    return (f"{abort.error.message} Reads come from chroma.sqlite3 meanwhile; writes fail.",)
             return ()
 
         return self.boundary.result(problems)
@@ -395,9 +405,10 @@ class ChromaVectorStore:
         return self._run("count memories", lambda collection: self.boundary.call("count memories", collection.count))
 
     def _salvaged(self, error: DomainError) -> list[Memory]:
-        """With a damaged HNSW index (embedded only), the records straight from chroma.sqlite3; else `error` aborts."""
+        """With a damaged HNSW index, or a full disk (Chroma applies its log on reads, which then fails), the
+        records straight from chroma.sqlite3 (embedded only); else `error` aborts."""
         directory = self.session.directory
-        if directory is None or not is_vector_index_damage(error.cause):
+        if directory is None or not (is_vector_index_damage(error.cause) or FULL_DISK in error.message):
             raise Abort(error)
         try:
             return salvage_memories(directory, self.name)
