@@ -139,7 +139,11 @@ class Maintenance:
         return self.ctx.exclusive(
             name,
             lambda: (
-                guarded_only(self.ctx.tenant, "reindex")
+                guarded_only(
+                    self.ctx.tenant,
+                    "reindex",
+                    "memory reindex" + ("" if name == self.ctx.policy.default_store else f" --store {name}"),
+                )
                 .bind(lambda _: self.ctx.open(name, create=False))
                 .bind(scan_and_rebuild)
             ),

@@ -19,6 +19,7 @@ from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.model import Memory, ScoredMemory
 from agent_memory.domain.namespaces import ConfigurationError, resolve_namespace
 from agent_memory.domain.service import MemoryService
+from agent_memory.domain.tenancy import EMPTY_GUARD
 from agent_memory.entrypoints.agent_tool_filters import plan_filter
 from agent_memory.entrypoints.agent_tool_words import MAX_WINDOW, manage_description, manage_schema, search_schema
 from agent_memory.entrypoints.json_codec import memory_json
@@ -59,6 +60,8 @@ def run_manage(
     """Create, update or delete one memory inside `namespace`; returns the spec 003 sentence. `type` (what
     search_memory's filter calls category, e.g. 'preference') and `tags` are set on create and, given, on update."""
     _check_action(action, permitted)
+    if not namespace:  # refused as search_memory refuses it: a memory of no tenant would be every tenant's
+        raise invalid(EMPTY_GUARD)
     if action == "create":
         if id is not None:
             raise invalid(
