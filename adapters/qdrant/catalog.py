@@ -296,11 +296,9 @@ class QdrantCatalog:
         return layout.aliases(client).get(alias, generation)
 
     def _nothing_yet(self) -> bool:
-        """A local folder Qdrant has not made yet (no meta.json): reads answer as empty ones, and create nothing."""
-        if self.url is not None or self._client is not None:
-            return False
-        data = pathlib.Path(str(self.path))
-        return not (data / "meta.json").exists() and (data.is_dir() or creatable(data))
+        """A local folder not made yet: reads answer as empty ones, and create nothing (a folder that exists is
+        opened: another process may hold it)."""
+        return self.url is None and self._client is None and creatable(pathlib.Path(str(self.path)))
 
     def _server_client(self) -> QdrantClient:
         try:
