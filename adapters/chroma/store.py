@@ -24,7 +24,7 @@ from agent_memory.adapters.chroma.salvage import (
 )
 from agent_memory.adapters.chroma.session import Session
 from agent_memory.adapters.shared.batching import chunks
-from agent_memory.adapters.shared.boundary import Abort, abort_if, value_of
+from agent_memory.adapters.shared.boundary import Abort, abort_if
 from agent_memory.adapters.shared.disk import FULL_DISK
 from agent_memory.adapters.shared.embeddings import count_mismatch, dimension_mismatch, mixed_dimensions
 from agent_memory.adapters.shared.vector_math import cosines
@@ -190,14 +190,7 @@ class ChromaVectorStore:
                     found.update((memory.id, memory) for memory in self._memories(page))
             return [found[i] for i in ids if i in found]
 
-        def read_or_salvage() -> list[Memory]:
-            try:
-                return value_of(self._result("read memories", read))
-            except Abort as abort:  # a full disk: the records from chroma.sqlite3
-                found = {memory.id: memory for memory in self._salvaged(abort.error)}
-                return [found[i] for i in ids if i in found]
-
-        return self.boundary.result(read_or_salvage) if unique else Success([])
+        return self._result("read memories", read) if unique else Success([])
 
     def passing(self, ids: Sequence[str], where: MemoryFilter) -> Result[set[str], DomainError]:
         """The ids among these that `where` keeps: by the mirror's masks, else by adapters.chroma.sifting."""
