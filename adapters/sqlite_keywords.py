@@ -12,7 +12,8 @@ from typing import TypeVar
 
 from returns.result import Failure, Result, Success
 
-from agent_memory.adapters.shared.disk import disk_hint
+from agent_memory.adapters.shared.disk import creatable, disk_hint
+from agent_memory.adapters.shared.private import private_directory, private_file
 from agent_memory.adapters.shared.words import query_terms
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.ports import SCOPE_JOIN, THREAD_JOIN, KeywordEntry, KeywordScope
@@ -70,11 +71,30 @@ class SqliteKeywordIndex:
             if self.path.is_file() and not os.access(self.path.parent, os.W_OK):
                 self._connection = self._read_only()
                 return self._connection
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_file(private_directory(self.path.parent) / self.path.name)
             connection = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
             connection.execute("PRAGMA journal_mode=WAL")
             self._connection = connection
         return self._connection
+
+    def _roll_back(self, connection: sqlite3.Connection) -> None:
+        """End a failed write's transaction; a connection that cannot even roll back is closed (which does)."""
+        try:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+        except sqlite3.Error:
+            connection.close()
+            self._connection = None
+            self._ready.clear()
+
+    @staticmethod
+    def _on_nothing(work: Callable[[sqlite3.Connection], T]) -> T:
+        """A read's answer where there is no index file yet: what an empty index answers, in memory."""
+        connection = sqlite3.connect(":memory:", isolation_level=None)
+        try:
+            return work(connection)
+        finally:
+            connection.close()
 
     def _read_only(self) -> sqlite3.Connection:
         """On a disk that refuses writes: the index as it stands (immutable: SQLite makes no journal files),
@@ -84,7 +104,7 @@ class SqliteKeywordIndex:
 
     def _ensure(self, connection: sqlite3.Connection, store: str) -> str:
         table = _table(store)
-        if table not in self._ready:
+        if table not in self._ready or connection is not self._connection:
             connection.execute(
                 f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5(content, prev, next, tokenize='{TOKENIZER}')"
             )
@@ -93,29 +113,34 @@ class SqliteKeywordIndex:
                 "thread TEXT NOT NULL, prev_id TEXT, next_id TEXT)"
             )
             connection.execute(f"CREATE INDEX IF NOT EXISTS {table}_thread ON {table}_links(thread, row)")
-            self._ready.add(table)
+            if connection is self._connection:
+                self._ready.add(table)
         return table
 
     def _run(self, doing: str, work: Callable[[sqlite3.Connection], T], *, write: bool) -> Result[T, DomainError]:
         try:
             with self._lock:
+                if not write and self._connection is None and creatable(self.path):
+                    return Success(self._on_nothing(work))  # a read creates nothing: no index is an empty one
                 connection = self._connect()
                 if not write:
                     return Success(work(connection))
                 connection.execute("BEGIN IMMEDIATE")
                 try:
                     result = work(connection)
+                    connection.execute("COMMIT")
                 except BaseException:
-                    connection.execute("ROLLBACK")
+                    # a failed COMMIT (a full disk) leaves the transaction open, holding the index's write lock
+                    # for every process: roll back, so a failed write changes nothing and leaves no lock
+                    self._roll_back(connection)
                     raise
-                connection.execute("COMMIT")
                 return Success(result)
         except (sqlite3.Error, OSError) as error:  # OSError: the folder cannot be made (a file is in the way)
             return Failure(
                 DomainError(
                     ErrorCode.STORAGE_ERROR,
-                    f"The keyword index at {self.path} failed while {doing}{disk_hint(error)}"
-                    + ("." if disk_hint(error) else "; `memory reindex` rebuilds it."),
+                    f"The keyword index at {self.path} failed while {doing}{disk_hint(error, self.path.parent)}"
+                    + ("." if disk_hint(error, self.path.parent) else "; `memory reindex` rebuilds it."),
                     cause=str(error),
                 )
             )

@@ -12,6 +12,7 @@ from filelock import FileLock, Timeout
 from returns.result import Failure, Result
 
 from agent_memory.adapters.shared.disk import disk_hint
+from agent_memory.adapters.shared.private import PRIVATE_FILE, private_directory
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
 from agent_memory.domain.model import check_store_name
 
@@ -65,7 +66,7 @@ class FileWriteLocks:
 
     @contextmanager
     def _locked(self, store: str) -> Iterator[None]:
-        self.directory.mkdir(parents=True, exist_ok=True)
+        private_directory(self.directory)
         # a new FileLock per acquisition: flock excludes every other open file, threads of this process included
-        with FileLock(self.directory / f"{store}.lock", timeout=self.timeout, thread_local=False):
+        with FileLock(self.directory / f"{store}.lock", timeout=self.timeout, thread_local=False, mode=PRIVATE_FILE):
             yield

@@ -99,7 +99,11 @@ class Maintenance:
                 lambda memories: self._pruned(opened, tuple(m for m in memories if m.is_expired(now)), dry_run=dry_run)
             )
 
-        return self.ctx.exclusive(store, lambda: self.ctx.open(store, create=False).bind(expired_ones))
+        def listed() -> Result[PruneReport, DomainError]:
+            return self.ctx.open(store, create=False).bind(expired_ones)
+
+        # a dry run only reads: it takes no write lock (and so, on a fresh data dir, creates no lock file)
+        return listed() if dry_run else self.ctx.exclusive(store, listed)
 
     def _pruned(
         self, opened: VectorStore, expired: tuple[Memory, ...], *, dry_run: bool
@@ -127,7 +131,11 @@ class Maintenance:
         return self.ctx.exclusive(
             name,
             lambda: (
-                guarded_only(self.ctx.tenant, "reindex")
+                guarded_only(
+                    self.ctx.tenant,
+                    "reindex",
+                    "memory reindex" + ("" if name == self.ctx.policy.default_store else f" --store {name}"),
+                )
                 .bind(lambda _: self.ctx.open(name, create=False))
                 .bind(scan_and_rebuild)
             ),

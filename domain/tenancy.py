@@ -78,15 +78,16 @@ def visible(memory: Memory, guard: Guard) -> bool:
     return guard is None or within(memory.namespace, guard)
 
 
-def guarded_only(guard: Guard, what: str) -> Result[None, DomainError]:
-    """INVALID_OPERATION for a change to the whole store asked under a namespace (it would touch other tenants)."""
+def guarded_only(guard: Guard, what: str, command: str = "memory category …") -> Result[None, DomainError]:
+    """INVALID_OPERATION for a change to the whole store asked under a namespace (it would touch other tenants);
+    `command` is what the operator runs instead, in a shell."""
     if guard is None:
         return Success(None)
     return Failure(
         DomainError(
             ErrorCode.INVALID_OPERATION,
             f"{what} concerns the whole store, every namespace's memories: it is refused under a namespace "
-            "(a pinned server, or a call that gives one). Run it without a namespace, e.g. `memory` on the "
-            "command line.",
+            f"(a pinned server, or a call that gives one). Run `{command}` in a shell on the machine that holds "
+            "the data, without a namespace.",
         )
     )

@@ -20,6 +20,7 @@ from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.model import Memory, ScoredMemory
 from agent_memory.domain.namespaces import ConfigurationError, resolve_namespace
 from agent_memory.domain.service import MemoryService
+from agent_memory.domain.tenancy import EMPTY_GUARD
 from agent_memory.entrypoints.agent_tool_filters import plan_filter
 from agent_memory.entrypoints.agent_tool_stores import (
     check_store,
@@ -79,6 +80,8 @@ def run_manage(
     it as the object)."""
     source = STRUCTURED_SOURCE if structured else ""
     _check_action(action, permitted)
+    if not namespace:  # refused as search_memory refuses it: a memory of no tenant would be every tenant's
+        raise invalid(EMPTY_GUARD)
     if action == "create":
         if id is not None:
             raise invalid(

@@ -75,6 +75,7 @@ def run(argv: Sequence[str], *, env: Mapping[str, str] | None = None, services: 
             .bind(
                 lambda service: (
                     handler(service, args)
+                    .map(lambda payload: _exposure(payload, settings) if args.command == "status" else payload)
                     .map(lambda payload: _emit(payload, fmt, render))
                     .alt(
                         lambda error: _refuse(
@@ -199,10 +200,29 @@ def _status_body(error: DomainError, settings: Any) -> dict[str, Any]:
     return body
 
 
+def _exposure(payload: Any, settings: Settings) -> Any:
+    """`status` on a data directory other users can read: degraded, saying what to run."""
+    from agent_memory.adapters.shared.private import exposed_paths
+
+    exposed = exposed_paths(settings.data_dir) if isinstance(payload, dict) else []
+    if not exposed:
+        return payload
+    shown = ", ".join(str(path) for path in exposed)
+    problem = (
+        f"Other users of this machine can read the data directory {settings.data_dir} (e.g. {shown}): "
+        f"run `chmod -R go-rwx {settings.data_dir}` to keep the memories yours alone."
+    )
+    return payload | {"status": "degraded", "problems": [*payload.get("problems", []), problem]}
+
+
 def run_guarded(argv: Sequence[str], *, env: Mapping[str, str] | None = None, services: Services | None = None) -> int:
-    """`run` behind the last-resort handler that keeps the promise 'a JSON error, never a traceback'."""
+    """`run` behind the last-resort handler that keeps the promise 'a JSON error, never a traceback'; whatever
+    it creates (data, `export --output`) is the user's alone (0700/0600), whatever the umask."""
+    from agent_memory.adapters.shared.private import owner_only_files
+
     try:
-        return run(argv, env=env, services=services)
+        with owner_only_files():
+            return run(argv, env=env, services=services)
     except Exception as error:
         return _fail(
             {

@@ -307,7 +307,7 @@ class MemoryServer:
         with self.lock:
             try:
                 os.chdir(str(request.get("cwd")))
-                os.umask(int(request.get("umask", 0o022)))
+                os.umask(int(request.get("umask", 0o022)) | 0o077)  # the data stays the user's alone
             except (OSError, TypeError, ValueError):
                 result["answer"] = {"refused": "cwd", "message": "cannot enter the client's working directory"}
                 return

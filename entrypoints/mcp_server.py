@@ -448,6 +448,10 @@ def run_mcp(
     refusal = refuse_open_bind(host, secured, "MCP over HTTP") if transport == "http" else None
     if refusal is not None:
         return _startup_failure(refusal)
+    if session is None:
+        from agent_memory.adapters.shared.private import keep_owner_only
+
+        keep_owner_only()  # what the server writes (the data, its libraries' files) is the user's alone
     build = build_service if session is None else session.services
     match build(settings).bind(lambda built: tenancy.services(built).map(lambda _: built)):
         case Success(service):

@@ -264,7 +264,10 @@ def run_rest(settings: Settings, host: str = "127.0.0.1", port: int = 8080, api_
     """Build the service from the settings and serve until interrupted; the exit code."""
     import uvicorn
 
+    from agent_memory.adapters.shared.private import keep_owner_only
     from agent_memory.entrypoints.bootstrap import build_service
+
+    keep_owner_only()  # what the server writes (the data, its libraries' files) is the user's alone
     from agent_memory.entrypoints.http_protocol import json_400_protocol
 
     tenancy = Tenancy.of(settings, api_token)

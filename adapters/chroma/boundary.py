@@ -13,6 +13,7 @@ from returns.result import Result
 from agent_memory.adapters.chroma.salvage import is_vector_index_damage
 from agent_memory.adapters.shared.boundary import Abort, as_result
 from agent_memory.adapters.shared.disk import disk_hint
+from agent_memory.adapters.shared.private import owner_only_files
 from agent_memory.domain.errors import DomainError, ErrorCode
 
 T = TypeVar("T")
@@ -29,17 +30,18 @@ class Boundary:
         if self.server:
             message = f"Cannot connect to ChromaDB at {self.location}. Is Docker running?"
         else:
-            message = f"Cannot open the ChromaDB data at {self.location}{disk_hint(cause)}."
+            message = f"Cannot open the ChromaDB data at {self.location}{disk_hint(cause, self.location)}."
         return DomainError(ErrorCode.BACKEND_UNAVAILABLE, message, cause=str(cause))
 
     def call(self, doing: str, call: Callable[[], T]) -> T:
         """`call()`; what it raises aborts: network failures as BACKEND_UNAVAILABLE, library errors as STORAGE_ERROR."""
         try:
-            return call()
+            with owner_only_files():  # what Chroma writes meanwhile (sqlite, HNSW files) is the owner's alone
+                return call()
         except (httpx.TransportError, ConnectionError) as error:
             raise Abort(self.unavailable(error)) from error
         except (ChromaError, ValueError, TypeError, KeyError) as error:
-            raise Abort(storage_error(doing, error)) from error
+            raise Abort(storage_error(doing, error, None if self.server else self.location)) from error
         except Exception as error:
             # Boundary catch-all, narrowed: chromadb's HTTP client raises a plain `Exception(response.text)`
             # for server errors it cannot classify (chromadb/api/base_http_client.py). Only that exact
@@ -53,10 +55,11 @@ class Boundary:
         return as_result(call)
 
 
-def storage_error(doing: str, error: BaseException) -> DomainError:
+def storage_error(doing: str, error: BaseException, where: str | None = None) -> DomainError:
+    """A library error as STORAGE_ERROR; `where` (an embedded database's folder) lets a full disk be named."""
     return DomainError(
         ErrorCode.STORAGE_ERROR,
-        f"ChromaDB failed to {doing}{disk_hint(error) or index_hint(error)}.",
+        f"ChromaDB failed to {doing}{disk_hint(error, where) or index_hint(error)}.",
         cause=f"{type(error).__name__}: {error}",
     )
 

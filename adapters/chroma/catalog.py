@@ -17,13 +17,14 @@ from returns.result import Failure, Result
 from agent_memory.adapters.chroma import layout
 from agent_memory.adapters.chroma.boundary import Boundary
 from agent_memory.adapters.chroma.categories import ChromaCategories
-from agent_memory.adapters.chroma.clients import server_client
+from agent_memory.adapters.chroma.clients import DATABASE_FILE, server_client
 from agent_memory.adapters.chroma.mirroring import MIRROR_LIMIT
 from agent_memory.adapters.chroma.session import Session, embedded_session
 from agent_memory.adapters.chroma.store import ChromaVectorStore
 from agent_memory.adapters.chroma.warming import Warmer
 from agent_memory.adapters.shared import names
 from agent_memory.adapters.shared.boundary import Abort
+from agent_memory.adapters.shared.disk import creatable
 from agent_memory.domain.errors import DomainError, InvalidValue
 from agent_memory.domain.model import check_store_name
 
@@ -84,13 +85,16 @@ class ChromaCatalog:
 
     def health(self) -> Result[Mapping[str, str], DomainError]:
         def health() -> Mapping[str, str]:
-            self._call("answer a heartbeat", lambda client: client.heartbeat())
+            if not self._nothing_yet():
+                self._call("answer a heartbeat", lambda client: client.heartbeat())
             return {"chromadb_host": self.location, "collection": self.collection}
 
         return self.boundary.result(health)
 
     def names(self) -> Result[list[str], DomainError]:
         def listed() -> list[str]:
+            if self._nothing_yet():
+                return []
             collections = self._call("list collections", lambda client: client.list_collections())
             return sorted(name for found in collections if (name := self.store_of(found.name)) is not None)
 
@@ -102,6 +106,8 @@ class ChromaCatalog:
             check_store_name(name)
         except InvalidValue as error:
             return Failure(error.to_error())
+        if not create and self._nothing_yet():
+            return Failure(names.store_not_found(name))
         return self.boundary.result(partial(self._opened, name, create=create))
 
     def categories(self, name: str) -> Result[ChromaCategories, DomainError]:
@@ -153,8 +159,17 @@ class ChromaCatalog:
             raise Abort(names.store_not_found(name))
         return self._store(name, found)
 
+    def _nothing_yet(self) -> bool:
+        """An embedded data directory without its database: reads answer as empty ones, and create nothing."""
+        if self.host is not None:
+            return False
+        data = pathlib.Path(str(self.path))
+        return not (data / DATABASE_FILE).exists() and (data.is_dir() or creatable(data))
+
     def _existing(self) -> list[ChromaVectorStore]:
         """The handles of every store there is now."""
+        if self._nothing_yet():
+            return []
         collections = self._call("list collections", lambda client: client.list_collections())
         names = sorted(name for found in collections if (name := self.store_of(found.name)) is not None)
         return [self._opened(name, create=False) for name in names]

@@ -14,6 +14,7 @@ from chromadb.errors import ChromaError
 from agent_memory.adapters.chroma.boundary import Boundary, storage_error
 from agent_memory.adapters.shared.boundary import Abort
 from agent_memory.adapters.shared.disk import cannot_write, read_only_copy
+from agent_memory.adapters.shared.private import owner_only_files, private_directory
 from agent_memory.domain.errors import DomainError, ErrorCode
 
 CONNECT_TIMEOUT_S = 3.0
@@ -36,9 +37,12 @@ def server_client(boundary: Boundary, host: str, port: int) -> ClientAPI:
     return client
 
 
+DATABASE_FILE = "chroma.sqlite3"  # an embedded database is there once this file is
+
+
 def embedded_client(boundary: Boundary, path: pathlib.Path) -> ClientAPI:
     """A client of the embedded database at `path` (made when missing); an Abort saying why there is none."""
-    database = path / "chroma.sqlite3"
+    database = path / DATABASE_FILE
     if database.is_file() and database.stat().st_size == 0:
         # an empty database file would silently become a new, empty store: refuse, and say what to do
         raise Abort(
@@ -50,8 +54,9 @@ def embedded_client(boundary: Boundary, path: pathlib.Path) -> ClientAPI:
             )
         )
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        return chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
+        with owner_only_files():
+            private_directory(path)
+            return chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
     except (ChromaError, OSError, ValueError, TypeError, AttributeError) as error:
         # AttributeError: chromadb 1.5.9 masks a failed start of its Rust bindings with
         # AttributeError('bindings') while cleaning up (chromadb/api/rust.py stop()).

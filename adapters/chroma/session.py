@@ -24,8 +24,9 @@ from agent_memory.adapters.chroma.boundary import Boundary
 from agent_memory.adapters.chroma.clients import embedded_client
 from agent_memory.adapters.chroma.mirror import VectorMirror
 from agent_memory.adapters.shared.boundary import Abort
-from agent_memory.adapters.shared.disk import cannot_write, disk_hint
+from agent_memory.adapters.shared.disk import FULL_DISK, cannot_write, disk_hint, nearly_full
 from agent_memory.adapters.shared.durable import write_atomically
+from agent_memory.adapters.shared.private import PRIVATE_FILE, private_directory
 from agent_memory.domain.errors import DomainError, ErrorCode
 
 T = TypeVar("T")
@@ -89,6 +90,9 @@ class Session:
     # (another process wrote: what was read is stale), the closes, and this process's writes that raced it
     resets: int = field(default=0, init=False)
     closes: int = field(default=0, init=False)
+    _hit_full_disk: bool = field(
+        default=False, init=False
+    )  # a write met a full disk: renew the System once there is room
     racing: list[RacingWrites] = field(factory=list, init=False)
     _mutex: threading.RLock = field(factory=threading.RLock, init=False)  # this process's threads take turns
     _lock: filelock.FileLock | None = field(default=None, init=False)
@@ -100,12 +104,22 @@ class Session:
         thread keeps the lock it holds.
         """
         with self._mutex:  # the threads of this process take turns too
+            if self._hit_full_disk and self.directory is not None and not nearly_full(self.directory):
+                # after a full disk, embedded Chroma's System can hang on its next write even once there is room
+                # again: once there is, it is dropped and the next client starts anew from the disk (until then
+                # the old one still answers reads)
+                self._hit_full_disk = False
+                self._reset()
             self._lock_directory(doing, write=write)
             try:
                 self._refresh()
                 if write:
                     self._announce()
                 return op(self._connect())
+            except Abort as abort:
+                if self.directory is not None and FULL_DISK in abort.error.message:
+                    self._hit_full_disk = True
+                raise
             finally:
                 if write:
                     self._collections.clear()  # it may have created, renamed or dropped some
@@ -139,9 +153,9 @@ class Session:
             return
         lock_path = self.directory / LOCK_FILE
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            private_directory(self.directory)
             if self._lock is None:
-                self._lock = filelock.FileLock(str(lock_path))
+                self._lock = filelock.FileLock(str(lock_path), mode=PRIVATE_FILE)
             self._lock.acquire(timeout=LOCK_TIMEOUT_S)
         except filelock.Timeout as error:  # before OSError: filelock.Timeout is one
             raise Abort(

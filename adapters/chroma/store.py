@@ -25,6 +25,7 @@ from agent_memory.adapters.chroma.salvage import (
 from agent_memory.adapters.chroma.session import Session
 from agent_memory.adapters.shared.batching import chunks
 from agent_memory.adapters.shared.boundary import Abort, abort_if
+from agent_memory.adapters.shared.disk import FULL_DISK
 from agent_memory.adapters.shared.embeddings import count_mismatch, dimension_mismatch, mixed_dimensions
 from agent_memory.adapters.shared.vector_math import cosines
 from agent_memory.domain.errors import DomainError, ErrorCode
@@ -320,6 +321,8 @@ class ChromaVectorStore:
                 directory = self.session.directory
                 if directory is not None and is_vector_index_damage(abort.error.cause):
                     return (damaged_index_problem(directory, self.name),)
+                if directory is not None and FULL_DISK in abort.error.message:
+                    return (f"{abort.error.message} Reads come from chroma.sqlite3 meanwhile; writes fail.",)
             return ()
 
         return self.boundary.result(problems)
@@ -395,9 +398,10 @@ class ChromaVectorStore:
         return self._run("count memories", lambda collection: self.boundary.call("count memories", collection.count))
 
     def _salvaged(self, error: DomainError) -> list[Memory]:
-        """With a damaged HNSW index (embedded only), the records straight from chroma.sqlite3; else `error` aborts."""
+        """With a damaged HNSW index, or a full disk (Chroma applies its log on reads, which then fails), the
+        records straight from chroma.sqlite3 (embedded only); else `error` aborts."""
         directory = self.session.directory
-        if directory is None or not is_vector_index_damage(error.cause):
+        if directory is None or not (is_vector_index_damage(error.cause) or FULL_DISK in error.message):
             raise Abort(error)
         try:
             return salvage_memories(directory, self.name)

@@ -34,7 +34,7 @@ def storage_error(doing: str, where: Path, error: Exception) -> DomainError | No
             cause=str(error),
         )
     if isinstance(error, OSError):
-        hint = disk_hint(error)
+        hint = disk_hint(error, where)
         return DomainError(
             ErrorCode.STORAGE_ERROR,
             f"Could not {doing} in {where}{hint}."

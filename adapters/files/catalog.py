@@ -30,7 +30,9 @@ from agent_memory.adapters.files.layout import (
     relative_path,
 )
 from agent_memory.adapters.files.store import FilesVectorStore
+from agent_memory.adapters.shared.disk import creatable
 from agent_memory.adapters.shared.names import is_store_name, store_not_found
+from agent_memory.adapters.shared.private import PRIVATE_FILE, private_directory
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
 from agent_memory.domain.model import check_store_name
 from agent_memory.domain.paths import CategoryPath
@@ -137,7 +139,9 @@ class FilesCatalog:
             fields = {"files_root": str(self.root), "index_backend": self.index.backend}
             return fields | {f"index_{key}": value for key, value in index_fields.items()}
 
-        return self._usable_root().bind(lambda _: self.index.health().map(merged))
+        # a root not made yet reads as an empty one: nothing is created by asking (a write makes it)
+        usable = Success(None) if creatable(self.root) else self._usable_root()
+        return usable.bind(lambda _: self.index.health().map(merged))
 
     def keep_warm(self) -> None:
         self.index.keep_warm()  # the markdown files need nothing; their search index may
@@ -148,7 +152,7 @@ class FilesCatalog:
 
     def _writable_root(self) -> Result[None, DomainError]:
         def check() -> None:
-            self.root.mkdir(parents=True, exist_ok=True)
+            private_directory(self.root)
             if not os.access(self.root, os.W_OK | os.X_OK):
                 raise PermissionError(errno.EACCES, "not writable", str(self.root))
 
@@ -175,10 +179,12 @@ class FilesCatalog:
             return Failure(evolve(store_not_found(checked), path=checked))
         return (
             self._writable_root()
-            .bind(lambda _: guarded(f"create store '{checked}'", self.root, lambda: directory.mkdir(exist_ok=True)))
+            .bind(lambda _: guarded(f"create store '{checked}'", self.root, lambda: private_directory(directory)))
             .map(lambda _: self._files(checked, directory))
         )
 
     def _files(self, name: str, directory: Path) -> StoreFiles:
-        lock = filelock.FileLock(str(directory / LOCK_FILE), timeout=LOCK_TIMEOUT_S, is_singleton=True)
+        lock = filelock.FileLock(
+            str(directory / LOCK_FILE), timeout=LOCK_TIMEOUT_S, is_singleton=True, mode=PRIVATE_FILE
+        )
         return StoreFiles(name, directory, lock, self._parsed.setdefault(name, {}))

@@ -40,6 +40,7 @@ from agent_memory.adapters.files.layout import (
 from agent_memory.adapters.files.readcache import ReadCache, digest_of
 from agent_memory.adapters.shared.boundary import Abort
 from agent_memory.adapters.shared.durable import fsync_directory, write_atomically
+from agent_memory.adapters.shared.private import private_directory
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.model import Memory
 
@@ -105,6 +106,8 @@ class StoreFiles:
     lock: filelock.BaseFileLock
     cache: dict[Parts, Record] = field(factory=dict)  # parsed files by place, valid while their stamp is
     damaged: dict[Parts, str] = field(factory=dict)  # files the last walks could not read, with why
+    # copies: a file holding the id of another (older) file, by place: (the id it holds, the older file's place)
+    copies: dict[Parts, tuple[str, Parts]] = field(factory=dict)
     on_disk: ReadCache | None = None  # the cache file, during the first full walk (the cold start) only
     walked: bool = False
 
@@ -143,7 +146,7 @@ class StoreFiles:
                     relative_path(parts),
                 )
             if make_folders and not current.exists():
-                current.mkdir(exist_ok=True)
+                private_directory(current)
         target = current / parts[-1]
         self._check_inside(target.parent, relative_path(parts))
         return target
@@ -261,19 +264,19 @@ class StoreFiles:
     def records(self, select: Callable[[Parts], bool] | None = None) -> dict[str, Record]:
         """The memory files (those whose place `select` accepts), by id.
 
-        Two files with one id are an error, unless a writer was mid-move (it writes the new file before it
-        deletes the old one): then the walk is repeated once the writer is done.
+        Two files with one id (a copied file) never fail the store: the older file keeps the id, the copy is read
+        as a memory of its own, under an id made from its place (`copy_id`), and is listed in `copies` until
+        `reindex` writes that id into it. A writer mid-move (it writes the new file before it deletes the old
+        one) looks the same for a moment: the walk is then repeated once the writer is done.
         """
         first_walk = select is None and not self.walked
         if first_walk:
             self.on_disk = ReadCache.load(self.directory, self.name)
         try:
-            found = self._records_once(select)
-            if isinstance(found, Abort):
+            found, copied = self._records_once(select)
+            if copied:
                 with self.lock:
-                    found = self._records_once(select)
-            if isinstance(found, Abort):
-                raise found
+                    found, copied = self._records_once(select)
             if first_walk and self.on_disk is not None:
                 self.on_disk.save({relative_path(r.parts) for r in found.values()})
         finally:
@@ -287,34 +290,68 @@ class StoreFiles:
         for parts in [p for p in self.cache if p not in places]:
             self.cache.pop(parts, None)
 
-    def _records_once(self, select: Callable[[Parts], bool] | None) -> dict[str, Record] | Abort:
-        """One walk. A file that cannot be read as a memory is skipped and remembered in `damaged`: one bad
-        hand edit never makes the whole store unreadable."""
+    def _records_once(self, select: Callable[[Parts], bool] | None) -> tuple[dict[str, Record], bool]:
+        """One walk, and whether it met a copy. A file that cannot be read as a memory is skipped and remembered in
+        `damaged`: one bad hand edit (or a file this user may not read) never makes the whole store unreadable."""
         records: dict[str, Record] = {}
+        copied = False
         if select is None:
             self.damaged.clear()
+            self.copies.clear()
         for parts in self.memory_files(select):
             try:
                 record = self.read_record(parts)
             except Abort as problem:
                 self.damaged[parts] = problem.error.message
                 continue
+            except OSError as error:  # unreadable (permissions, I/O): reported, never failing the walk
+                self.damaged[parts] = _unreadable(self.name, parts, error)
+                continue
             self.damaged.pop(parts, None)
             if record is None:
                 continue  # removed since the walk listed it
+            known = self.copies.get(parts)
+            if select is not None and known is not None and known[0] == record.memory.id:
+                record = self._as_copy(record)  # a part of the store read alone: the copy as the last full walk saw it
             twin = records.get(record.memory.id)
             if twin is not None:
-                return self._duplicate(twin.parts, parts, record.memory.id)
+                copied = True
+                keeper, copy = (twin, record) if _older(twin, record) else (record, twin)
+                records[keeper.memory.id] = keeper
+                self.copies[copy.parts] = (copy.memory.id, keeper.parts)
+                record = self._as_copy(copy)
             records[record.memory.id] = record
-        return records
+        return records, copied
 
-    def _duplicate(self, first: Parts, second: Parts, memory_id: str) -> Abort:
-        return bad_file(
-            relative_path(second),
-            self.name,
-            f"it holds memory {memory_id}, like '{relative_path(first)}'. Delete the stale copy (or remove the `id:` "
-            "line of one to make it a separate memory), then run `memory reindex`.",
-        )
+    def _as_copy(self, record: Record) -> Record:
+        """A copied file's record under the id of its own place (see `copy_id`)."""
+        return evolve(record, memory=evolve(record.memory, id=self.copy_id(record.parts, record.memory.id)))
+
+    def copy_id(self, parts: Parts, held: str) -> str:
+        """The id a copied file is read under, and which `reindex` writes into it: made from its place and the id
+        it holds, so every process reads the same one."""
+        return default_memory_id(self.name, f"{relative_path(parts)}#copy-of-{held}")
+
+    def conflicts(self) -> list[str]:
+        """The copies the last full walk met, each saying what is read and what to run."""
+        return [
+            f"The file '{relative_path(parts)}' in store '{self.name}' holds memory {held}, like the older "
+            f"'{relative_path(keeper)}': it is read as memory {self.copy_id(parts, held)}. Run `memory reindex` "
+            "to write that id into it (or delete the copy)."
+            for parts, (held, keeper) in sorted(self.copies.items())
+        ]
+
+
+def _older(one: Record, other: Record) -> bool:
+    """Whether `one` is the original of two files with one id: the earlier modified, else the first by place."""
+    return ((one.stamp or (0, 0, 0))[2], one.parts) <= ((other.stamp or (0, 0, 0))[2], other.parts)
+
+
+def _unreadable(store: str, parts: Parts, error: OSError) -> str:
+    return (
+        f"The file '{relative_path(parts)}' in store '{store}' cannot be read ({error.strerror or error}): give "
+        "this user read access to it, or move it out of the store"
+    )
 
 
 @define

@@ -16,7 +16,9 @@ Writing. Every write holds the store's lock (``<store>/.lock``), writes the file
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from functools import partial
 from pathlib import Path
 
 import attrs
@@ -80,6 +82,12 @@ class _Finder:
         return self.everything.get(memory_id)
 
 
+def _quietly(step: Callable[[], object]) -> None:
+    """One step of an undo: done if it can be (an undo that fails leaves the rest to `memory reindex`)."""
+    with suppress(OSError):
+        step()
+
+
 # --- the store --------------------------------------------------------------------------------
 
 
@@ -110,10 +118,11 @@ class FilesVectorStore:
         def add(batch: Batch) -> None:
             self._check_storable(batch, memories)
             finder = self._finder([m.id for m in memories], walk_for_unindexed=False)
-            for memory in memories:
-                self._save(batch, finder, memory)
-            batch.finish()
-            value_of(self.index.add(memories, embeddings))
+            with self._undone_on_failure(batch, finder, memories):
+                for memory in memories:
+                    self._save(batch, finder, memory)
+                batch.finish()
+                value_of(self.index.add(memories, embeddings))
 
         return self.files.locked("add memories", add)
 
@@ -124,21 +133,24 @@ class FilesVectorStore:
             if missing:
                 raise Abort(DomainError(ErrorCode.MEMORY_NOT_FOUND, "Memory not found", path=missing[0]))
             self._check_storable(batch, memories)
-            for memory in memories:
-                self._save(batch, finder, memory)
-            batch.finish()
-            indexed = [m for m in memories if m.id in finder.hints]  # hand-added files join the index on reindex
-            if indexed:
-                value_of(self.index.update_metadata(indexed))
+            with self._undone_on_failure(batch, finder, memories):
+                for memory in memories:
+                    self._save(batch, finder, memory)
+                batch.finish()
+                indexed = [m for m in memories if m.id in finder.hints]  # hand-added files join the index on reindex
+                if indexed:
+                    value_of(self.index.update_metadata(indexed))
 
         return self.files.locked("update memories", update)
 
     def replace(self, memory: Memory, embedding: Vector) -> Result[None, DomainError]:
         def replace(batch: Batch) -> None:
             self._check_storable(batch, [memory])
-            self._save(batch, self._finder([memory.id], walk_for_unindexed=True), memory)
-            batch.finish()
-            value_of(self.index.replace(memory, embedding))
+            finder = self._finder([memory.id], walk_for_unindexed=True)
+            with self._undone_on_failure(batch, finder, [memory]):
+                self._save(batch, finder, memory)
+                batch.finish()
+                value_of(self.index.replace(memory, embedding))
 
         return self.files.locked("replace a memory", replace)
 
@@ -201,6 +213,28 @@ class FilesVectorStore:
             self._save(batch, finder, memory)
         for record in [r for r in kept if not r.memory.deleted]:
             self._settle(batch, finder, record)
+
+    @contextmanager
+    def _undone_on_failure(self, batch: Batch, finder: _Finder, memories: Sequence[Memory]) -> Iterator[None]:
+        """A write that fails (a full disk: a file, or the index after the files) is undone before its error is
+        answered: each memory's new file is removed and its old file, if any, put back byte for byte. So a write
+        that answered an error did not take effect. Undoing frees space; a step of it that fails is skipped."""
+        before = {m.id: finder.find(m.id) for m in memories}
+        try:
+            yield
+        except (Abort, OSError):
+            for memory_id, old in before.items():
+                new = finder.known.get(memory_id)
+                if new is old:
+                    continue  # not written yet when the failure came
+                if new is not None:
+                    _quietly(partial(batch.delete, new.parts))
+                if old is not None:
+                    _quietly(partial(batch.write, old.parts, old.text))
+                    self.files.forget(old.parts)
+                finder.known[memory_id] = old
+            _quietly(batch.finish)
+            raise
 
     def _stored(self, memory: Memory) -> Memory:
         return memory if memory.store == self.files.name else evolve(memory, store=self.files.name)
@@ -289,6 +323,8 @@ class FilesVectorStore:
         if place == parts and not stale_path:
             if block.get("id") is None:
                 batch.write(parts, with_id(record.text, memory.id) or serialize_frontmatter(memory, record.extra))
+            elif block.get("id") != memory.id:  # a copy of another file, read under an id of its own: write that id
+                batch.write(parts, serialize_frontmatter(memory, record.extra))
             return
         batch.write(place, serialize_frontmatter(memory, record.extra))
         if place != parts:
@@ -382,7 +418,7 @@ class FilesVectorStore:
             skipped = tuple(
                 f"{why} (skipped until fixed; then run `memory reindex`)"
                 for _, why in sorted(self.files.damaged.items())
-            )
+            ) + tuple(self.files.conflicts())
             indexed = value_of(self.index.count())
             if skipped or indexed == len(records):
                 return skipped

@@ -16,6 +16,7 @@ from returns.result import Result
 
 from agent_memory.adapters.shared.boundary import Abort, as_result
 from agent_memory.adapters.shared.disk import disk_hint
+from agent_memory.adapters.shared.private import owner_only_files
 from agent_memory.domain.errors import DomainError, ErrorCode
 
 T = TypeVar("T")
@@ -43,10 +44,11 @@ def is_transport_failure(error: BaseException) -> bool:
     return isinstance(error, httpx.TransportError | ConnectionError)
 
 
-def storage_error(doing: str, error: BaseException) -> DomainError:
+def storage_error(doing: str, error: BaseException, where: str | None = None) -> DomainError:
+    """A library error as STORAGE_ERROR; `where` (a local folder) lets a full disk be named."""
     return DomainError(
         ErrorCode.STORAGE_ERROR,
-        f"Qdrant failed to {doing}{disk_hint(error)}.",
+        f"Qdrant failed to {doing}{disk_hint(error, where)}.",
         cause=f"{type(error).__name__}: {error}",
     )
 
@@ -67,7 +69,7 @@ class Boundary:
         """`call()` as a Result: unreachable → BACKEND_UNAVAILABLE, other library errors → STORAGE_ERROR."""
 
         def guarded() -> T:
-            with self.guard:
+            with self.guard, owner_only_files():  # what local mode writes meanwhile is the owner's alone
                 return call()
 
         return as_result(guarded, LIBRARY_ERRORS, partial(self.translate, doing))
@@ -87,13 +89,13 @@ class Boundary:
             return refused
         if isinstance(error, RuntimeError) and type(error) is not RuntimeError:
             return None
-        return storage_error(doing, error)
+        return storage_error(doing, error, None if self.server else self.location)
 
     def unavailable(self, cause: BaseException | str) -> DomainError:
         if self.server:
             message = f"Cannot connect to Qdrant at {self.location}. Is the server running?"
         else:
-            message = f"Cannot open the Qdrant data at {self.location}{disk_hint(cause)}."
+            message = f"Cannot open the Qdrant data at {self.location}{disk_hint(cause, self.location)}."
         return DomainError(ErrorCode.BACKEND_UNAVAILABLE, message, cause=f"{type(cause).__name__}: {cause}")
 
     def refused(self, error: UnexpectedResponse, *, probe: bool) -> DomainError | None:

@@ -29,7 +29,8 @@ from agent_memory.adapters.qdrant.store import QdrantVectorStore
 from agent_memory.adapters.shared import names
 from agent_memory.adapters.shared.batching import chunks
 from agent_memory.adapters.shared.boundary import Abort
-from agent_memory.adapters.shared.disk import cannot_write, read_only_copy
+from agent_memory.adapters.shared.disk import cannot_write, creatable, read_only_copy
+from agent_memory.adapters.shared.private import owner_only_files, private_directory
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
 from agent_memory.domain.model import check_store_name
 from agent_memory.domain.paths import CategoryPath
@@ -196,13 +197,16 @@ class QdrantCatalog:
 
     def health(self) -> Result[Mapping[str, str], DomainError]:
         def health() -> Mapping[str, str]:
-            self.boundary.probe(self.client().get_collections)
+            if not self._nothing_yet():
+                self.boundary.probe(self.client().get_collections)
             return {"qdrant_location": self.location, "collection": self.collection}
 
         return self.boundary.result("list collections", health)
 
     def names(self) -> Result[list[str], DomainError]:
         def listed() -> list[str]:
+            if self._nothing_yet():
+                return []
             found = self.boundary.probe(partial(layout.aliases, self.client()))
             return sorted(store for alias in found if (store := self.store_of(alias)) is not None)
 
@@ -215,6 +219,8 @@ class QdrantCatalog:
             check_store_name(name)
         except InvalidValue as error:
             return Failure(error.to_error())
+        if not create and self._nothing_yet():
+            return Failure(names.store_not_found(name))
         return self.boundary.result(f"open store '{name}'", partial(self._opened, name, create=create))
 
     def categories(self, name: str) -> Result[QdrantCategories, DomainError]:
@@ -289,6 +295,11 @@ class QdrantCatalog:
         layout.point_alias(client, alias, generation, replacing=False)
         return layout.aliases(client).get(alias, generation)
 
+    def _nothing_yet(self) -> bool:
+        """A local folder not made yet: reads answer as empty ones, and create nothing (a folder that exists is
+        opened: another process may hold it)."""
+        return self.url is None and self._client is None and creatable(pathlib.Path(str(self.path)))
+
     def _server_client(self) -> QdrantClient:
         try:
             client = QdrantClient(
@@ -302,7 +313,8 @@ class QdrantCatalog:
     def _local_client(self) -> QdrantClient:
         data = pathlib.Path(str(self.path))
         try:
-            return QdrantClient(path=str(data), force_disable_check_same_thread=True)
+            with owner_only_files():
+                return QdrantClient(path=str(private_directory(data)), force_disable_check_same_thread=True)
         except RuntimeError as error:
             # local mode's only start-up RuntimeError is the lock one; anything else still cannot open the data
             raise Abort(

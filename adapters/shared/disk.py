@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import atexit
 import errno
+import os
 import shutil
 import tempfile
 from pathlib import Path
 
-FULL = ": the disk is full (free some space, then try again)"
+FULL_DISK = "the disk is full"  # in every message about a full disk, so callers can tell one
+FULL = f": {FULL_DISK} (free some space, then try again)"
 READ_ONLY = ": the disk or folder is read-only (make it writable, or point MEMORY_DATA_DIR elsewhere)"
 NOT_WRITABLE = (
     ": permission denied, the folder is not writable by this user (check who owns the data directory, or point "
@@ -18,14 +20,21 @@ NOT_WRITABLE = (
 _COPIES: list[Path] = []
 
 
-def disk_hint(cause: BaseException | str) -> str:
+FULL_BELOW = (
+    1 << 20
+)  # bytes free under which a write that failed for a reason the library words otherwise met a full disk
+
+
+def disk_hint(cause: BaseException | str, where: Path | str | None = None) -> str:
     """': the disk is full …' and the like, when an error (or a library's message) says so; '' otherwise.
 
+    With `where` (the data's folder), a full disk is named ("the disk is full at <where>"), also when the library's
+    error hides the cause (Chroma's compactor says only that a request failed): the free space there tells.
     Shared by every backend, so a full or read-only disk reads the same whichever one is configured."""
     text = str(cause).lower()
     code = getattr(cause, "errno", None)
-    if code == errno.ENOSPC or "no space left" in text or "database or disk is full" in text:
-        return FULL
+    if code == errno.ENOSPC or "no space left" in text or "disk is full" in text or nearly_full(where):
+        return FULL if where is None else f": {FULL_DISK} at {where} (free some space, then try again)"
     if code == errno.EROFS or "read-only" in text or "readonly" in text:
         return READ_ONLY
     if code in (errno.EACCES, errno.EPERM) or "permission denied" in text:
@@ -33,9 +42,36 @@ def disk_hint(cause: BaseException | str) -> str:
     return ""
 
 
+def nearly_full(where: Path | str | None) -> bool:
+    """Whether the file system holding `where` (or its nearest existing parent) has almost no space left."""
+    if where is None:
+        return False
+    folder = Path(where)
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    try:
+        usage = shutil.disk_usage(folder)
+    except OSError:
+        return False
+    return usage.free < FULL_BELOW
+
+
 def cannot_write(cause: BaseException | str) -> bool:
     """Whether an error means the disk refuses writes (read-only, or not writable by this user)."""
     return disk_hint(cause) in (READ_ONLY, NOT_WRITABLE)
+
+
+def creatable(path: Path) -> bool:
+    """Whether `path`, absent, could be made: its nearest existing ancestor is a folder this user may write.
+
+    A reader of data not made yet answers as if empty only then; elsewhere it reaches the library, which says why
+    the data cannot be there (a file in the way, a folder that refuses writes)."""
+    current = path
+    while not current.exists():
+        if current.parent == current:
+            return False
+        current = current.parent
+    return current != path and current.is_dir() and os.access(current, os.W_OK | os.X_OK)
 
 
 def read_only_copy(directory: Path) -> Path:

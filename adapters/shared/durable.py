@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -48,8 +49,10 @@ def fsync_directory(directory: Path) -> None:
 
 
 def _mode_of(target: Path) -> int | None:
-    """An existing file's permissions (not following a link); None when there is no file yet."""
+    """An existing regular file's permissions; None (a new file: 0600) when there is none, or a symlink or other
+    non-file sits there: a link's own mode is 0777 and says nothing, and the link is replaced, never followed."""
     try:
-        return target.lstat().st_mode & 0o777
+        status = target.lstat()
     except FileNotFoundError:
         return None
+    return stat.S_IMODE(status.st_mode) if stat.S_ISREG(status.st_mode) else None

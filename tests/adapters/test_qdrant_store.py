@@ -96,7 +96,7 @@ def test_client_is_created_lazily(tmp_path: Path) -> None:
     catalog = local(tmp_path / "not-yet")
     assert not (tmp_path / "not-yet").exists()
     assert ok(catalog.health()) == {"qdrant_location": str(tmp_path / "not-yet"), "collection": "memories"}
-    assert (tmp_path / "not-yet").is_dir()
+    assert not (tmp_path / "not-yet").exists()  # asking creates nothing: the first write makes the folder
     catalog.close()
 
 
@@ -180,7 +180,7 @@ import sys
 from pathlib import Path
 from agent_memory.adapters.qdrant.catalog import QdrantCatalog
 catalog = QdrantCatalog(path=Path(sys.argv[1]), embedder_name="m", dimension=8)
-catalog.health().unwrap()
+catalog.open("default", create=True).unwrap()  # a write: the folder is made and its lock held
 print("ready", flush=True)
 sys.stdin.readline()
 """

@@ -494,3 +494,13 @@ def test_non_string_content_is_a_type_error_not_empty_content(manage: MemoryTool
         manage(content=5, config=U1)
     with pytest.raises(MemoryToolError, match="tags must be a list of strings"):
         manage(content="x", tags="ui", config=U1)
+
+
+def test_manage_refuses_an_empty_namespace_as_search_does(service: MemoryService) -> None:
+    for call in (
+        lambda: agent_tools.run_manage(service, (), content="a memory of no tenant"),
+        lambda: agent_tools.run_search(service, (), query="anything"),
+    ):
+        with pytest.raises(ValueError, match="empty namespace"):
+            call()
+    assert service.list().unwrap().memories == ()  # type: ignore[attr-defined]

@@ -89,8 +89,8 @@ def test_agent_tools_turn_configuration_errors_into_tool_errors(mcp: Server) -> 
     assert mcp.text("manage_memory", {"content": "x"}, error=True).startswith("INVALID_INPUT: No namespace")
     bad_label = mcp.text("manage_memory", {"content": "x", "user_id": "a/b"}, error=True)
     assert bad_label.startswith("INVALID_INPUT: The resolved namespace")
-    created = mcp.text("manage_memory", {"content": "x", "namespace": []}, error=False)
-    assert created.startswith("created memory ")
+    empty = mcp.text("manage_memory", {"content": "x", "namespace": []}, error=True)  # as search_memory refuses it
+    assert empty.startswith("INVALID_INPUT: An empty namespace")
 
 
 # --- over HTTP: the same callers as the REST door, and an optional bearer token (issue 12) ------------------

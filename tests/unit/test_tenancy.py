@@ -146,6 +146,8 @@ def test_prune_lists_and_deletes_only_the_tenants_expired_memories(
 
 def test_store_wide_changes_are_refused_under_a_pin(alice: MemoryService) -> None:
     assert code_of(alice.reindex()) is ErrorCode.INVALID_OPERATION
+    refusal = alice.reindex().failure().message
+    assert "`memory reindex` in a shell" in refusal and "`memory` on the" not in refusal
     assert code_of(alice.export()) is ErrorCode.INVALID_OPERATION
     assert code_of(alice.import_memories([])) is ErrorCode.INVALID_OPERATION
 

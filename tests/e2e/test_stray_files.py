@@ -1,0 +1,97 @@
+"""A stray file never fails the files store: a copied memory file (one id in two files) and an unreadable file are
+reported by `status`, every memory stays readable, and `reindex` settles the copy."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from agent_memory.adapters.in_memory import HashingEmbedder
+from agent_memory.entrypoints.bootstrap import build_service
+from agent_memory.entrypoints.cli import run_guarded
+from tests.isolation import empty_config
+
+
+class Cli:
+    def __init__(self, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        self.capsys = capsys
+        self.env = {
+            "HOME": str(home),
+            "MEMORY_CONFIG": empty_config(home),
+            "MEMORY_DATA_DIR": str(home / "data"),
+            "MEMORY_BACKEND": "files",
+        }
+        self.root = home / "data" / "files" / "default"
+
+    def __call__(self, *argv: str) -> str:
+        code = run_guarded(
+            argv, env=self.env, services=lambda settings: build_service(settings, embedder=HashingEmbedder())
+        )
+        out, err = self.capsys.readouterr()
+        assert code == 0, err
+        return out
+
+    def json(self, *argv: str) -> dict[str, object]:
+        found: dict[str, object] = json.loads(self(*argv))
+        return found
+
+
+def _ids(cli: Cli) -> dict[str, str]:
+    listed = cli.json("list", "--limit", "100")["memories"]
+    assert isinstance(listed, list)
+    return {m["id"]: m["content"] for m in listed}
+
+
+def test_a_copied_file_is_reported_read_and_settled_by_reindex(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cli = Cli(tmp_path, capsys)
+    original_id = cli.json("add", "home/door", "--content", "the door PIN is 4711")["id"]
+    cli("create", "the safe code is 1234")
+    original = cli.root / "home" / "door.md"
+    copy = cli.root / "home" / "door copy.md"
+    shutil.copy(original, copy)
+    os.utime(copy, ns=(original.stat().st_mtime_ns + 10**9,) * 2)  # the copy is the newer file
+
+    ids = _ids(cli)
+    assert len(ids) == 3 and ids[str(original_id)] == "the door PIN is 4711"
+    (copy_id,) = [i for i in ids if i != original_id and "door" in ids[i]]
+    assert cli.json("get", str(original_id))["content"] == "the door PIN is 4711"
+    assert cli.json("get", copy_id)["content"] == "the door PIN is 4711"
+    assert sum('"content"' in line for line in cli("export").splitlines()) == 3
+    status = cli.json("status")
+    assert status["status"] == "degraded"
+    assert any("door copy.md" in p and copy_id in p and "memory reindex" in p for p in status["problems"])
+
+    cli("reindex")
+    assert cli.json("status")["status"] == "healthy"
+    texts = [path.read_text() for path in cli.root.rglob("*.md")]
+    assert sum(f"id: {copy_id}" in text for text in texts) == 1  # written into the copy (placed by the layout)
+    assert sum(f"id: {original_id}" in text for text in texts) == 1 and f"id: {original_id}" in original.read_text()
+    assert _ids(cli) == ids
+    assert [m["id"] for m in cli.json("search", "door PIN")["results"]].count(copy_id) == 1
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its permissions")
+def test_an_unreadable_file_is_reported_and_skipped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cli = Cli(tmp_path, capsys)
+    cli("add", "home/door", "--content", "the door PIN is 4711")
+    cli("add", "home/safe", "--content", "the safe code is 1234")
+    (cli.root / "home" / "safe.md").chmod(0)
+    assert list(_ids(cli).values()) == ["the door PIN is 4711"]
+    status = cli.json("status")
+    assert status["status"] == "degraded" and any("safe.md" in p for p in status["problems"])
+
+
+def test_a_foreign_file_is_reported_and_skipped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cli = Cli(tmp_path, capsys)
+    cli("add", "home/door", "--content", "the door PIN is 4711")
+    (cli.root / "home" / "notes.md").write_bytes(b"\xff\xfe not text")
+    assert list(_ids(cli).values()) == ["the door PIN is 4711"]
+    assert sum('"content"' in line for line in cli("export").splitlines()) == 1
+    status = cli.json("status")
+    assert status["status"] == "degraded" and any("notes.md" in p for p in status["problems"])
