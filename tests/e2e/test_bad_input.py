@@ -27,7 +27,6 @@ pytestmark = pytest.mark.slow
         (["search", "x", "--min-confidence", "2"], "min-confidence must be between 0 and 1"),
         (["get"], "the following arguments are required"),
         (["frobnicate"], "invalid choice"),
-        ([], "the following arguments are required"),
         (["create", "x", "--backend", "mongo"], "Unknown backend 'mongo'"),
         (["create", "x", "--store", "../etc"], "Invalid store name"),
         (["add", "../../etc/passwd", "--content", "x"], "a path can never leave its store"),
