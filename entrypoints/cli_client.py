@@ -243,7 +243,7 @@ def start_server(place: wire.Place, env: Mapping[str, str]) -> bool:
                 return True
             if place.log.exists() and place.log.stat().st_size > wire.LOG_LIMIT:
                 place.log.replace(place.log.with_suffix(".log.1"))
-            with open(place.log, "ab") as log:
+            with open(os.open(place.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as log:
                 command = [sys.executable, "-m", "agent_memory.entrypoints.cli_server"]
                 options = ["--data-dir", str(place.data_dir), "--backend", place.backend]
                 options += ["--socket", str(place.socket), "--idle-seconds", repr(idle)]

@@ -104,7 +104,10 @@ def place_for(data_dir: Path, backend: str, env: Mapping[str, str]) -> Place | N
 def private_directory(path: Path) -> bool:
     """Create `path` as 0700 (or make an existing one of ours 0700); False if it is not a directory of this user."""
     try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        missing = [folder for folder in (path, *path.parents) if not folder.exists()]
+        for folder in reversed(missing):  # every level it makes is 0700 (`parents=True` would follow the umask)
+            with contextlib.suppress(FileExistsError):
+                folder.mkdir(mode=0o700)
         found = path.lstat()
         if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid():
             return False

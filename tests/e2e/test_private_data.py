@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -125,3 +127,25 @@ def test_reads_on_a_fresh_data_dir_create_nothing(
     assert not (tmp_path / "data").exists()
     _cli(env, capsys, "create", "the door PIN is 4711")  # and the first write then makes the store
     assert "4711" in _cli(env, capsys, "search", "door PIN")
+
+
+@pytest.mark.slow
+def test_the_memory_server_leaves_nothing_readable_by_others(tmp_path: Path) -> None:
+    """Through the installed `memory` command and its local server (which makes `<data dir>/server/` and its log
+    before any storage does), under umask 022: the data directory and everything in it stay the user's alone."""
+    env = {**_env(tmp_path, "files"), "PATH": os.environ["PATH"]}
+    memory = [str(Path(sys.executable).with_name("memory"))]
+    try:
+        ran = subprocess.run(
+            [*memory, "create", "kept private"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+            preexec_fn=lambda: os.umask(0o022),
+        )
+        assert ran.returncode == 0, ran.stderr
+        assert _exposed(tmp_path / "data") == []
+    finally:
+        subprocess.run([*memory, "server", "stop"], env=env, capture_output=True, timeout=180, check=False)
