@@ -13,6 +13,8 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +155,21 @@ def _draining(data_dir: Path | None) -> list[dict[str, Any]]:
     ]
 
 
+def _terminate(
+    pid: int, entry: dict[str, Any], exits_within: Callable[[float], bool], silence: float, signals: tuple[int, ...]
+) -> bool:
+    """Send `signals`, wait up to `silence` (at most PREDECESSOR_S) for the exit, then SIGKILL (said in `entry`)."""
+    for sent in signals:
+        with contextlib.suppress(OSError):
+            os.kill(pid, sent)
+    if exits_within(min(silence, wire.PREDECESSOR_S)):
+        return True
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+    entry["killed"] = True
+    return exits_within(wire.PREDECESSOR_S)
+
+
 def _gone(pid: int, seconds: float) -> bool:
     """Whether the registered server `pid` has exited within `seconds` (its entry's lock is free)."""
     deadline = time.monotonic() + seconds
@@ -167,14 +184,7 @@ def _stop_draining(facts: dict[str, Any], silence: float) -> dict[str, Any]:
     """A draining server takes no connection: SIGTERM ends it (its sessions are ended, as `stop` ends them)."""
     pid = facts["pid"]
     entry: dict[str, Any] = {"backend": facts.get("backend"), "pid": pid, "draining": True}
-    with contextlib.suppress(OSError):
-        os.kill(pid, signal.SIGTERM)
-    exited = _gone(pid, min(silence, wire.PREDECESSOR_S))
-    if not exited:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-        entry["killed"] = True
-        exited = _gone(pid, wire.PREDECESSOR_S)
+    exited = _terminate(pid, entry, partial(_gone, pid), silence, (signal.SIGTERM,))
     return entry | {"exited": exited}
 
 
@@ -206,15 +216,7 @@ def stop_servers(place: wire.Place, silence: float, *, everyone: bool) -> list[d
         if _ask(each, "stop", silence) is not None or not isinstance(pid, int):
             exited = _exits_within(each, wire.PREDECESSOR_S)
         else:
-            for sent in (signal.SIGTERM, signal.SIGCONT):
-                with contextlib.suppress(OSError):
-                    os.kill(pid, sent)
-            exited = _exits_within(each, min(silence, wire.PREDECESSOR_S))
-            if not exited:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-                entry["killed"] = True
-                exited = _exits_within(each, wire.PREDECESSOR_S)
+            exited = _terminate(pid, entry, partial(_exits_within, each), silence, (signal.SIGTERM, signal.SIGCONT))
         stopped.append(entry | {"exited": exited})
     if everyone:  # and the servers of this data directory that drain for a successor
         stopped += [_stop_draining(facts, silence) for facts in _draining(place.data_dir)]
