@@ -164,6 +164,15 @@ class SearchMemories(Asks[SearchResults]):
     min_confidence: float | None = field(
         default=None, metadata=doc("Confidence floor, 0 to 1 (default 0.3).", least=0.0, most=1.0)
     )
+    min_similarity: float | None = field(
+        default=None,
+        metadata=doc(
+            "Relevance floor, 0 to 1: the similarity a hit needs (half of it if the hit shares a word with the "
+            "query); default 0.25, the min_similarity setting; 0 keeps the nearest memories however unrelated.",
+            least=0.0,
+            most=1.0,
+        ),
+    )
     store: str | None = _store()
     include_expired: bool = field(default=False, metadata=doc(_SEE_EXPIRED))
     mode: str = field(

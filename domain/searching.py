@@ -73,8 +73,13 @@ class Searching:
         floor = self.ctx.policy.min_confidence if command.min_confidence is None else command.min_confidence
         if not 0.0 <= floor <= 1.0:
             return Failure(invalid_input(f"min-confidence must be between 0 and 1, got {floor}."))
+        relevance = self.ctx.policy.min_similarity if command.min_similarity is None else command.min_similarity
+        if not 0.0 <= relevance <= 1.0:
+            return Failure(invalid_input(f"min-similarity must be between 0 and 1, got {relevance}."))
         return optional_category(command.path_prefix).bind(
-            lambda prefix: validated(lambda: self._planned(command, guard, limit, floor, prefix))
+            lambda prefix: validated(
+                lambda: evolve(self._planned(command, guard, limit, floor, prefix), relevance=relevance)
+            )
         )
 
     def _planned(
@@ -120,12 +125,14 @@ class Searching:
         """Semantic: the store's nearest memories, asking for more until enough pass the confidence floor."""
 
         def qualify(pairs: list[tuple[Memory, float]]) -> Result[SearchResults, DomainError]:
+            related = [(memory, similarity) for memory, similarity in pairs if plan.related(similarity)]
             qualified = [
                 ScoredMemory(memory, round(similarity, 4), conf, round(similarity, 4))
-                for memory, similarity in pairs
+                for memory, similarity in related
                 if (conf := self.ctx.confidence_now(memory)) >= plan.floor
             ]
-            if len(qualified) >= plan.limit or len(pairs) < want:
+            # nearest first: once one falls below the relevance floor, asking deeper finds no related memory
+            if len(qualified) >= plan.limit or len(pairs) < want or len(related) < len(pairs):
                 return Success(SearchResults(tuple(qualified[: plan.limit])))
             return self._fetch(store, vector, plan, want * 4)
 
@@ -260,6 +267,16 @@ class Searching:
         return self._keyword_side(store, plan, expansion, DEPTH, reach).map(lambda side: finish(side.scores))
 
     def _results(self, plan: _SearchPlan, sides: _Sides, ranking: list[tuple[str, float]]) -> SearchResults:
+        """The first `limit` of the ranking that are related to the query (the relevance floor, `_SearchPlan.related`):
+        by its own similarity or its thread neighbours' (a thread lends context: a reply is as related as what it
+        answers). A keyword search is words only: every hit shares a word with the query and stays."""
+
+        def similarity(i: str) -> float:
+            neighbours = (n for n in sides.links.get(i, (None, None)) if n)
+            return max((sides.similarity.get(n, 0.0) for n in (i, *neighbours)), default=0.0)
+
+        if plan.mode is not SearchMode.KEYWORD:
+            ranking = [(i, s) for i, s in ranking if plan.related(similarity(i), i in sides.keyword)]
         return SearchResults(
             tuple(
                 ScoredMemory(
@@ -364,6 +381,13 @@ class _SearchPlan:
     limit: int
     floor: float
     where: MemoryFilter
+    relevance: float = 0.0  # the relevance floor: the similarity a hit needs (0: every hit is related)
+
+    def related(self, similarity: float, shares_a_word: bool = False) -> bool:
+        """Whether a hit is related to the query: its similarity reaches the floor, or half of it when it shares a
+        word with the query (a keyword hit). Calibrated on the LoCoMo dev file (bench/research/relevance_floor.py):
+        similarity alone let common words through less often but cost recall on chat turns."""
+        return self.relevance <= 0.0 or similarity >= (self.relevance / 2 if shares_a_word else self.relevance)
 
     @property
     def thread_prefix(self) -> str | None:

@@ -129,6 +129,7 @@ def _wire(
     policy = SearchPolicy(
         decay_window_hours=settings.decay_hours,
         min_confidence=settings.min_confidence,
+        min_similarity=settings.min_similarity,
         default_limit=settings.default_limit,
         default_store=settings.store,
     )

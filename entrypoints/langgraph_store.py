@@ -421,6 +421,7 @@ class MemoryStore(BaseStore):
                 store=self._store,
                 limit=want,
                 mode="hybrid",
+                min_similarity=0.0,  # LangGraph's stores rank every item of the prefix: no relevance floor
             )
             searched = dispatch(self._service, command)
             if isinstance(searched, Failure) and _absent_code(searched.failure()):

@@ -27,6 +27,7 @@ ENVIRONMENT: Mapping[str, tuple[str, ...]] = {
     "embedder": ("MEMORY_EMBEDDER",),
     "decay_hours": ("MEMORY_DECAY_HOURS", "DECAY_HALF_LIFE_HOURS"),
     "min_confidence": ("MEMORY_MIN_CONFIDENCE", "MIN_CONFIDENCE"),
+    "min_similarity": ("MEMORY_MIN_SIMILARITY",),
     "default_limit": ("MEMORY_DEFAULT_LIMIT", "DEFAULT_LIMIT"),
     "allowed_hosts": ("MEMORY_ALLOWED_HOSTS",),
     "allowed_origins": ("MEMORY_ALLOWED_ORIGINS",),

@@ -13,6 +13,7 @@ from attrs import field, fields, frozen
 from returns.result import Failure, Result, Success
 
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
+from agent_memory.domain.hybrid import MIN_SIMILARITY
 from agent_memory.domain.model import check_store_name
 from agent_memory.domain.tenancy import check_pin, within
 from agent_memory.entrypoints.locations import (
@@ -165,6 +166,7 @@ class Settings:
     embedder: str = "minilm"
     decay_hours: float = field(default=720.0, validator=_positive)
     min_confidence: float = field(default=0.3, validator=_fraction)
+    min_similarity: float = field(default=MIN_SIMILARITY, validator=_fraction)
     default_limit: int = field(default=10, validator=_positive)
     # the HTTP doors (REST, MCP over HTTP): extra Host names and browser origins they answer (http_safety.py)
     allowed_hosts: tuple[str, ...] = field(default=(), converter=_names, validator=_hosts)
@@ -191,6 +193,7 @@ _PARSERS: Mapping[str, Callable[[Any], Any]] = {
     "chroma_port": int,
     "decay_hours": float,
     "min_confidence": float,
+    "min_similarity": float,
     "default_limit": int,
     "server_idle_seconds": float,
     "server_timeout_seconds": float,

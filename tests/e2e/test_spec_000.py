@@ -104,6 +104,12 @@ def test_search_with_no_results_is_an_empty_list(cli: MemoryCli) -> None:
     ran = cli("search", "nonexistent topic")
     assert ran.code == 0
     assert json.loads(ran.stdout) == {"results": [], "count": 0}
+    # issue 28: memories that have nothing to do with the query are not results either (the relevance floor)
+    cli.ok("create", "User prefers Python for scripting")
+    cli.ok("create", "The office coffee machine is broken again")
+    assert cli.ok("search", "nonexistent topic") == {"results": [], "count": 0}
+    assert cli.ok("search", "which programming language does the user like?")["count"] >= 1
+    assert cli.ok("search", "nonexistent topic", "--min-similarity", "0")["count"] == 2  # the floor switched off
 
 
 def test_get_existing_memory_has_fields_and_confidence(cli: MemoryCli) -> None:

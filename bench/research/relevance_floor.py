@@ -1,0 +1,147 @@
+"""Calibrates the relevance floor on LoCoMo (issue 28): what each similarity floor costs in recall@10.
+
+    python bench/research/relevance_floor.py --data PATH --unit turns|facts [--floors 0,0.05,0.1,...]
+
+Ingests like bench/locomo.py, then asks each question once with the floor off (hybrid, 40 deep) and once in
+keyword mode (which memories share a word with it), and replays the floors on those rankings under three rules:
+a hit stays when its similarity reaches the floor, or when it shares a word with the question (whatever its
+similarity, or with half the floor); "similarity alone" is also the worst case for recall (data where questions
+and memories share no words). Prints, per floor and rule, recall@10 and how many questions got no result. The same replay runs for questions
+about things no conversation holds (UNRELATED, asked of every conversation): the share of them that come back
+empty is what the floor is for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from attrs import evolve
+
+from agent_memory.domain.commands import SearchMemories
+from agent_memory.entrypoints.bootstrap import build_service
+from agent_memory.entrypoints.settings import load_settings
+
+_spec = importlib.util.spec_from_file_location("locomo", Path(__file__).resolve().parents[1] / "locomo.py")
+assert _spec is not None and _spec.loader is not None
+locomo = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(locomo)
+
+
+UNRELATED = (
+    "nonexistent topic",
+    "How do I configure Kubernetes pod eviction thresholds?",
+    "What is the derivative of arctangent?",
+    "Which compiler flags enable link-time optimisation in clang?",
+    "What was the tax law of medieval Flanders?",
+    "How does photosynthesis work in C4 plants?",
+    "What is the boiling point of liquid nitrogen?",
+    "Explain quantum chromodynamics",
+    "What port does PostgreSQL listen on by default?",
+    "Who won the 1966 football world cup?",
+)
+
+
+def unrelated(service: Any, conversations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (conversation, off-topic question): the floor-free ranking, as rankings() records it."""
+    asked = []
+    for conversation in conversations:
+        where = locomo.space(conversation, "namespace")
+        for question in UNRELATED:
+            search = SearchMemories(query=question, limit=40, min_confidence=0.0, min_similarity=0.0, **where)
+            hybrid = service.search(search).unwrap().results
+            keyword = service.search(evolve(search, mode="keyword", limit=1000)).unwrap()
+            worded = {hit.memory.id for hit in keyword.results}
+            asked.append(
+                {
+                    "evidence": set(),
+                    "ranked": [(h.memory.citations, h.similarity, h.memory.id in worded) for h in hybrid],
+                }
+            )
+    return asked
+
+
+def rankings(service: Any, conversations: list[dict[str, Any]], unit: str) -> list[dict[str, Any]]:
+    """Per question: its evidence and the floor-free hybrid ranking as (citations, similarity, shares a word)."""
+    asked = []
+    for conversation in conversations:
+        where = locomo.space(conversation, "namespace")
+        known = locomo.reachable(conversation, unit)
+        for qa in conversation["qa"]:
+            if qa.get("category") not in (1, 2, 3, 4) or not qa.get("evidence"):
+                continue
+            evidence = set(qa["evidence"]) if known is None else set(qa["evidence"]) & known
+            if not evidence:
+                continue
+            search = SearchMemories(query=qa["question"], limit=40, min_confidence=0.0, min_similarity=0.0, **where)
+            hybrid = service.search(search).unwrap().results
+            keyword = service.search(evolve(search, mode="keyword", limit=1000)).unwrap()
+            worded = {hit.memory.id for hit in keyword.results}
+            ranked = [(hit.memory.citations, hit.similarity, hit.memory.id in worded) for hit in hybrid]
+            asked.append({"evidence": evidence, "ranked": ranked})
+        print(f"searched {conversation['sample_id']}", file=sys.stderr)
+    return asked
+
+
+def replay(asked: list[dict[str, Any]], floor: float, worded_floor: float | None) -> dict[str, Any]:
+    """Recall@10 and empty answers when a hit needs `floor`, or `worded_floor` if it shares a word with the
+    question (None: sharing a word does not help)."""
+    recall, empty = [], 0
+    for question in asked:
+        kept = [
+            ids
+            for ids, similarity, worded in question["ranked"]
+            if similarity >= floor or (worded_floor is not None and worded and similarity >= worded_floor)
+        ]
+        empty += not kept
+        found = {d for ids in kept[:10] for d in ids}
+        if question["evidence"]:
+            recall.append(len(question["evidence"] & found) / len(question["evidence"]))
+    return {"recall@10": round(statistics.fmean(recall), 4) if recall else None, "no_result": empty}
+
+
+RULES = {  # name: the similarity a hit that shares a word with the question needs, given the floor
+    "words rescue": lambda floor: 0.0,
+    "words halve the floor": lambda floor: floor / 2,
+    "similarity alone": lambda floor: None,
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True, type=Path)
+    parser.add_argument("--unit", default="turns", choices=("turns", "facts"))
+    parser.add_argument("--floors", default="0,0.05,0.1,0.15,0.2,0.25,0.3")
+    args = parser.parse_args()
+    conversations = json.loads(args.data.read_text(encoding="utf-8"))
+    with tempfile.TemporaryDirectory() as home:
+        service = build_service(load_settings({"data_dir": home}, {"HOME": home}).unwrap()).unwrap()
+        locomo.ingest(service, conversations, "namespace", args.unit, "session")
+        asked = rankings(service, conversations, args.unit)
+        off_topic = unrelated(service, conversations)
+    floors = [float(f) for f in args.floors.split(",")]
+    report = {
+        "unit": args.unit,
+        "questions": len(asked),
+        "floors": {
+            str(f): {
+                name: {
+                    **replay(asked, f, rule(f)),
+                    "off-topic empty": f"{replay(off_topic, f, rule(f))['no_result']}/{len(off_topic)}",
+                }
+                for name, rule in RULES.items()
+            }
+            for f in floors
+        },
+    }
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""The relevance floor (issue 28): a search returns nothing when nothing stored is related to the query."""
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from attrs import frozen
+from returns.result import Result, Success
+
+from agent_memory.adapters.clock import FixedClock
+from agent_memory.adapters.in_memory import InMemoryCatalog, InMemoryKeywordIndex
+from agent_memory.domain.commands import CreateMemory, SearchMemories
+from agent_memory.domain.context import SearchPolicy
+from agent_memory.domain.errors import DomainError, ErrorCode
+from agent_memory.domain.hybrid import MIN_SIMILARITY
+from agent_memory.domain.ports import Vector
+from agent_memory.domain.service import MemoryService
+from agent_memory.entrypoints.settings import load_settings
+
+# what each text means, as a unit vector: the first two are close (cosine 0.8), the third is unrelated to both
+MEANINGS: dict[str, Vector] = {
+    "The user drinks green tea every morning": [1.0, 0.0, 0.0],
+    "favourite hot beverage?": [0.8, 0.6, 0.0],
+    "quantum chromodynamics lecture": [0.0, 0.0, 1.0],
+    "morning routine": [0.2, 0.0, 0.9798],  # shares a word with the memory, a little of its meaning
+    "morning star": [0.05, 0.0, 0.9987],  # shares a word with the memory, means something else
+}
+
+
+@frozen
+class MeaningEmbedder:
+    """Vectors from the table above: similarity is what the test says, not what words happen to hash to."""
+
+    name: str = "meanings"
+    dimension: int = 3
+
+    def embed_documents(self, texts: Sequence[str]) -> Result[list[Vector], DomainError]:
+        return Success([MEANINGS[text] for text in texts])
+
+    def embed_query(self, text: str) -> Result[Vector, DomainError]:
+        return Success(MEANINGS[text])
+
+
+@pytest.fixture
+def floored(clock: FixedClock) -> MemoryService:
+    service = MemoryService(
+        catalog=InMemoryCatalog(embedder_name="meanings"),
+        embedder=MeaningEmbedder(),
+        clock=clock,
+        keywords=InMemoryKeywordIndex(),
+        policy=SearchPolicy(min_similarity=0.3),
+    )
+    service.create(CreateMemory(content="The user drinks green tea every morning")).unwrap()
+    return service
+
+
+def found(service: MemoryService, query: str, **options: object) -> list[str]:
+    results = service.search(SearchMemories(query=query, **options)).unwrap()  # type: ignore[arg-type]
+    return [hit.memory.content for hit in results.results]
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "semantic"])
+def test_an_unrelated_query_finds_nothing_and_a_related_one_finds_the_memory(floored: MemoryService, mode: str) -> None:
+    assert found(floored, "quantum chromodynamics lecture", mode=mode) == []
+    assert found(floored, "favourite hot beverage?", mode=mode) == ["The user drinks green tea every morning"]
+
+
+def test_a_shared_word_halves_the_similarity_a_hit_needs(floored: MemoryService) -> None:
+    assert found(floored, "morning routine") == ["The user drinks green tea every morning"]  # 0.2: over 0.3 / 2
+    assert found(floored, "morning routine", mode="semantic") == []  # meaning alone: under the floor
+    assert found(floored, "morning star") == []  # a shared word, but 0.05 is under half the floor
+    assert found(floored, "morning star", mode="keyword") == ["The user drinks green tea every morning"]  # words only
+
+
+def test_the_floor_is_lowered_or_switched_off_per_call(floored: MemoryService) -> None:
+    assert found(floored, "quantum chromodynamics lecture", min_similarity=0.0) == [
+        "The user drinks green tea every morning"
+    ]
+    assert found(floored, "favourite hot beverage?", min_similarity=0.9) == []
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5])
+def test_a_floor_out_of_range_is_invalid_input(floored: MemoryService, bad: float) -> None:
+    failure = floored.search(SearchMemories(query="favourite hot beverage?", min_similarity=bad)).failure()
+    assert failure.code is ErrorCode.INVALID_INPUT and "min-similarity" in failure.message
+
+
+def test_a_service_built_by_hand_has_no_floor_its_embedder_was_not_calibrated_for(clock: FixedClock) -> None:
+    service = MemoryService(
+        catalog=InMemoryCatalog(embedder_name="meanings"),
+        embedder=MeaningEmbedder(),
+        clock=clock,
+        keywords=InMemoryKeywordIndex(),
+    )
+    service.create(CreateMemory(content="The user drinks green tea every morning")).unwrap()
+    assert found(service, "quantum chromodynamics lecture") == ["The user drinks green tea every morning"]
+
+
+def test_the_settings_give_the_bundled_models_floor_and_take_another(tmp_path: Path) -> None:
+    home = {"HOME": str(tmp_path)}
+    assert load_settings({}, home).unwrap().min_similarity == MIN_SIMILARITY > 0
+    assert load_settings({}, {**home, "MEMORY_MIN_SIMILARITY": "0"}).unwrap().min_similarity == 0.0
+    assert "min_similarity" in str(load_settings({}, {**home, "MEMORY_MIN_SIMILARITY": "2"}).failure())
