@@ -50,7 +50,7 @@
     return kept.length ? `?${new URLSearchParams(kept).toString()}` : "";
   }
 
-  const refPath = (id) => `/memories/${encodeURIComponent(id)}`;
+  const refPath = (ref) => `/memories/${ref.split("/").map(encodeURIComponent).join("/")}`;
 
   // --- building the page (text only) --------------------------------------------------------------------------
   function el(tag, attrs, ...children) {
@@ -496,7 +496,7 @@
           try {
             const moved = await api("POST", `/move${where}`, { ref: memory.id, destination: destination.value.trim() });
             say(`Moved to ${moved.path}.`);
-            route();
+            navigate(memoryHref(moved));
           } catch (error) {
             failed(error, route);
           }
@@ -548,7 +548,7 @@
       }
       forgetDeleted(memory.id);
       say(`Restored ${made.path || made.id}.`);
-      location.hash = memoryHref(made);
+      navigate(memoryHref(made));
     } catch (error) {
       failed(error, route);
     }
@@ -664,9 +664,16 @@
     return { path: path || "", params: new URLSearchParams(search || "") };
   }
 
+  // to another view, or the same one again (a hash that does not change fires no hashchange)
+  function navigate(hash) {
+    if (location.hash === hash) route();
+    else location.hash = hash;
+  }
+
   let routing = 0;
   async function route() {
     const turn = ++routing;
+    delete document.body.dataset.ready;
     const { path, params } = parseHash();
     const view = path.startsWith("memory/") ? "detail" : path === "search" ? "search" : "browse";
     for (const a of document.querySelectorAll("nav a[data-view]")) {
@@ -680,12 +687,14 @@
       else await browse(params);
       if (turn === routing) document.body.dataset.ready = view;
     } catch (error) {
-      if (turn === routing) failed(error, route);
+      if (turn === routing) {
+        failed(error, route);
+        document.body.dataset.ready = "failed";
+      }
     }
   }
 
   window.addEventListener("hashchange", () => {
-    delete document.body.dataset.ready;
     route().then(() => main.focus({ preventScroll: true }));
   });
   document.getElementById("quick-search").addEventListener("submit", (event) => {
