@@ -1,0 +1,84 @@
+"""The web page's files on the REST app (headers, token rules, no outside asset) and `memory ui`'s browser opening."""
+
+from __future__ import annotations
+
+import re
+import webbrowser
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from litestar.testing import TestClient
+
+from agent_memory.domain.service import MemoryService
+from agent_memory.entrypoints.cli_parser import build_parser
+from agent_memory.entrypoints.rest import build_app
+from agent_memory.entrypoints.web_ui import ASSETS, CONTENT_SECURITY_POLICY, _asset
+from agent_memory.entrypoints.web_ui.launch import has_display, open_when_ready, page_url
+
+BASE = "http://127.0.0.1:8080"
+FILES = {"/ui": "text/html", "/ui/app.js": "text/javascript", "/ui/app.css": "text/css"}
+
+
+@pytest.fixture
+def secured(service: MemoryService) -> Iterator[TestClient[Any]]:
+    with TestClient(build_app(service, api_token="s3cret"), base_url=BASE) as client:
+        yield client
+
+
+def test_the_page_is_served_without_the_token_with_a_strict_policy(secured: TestClient[Any]) -> None:
+    for path, media_type in FILES.items():
+        answer = secured.get(path)
+        assert answer.status_code == 200, path
+        assert answer.headers["content-type"].startswith(media_type)
+        assert answer.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+        assert answer.headers["x-frame-options"] == "DENY"
+        assert answer.headers["x-content-type-options"] == "nosniff"
+    assert "script-src 'self'" in CONTENT_SECURITY_POLICY and "unsafe-inline" not in CONTENT_SECURITY_POLICY
+    assert "frame-ancestors 'none'" in CONTENT_SECURITY_POLICY
+    # the data stays behind the token
+    assert secured.get("/memories").status_code == 401
+    assert secured.get("/", follow_redirects=False).headers["location"] == "/ui"
+
+
+def test_the_page_keeps_the_host_and_origin_checks(secured: TestClient[Any]) -> None:
+    assert secured.get("/ui", headers={"Host": "attacker.example"}).status_code == 421
+    assert secured.get("/ui", headers={"Origin": "http://attacker.example"}).status_code == 403
+
+
+def test_the_files_hold_no_inline_script_and_nothing_from_elsewhere() -> None:
+    html = _asset("index.html").decode()
+    assert re.findall(r"<script[^>]*>", html) == ['<script src="/ui/app.js" defer>']
+    assert not re.search(r"\son[a-z]+=", html) and "style=" not in html
+    for name in ASSETS:
+        text = _asset(name).decode()
+        assert not re.search(r"(src|href)=[\"']?(https?:)?//", text), name
+        assert "@import" not in text and "url(http" not in text, name
+    script = _asset("app.js").decode()
+    assert "innerHTML" not in script and "eval(" not in script  # values from the API enter as text only
+
+
+def test_the_ui_command_parses_its_port_and_token() -> None:
+    args = build_parser().parse_args(["ui", "--port", "9090", "--api-token", "t"])
+    assert (args.command, args.port, args.api_token) == ("ui", 9090, "t")
+    assert page_url(9090) == "http://127.0.0.1:9090/ui"
+
+
+def test_a_browser_is_tried_only_where_one_can_show_a_page() -> None:
+    assert not has_display({}, platform="linux")
+    assert has_display({"DISPLAY": ":0"}, platform="linux")
+    assert has_display({"BROWSER": "firefox"}, platform="linux")
+    assert has_display({}, platform="darwin") and has_display({}, platform="win32")
+
+
+def test_no_browser_is_no_failure() -> None:
+    def broken(_url: str) -> bool:
+        raise webbrowser.Error("could not locate runnable browser")
+
+    assert open_when_ready("u", "h", opener=broken, answers=lambda _: True) is False
+    assert open_when_ready("u", "h", opener=lambda _: False, answers=lambda _: True) is False
+    assert open_when_ready("u", "h", opener=lambda _: True, answers=lambda _: False, wait_seconds=0) is False
+    opened: list[str] = []
+    calls = iter([False, False, True])
+    assert open_when_ready("u", "h", opener=lambda url: opened.append(url) or True, answers=lambda _: next(calls))
+    assert opened == ["u"]
