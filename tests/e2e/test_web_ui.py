@@ -37,6 +37,9 @@ SCREENSHOTS = os.environ.get("AGENT_MEMORY_UI_SCREENSHOTS")
 WAIT_MS = 30_000
 
 SEED = [
+    (f"notes/daily/day-{n:02d}", f"Daily note {n}: reviewed the inbox and planned the week.", "note", [])
+    for n in range(20)
+] + [
     (
         "preferences/editor",
         "The user prefers tabs over spaces and a dark theme in the editor.",
@@ -48,9 +51,6 @@ SEED = [
     ("projects/alpha/deploys", "Alpha deploys happen on Fridays after the review.", "decision", ["ops"]),
     ("projects/alpha/database", "Alpha stores its data in Postgres 16 with nightly backups.", "fact", ["ops", "db"]),
     ("people/manager", "The user's manager is Dana; weekly one-to-one on Tuesdays.", "fact", []),
-] + [
-    (f"notes/daily/day-{n:02d}", f"Daily note {n}: reviewed the inbox and planned the week.", "note", [])
-    for n in range(20)
 ]
 
 
@@ -116,7 +116,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture
 def page(browser: Any, base: str) -> Iterator[Any]:
     """A fresh tab (its own sessionStorage) at 1024 px wide, failing the test on any script error."""
-    context = browser.new_context(viewport={"width": 1024, "height": 900}, base_url=base)
+    context = browser.new_context(viewport={"width": 1024, "height": 760}, base_url=base)
     tab = context.new_page()
     tab.set_default_timeout(WAIT_MS)
     errors: list[str] = []
@@ -145,10 +145,12 @@ def status_text(page: Any) -> str:
     return str(page.inner_text("#status p"))
 
 
-def shoot(page: Any, name: str) -> None:
+def shoot(page: Any, name: str, top: bool = True) -> None:
     if SCREENSHOTS:
+        if top:
+            page.evaluate("window.scrollTo(0, 0)")
         Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(SCREENSHOTS) / f"ui-{name}.png"), full_page=True)
+        page.screenshot(path=str(Path(SCREENSHOTS) / f"ui-{name}.png"))
 
 
 def rest(base: str, method: str, path: str, **kwargs: Any) -> httpx.Response:
@@ -209,7 +211,8 @@ def test_detail_edit_move_and_reinforce(page: Any, base: str) -> None:
     page.fill("#edit-content", "The user prefers tabs over spaces, width 4.")
     page.fill("#edit-form input[name=tags]", "style, indent")
     page.fill("#edit-form textarea[name=citations]", "https://example.com/style-guide\nnotes/meeting.md")
-    shoot(page, "edit")
+    page.locator("#edit-form").scroll_into_view_if_needed()
+    shoot(page, "edit", top=False)
     page.click("#edit-form button[type=submit]")
     page.wait_for_selector("#status >> text=Saved")
     page.wait_for_selector("#citations >> text=notes/meeting.md")

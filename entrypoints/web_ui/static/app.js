@@ -229,16 +229,8 @@
     );
   }
 
-  async function browse(params) {
-    const store = params.get("store") || "";
-    const category = params.get("category") || "";
-    const offset = Number(params.get("offset") || 0);
-    const [stores, listing] = await Promise.all([
-      api("GET", "/stores"),
-      api("GET", `/memories${query({ store, category, limit: PAGE, offset: offset || "" })}`),
-    ]);
-    const current = store || "default";
-    const storeLinks = stores.stores.map((s) =>
+  function storeLinks(stores, current) {
+    return stores.stores.map((s) =>
       el(
         "li",
         {},
@@ -247,6 +239,16 @@
         }),
       ),
     );
+  }
+
+  // the list first (what the reader came for), then the stores with their counts: the server answers one
+  // request at a time, so the list is asked for first and drawn as soon as it comes
+  async function browse(params) {
+    const store = params.get("store") || "";
+    const category = params.get("category") || "";
+    const offset = Number(params.get("offset") || 0);
+    const listing = await api("GET", `/memories${query({ store, category, limit: PAGE, offset: offset || "" })}`);
+    const stores = api("GET", "/stores");
     const cats = listing.subcategories.map((sub) =>
       el(
         "li",
@@ -264,10 +266,11 @@
       offset > 0 ? link(browseHref(store, category, Math.max(0, offset - PAGE)), "← Newer") : null,
       last < listing.total ? link(browseHref(store, category, offset + PAGE), "Older →") : null,
     );
+    const storeList = el("ul", { class: "stores", "aria-label": "Stores" }, el("li", { class: "muted" }, store || "default"));
     show(
       el("h1", {}, category ? `Category ${category}` : "Memories"),
       el("h2", { class: "sr" }, "Stores"),
-      el("ul", { class: "stores", "aria-label": "Stores" }, storeLinks),
+      storeList,
       crumbs(store, category),
       listing.description ? el("p", { class: "muted" }, listing.description) : null,
       cats.length ? el("ul", { class: "cats", "aria-label": "Categories" }, cats) : null,
@@ -276,6 +279,8 @@
       listing.total > PAGE ? pager.cloneNode(true) : null,
       deletedPanel(),
     );
+    performance.mark("memory-list-rendered");
+    storeList.replaceChildren(...storeLinks(await stores, store || "default"));
   }
 
   // --- search -------------------------------------------------------------------------------------------------
@@ -685,7 +690,10 @@
       if (view === "detail") await detail(decodeURIComponent(path.slice("memory/".length)), params);
       else if (view === "search") await search(params);
       else await browse(params);
-      if (turn === routing) document.body.dataset.ready = view;
+      if (turn === routing) {
+        document.body.dataset.ready = view;
+        performance.mark(`ready-${view}`);
+      }
     } catch (error) {
       if (turn === routing) {
         failed(error, route);
