@@ -40,6 +40,7 @@ SEED = [
     (f"notes/daily/day-{n:02d}", f"Daily note {n}: reviewed the inbox and planned the week.", "note", [])
     for n in range(20)
 ] + [
+    ("notes/markup", "Pasted from a page: <img src=x onerror=alert(1)> <b>bold</b>", "note", []),
     (
         "preferences/editor",
         "The user prefers tabs over spaces and a dark theme in the editor.",
@@ -167,8 +168,11 @@ def test_the_page_asks_for_the_token_and_browses_categories_and_pages(page: Any,
     page.click("#token-form button[type=submit]")
     page.wait_for_selector("body[data-ready=browse]")
     assert page.inner_text(".stores") == f"default ({len(SEED)})"
-    assert "notes (20)" in page.inner_text(".cats") and "preferences (3)" in page.inner_text(".cats")
+    assert "notes (21)" in page.inner_text(".cats") and "preferences (3)" in page.inner_text(".cats")
     assert page.locator("#memory-list > li").count() == 20
+    # a memory's markup is shown as its characters, never run
+    assert "<img src=x onerror=alert(1)> <b>bold</b>" in page.inner_text("#memory-list")
+    assert page.locator("#memory-list img, #memory-list b").count() == 0
     assert f"1–20 of {len(SEED)}" in page.inner_text(".pager")
     shoot(page, "browse")
     page.click("text=Older →")
@@ -283,3 +287,22 @@ def test_the_page_reads_at_phone_width(browser: Any, base: str) -> None:
         assert tab.evaluate("document.documentElement.scrollWidth") <= 375
     finally:
         context.close()
+
+
+def test_memory_ui_serves_the_page_and_prints_its_address_without_a_browser(tmp_path: Path) -> None:
+    port, log = free_port(), tmp_path / "ui.log"
+    env = {**server_env(tmp_path), "MEMORY_BACKEND": "files"}
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER"):
+        env.pop(name, None)
+    with log.open("wb") as output:
+        process = subprocess.Popen([str(MEMORY), "ui", "--port", str(port)], env=env, stdout=output, stderr=output)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_until_healthy(url, process, log)
+            page = httpx.get(f"{url}/ui", timeout=30)
+            assert page.status_code == 200 and "app.js" in page.text
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+    assert f"{url}/ui" in log.read_text()
+    assert "Traceback" not in log.read_text()
