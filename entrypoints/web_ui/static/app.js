@@ -543,14 +543,8 @@
     body.created_at = memory.created_at;
     const where = query({ store: memory.store === "default" ? "" : memory.store });
     try {
-      let made;
-      try {
-        made = await api("POST", `/memories${where}`, memory.namespace.length ? { ...body, namespace: memory.namespace } : body);
-      } catch (error) {
-        // a tenant's token places the memory in its own namespace and refuses one in the body
-        if (!(error instanceof ApiError && error.status === 422 && memory.namespace.length)) throw error;
-        made = await api("POST", `/memories${where}`, body);
-      }
+      if (memory.namespace.length) body.namespace = memory.namespace;  // within the token's own, as it was read
+      const made = await api("POST", `/memories${where}`, body);
       forgetDeleted(memory.id);
       say(`Restored ${made.path || made.id}.`);
       navigate(memoryHref(made));
