@@ -107,6 +107,12 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                         },
                     )
                     assert made.status_code == 201, made.text
+                gone = {
+                    "content": "An expired reminder",
+                    "path": "notes/old/reminder",
+                    "expires_at": "2020-01-01T00:00:00Z",
+                }
+                assert client.post("/memories", json=gone).status_code == 201
             yield url
         finally:
             process.terminate()
@@ -177,6 +183,12 @@ def test_the_page_asks_for_the_token_and_browses_categories_and_pages(page: Any,
     shoot(page, "browse")
     page.click("text=Older →")
     page.wait_for_selector(f"text=21–{len(SEED)} of {len(SEED)}")
+    page.click("#toggle-expired")  # an expired memory shows only when asked for
+    page.wait_for_selector("#memory-list >> text=expired")
+    assert "An expired reminder" in page.inner_text("#memory-list")
+    page.click("#toggle-expired")
+    page.wait_for_selector("body[data-ready=browse]")
+    assert "An expired reminder" not in page.inner_text("#memory-list")
     page.click(".crumbs >> text=default")
     page.wait_for_selector("body[data-ready=browse]")
     page.click(".cats >> text=projects")

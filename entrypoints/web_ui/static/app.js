@@ -108,6 +108,10 @@
     return content.split(pattern).map((part, i) => (i % 2 === 1 ? el("mark", {}, part) : part));
   }
 
+  function isExpired(memory) {
+    return Boolean(memory.expires_at) && new Date(memory.expires_at).getTime() <= Date.now();
+  }
+
   function preview(content) {
     return content.length > PREVIEW ? `${content.slice(0, PREVIEW)}…` : content;
   }
@@ -139,7 +143,9 @@
         tags.length ? el("li", {}, "tags: ", tags) : null,
         el("li", {}, scopes(memory)),
         el("li", {}, `confidence ${percent(memory.confidence)} (${memory.decay_policy})`),
-        memory.expires_at ? el("li", {}, "expires ", timeEl(memory.expires_at)) : null,
+        memory.expires_at
+          ? el("li", { class: isExpired(memory) ? "expired" : null }, isExpired(memory) ? "expired " : "expires ", timeEl(memory.expires_at))
+          : null,
         el("li", {}, "updated ", timeEl(memory.updated_at)),
       ),
     );
@@ -191,8 +197,8 @@
   }
 
   // --- browse -------------------------------------------------------------------------------------------------
-  function browseHref(store, category, offset) {
-    return `#/${query({ store, category, offset: offset || "" })}`;
+  function browseHref(store, category, offset, expired) {
+    return `#/${query({ store, category, offset: offset || "", expired: expired ? "1" : "" })}`;
   }
 
   function crumbs(store, category) {
@@ -247,13 +253,17 @@
     const store = params.get("store") || "";
     const category = params.get("category") || "";
     const offset = Number(params.get("offset") || 0);
-    const listing = await api("GET", `/memories${query({ store, category, limit: PAGE, offset: offset || "" })}`);
+    const expired = params.get("expired") === "1";
+    const listing = await api(
+      "GET",
+      `/memories${query({ store, category, limit: PAGE, offset: offset || "", include_expired: expired ? "true" : "" })}`,
+    );
     const stores = api("GET", "/stores");
     const cats = listing.subcategories.map((sub) =>
       el(
         "li",
         {},
-        link(browseHref(store, sub.path), [sub.path.split("/").pop(), " ", el("span", { class: "count" }, `(${sub.memory_count})`)], {
+        link(browseHref(store, sub.path, 0, expired), [sub.path.split("/").pop(), " ", el("span", { class: "count" }, `(${sub.memory_count})`)], {
           title: sub.description || sub.path,
         }),
       ),
@@ -263,8 +273,9 @@
       "div",
       { class: "pager" },
       el("span", {}, listing.total ? `${offset + 1}–${last} of ${listing.total}` : "No memories here."),
-      offset > 0 ? link(browseHref(store, category, Math.max(0, offset - PAGE)), "← Newer") : null,
-      last < listing.total ? link(browseHref(store, category, offset + PAGE), "Older →") : null,
+      offset > 0 ? link(browseHref(store, category, Math.max(0, offset - PAGE), expired), "← Newer") : null,
+      last < listing.total ? link(browseHref(store, category, offset + PAGE, expired), "Older →") : null,
+      link(browseHref(store, category, 0, !expired), expired ? "Hide expired" : "Show expired", { id: "toggle-expired" }),
     );
     const storeList = el("ul", { class: "stores", "aria-label": "Stores" }, el("li", { class: "muted" }, store || "default"));
     show(
@@ -400,7 +411,7 @@
       ["Created", timeEl(memory.created_at)],
       ["Updated", timeEl(memory.updated_at)],
       ["Last reinforced", timeEl(memory.last_reinforced_at)],
-      ["Expires", memory.expires_at ? timeEl(memory.expires_at) : "never"],
+      [isExpired(memory) ? "Expired" : "Expires", memory.expires_at ? timeEl(memory.expires_at) : "never"],
     ];
     return el("dl", { class: "fields" }, rows.map(([name, value]) => [el("dt", {}, name), el("dd", {}, value)]));
   }
