@@ -1,10 +1,12 @@
-"""The REST door's web page (`/ui`): three static files that call the REST API, served with a strict CSP."""
+"""The REST door's web page (`/ui`): static files whose scripts call the REST API, served with a strict CSP."""
 
 from __future__ import annotations
 
 from importlib import resources
 
 from litestar import Response, get
+from litestar.exceptions import NotFoundException
+from litestar.params import FromPath
 from litestar.response import Redirect
 
 UI_PATH = "/ui"
@@ -20,7 +22,14 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-cache",
 }
-ASSETS = {"index.html": "text/html", "app.js": "text/javascript", "app.css": "text/css"}
+# the page and what it loads (in this order: core.js, memory.js, app.js); nothing else is served under /ui
+ASSETS = {
+    "index.html": "text/html",
+    "core.js": "text/javascript",
+    "memory.js": "text/javascript",
+    "app.js": "text/javascript",
+    "app.css": "text/css",
+}
 
 
 def _asset(name: str) -> bytes:
@@ -41,14 +50,12 @@ async def ui_page() -> Response[bytes]:
     return _served("index.html")
 
 
-@get(f"{UI_PATH}/app.js", include_in_schema=False, opt=_PUBLIC)
-async def ui_script() -> Response[bytes]:
-    return _served("app.js")
-
-
-@get(f"{UI_PATH}/app.css", include_in_schema=False, opt=_PUBLIC)
-async def ui_style() -> Response[bytes]:
-    return _served("app.css")
+@get(f"{UI_PATH}/{{name:str}}", include_in_schema=False, opt=_PUBLIC)
+async def ui_file(name: FromPath[str]) -> Response[bytes]:
+    """The page's scripts and stylesheet."""
+    if name == "index.html" or name not in ASSETS:
+        raise NotFoundException(f"No file {name!r} under {UI_PATH}: the page is at {UI_PATH}.")
+    return _served(name)
 
 
 @get("/", include_in_schema=False, opt=_PUBLIC)
@@ -57,4 +64,4 @@ async def root() -> Redirect:
     return Redirect(UI_PATH, status_code=302)
 
 
-UI_ROUTES = [ui_page, ui_script, ui_style, root]
+UI_ROUTES = [ui_page, ui_file, root]

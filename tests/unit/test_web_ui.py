@@ -17,7 +17,13 @@ from agent_memory.entrypoints.web_ui import ASSETS, CONTENT_SECURITY_POLICY, _as
 from agent_memory.entrypoints.web_ui.launch import has_display, open_when_ready, page_url
 
 BASE = "http://127.0.0.1:8080"
-FILES = {"/ui": "text/html", "/ui/app.js": "text/javascript", "/ui/app.css": "text/css"}
+FILES = {
+    "/ui": "text/html",
+    "/ui/core.js": "text/javascript",
+    "/ui/memory.js": "text/javascript",
+    "/ui/app.js": "text/javascript",
+    "/ui/app.css": "text/css",
+}
 
 
 @pytest.fixture
@@ -39,6 +45,8 @@ def test_the_page_is_served_without_the_token_with_a_strict_policy(secured: Test
     # the data stays behind the token
     assert secured.get("/memories").status_code == 401
     assert secured.get("/", follow_redirects=False).headers["location"] == "/ui"
+    for other in ("/ui/index.html", "/ui/nothing.js", "/ui/..%2Fpyproject.toml"):
+        assert secured.get(other).status_code == 404, other
 
 
 def test_the_page_keeps_the_host_and_origin_checks(secured: TestClient[Any]) -> None:
@@ -48,14 +56,18 @@ def test_the_page_keeps_the_host_and_origin_checks(secured: TestClient[Any]) -> 
 
 def test_the_files_hold_no_inline_script_and_nothing_from_elsewhere() -> None:
     html = _asset("index.html").decode()
-    assert re.findall(r"<script[^>]*>", html) == ['<script src="/ui/app.js" defer>']
+    assert re.findall(r"<script[^>]*>", html) == [
+        f'<script src="/ui/{name}" defer>' for name in ("core.js", "memory.js", "app.js")
+    ]
     assert not re.search(r"\son[a-z]+=", html) and "style=" not in html
     for name in ASSETS:
         text = _asset(name).decode()
         assert not re.search(r"(src|href)=[\"']?(https?:)?//", text), name
         assert "@import" not in text and "url(http" not in text, name
-    script = _asset("app.js").decode()
-    assert "innerHTML" not in script and "eval(" not in script  # values from the API enter as text only
+    for name in ("core.js", "memory.js", "app.js"):
+        script = _asset(name).decode()
+        assert "innerHTML" not in script and "eval(" not in script, name  # values from the API enter as text only
+        assert "insertAdjacentHTML" not in script and "document.write" not in script, name
 
 
 def test_the_ui_command_parses_its_port_and_token() -> None:
