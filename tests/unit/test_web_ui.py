@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import threading
 import webbrowser
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from agent_memory.entrypoints.cli_parser import build_parser
 from agent_memory.entrypoints.rest import build_app
 from agent_memory.entrypoints.web_ui import ASSETS, CONTENT_SECURITY_POLICY, _asset
 from agent_memory.entrypoints.web_ui.launch import has_display, open_when_ready, page_url
+from tests.isolation import empty_config
 
 BASE = "http://127.0.0.1:8080"
 FILES = {
@@ -94,3 +97,33 @@ def test_no_browser_is_no_failure() -> None:
     calls = iter([False, False, True])
     assert open_when_ready("u", "h", opener=lambda url: opened.append(url) or True, answers=lambda _: next(calls))
     assert opened == ["u"]
+
+
+def test_memory_ui_serves_on_loopback_prints_the_address_and_opens_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import agent_memory.entrypoints.rest
+    from agent_memory.entrypoints.cli import run
+    from agent_memory.entrypoints.web_ui import launch
+
+    served: dict[str, Any] = {}
+
+    def fake_run_rest(settings: Any, host: str, port: int, api_token: str | None) -> int:
+        served.update(host=host, port=port, api_token=api_token)
+        return 0
+
+    opened: list[tuple[str, str]] = []
+    monkeypatch.setattr(agent_memory.entrypoints.rest, "run_rest", fake_run_rest)
+    monkeypatch.setattr(launch, "open_when_ready", lambda url, health: opened.append((url, health)) or True)
+    monkeypatch.setenv("MEMORY_CONFIG", empty_config(tmp_path))
+    monkeypatch.setenv("MEMORY_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("MEMORY_API_TOKEN", "from-env")
+    monkeypatch.setenv("DISPLAY", ":0")
+
+    assert run(["ui", "--port", "9002"]) == 0
+    for thread in threading.enumerate():
+        if thread.name == "open-browser":
+            thread.join(timeout=5)
+    assert served == {"host": "127.0.0.1", "port": 9002, "api_token": "from-env"}
+    assert "http://127.0.0.1:9002/ui" in capsys.readouterr().err
+    assert opened == [("http://127.0.0.1:9002/ui", "http://127.0.0.1:9002/health")]
