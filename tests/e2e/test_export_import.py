@@ -84,8 +84,12 @@ def _rows(cli: MemoryCli, backend: str) -> list[dict[str, object]]:
 
 
 @pytest.mark.parametrize(("source", "target"), list(itertools.permutations(BACKENDS, 2)))
-def test_round_trip_between_backends_keeps_every_field(tmp_path: Path, source: str, target: str) -> None:
-    cli = MemoryCli(tmp_path, source)
+def test_round_trip_between_backends_keeps_every_field(
+    tmp_path: Path, source: str, target: str, request: pytest.FixtureRequest
+) -> None:
+    # through the memory servers (one per backend): its ~15 commands would each load a backend in a new process
+    cli = MemoryCli(tmp_path, source, mode="served")
+    request.addfinalizer(cli.stop_servers)
     fill(cli, source)
     before = export(cli, source)
     assert len(before) == 4

@@ -23,9 +23,9 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def snippet(heading: str, language: str) -> str:
-    """The first `language` code block after the line starting with `heading` in the README's MCP section."""
+    """The first `language` code block after the line starting with `heading` in the README's "Connect an agent" section."""
     text = README.read_text(encoding="utf-8")
-    section = text[text.index("## MCP server and agent tools") :]
+    section = text[text.index("## Connect an agent") :]
     after = section[section.index("\n" + heading) :]
     found = re.search(rf"```{language}\n(.*?)```", after, re.DOTALL)
     assert found is not None, f"no {language} block after {heading!r}"
