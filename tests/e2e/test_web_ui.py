@@ -271,6 +271,11 @@ def test_delete_restore_and_remove_for_good(page: Any, base: str) -> None:
     assert restored["namespace"] == ["user", "alice"]
     page.click("#remove")
     assert page.is_visible("#confirm-remove")
+    page.keyboard.press("Escape")  # a change of mind: nothing removed, the focus back on the button
+    assert page.is_hidden("#confirm-remove")
+    assert page.evaluate("document.activeElement.id") == "remove"
+    page.keyboard.press("Enter")
+    assert page.is_visible("#confirm-remove")
     page.keyboard.press("Enter")  # the confirmation has the focus
     page.wait_for_selector("body[data-ready=browse]")
     assert "Removed people/manager for good" in status_text(page)

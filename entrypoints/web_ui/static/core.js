@@ -227,7 +227,6 @@
     sessionStorage.setItem(DELETED_KEY, JSON.stringify(recentlyDeleted().filter((m) => m.id !== id)));
   }
 
-
   // what the other files use (memory.js, app.js)
   window.agentMemory = {
     PAGE,

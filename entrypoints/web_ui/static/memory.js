@@ -159,7 +159,16 @@
   }
 
   function dangerZone(memory, where) {
-    const confirmBox = el("div", { class: "confirm", id: "confirm-remove", hidden: true });
+    const cancel = () => {
+      confirmBox.hidden = true;
+      document.getElementById("remove").focus();
+    };
+    const confirmBox = el("div", {
+      class: "confirm",
+      id: "confirm-remove",
+      hidden: true,
+      onkeydown: (event) => event.key === "Escape" && cancel(),
+    });
     const remove = async () => {
       try {
         await api("DELETE", `${refPath(memory.id)}${query({ store: where.store, hard: "true" })}`);
@@ -175,7 +184,7 @@
         "div",
         { class: "row" },
         el("button", { type: "button", class: "danger primary", id: "confirm-remove-yes", onclick: remove }, "Yes, remove it for good"),
-        el("button", { type: "button", onclick: () => (confirmBox.hidden = true) }, "Cancel"),
+        el("button", { type: "button", onclick: cancel }, "Cancel"),
       ),
     );
     const softDelete = async () => {
