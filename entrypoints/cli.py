@@ -152,6 +152,30 @@ def _serve_rest(args: Any) -> int:
     return unwrap_or_failure(outcome)
 
 
+def _serve_ui(args: Any) -> int:
+    """`memory ui`: `memory serve` on loopback, with its page's address printed and opened in a browser."""
+    import os
+
+    from agent_memory.entrypoints.extras import missing_extra
+
+    absent = missing_extra("rest", "`memory ui` (the web page)")
+    if absent is not None:
+        return _refuse(absent)
+
+    from agent_memory.entrypoints.rest import run_rest
+    from agent_memory.entrypoints.settings import load_settings
+    from agent_memory.entrypoints.web_ui.launch import LOOPBACK, announce_and_open
+
+    token = args.api_token or os.environ.get("MEMORY_API_TOKEN") or None
+
+    def serve(settings: Any) -> int:
+        announce_and_open(args.port, os.environ)
+        return run_rest(settings, host=LOOPBACK, port=args.port, api_token=token)
+
+    outcome: Result[int, int] = load_settings(_settings_flags(args)).alt(lambda error: _refuse(error)).map(serve)
+    return unwrap_or_failure(outcome)
+
+
 def _manage_server(args: Any) -> int:
     """`memory server status|stop` run in-process (with --no-server): the same answer the thin client gives."""
     import os
@@ -162,7 +186,12 @@ def _manage_server(args: Any) -> int:
 
 
 # commands that run a server: dispatched before the one-payload handler path
-SERVERS: dict[str, Callable[[Any], int]] = {"mcp": _serve_mcp, "serve": _serve_rest, "server": _manage_server}
+SERVERS: dict[str, Callable[[Any], int]] = {
+    "mcp": _serve_mcp,
+    "serve": _serve_rest,
+    "ui": _serve_ui,
+    "server": _manage_server,
+}
 
 
 def _emit(payload: dict[str, Any], fmt: str, render: Any) -> int:

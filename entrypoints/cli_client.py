@@ -343,7 +343,7 @@ def _unresponsive(place: wire.Place, outcome: Outcome, read_only: bool, silence:
 
 
 def _through_server(argv: Sequence[str], args: Any, env: Mapping[str, str]) -> int:
-    if args.command == "serve" or (args.command == "mcp" and args.transport != "stdio"):
+    if args.command in ("serve", "ui") or (args.command == "mcp" and args.transport != "stdio"):
         raise InProcess("a long-running door of its own")
     if args.command == "server":
         return manage_server(args, env)

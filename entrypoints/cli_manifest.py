@@ -249,6 +249,17 @@ SPECS: tuple[CliSpec, ...] = (
         ),
     ),
     CliSpec(
+        name="ui",
+        help="open the web page to browse, search and correct memories (serves the REST API on 127.0.0.1)",
+        extra=(
+            Option(name="--port", kind="int", default=8080, help="the port to listen on (default 8080)"),
+            Option(
+                name="--api-token",
+                help="require 'Authorization: Bearer <token>' (default: $MEMORY_API_TOKEN); the page asks for it",
+            ),
+        ),
+    ),
+    CliSpec(
         name="server", help="show or stop the local memory server the command runs through", group="server_command"
     ),
     CliSpec(name="server status", help="whether a server runs for this data directory and backend"),

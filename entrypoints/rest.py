@@ -40,6 +40,7 @@ from agent_memory.entrypoints.rest_memories import MEMORY_ROUTES
 from agent_memory.entrypoints.rest_replies import Door, Payload, error_body
 from agent_memory.entrypoints.settings import Settings
 from agent_memory.entrypoints.tenancy import UNAUTHORIZED, Tenancy
+from agent_memory.entrypoints.web_ui import UI_ROUTES
 
 MAX_BODY_BYTES = 1_048_576
 DOCS_PATH = "/docs"
@@ -59,7 +60,7 @@ HTTP_CODES: Mapping[int, str] = {
 }
 
 
-HANDLERS = [*MEMORY_ROUTES, *ADMIN_ROUTES]
+HANDLERS = [*MEMORY_ROUTES, *ADMIN_ROUTES, *UI_ROUTES]  # the page (/ui) only calls the routes before it
 
 
 # --- errors Litestar raises, and the ones nobody expected ----------------------------------------

@@ -109,7 +109,11 @@ def test_a_package_marker_for_type_checkers_ships() -> None:
 
 @pytest.mark.parametrize(
     ("argv", "extra"),
-    [(["--backend", "qdrant", "status"], "qdrant"), (["serve", "--port", "1"], "rest")],
+    [
+        (["--backend", "qdrant", "status"], "qdrant"),
+        (["serve", "--port", "1"], "rest"),
+        (["ui", "--port", "1"], "rest"),
+    ],
 )
 def test_a_missing_extra_is_a_json_error_naming_the_extra(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str], extra: str
