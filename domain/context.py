@@ -190,7 +190,7 @@ class Context:
 
     def _undone(self, store: VectorStore, batch: PendingBatch, error: DomainError) -> Result[T, DomainError]:
         undone = self.roll_back(store, batch)
-        said = undone.map(lambda _: " Nothing of the batch was stored.").value_or(
+        said = undone.map(lambda _: " Nothing was stored.").value_or(
             " Part of the batch may be stored until the store is next opened, which takes it back out."
         )
         return Failure(evolve(error, message=f"{error.message}{said}"))
@@ -202,8 +202,8 @@ class Context:
         ids = [*batch.created, *(memory.id for memory in replaced)]
         undone = (
             store.remove(ids)
-            .bind(lambda _: self.unindex_keywords(batch.store, ids))
             .bind(lambda _: self._restored(store, replaced))
+            .bind(lambda _: self._words_back(batch.store, ids, replaced))
         )
         return undone.bind(lambda _: self.journal.drop(batch)).lash(
             lambda error: self.journal.release(batch).bind(lambda _: Failure(error))
@@ -212,10 +212,17 @@ class Context:
     def _restored(self, store: VectorStore, memories: list[Memory]) -> Result[None, DomainError]:
         if not memories:
             return Success(None)
+        return self.embedder.embed_documents([m.content for m in memories]).bind(
+            lambda vectors: store.add(memories, vectors)
+        )
+
+    def _words_back(self, store: str, ids: list[str], replaced: list[Memory]) -> Result[None, DomainError]:
+        """The keyword index in step with a rolled-back batch; an index that refuses (damaged, say) is left for
+        `status` to report and `reindex` to repair: the store's records are what the rollback must settle."""
         return (
-            self.embedder.embed_documents([m.content for m in memories])
-            .bind(lambda vectors: store.add(memories, vectors))
-            .bind(lambda _: self.index_keywords(memories[0].store, memories))
+            self.unindex_keywords(store, ids)
+            .bind(lambda _: self.index_keywords(store, replaced))
+            .lash(lambda _: Success(None))
         )
 
     def recover(self, store_name: str) -> Result[tuple[PendingBatch, ...], DomainError]:

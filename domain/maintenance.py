@@ -39,9 +39,13 @@ class Maintenance:
         tenants' files and counts) are left to the operator."""
         name = store or self.ctx.policy.default_store
         return self.ctx.guard(namespace).bind(
-            lambda guard: self._recovered(name).bind(
-                lambda said: self._status_of(name, guard).map(
-                    lambda status: evolve(status, problems=(*said, *status.problems))
+            lambda guard: (
+                self._recovered(name)
+                .lash(lambda error: Success((f"An interrupted batch could not be rolled back yet: {error.message}",)))
+                .bind(
+                    lambda said: self._status_of(name, guard).map(
+                        lambda status: evolve(status, problems=(*said, *status.problems))
+                    )
                 )
             )
         )

@@ -71,7 +71,7 @@ def contents(service: MemoryService) -> list[str]:
 def test_a_batch_that_fails_part_way_is_taken_back_out_at_once(service: MemoryService, words: Words) -> None:
     words.then = "fail"
     error = service.create_many(BATCH).failure()
-    assert "Nothing of the batch was stored" in error.message
+    assert "Nothing was stored" in error.message
     assert stored(service) == [] and words.count("default").unwrap() == 0
     assert service.journal.interrupted("default").unwrap() == ()
 
@@ -124,7 +124,7 @@ def test_a_killed_import_puts_back_what_it_replaced(
 def test_a_refused_commit_rolls_the_batch_back(catalog: InMemoryCatalog, clock: FixedClock) -> None:
     service = MemoryService(catalog=catalog, embedder=HashingEmbedder(), clock=clock, journal=RefusingJournal())
     error = service.create_many(BATCH).failure()
-    assert error.message == "The caller went away. Nothing of the batch was stored."
+    assert error.message == "The caller went away. Nothing was stored."
     assert stored(service) == []
 
 
