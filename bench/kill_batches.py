@@ -19,11 +19,13 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -103,9 +105,7 @@ def import_lines(
     replaced = random.sample(sorted(before), min(size // 2, len(before)))
     records = [{**template, "id": i, "content": f"round {round_} replaced {i}"} for i in replaced]
     while len(records) < size:
-        records.append(
-            {**template, "id": str(__import__("uuid").uuid4()), "content": f"round {round_} new {len(records)}"}
-        )
+        records.append({**template, "id": str(uuid.uuid4()), "content": f"round {round_} new {len(records)}"})
     after = {**before, **{r["id"]: r["content"] for r in records}}
     return "".join(json.dumps(r) + "\n" for r in records), after
 
@@ -144,6 +144,7 @@ def backend_run(backend: str, kills: int, size: int) -> dict[str, Any]:
             tally["retry duplicates or misses"] += 0 if _whole(kind, before, retried, stdin) else 1
         duplicates = sum(n - 1 for n in Counter(snapshot(env).values()).values() if n > 1)
         tally["duplicate contents in store"] += duplicates
+    shutil.rmtree(home, ignore_errors=True)
     return {"backend": backend, "kills": kills, "batch_size": size, "write_s": write_s, **dict(sorted(tally.items()))}
 
 
