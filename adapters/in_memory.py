@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from attrs import define, field
 from returns.result import Failure, Result, Success
 
+from agent_memory.domain.batches import InProcessJournal
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory
@@ -244,3 +245,11 @@ class InMemoryKeywordIndex:
     def rebuild(self, store: str, entries: Sequence[KeywordEntry]) -> Result[None, DomainError]:
         self.entries[store] = {e.id: e for e in entries}
         return Success(None)
+
+
+class KillableJournal(InProcessJournal):
+    """The in-process BatchJournal with a simulated crash: `writer_died` makes every running batch interrupted."""
+
+    def writer_died(self) -> None:
+        for batch in list(self.running.values()):
+            self.release(batch)

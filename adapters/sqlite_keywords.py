@@ -14,6 +14,7 @@ from returns.result import Failure, Result, Success
 
 from agent_memory.adapters.shared.disk import creatable, disk_hint
 from agent_memory.adapters.shared.private import private_directory, private_file
+from agent_memory.adapters.shared.stall import stall_point
 from agent_memory.adapters.shared.words import query_terms
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.ports import SCOPE_JOIN, THREAD_JOIN, KeywordEntry, KeywordScope
@@ -220,6 +221,8 @@ class SqliteKeywordIndex:
     # --- the port ---------------------------------------------------------------------------
 
     def upsert(self, store: str, entries: Sequence[KeywordEntry]) -> Result[None, DomainError]:
+        stall_point("keywords")  # a test's SIGKILL lands here: a batch's memories stored, their words not yet
+
         def write(connection: sqlite3.Connection) -> None:
             table = self._ensure(connection, store)
             for entry in entries:

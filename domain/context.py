@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
-from attrs import frozen
+from attrs import evolve, field, frozen
 from returns.iterables import Fold
 from returns.result import Failure, Result, Success
 
+from agent_memory.domain.batches import InProcessJournal
 from agent_memory.domain.decay import DEFAULT_DECAY_WINDOW_HOURS, confidence
 from agent_memory.domain.empty_store import EmptyStore
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue, not_found
@@ -16,17 +17,19 @@ from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import DEFAULT_STORE, Memory, check_memory_id, check_store_name
 from agent_memory.domain.paths import CategoryPath, MemoryPath, parse_category_path, parse_memory_path
 from agent_memory.domain.ports import (
+    BatchJournal,
     CategoryRegistry,
     Clock,
     Embedder,
     KeywordEntry,
     KeywordIndex,
+    PendingBatch,
     StoreCatalog,
     VectorStore,
     WriteLocks,
     thread_key,
 )
-from agent_memory.domain.results import validated
+from agent_memory.domain.results import in_turn, validated
 from agent_memory.domain.tenancy import Guard, narrow, visible
 from agent_memory.domain.views import Census, MemoryView
 
@@ -141,6 +144,7 @@ class Context:
     keywords: KeywordIndex | None
     locks: WriteLocks
     tenant: Guard  # the namespace a pinned service is confined to (None: not pinned)
+    journal: BatchJournal = field(factory=InProcessJournal)
 
     def guard(self, namespace: Sequence[str] | None) -> Result[Guard, DomainError]:
         """The namespace this call may act in: the caller's narrowing of the service's pin (domain.tenancy)."""
@@ -154,9 +158,101 @@ class Context:
 
     def open(self, name: str | None, *, create: bool) -> Result[VectorStore, DomainError]:
         """A store by name (the configured one by default). Only writers create: a reader of a missing store
-        gets STORE_NOT_FOUND, except for the built-in default store, which reads as empty until written."""
+        gets STORE_NOT_FOUND, except for the built-in default store, which reads as empty until written.
+
+        A batch its writer left unfinished (killed mid-write) is rolled back first; a rollback that fails
+        now (a full disk, say) is tried again at the next open, and the store is still read."""
         return validated(lambda: check_store_name(name or self.policy.default_store)).bind(
-            lambda store_name: self._open_checked(store_name, create=create)
+            lambda store_name: (
+                self.recover(store_name)
+                .lash(lambda _: Success(()))
+                .bind(lambda _: self._open_checked(store_name, create=create))
+            )
+        )
+
+    # --- batches: whole or not at all -------------------------------------------------------------------------
+
+    def whole(
+        self, store: VectorStore, pending: PendingBatch, write: Callable[[], Result[T, DomainError]]
+    ) -> Result[T, DomainError]:
+        """Run a batch's writes to one store as one unit: journaled before the first write, committed after the
+        last; a failure (or a refused commit) rolls back what was written. Call it under the store's write lock."""
+        return self.journal.begin(pending).bind(
+            lambda begun: (
+                write()
+                .lash(lambda error: self._undone(store, begun, error))
+                .bind(
+                    lambda value: (
+                        self.journal.commit(begun)
+                        .map(lambda _: value)
+                        .lash(lambda error: self._undone(store, begun, error))
+                    )
+                )
+            )
+        )
+
+    def _undone(self, store: VectorStore, batch: PendingBatch, error: DomainError) -> Result[T, DomainError]:
+        undone = self.roll_back(store, batch)
+        said = undone.map(lambda _: " Nothing was stored.").value_or(
+            " Part of the batch may be stored until the store is next opened, which takes it back out."
+        )
+        return Failure(evolve(error, message=f"{error.message}{said}"))
+
+    def roll_back(self, store: VectorStore, batch: PendingBatch) -> Result[None, DomainError]:
+        """Take a batch back out: its new ids removed, the memories it replaced put back as they were (re-embedded),
+        the keyword index in step; then the journal forgets it (or, when that fails, keeps it for the next open)."""
+        replaced = list(batch.replaced)
+        ids = [*batch.created, *(memory.id for memory in replaced)]
+        undone = (
+            store.remove(ids)
+            .bind(lambda _: self._restored(store, replaced))
+            .bind(lambda _: self._words_back(batch.store, ids, replaced))
+        )
+        return undone.bind(lambda _: self.journal.drop(batch)).lash(
+            lambda error: self.journal.release(batch).bind(lambda _: Failure(error))
+        )
+
+    def _restored(self, store: VectorStore, memories: list[Memory]) -> Result[None, DomainError]:
+        if not memories:
+            return Success(None)
+        return self.embedder.embed_documents([m.content for m in memories]).bind(
+            lambda vectors: store.add(memories, vectors)
+        )
+
+    def _words_back(self, store: str, ids: list[str], replaced: list[Memory]) -> Result[None, DomainError]:
+        """The keyword index in step with a rolled-back batch; an index that refuses (damaged, say) is left for
+        `status` to report and `reindex` to repair: the store's records are what the rollback must settle."""
+        return (
+            self.unindex_keywords(store, ids)
+            .bind(lambda _: self.index_keywords(store, replaced))
+            .lash(lambda _: Success(None))
+        )
+
+    def recover(self, store_name: str) -> Result[tuple[PendingBatch, ...], DomainError]:
+        """Roll back every batch of the store whose writer died mid-write (under its write lock); the batches
+        rolled back. Without such a batch this only looks (a read creates nothing)."""
+
+        def settle() -> Result[tuple[PendingBatch, ...], DomainError]:
+            return self.journal.interrupted(store_name).bind(lambda found: self._rolled_back(store_name, found))
+
+        return self.journal.interrupted(store_name).bind(
+            lambda found: self.locks.exclusive(store_name, settle) if found else Success(())
+        )
+
+    def _rolled_back(
+        self, store_name: str, found: tuple[PendingBatch, ...]
+    ) -> Result[tuple[PendingBatch, ...], DomainError]:
+        if not found:
+            return Success(())
+        opened = self.catalog.open(store_name, create=False)
+        return (
+            opened.bind(lambda store: in_turn(found, lambda batch: self.roll_back(store, batch)))
+            .lash(  # no store: the batch was never written (its store is made before the journal is begun)
+                lambda error: (
+                    in_turn(found, self.journal.drop) if error.code is ErrorCode.STORE_NOT_FOUND else Failure(error)
+                )
+            )
+            .map(lambda _: found)
         )
 
     def _open_checked(self, store_name: str, *, create: bool) -> Result[VectorStore, DomainError]:

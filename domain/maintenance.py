@@ -11,9 +11,10 @@ from returns.result import Failure, Result, Success
 from agent_memory.domain.context import Context, keyword_entry
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.filters import MemoryFilter
-from agent_memory.domain.model import Memory
+from agent_memory.domain.model import Memory, check_store_name
 from agent_memory.domain.paths import MemoryPath
-from agent_memory.domain.ports import VectorStore
+from agent_memory.domain.ports import PendingBatch, VectorStore
+from agent_memory.domain.results import validated
 from agent_memory.domain.tenancy import Guard, guarded_only
 from agent_memory.domain.views import Census, PruneReport, ReindexReport, Status
 
@@ -37,7 +38,21 @@ class Maintenance:
         Under a namespace only its memories are counted, and the store-wide checks (whose findings name other
         tenants' files and counts) are left to the operator."""
         name = store or self.ctx.policy.default_store
-        return self.ctx.guard(namespace).bind(lambda guard: self._status_of(name, guard))
+        return self.ctx.guard(namespace).bind(
+            lambda guard: (
+                self._recovered(name)
+                .lash(lambda error: Success((f"An interrupted batch could not be rolled back yet: {error.message}",)))
+                .bind(
+                    lambda said: self._status_of(name, guard).map(
+                        lambda status: evolve(status, problems=(*said, *status.problems))
+                    )
+                )
+            )
+        )
+
+    def _recovered(self, name: str) -> Result[tuple[str, ...], DomainError]:
+        """Roll back the store's interrupted batches now, so that status and reindex can say so."""
+        return validated(lambda: check_store_name(name)).bind(self.ctx.recover).map(rolled_back)
 
     def _status_of(self, name: str, guard: Guard) -> Result[Status, DomainError]:
         def report(location: Mapping[str, str], opened: VectorStore) -> Result[Status, DomainError]:
@@ -136,8 +151,14 @@ class Maintenance:
                     "reindex",
                     "memory reindex" + ("" if name == self.ctx.policy.default_store else f" --store {name}"),
                 )
-                .bind(lambda _: self.ctx.open(name, create=False))
-                .bind(scan_and_rebuild)
+                .bind(lambda _: self._recovered(name))
+                .bind(
+                    lambda said: (
+                        self.ctx.open(name, create=False)
+                        .bind(scan_and_rebuild)
+                        .map(lambda report: evolve(report, rolled_back=said))
+                    )
+                )
             ),
         )
 
@@ -162,6 +183,15 @@ class Maintenance:
         return known.lash(lambda _: Success({})).bind(  # an unreadable index: creation order alone
             lambda links: keywords.rebuild(store, [keyword_entry(m) for m in saved_order(memories, links)])
         )
+
+
+def rolled_back(batches: Sequence[PendingBatch]) -> tuple[str, ...]:
+    """What status and reindex say of the interrupted batches they rolled back."""
+    return tuple(
+        f"A batch of {batch.size} memories was interrupted mid-write (its writer was stopped) and has been "
+        "rolled back: none of it is stored. Run it again to store it."
+        for batch in batches
+    )
 
 
 def _status(backend: str, store: str, census: Census, location: Mapping[str, str], problems: tuple[str, ...]) -> Status:

@@ -283,3 +283,45 @@ class WriteLocks(Protocol):
     """
 
     def exclusive(self, store: str, work: Callable[[], Result[T, DomainError]]) -> Result[T, DomainError]: ...
+
+
+@frozen
+class PendingBatch:
+    """What a batch of writes to one store will do, recorded before its first write so a crash can be undone:
+    the ids it creates and the memories it replaces as they were before (an import's known ids that change).
+
+    `key` is the journal's name for the record (given by `BatchJournal.begin`, "" before)."""
+
+    store: str
+    created: tuple[str, ...]
+    replaced: tuple[Memory, ...] = ()
+    key: str = ""
+
+    @property
+    def size(self) -> int:
+        return len(self.created) + len(self.replaced)
+
+
+class BatchJournal(Protocol):
+    """Makes a batch of writes to one store one unit: whole, or (after a crash or a failure) rolled back.
+
+    Promises: `begin` records the batch durably before the caller's first write and marks it running (held by
+    this process) until `commit`, `drop` or `release`; `commit` forgets it, which is the commit point: the
+    batch then stands, and after it the caller may acknowledge (a journal may refuse to commit, say because
+    the caller who would read the acknowledgement is gone: the caller then rolls the batch back); `drop`
+    forgets a batch the caller rolled back; `release` stops holding one without forgetting it (a rollback that
+    failed: the next open retries it); `interrupted(store)` gives the store's batches whose writer is gone
+    (died, or released them), never one still running, and reads nothing into being (no journal yet: none).
+    Leaves out: the writes and their undoing (the use cases do both), a batch over several stores (each
+    store's part is its own unit), and exclusion: call every method under the store's write lock (WriteLocks).
+    """
+
+    def begin(self, batch: PendingBatch) -> Result[PendingBatch, DomainError]: ...
+
+    def commit(self, batch: PendingBatch) -> Result[None, DomainError]: ...
+
+    def drop(self, batch: PendingBatch) -> Result[None, DomainError]: ...
+
+    def release(self, batch: PendingBatch) -> Result[None, DomainError]: ...
+
+    def interrupted(self, store: str) -> Result[tuple[PendingBatch, ...], DomainError]: ...

@@ -9,11 +9,12 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 from attrs import evolve, field, frozen
 from returns.result import Result
 
+from agent_memory.domain.batches import InProcessJournal
 from agent_memory.domain.context import Context, SearchPolicy
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.locks import ThreadWriteLocks
 from agent_memory.domain.maintenance import Maintenance
-from agent_memory.domain.ports import Clock, Embedder, KeywordIndex, StoreCatalog, WriteLocks
+from agent_memory.domain.ports import BatchJournal, Clock, Embedder, KeywordIndex, StoreCatalog, WriteLocks
 from agent_memory.domain.reading import Reading
 from agent_memory.domain.results import validated
 from agent_memory.domain.searching import Searching
@@ -70,6 +71,7 @@ class MemoryService:
     policy: SearchPolicy = field(factory=SearchPolicy)
     keywords: KeywordIndex | None = None
     locks: WriteLocks = field(factory=ThreadWriteLocks)
+    journal: BatchJournal = field(factory=InProcessJournal)
     tenant: Guard = None
     context: Context = field(init=False, repr=False, eq=False)
 
@@ -83,6 +85,7 @@ class MemoryService:
             keywords=self.keywords,
             locks=self.locks,
             tenant=self.tenant,
+            journal=self.journal,
         )
 
     def within(self, namespace: Sequence[str] | None) -> Result[MemoryService, DomainError]:

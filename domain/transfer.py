@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 
@@ -14,7 +15,7 @@ from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory, check_store_name
 from agent_memory.domain.paths import CategoryPath, parse_category_path
-from agent_memory.domain.ports import CategoryRegistry, VectorStore
+from agent_memory.domain.ports import CategoryRegistry, PendingBatch, VectorStore
 from agent_memory.domain.results import in_turn, validated
 from agent_memory.domain.tenancy import guarded_only
 
@@ -150,25 +151,41 @@ class Transfer:
         )
 
     def _import_group(self, store: VectorStore, group: list[Memory], tally: _Tally) -> Result[None, DomainError]:
-        batches = [group[start : start + IMPORT_BATCH] for start in range(0, len(group), IMPORT_BATCH)]
-        return in_turn(batches, lambda batch: self._import_batch(store, batch).map(tally.add)).map(lambda _: None)
-
-    def _import_batch(self, store: VectorStore, batch: list[Memory]) -> Result[tuple[int, int], DomainError]:
-        duplicates = {m.id for m in batch if sum(1 for o in batch if o.id == m.id) > 1}
+        """The store's part of an import as one unit: what it creates and what it replaces (as it was) are
+        journaled before the first write, so a failure or a kill part-way leaves the store as it was."""
+        duplicates = sorted(memory_id for memory_id, seen in Counter(m.id for m in group).items() if seen > 1)
         if duplicates:
             return Failure(
-                DomainError(ErrorCode.INVALID_INPUT, f"The import holds the same id twice: {sorted(duplicates)[0]}.")
+                DomainError(ErrorCode.INVALID_INPUT, f"The import holds the same id twice: {duplicates[0]}.")
             )
-        return store.get([m.id for m in batch]).bind(lambda existing: self._write_batch(store, batch, existing))
+        batches = [group[start : start + IMPORT_BATCH] for start in range(0, len(group), IMPORT_BATCH)]
+        found = in_turn(batches, lambda batch: store.get([m.id for m in batch]))
+        return found.bind(
+            lambda parts: self._import_known(store, batches, {m.id: m for part in parts for m in part}, tally)
+        )
+
+    def _import_known(
+        self, store: VectorStore, batches: list[list[Memory]], before: dict[str, Memory], tally: _Tally
+    ) -> Result[None, DomainError]:
+        group = [m for batch in batches for m in batch]
+        pending = PendingBatch(
+            group[0].store,
+            tuple(m.id for m in group if m.id not in before),
+            tuple(before[m.id] for m in group if m.id in before and before[m.id] != m),
+        )
+        return self.ctx.whole(
+            store,
+            pending,
+            lambda: in_turn(batches, lambda batch: self._write_batch(store, batch, before).map(tally.add)),
+        ).map(lambda _: None)
 
     def _write_batch(
-        self, store: VectorStore, batch: list[Memory], existing: list[Memory]
+        self, store: VectorStore, batch: list[Memory], before: Mapping[str, Memory]
     ) -> Result[tuple[int, int], DomainError]:
         """Add the batch's new ids and replace its known ones, then bring the keyword index in step: (created,
         replaced). A re-import costs what changed, not what was given: a memory stored exactly as given is left
         alone, one whose text is unchanged keeps its vector (one batched metadata write), and only new or changed
         texts are embedded; the keyword index is rewritten only for entries whose text or thread changed."""
-        before = {m.id: m for m in existing}
         fresh = [m for m in batch if m.id not in before]
         known = [m for m in batch if m.id in before and before[m.id] != m]
         same_text = [m for m in known if before[m.id].content == m.content]

@@ -92,6 +92,7 @@ class ReindexReport:
     memory_count: int
     embedding_model: str
     renamed: tuple[str, ...] = ()  # "old → new" for memories moved off a path another memory held
+    rolled_back: tuple[str, ...] = ()  # interrupted batches taken back out before the reindex, said in words
 
 
 @frozen

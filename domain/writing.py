@@ -16,7 +16,7 @@ from agent_memory.domain.context import Context, optional_path
 from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
 from agent_memory.domain.model import DecayPolicy, Memory, check_store_name, new_memory_id, parse_decay_policy
 from agent_memory.domain.paths import MemoryPath, parse_memory_path
-from agent_memory.domain.ports import VectorStore
+from agent_memory.domain.ports import PendingBatch, VectorStore
 from agent_memory.domain.results import in_turn, validated
 from agent_memory.domain.tenancy import place
 from agent_memory.domain.views import MemoryView
@@ -110,11 +110,14 @@ class Writing:
         )
 
     def _store_new(self, store: VectorStore, store_name: str, memories: list[Memory]) -> Result[None, DomainError]:
-        """Embed and add the batch, then index its words; a batch the keyword index refuses is taken back out."""
-        return (
-            self.ctx.embedder.embed_documents([m.content for m in memories])
-            .bind(lambda vectors: store.add(memories, vectors))
-            .bind(lambda _: self.ctx.index_keywords(store_name, memories).lash(partial(_undo_add, store, memories)))
+        """Embed the batch, then add it and index its words as one unit: a failure or a kill part-way leaves none
+        of it (the journal records its ids before the first write; the next open takes a killed batch back out)."""
+        return self.ctx.embedder.embed_documents([m.content for m in memories]).bind(
+            lambda vectors: self.ctx.whole(
+                store,
+                PendingBatch(store_name, tuple(m.id for m in memories)),
+                lambda: store.add(memories, vectors).bind(lambda _: self.ctx.index_keywords(store_name, memories)),
+            )
         )
 
     # --- update / move --------------------------------------------------------------------------
@@ -289,13 +292,3 @@ def _changes(command: UpdateMemory) -> Result[dict[str, Any], DomainError]:
             )
         )
     return Success(fields)
-
-
-def _undo_add(store: VectorStore, memories: Sequence[Memory], error: DomainError) -> Result[None, DomainError]:
-    """A batch the keyword index refused is taken back out of the store: it lands whole or not at all."""
-    kept = (
-        store.remove([m.id for m in memories])
-        .map(lambda _: "")
-        .value_or(" Some of them may be stored: run `memory reindex`.")
-    )
-    return Failure(evolve(error, message=f"{error.message} Nothing was stored.{kept}"))

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from returns.result import Failure, Result, Success
 
 from agent_memory.domain.errors import DomainError, ErrorCode
-from agent_memory.domain.ports import Clock, Embedder, KeywordIndex, StoreCatalog, WriteLocks
+from agent_memory.domain.ports import BatchJournal, Clock, Embedder, KeywordIndex, StoreCatalog, WriteLocks
 from agent_memory.domain.service import MemoryService, SearchPolicy
 from agent_memory.entrypoints.settings import Settings
 
@@ -95,6 +96,15 @@ def build_keywords(settings: Settings, catalog: StoreCatalog) -> KeywordIndex:
     return SqliteKeywordIndex(settings.data_dir / f"{settings.backend}-keywords.sqlite3")
 
 
+def build_journal(settings: Settings, *, still_wanted: Callable[[], bool] | None = None) -> BatchJournal:
+    """The batch journal beside the data (one folder per backend, as the write locks); `still_wanted` is asked
+    before each commit (a server: is the client still there to read the acknowledgement?)."""
+    from agent_memory.adapters.batch_journal import FileBatchJournal
+
+    folder = settings.data_dir / "journals" / settings.backend
+    return FileBatchJournal(folder) if still_wanted is None else FileBatchJournal(folder, still_wanted=still_wanted)
+
+
 def build_service(
     settings: Settings,
     *,
@@ -103,10 +113,19 @@ def build_service(
     clock: Clock | None = None,
     keywords: KeywordIndex | None = None,
     locks: WriteLocks | None = None,
+    journal: BatchJournal | None = None,
 ) -> Result[MemoryService, DomainError]:
     """Wire the service; pass any port to override the configured adapter (tests, other apps)."""
     return Result.do(
-        _wire(settings, chosen_embedder, chosen_catalog, clock=clock, keywords=keywords, locks=locks)
+        _wire(
+            settings,
+            chosen_embedder,
+            chosen_catalog,
+            clock=clock,
+            keywords=keywords,
+            locks=locks,
+            journal=journal or build_journal(settings),
+        )
         for chosen_embedder in (build_embedder(settings) if embedder is None else Success(embedder))
         for chosen_catalog in (build_catalog(settings, chosen_embedder) if catalog is None else Success(catalog))
     )
@@ -120,6 +139,7 @@ def _wire(
     clock: Clock | None,
     keywords: KeywordIndex | None,
     locks: WriteLocks | None,
+    journal: BatchJournal,
 ) -> MemoryService:
     """The service over a chosen embedder and catalog; the light adapters are built here unless overridden."""
     if clock is None:
@@ -140,4 +160,6 @@ def _wire(
 
         # every process of this machine that opens this data directory and backend takes the same locks
         locks = FileWriteLocks(settings.data_dir / "locks" / settings.backend)
-    return MemoryService(catalog=catalog, embedder=embedder, clock=clock, policy=policy, keywords=keywords, locks=locks)
+    return MemoryService(
+        catalog=catalog, embedder=embedder, clock=clock, policy=policy, keywords=keywords, locks=locks, journal=journal
+    )

@@ -306,8 +306,9 @@ def _write(stream: Any, encoded: str) -> None:
 def _lost(place: wire.Place) -> int:
     body = {
         "error": (
-            "The memory server stopped while running this command, so it may or may not have taken effect. "
-            f"Check with `memory get` or `memory search` before running it again; the server's log is {place.log}."
+            "The memory server stopped while running this command, so it may or may not have taken effect (a create "
+            "or import it had not finished is taken back out by the next command). Check with `memory get` or "
+            f"`memory search` before running it again; the server's log is {place.log}."
         ),
         "code": "SERVER_LOST",
     }
@@ -318,8 +319,8 @@ def _lost(place: wire.Place) -> int:
 def _unresponsive(place: wire.Place, outcome: Outcome, read_only: bool, silence: float) -> int:
     """A server that sent nothing for `silence` s. It is not replaced and the command does not fall back to this
     process: the server still holds its place and maybe a store's write lock (Qdrant local mode: the whole store),
-    so an in-process run would wait on it or fail; a write it accepted may still finish if it wakes, so running it
-    again could do it twice; and whether to kill a process that may be mid-write is the user's call."""
+    so an in-process run would wait on it or fail; a write it accepted may still finish if it wakes (a batch, not:
+    it commits only while its client is connected), so running it again could do it twice; and whether to kill a process that may be mid-write is the user's call."""
     pid = wire.server_facts(place).get("pid")
     who = f"The memory server (pid {pid})" if isinstance(pid, int) else "The memory server"
     if not outcome.accepted:
@@ -329,8 +330,8 @@ def _unresponsive(place: wire.Place, outcome: Outcome, read_only: bool, silence:
     else:
         what = (
             f"{who} stopped answering for {silence:g} s while running this command, so it may or may not have taken "
-            "effect (it may still finish if the server resumes). Check with `memory get` or `memory search` before "
-            "running it again."
+            "effect (a create or import it finishes after this command has ended is taken back out; another change may "
+            "still finish if the server resumes). Check with `memory get` or `memory search` before running it again."
         )
     body = {
         "error": f"{what} The server looks stopped or hung: `memory server stop` ends it (the next command starts a "

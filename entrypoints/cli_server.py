@@ -78,6 +78,7 @@ class MemoryServer:
         self._retiring = False
         self._entry: int | None = None  # this server's locked entry among the user's servers (server_protocol)
         self._facts: dict[str, Any] = {}
+        self._caller = threading.local()  # the connection of the command this thread runs (its batches' gate)
 
     # --- life -----------------------------------------------------------------------------------------------
 
@@ -262,7 +263,7 @@ class MemoryServer:
     def _run(self, connection: socket.socket, request: dict[str, Any]) -> None:
         wire.send(connection, {"accepted": True})
         result: dict[str, Any] = {}
-        worker = threading.Thread(target=self._execute, args=(request, result), daemon=True)
+        worker = threading.Thread(target=self._execute, args=(request, result, connection), daemon=True)
         worker.start()
         self._heartbeat(connection, worker, wire.heartbeat_for(request.get("silence_s")))
         answer = result.get("answer") or {"refused": "internal", "message": result.get("crash", "no answer")}
@@ -281,7 +282,8 @@ class MemoryServer:
                 except OSError:
                     alive = False  # keep waiting: the command must end before the server can
 
-    def _execute(self, request: dict[str, Any], result: dict[str, Any]) -> None:
+    def _execute(self, request: dict[str, Any], result: dict[str, Any], connection: socket.socket) -> None:
+        self._caller.connection = connection  # a batch commits only while its client is there to hear of it
         try:
             self._execute_locked(request, result)
         except BaseException as error:  # the worker must not die silently: the client then reports SERVER_LOST
@@ -414,13 +416,14 @@ class MemoryServer:
         request that names them, sharing a loaded embedder) with the request's policy (store, decay, limits)."""
         from returns.result import Success
 
-        from agent_memory.entrypoints.bootstrap import build_service
+        from agent_memory.entrypoints.bootstrap import build_journal, build_service
 
         key = storage_key(settings)
         warm = self._storages.get(key)
+        journal = build_journal(settings, still_wanted=self._caller_there)
         if warm is None:
             embedder = next((s.embedder for k, s in self._storages.items() if k[_EMBEDDER] == settings.embedder), None)
-            built = build_service(settings, embedder=embedder)
+            built = build_service(settings, embedder=embedder, journal=journal)
             if isinstance(built, Success):
                 self._storages[key] = built.unwrap()
                 built.unwrap().catalog.keep_warm()  # mirrors are read in the background, not in a search
@@ -432,7 +435,13 @@ class MemoryServer:
             clock=warm.clock,
             keywords=warm.keywords,
             locks=warm.locks,
+            journal=journal,
         )
+
+    def _caller_there(self) -> bool:
+        """Whether the client of the command this thread runs is still connected (True outside a command)."""
+        connection = getattr(self._caller, "connection", None)
+        return connection is None or wire.still_connected(connection)
 
 
 def _arguments(request: dict[str, Any]) -> tuple[list[str], dict[str, str]]:

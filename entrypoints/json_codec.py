@@ -128,7 +128,8 @@ def prune_json(report: PruneReport) -> dict[str, Any]:
 
 def reindex_json(report: ReindexReport) -> dict[str, Any]:
     body = {"store": report.store, "memory_count": report.memory_count, "embedding_model": report.embedding_model}
-    return body | {"renamed": list(report.renamed)} if report.renamed else body
+    body |= {"renamed": list(report.renamed)} if report.renamed else {}
+    return body | {"rolled_back": list(report.rolled_back)} if report.rolled_back else body
 
 
 def stores_json(stores: tuple[StoreSummary, ...]) -> dict[str, Any]:

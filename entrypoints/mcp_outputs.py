@@ -136,6 +136,7 @@ SCHEMAS: dict[str, Schema] = {  # the answer kinds the tools render (mcp_tools.T
             "memory_count": _COUNT,
             "embedding_model": _TEXT,
             "renamed": {"type": "array", "items": _TEXT},
+            "rolled_back": {"type": "array", "items": _TEXT},
         },
         required=("store", "memory_count", "embedding_model"),
     ),

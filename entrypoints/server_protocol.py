@@ -20,6 +20,7 @@ import fcntl
 import hashlib
 import json
 import os
+import select
 import socket
 import stat
 import sys
@@ -306,3 +307,12 @@ def registered() -> list[dict[str, Any]]:
         finally:
             os.close(handle)
     return found
+
+
+def still_connected(connection: socket.socket) -> bool:
+    """Whether the peer of a connection whose request was read whole is still there (it sends nothing more)."""
+    try:
+        ready, _, _ = select.select([connection], [], [], 0)
+        return not ready or connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+    except (OSError, ValueError):  # reset, or closed on this side
+        return False

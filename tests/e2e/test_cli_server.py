@@ -170,7 +170,7 @@ def test_a_server_speaking_another_protocol_is_replaced(served: MemoryCli) -> No
         foreign.close()
 
 
-def test_a_client_killed_mid_request_loses_nothing_and_the_server_keeps_serving(served: MemoryCli) -> None:
+def test_a_client_killed_mid_request_leaves_nothing_half_done_and_the_server_keeps_serving(served: MemoryCli) -> None:
     served.ok("create", "opens the store")
     pid = pid_of(served)
     lock = served.data_dir / "locks" / "chroma" / "default.lock"
@@ -185,7 +185,8 @@ def test_a_client_killed_mid_request_loses_nothing_and_the_server_keeps_serving(
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as raw:
             raw.connect(str(status(served)["socket"]))
             raw.sendall(partial)
-    assert contents(served) == {"opens the store", "sent by a killed client"}
+    # its create ran once the lock was free, found the client gone and was taken back out: a retry stores it once
+    assert contents(served) == {"opens the store"}
     assert pid_of(served) == pid
 
 

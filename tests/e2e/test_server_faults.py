@@ -72,7 +72,7 @@ def test_a_stopped_server_gets_a_clear_error_and_server_stop_ends_it(served: Mem
     assert pid_of(served) != pid
 
 
-def test_a_server_hung_mid_write_says_so_and_the_write_lands_when_it_resumes(served: MemoryCli) -> None:
+def test_a_server_hung_mid_write_says_so_and_takes_the_create_back_out_when_it_resumes(served: MemoryCli) -> None:
     served.ok("create", "opens the store")
     lock = served.data_dir / "locks" / "chroma" / "default.lock"
     with lock.open("a") as held:
@@ -93,8 +93,9 @@ def test_a_server_hung_mid_write_says_so_and_the_write_lands_when_it_resumes(ser
     error = json.loads(err)
     assert error["code"] == "SERVER_UNRESPONSIVE"
     assert "may or may not have taken effect" in error["error"], error
-    os.kill(pid, signal.SIGCONT)  # it wakes, takes the lock now free, and finishes the write
-    wait_until(lambda: "sent to a server that hangs" in contents(served), "the accepted write landed")
+    os.kill(pid, signal.SIGCONT)  # it wakes, takes the lock now free, writes, finds its client gone: rolls back
+    wait_until(lambda: status(served).get("requests_active") == 0, "the server is done with the create")
+    assert contents(served) == {"opens the store"}  # not kept unacknowledged: a retry cannot store it twice
     assert pid_of(served) == pid
 
 
