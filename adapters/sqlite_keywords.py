@@ -307,12 +307,14 @@ class SqliteKeywordIndex:
             for entry in entries:
                 self._append(connection, table, entry)
 
-        rebuilt = self._run("rebuilding", replace, write=True)
-        if isinstance(rebuilt, Failure) and self._damaged():
+        def afresh(error: DomainError) -> Result[None, DomainError]:
+            if not self._damaged():
+                return Failure(error)
             # a damaged file cannot be rebuilt in place: keep it aside for inspection and start a new one
             self._set_aside()
             return self._run("rebuilding", replace, write=True)
-        return rebuilt
+
+        return self._run("rebuilding", replace, write=True).lash(afresh)
 
     def _damaged(self) -> bool:
         """Whether the file itself is broken (not merely locked or unwritable)."""
