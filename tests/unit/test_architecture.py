@@ -143,3 +143,18 @@ def test_adapter_packages_convert_to_a_result_once_rather_than_unwrapping(packag
         )
     }
     assert offenders == set()
+
+
+def test_no_domain_or_adapter_module_branches_on_isinstance_failure() -> None:
+    """One error style: a Result is bound, lashed or matched, never tested with isinstance(…, Failure)."""
+    offenders = {
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for room in ("domain", "adapters")
+        for path in sorted((ROOT / room).rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "isinstance"
+        and "Failure" in ast.unparse(node)
+    }
+    assert offenders == set()
