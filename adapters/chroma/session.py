@@ -24,7 +24,7 @@ from agent_memory.adapters.chroma.boundary import Boundary
 from agent_memory.adapters.chroma.clients import embedded_client
 from agent_memory.adapters.chroma.mirror import VectorMirror
 from agent_memory.adapters.shared.boundary import Abort
-from agent_memory.adapters.shared.disk import FULL_DISK, cannot_write, disk_hint, nearly_full
+from agent_memory.adapters.shared.disk import FULL_DISK, cannot_write, disk_hint, nearly_full, no_room
 from agent_memory.adapters.shared.durable import write_atomically
 from agent_memory.adapters.shared.private import PRIVATE_FILE, private_directory
 from agent_memory.domain.errors import DomainError, ErrorCode
@@ -97,11 +97,14 @@ class Session:
     _mutex: threading.RLock = field(factory=threading.RLock, init=False)  # this process's threads take turns
     _lock: filelock.FileLock | None = field(default=None, init=False)
 
-    def run(self, doing: str, op: Callable[[ClientAPI], T], *, write: bool = False) -> T:
+    def run(self, doing: str, op: Callable[[ClientAPI], T], *, write: bool = False, needs: int = 0) -> T:
         """`op` with a client that has seen every other process's writes; a `write` is announced first.
 
-        Plain: a failure aborts (adapters.shared.boundary.Abort). Re-entrant: a run inside a run of the same
-        thread keeps the lock it holds.
+        An embedded `write` is refused whole, before anything is written, when the disk has not room for the
+        `needs` bytes it will store and a reserve (adapters.shared.disk.no_room): Chroma logs a write before it
+        applies it, so one that failed half-way on a full disk would be applied later, and its reads would fail
+        meanwhile. Plain: a failure aborts (adapters.shared.boundary.Abort). Re-entrant: a run inside a run of
+        the same thread keeps the lock it holds.
         """
         with self._mutex:  # the threads of this process take turns too
             if self._hit_full_disk and self.directory is not None and not nearly_full(self.directory):
@@ -111,13 +114,16 @@ class Session:
                 self._hit_full_disk = False
                 self._reset()
             self._lock_directory(doing, write=write)
+            began = False  # a write refused for want of room never reached Chroma: its System needs no renewal
             try:
                 self._refresh()
                 if write:
+                    self._check_room(doing, needs)
                     self._announce()
+                began = True
                 return op(self._connect())
             except Abort as abort:
-                if self.directory is not None and FULL_DISK in abort.error.message:
+                if self.directory is not None and FULL_DISK in abort.error.message and began:
                     self._hit_full_disk = True
                 raise
             finally:
@@ -171,6 +177,13 @@ class Session:
             if not write and cannot_write(error):
                 return
             raise Abort(self.boundary.unavailable(error)) from error
+
+    def _check_room(self, doing: str, needs: int) -> None:
+        if self.directory is None:
+            return
+        hint = no_room(self.directory, needs)
+        if hint:
+            raise Abort(DomainError(ErrorCode.STORAGE_ERROR, f"ChromaDB did not {doing}{hint}. Nothing was written."))
 
     def _refresh(self) -> None:
         """Drop the client when another process wrote since it was made (the next `_connect` makes a new one)."""

@@ -25,7 +25,7 @@ from agent_memory.adapters.chroma.salvage import (
 from agent_memory.adapters.chroma.session import Session
 from agent_memory.adapters.shared.batching import chunks
 from agent_memory.adapters.shared.boundary import Abort, abort_if
-from agent_memory.adapters.shared.disk import FULL_DISK
+from agent_memory.adapters.shared.disk import FULL_DISK, write_size
 from agent_memory.adapters.shared.embeddings import count_mismatch, dimension_mismatch, mixed_dimensions
 from agent_memory.adapters.shared.vector_math import cosines
 from agent_memory.domain.errors import DomainError, ErrorCode
@@ -107,7 +107,7 @@ class ChromaVectorStore:
                 lambda mirror: mirror.upsert([memory], [embedding]),
             )
 
-        return self._result("write memories", write, write=True)
+        return self._result("write memories", write, write=True, needs=write_size([memory.content], len(embedding)))
 
     def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
         """Rewrite fields of existing memories, keeping their vectors; MEMORY_NOT_FOUND before any write."""
@@ -137,7 +137,8 @@ class ChromaVectorStore:
 
             mirroring.written(self.session, collection, write, lambda mirror: mirror.update(list(latest.values())))
 
-        return self._result("update memories", update, write=True)
+        needs = write_size([memory.content for memory in latest.values()], self.dimension)
+        return self._result("update memories", update, write=True, needs=needs)
 
     def remove(self, ids: Sequence[str]) -> Result[None, DomainError]:
         unique = list(dict.fromkeys(ids))
@@ -348,13 +349,16 @@ class ChromaVectorStore:
 
     # --- helpers (plain: they raise, the port method's boundary converts)
 
-    def _result(self, doing: str, op: Callable[[Collection], T], *, write: bool = False) -> Result[T, DomainError]:
+    def _result(
+        self, doing: str, op: Callable[[Collection], T], *, write: bool = False, needs: int = 0
+    ) -> Result[T, DomainError]:
         """`op` on this store's collection (see `_run`), as a port method's Result."""
-        return self.boundary.result(partial(self._run, doing, op, write=write))
+        return self.boundary.result(partial(self._run, doing, op, write=write, needs=needs))
 
-    def _run(self, doing: str, op: Callable[[Collection], T], *, write: bool = False) -> T:
-        """`op` on this store's collection, as found now, under the session's rules."""
-        return self.session.run(doing, lambda client: op(self._resolve(client)), write=write)
+    def _run(self, doing: str, op: Callable[[Collection], T], *, write: bool = False, needs: int = 0) -> T:
+        """`op` on this store's collection, as found now, under the session's rules (a write needing `needs`
+        bytes of disk is refused whole when there is not room for them: Session.run)."""
+        return self.session.run(doing, lambda client: op(self._resolve(client)), write=write, needs=needs)
 
     def _resolve(self, client: ClientAPI) -> Collection:
         """The collection, its space, model and dimension read again when it is not the one seen last."""
@@ -392,7 +396,8 @@ class ChromaVectorStore:
                 lambda mirror: mirror.upsert([m for m, _ in pairs], [v for _, v in pairs]),
             )
 
-        self._run("write memories", write, write=True)
+        needs = write_size([memory.content for memory, _ in pairs], len(pairs[0][1]))
+        self._run("write memories", write, write=True, needs=needs)
 
     def _count(self) -> int:
         return self._run("count memories", lambda collection: self.boundary.call("count memories", collection.count))

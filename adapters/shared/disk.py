@@ -7,6 +7,7 @@ import errno
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 FULL_DISK = "the disk is full"  # in every message about a full disk, so callers can tell one
@@ -54,6 +55,37 @@ def nearly_full(where: Path | str | None) -> bool:
     except OSError:
         return False
     return usage.free < FULL_BELOW
+
+
+# A write to an embedded database (Chroma, Qdrant's local mode) first checks there is room for it and this much
+# more: the database writes its own journal and log beside the data, the keyword index its share, and a write
+# that fails after it began must still be able to take itself back. So a disk that fills up refuses the next
+# write whole, before any of it is stored, instead of failing half-way (Chroma kept a failed write in its log
+# and applied it later; Qdrant could not remove one the keyword index then refused).
+WRITE_RESERVE = FULL_BELOW  # read at call time (tests lower it to reach the failure past the check)
+STORED_COPIES = 4  # how many times a write's bytes land on disk: log, records, full-text index, keyword index
+RECORD_BYTES = 2048  # a record's fields, ids and index entries beside its content and vector
+
+
+def write_size(contents: Sequence[str], dimension: int | None) -> int:
+    """A generous estimate of the bytes a write of records with these contents and vectors puts on the disk."""
+    per_record = RECORD_BYTES + 4 * (dimension or 0)
+    return STORED_COPIES * sum(len(content.encode("utf-8", "surrogatepass")) + per_record for content in contents)
+
+
+def no_room(where: Path | str, needed: int = 0) -> str:
+    """': the disk is full at <where> …' when the file system there has less than `needed` + WRITE_RESERVE
+    bytes free; '' when the write may go ahead (or the free space cannot be read)."""
+    folder = Path(where)
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return ""
+    if free >= needed + WRITE_RESERVE:
+        return ""
+    return f": {FULL_DISK} at {where} (free some space, then try again)"
 
 
 def cannot_write(cause: BaseException | str) -> bool:

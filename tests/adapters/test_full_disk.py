@@ -14,7 +14,14 @@ from returns.result import Success
 
 from agent_memory.adapters.in_memory import HashingEmbedder
 from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
-from agent_memory.domain.commands import CreateMemory, ListMemories
+from agent_memory.domain.commands import (
+    CreateMemory,
+    GetMemory,
+    ListMemories,
+    ReindexStore,
+    SearchMemories,
+    StoreStatus,
+)
 from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.ports import KeywordEntry
 from agent_memory.entrypoints.bootstrap import build_service
@@ -55,7 +62,7 @@ def _fill(folder: Path) -> Path:
     return ballast
 
 
-@pytest.mark.parametrize("backend", ["files"])  # chroma: a failed write may still land (left open)
+@pytest.mark.parametrize("backend", ["files", "chroma", "qdrant"])
 def test_a_create_that_failed_on_a_full_disk_is_not_stored(small_disk: Path, backend: str) -> None:
     env = {
         "HOME": str(small_disk.parent),
@@ -64,11 +71,12 @@ def test_a_create_that_failed_on_a_full_disk_is_not_stored(small_disk: Path, bac
         "MEMORY_BACKEND": backend,
     }
     service = build_service(load_settings({}, env).unwrap(), embedder=HashingEmbedder()).unwrap()
-    acknowledged, errors = 0, []
+    acknowledged, errors, first = 0, [], None
     for number in range(400):
         created = dispatch(service, CreateMemory(content=f"memory {number} " + "x" * 4000))
         if isinstance(created, Success):
             acknowledged += 1
+            first = first or created.unwrap().memory.id
         else:
             errors.append(created.failure().message)
             if len(errors) == 3:
@@ -76,11 +84,20 @@ def test_a_create_that_failed_on_a_full_disk_is_not_stored(small_disk: Path, bac
     assert errors, "the disk never filled"
     assert all("the disk is full at" in message for message in errors), errors
     _fill(small_disk)
-    listed = dispatch(service, ListMemories(limit=1000)).unwrap()  # reads answer on the full disk
+    # every read answers on the full disk, and sees exactly the acknowledged memories (the keyword index too)
+    listed = dispatch(service, ListMemories(limit=1000)).unwrap()
     assert len(listed.memories) == acknowledged  # type: ignore[attr-defined]
+    assert dispatch(service, GetMemory(ref=str(first))).unwrap().memory.id == first
+    found = dispatch(service, SearchMemories(query="memory 1", limit=50, mode="keyword")).unwrap()
+    assert found.results  # type: ignore[attr-defined]
+    dispatch(service, SearchMemories(query="memory 1", limit=5)).unwrap()
+    status = dispatch(service, StoreStatus()).unwrap()
+    assert status.memory_count == acknowledged and not status.problems, status
     _grow(small_disk)  # space freed: writes work again, without restarting anything
     dispatch(service, CreateMemory(content="written once there is room again")).unwrap()
     assert len(dispatch(service, ListMemories(limit=1000)).unwrap().memories) == acknowledged + 1  # type: ignore[attr-defined]
+    dispatch(service, ReindexStore()).unwrap()
+    assert dispatch(service, StoreStatus()).unwrap().memory_count == acknowledged + 1
 
 
 def test_a_failed_keyword_write_leaves_no_lock(small_disk: Path) -> None:
