@@ -144,6 +144,11 @@ class Session:
             self._collections[name] = found
         return found
 
+    def forget(self, name: str) -> None:
+        """Drop the cached collection called `name` (it was renamed or dropped elsewhere): the next `find` asks."""
+        with self._mutex:
+            self._collections.pop(name, None)
+
     # --- helpers
 
     def _connect(self) -> ClientAPI:
