@@ -10,10 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 from returns.result import Success
 
+from agent_memory.adapters.chroma.session import LOCK_FILE
 from agent_memory.adapters.in_memory import HashingEmbedder
 from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
+from agent_memory.adapters.write_locks import FileWriteLocks
 from agent_memory.domain.commands import (
     CreateMemory,
     GetMemory,
@@ -83,6 +86,12 @@ def test_a_create_that_failed_on_a_full_disk_is_not_stored(small_disk: Path, bac
                 break
     assert errors, "the disk never filled"
     assert all("the disk is full at" in message for message in errors), errors
+    # the failed writes left no lock: another process's lock on the store, and on Chroma's folder, is taken at once
+    other = FileWriteLocks(small_disk / "data" / "locks" / backend, timeout=1)
+    assert isinstance(other.exclusive("default", lambda: Success(None)), Success)
+    if backend == "chroma":
+        with FileLock(small_disk / "data" / "chroma" / LOCK_FILE, timeout=1):
+            pass
     _fill(small_disk)
     # every read answers on the full disk, and sees exactly the acknowledged memories (the keyword index too)
     listed = dispatch(service, ListMemories(limit=1000)).unwrap()
