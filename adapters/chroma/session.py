@@ -12,7 +12,7 @@ from typing import TypeVar
 from uuid import UUID
 
 import filelock
-from attrs import define, field
+from attrs import define, evolve, field
 from chromadb.api import ClientAPI
 from chromadb.api.client import Client
 from chromadb.api.models.Collection import Collection
@@ -23,6 +23,7 @@ from agent_memory.adapters.chroma import layout
 from agent_memory.adapters.chroma.boundary import Boundary
 from agent_memory.adapters.chroma.clients import embedded_client
 from agent_memory.adapters.chroma.mirror import VectorMirror
+from agent_memory.adapters.chroma.takeback import log_position, take_back
 from agent_memory.adapters.shared.boundary import Abort
 from agent_memory.adapters.shared.disk import FULL_DISK, cannot_write, disk_hint, nearly_full, no_room
 from agent_memory.adapters.shared.durable import write_atomically
@@ -115,16 +116,20 @@ class Session:
                 self._reset()
             self._lock_directory(doing, write=write)
             began = False  # a write refused for want of room never reached Chroma: its System needs no renewal
+            position: int | None = None  # the write log's end before this write (embedded)
             try:
                 self._refresh()
                 if write:
                     self._check_room(doing, needs)
                     self._announce()
+                    position = None if self.directory is None else log_position(self.directory)
                 began = True
                 return op(self._connect())
             except Abort as abort:
                 if self.directory is not None and FULL_DISK in abort.error.message and began:
                     self._hit_full_disk = True
+                    if position is not None:
+                        raise self._taken_back(abort, self.directory, position) from abort
                 raise
             finally:
                 if write:
@@ -182,6 +187,19 @@ class Session:
             if not write and cannot_write(error):
                 return
             raise Abort(self.boundary.unavailable(error)) from error
+
+    def _taken_back(self, abort: Abort, directory: pathlib.Path, position: int) -> Abort:
+        """A write that failed on a full disk after it began (the disk filled meanwhile): what it logged is taken
+        back (adapters.chroma.takeback), so it is never applied; the error says whether that worked. The System
+        is kept for reads (a new one could not open on the full disk) and renewed once there is room."""
+        if take_back(directory, position):
+            return Abort(evolve(abort.error, message=f"{abort.error.message} Nothing of it was kept."))
+        return Abort(
+            evolve(
+                abort.error,
+                message=f"{abort.error.message} Part of it may be stored: run `memory reindex` once there is room.",
+            )
+        )
 
     def _check_room(self, doing: str, needs: int) -> None:
         if self.directory is None:

@@ -67,6 +67,17 @@ def _fill(folder: Path) -> Path:
 
 @pytest.mark.parametrize("backend", ["files", "chroma", "qdrant"])
 def test_a_create_that_failed_on_a_full_disk_is_not_stored(small_disk: Path, backend: str) -> None:
+    _fill_with_creates_then_read_and_write_again(small_disk, backend)
+
+
+def test_a_chroma_write_the_disk_fills_under_is_taken_back(small_disk: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The room check passes (as when another process fills the disk during the write) and Chroma fails
+    half-way, its write logged but not applied: the write is taken back out of the log, never applied later."""
+    monkeypatch.setattr("agent_memory.adapters.chroma.session.no_room", lambda where, needed=0: "")
+    _fill_with_creates_then_read_and_write_again(small_disk, "chroma")
+
+
+def _fill_with_creates_then_read_and_write_again(small_disk: Path, backend: str) -> None:
     env = {
         "HOME": str(small_disk.parent),
         "MEMORY_CONFIG": empty_config(small_disk.parent),
