@@ -153,7 +153,7 @@ class ChromaVectorStore:
 
             mirroring.written(self.session, collection, write, lambda mirror: mirror.remove(unique))
 
-        return self._result("delete memories", delete, write=True)
+        return self._result("delete memories", delete, write=True, needs=None)  # never refused for want of room
 
     def rebuild(
         self, memories: Sequence[Memory], embeddings: Sequence[Vector], embedding_model: str
@@ -351,12 +351,12 @@ class ChromaVectorStore:
     # --- helpers (plain: they raise, the port method's boundary converts)
 
     def _result(
-        self, doing: str, op: Callable[[Collection], T], *, write: bool = False, needs: int = 0
+        self, doing: str, op: Callable[[Collection], T], *, write: bool = False, needs: int | None = 0
     ) -> Result[T, DomainError]:
         """`op` on this store's collection (see `_run`), as a port method's Result."""
         return self.boundary.result(partial(self._run, doing, op, write=write, needs=needs))
 
-    def _run(self, doing: str, op: Callable[[Collection], T], *, write: bool = False, needs: int = 0) -> T:
+    def _run(self, doing: str, op: Callable[[Collection], T], *, write: bool = False, needs: int | None = 0) -> T:
         """`op` on this store's collection, as found now, under the session's rules (a write needing `needs`
         bytes of disk is refused whole when there is not room for them: Session.run).
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import uuid
 from collections.abc import Sequence
 from functools import partial
@@ -27,7 +28,7 @@ from agent_memory.adapters.qdrant.records import (
 from agent_memory.adapters.qdrant.records import similarity_from_score as similarity
 from agent_memory.adapters.shared.batching import chunks
 from agent_memory.adapters.shared.boundary import Abort, abort_if
-from agent_memory.adapters.shared.disk import no_room, write_size
+from agent_memory.adapters.shared.disk import FULL_DISK, disk_hint, keep_reserve, no_room, release_reserve, write_size
 from agent_memory.adapters.shared.embeddings import count_mismatch, dimension_mismatch, mixed_dimensions
 from agent_memory.adapters.shared.vector_math import cosines
 from agent_memory.domain.errors import DomainError, ErrorCode
@@ -69,13 +70,27 @@ class QdrantVectorStore:
 
     def remove(self, ids: Sequence[str]) -> Result[None, DomainError]:
         def delete() -> None:
-            self._check_room("delete memories", 0)
             with one_commit(self.client, self.collection):
                 for batch in chunks(point_ids(ids), layout.MAX_BATCH_POINTS):
                     selector = models.PointIdsList(points=list(batch))
                     self.client.delete(self.collection, points_selector=selector, wait=True)
 
-        return self.boundary.result("delete memories", delete)
+        def delete_with_room() -> None:
+            """A delete needs room for its journal, even one taking back a write the keyword index refused on a
+            full disk: it is one transaction (it lands whole or not at all), and on a full disk it is tried again
+            once the folder's reserve is given back (local mode)."""
+            try:
+                delete()
+            except sqlite3.Error as error:
+                if (
+                    self.boundary.server
+                    or FULL_DISK not in disk_hint(error)
+                    or not release_reserve(self.boundary.location)
+                ):
+                    raise
+                delete()
+
+        return self.boundary.result("delete memories", delete_with_room)
 
     def rebuild(
         self, memories: Sequence[Memory], embeddings: Sequence[Vector], embedding_model: str
@@ -218,9 +233,12 @@ class QdrantVectorStore:
     def _check_room(self, doing: str, needs: int) -> None:
         """Local mode: a write is refused whole, before any of it is stored, when the disk has not room for it and
         a reserve (adapters.shared.disk.no_room), so one the keyword index then refuses can still be taken back."""
-        hint = "" if self.boundary.server else no_room(self.boundary.location, needs)
+        if self.boundary.server:
+            return
+        hint = no_room(self.boundary.location, needs)
         if hint:
             raise Abort(DomainError(ErrorCode.STORAGE_ERROR, f"Qdrant did not {doing}{hint}. Nothing was written."))
+        keep_reserve(self.boundary.location)
 
     def _check_dimension(self, vectors: Sequence[Vector]) -> None:
         abort_if(dimension_mismatch(self.dimension, vectors))

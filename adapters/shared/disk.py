@@ -76,6 +76,37 @@ def write_size(contents: Sequence[str], dimension: int | None) -> int:
     return sum(STORED_COPIES * len(content.encode("utf-8", "surrogatepass")) + per_record for content in contents)
 
 
+RESERVE_FILE = ".agent-memory.reserve"  # room kept aside in an embedded database's folder, for taking a write back
+RESERVE_BYTES = 512 * 1024
+
+
+def keep_reserve(folder: Path | str) -> None:
+    """Put RESERVE_BYTES aside in `folder` (a file of zeros, the owner's alone) when it is not there yet: called
+    where a write has just been found room, so it never fills a disk. Best effort: a failure leaves none."""
+    place = Path(folder) / RESERVE_FILE
+    if place.exists() or not place.parent.is_dir():
+        return
+    try:
+        descriptor = os.open(place, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except OSError:
+        return
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(bytes(RESERVE_BYTES))
+    except OSError:
+        place.unlink(missing_ok=True)
+
+
+def release_reserve(folder: Path | str) -> bool:
+    """Give the folder's reserve back to the disk (for a write that takes another back, on a full disk): whether
+    there was one. `keep_reserve` puts it aside again once there is room."""
+    try:
+        (Path(folder) / RESERVE_FILE).unlink()
+    except OSError:
+        return False
+    return True
+
+
 def no_room(where: Path | str, needed: int = 0) -> str:
     """': the disk is full at <where> …' when the file system there has less than `needed` + WRITE_RESERVE
     bytes free; '' when the write may go ahead (or the free space cannot be read)."""
