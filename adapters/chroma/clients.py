@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pathlib
 import socket
+import weakref
 
 import chromadb
 import httpx
@@ -71,19 +72,19 @@ def _read_only_client(boundary: Boundary, path: pathlib.Path) -> ClientAPI:
     try:
         copy = read_only_copy(path)
         client = chromadb.PersistentClient(path=str(copy), settings=Settings(anonymized_telemetry=False))
-        _COPIES.add(id(client))
+        _COPIES.add(client)
         return client
     except (ChromaError, OSError, ValueError, TypeError, AttributeError) as error:
         raise Abort(boundary.unavailable(error)) from error
 
 
-_COPIES: set[int] = set()  # the ids of clients over a private copy (for reads only)
+_COPIES: weakref.WeakSet[ClientAPI] = weakref.WeakSet()  # the clients over a private copy (for reads only)
 
 
 def reads_a_copy(client: ClientAPI) -> bool:
     """Whether `client` reads a private copy of the data (made on a disk that refused Chroma's writes to open):
     a write must never reach it, so the session makes a client of the real data first."""
-    return id(client) in _COPIES
+    return client in _COPIES
 
 
 def _bound_connect_timeout(client: ClientAPI) -> None:
