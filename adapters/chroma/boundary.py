@@ -7,7 +7,7 @@ from typing import TypeVar
 
 import httpx
 from attrs import frozen
-from chromadb.errors import ChromaError
+from chromadb.errors import ChromaError, NotFoundError
 from returns.result import Result
 
 from agent_memory.adapters.chroma.salvage import is_vector_index_damage
@@ -17,6 +17,11 @@ from agent_memory.adapters.shared.private import owner_only_files
 from agent_memory.domain.errors import DomainError, ErrorCode
 
 T = TypeVar("T")
+
+
+class CollectionGone(Abort):
+    """Chroma no longer knows the collection a call named (a server's collection renamed or dropped by another
+    client's rebuild since it was looked up): the store looks it up again and retries."""
 
 
 @frozen
@@ -40,15 +45,28 @@ class Boundary:
                 return call()
         except (httpx.TransportError, ConnectionError) as error:
             raise Abort(self.unavailable(error)) from error
+        except NotFoundError as error:
+            raise CollectionGone(self.failed(doing, error)) from error
         except (ChromaError, ValueError, TypeError, KeyError) as error:
-            raise Abort(storage_error(doing, error, None if self.server else self.location)) from error
+            raise Abort(self.failed(doing, error)) from error
         except Exception as error:
             # Boundary catch-all, narrowed: chromadb's HTTP client raises a plain `Exception(response.text)`
             # for server errors it cannot classify (chromadb/api/base_http_client.py). Only that exact
             # type is turned into STORAGE_ERROR; any subclass (an Abort from inside included) propagates.
             if type(error) is not Exception:
                 raise
-            raise Abort(storage_error(doing, error)) from error
+            raise Abort(self.failed(doing, error)) from error
+
+    def failed(self, doing: str, error: BaseException) -> DomainError:
+        """STORAGE_ERROR for a library error: on a server, what the server answered; embedded, a full disk named."""
+        if self.server:
+            answer = " ".join(str(error).split())[:300] or type(error).__name__
+            return DomainError(
+                ErrorCode.STORAGE_ERROR,
+                f"ChromaDB failed to {doing}: the server at {self.location} answered: {answer}",
+                cause=f"{type(error).__name__}: {error}",
+            )
+        return storage_error(doing, error, self.location)
 
     def result(self, call: Callable[[], T]) -> Result[T, DomainError]:
         """A port method's plain code as a Result: an Abort gives its DomainError, anything else is a bug."""

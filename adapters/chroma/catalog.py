@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pathlib
 import threading
+import time
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TypeVar
@@ -29,6 +30,11 @@ from agent_memory.domain.errors import DomainError, InvalidValue
 from agent_memory.domain.model import check_store_name
 
 T = TypeVar("T")
+
+
+def _wait_for_swap(seconds: float) -> None:
+    """A pause while another client swaps a rebuilt collection in (a function of its own so that a test sees it)."""
+    time.sleep(seconds)
 
 
 @define(kw_only=True)
@@ -153,11 +159,30 @@ class ChromaCatalog:
         collection_name = self.collection_of(name)
         doing = f"open collection '{collection_name}'"
         found = self._call(doing, partial(self.session.find, name=collection_name))
+        if found is None and self.host is not None:
+            found = self._after_swap(doing, collection_name)
         if found is None:
             found = self._call(doing, partial(self._settle, collection_name=collection_name, create=create), write=True)
         if found is None:
             raise Abort(names.store_not_found(name))
         return self._store(name, found)
+
+    def _after_swap(self, doing: str, collection_name: str) -> Collection | None:
+        """On a server, a missing collection with a `.prev` beside it is most likely another client's rebuild
+        between its two renames (ChromaVectorStore._swap): wait up to layout.SWAP_WAIT_S for the second, rather
+        than settle the rebuild from here (which would race the rebuilder). None: still missing (a rebuild that
+        stopped there, which `_settle` then finishes or undoes)."""
+        deadline = time.monotonic() + layout.SWAP_WAIT_S
+        while self._call(doing, partial(layout.find, name=collection_name + layout.PREV_SUFFIX)) is not None:
+            if time.monotonic() >= deadline:
+                return None
+            _wait_for_swap(layout.SWAP_RETRY_S)
+            self.session.forget(collection_name)
+            found = self._call(doing, partial(self.session.find, name=collection_name))
+            if found is not None:
+                return found
+        self.session.forget(collection_name)
+        return self._call(doing, partial(self.session.find, name=collection_name))
 
     def _nothing_yet(self) -> bool:
         """An embedded data directory without its database: reads answer as empty ones, and create nothing."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pathlib
 import socket
+import weakref
 
 import chromadb
 import httpx
@@ -13,7 +14,7 @@ from chromadb.errors import ChromaError
 
 from agent_memory.adapters.chroma.boundary import Boundary, storage_error
 from agent_memory.adapters.shared.boundary import Abort
-from agent_memory.adapters.shared.disk import cannot_write, read_only_copy
+from agent_memory.adapters.shared.disk import FULL_DISK, cannot_write, disk_hint, read_only_copy
 from agent_memory.adapters.shared.private import owner_only_files, private_directory
 from agent_memory.domain.errors import DomainError, ErrorCode
 
@@ -60,19 +61,30 @@ def embedded_client(boundary: Boundary, path: pathlib.Path) -> ClientAPI:
     except (ChromaError, OSError, ValueError, TypeError, AttributeError) as error:
         # AttributeError: chromadb 1.5.9 masks a failed start of its Rust bindings with
         # AttributeError('bindings') while cleaning up (chromadb/api/rust.py stop()).
-        if cannot_write(error) and database.is_file():
+        if (cannot_write(error) or FULL_DISK in disk_hint(error)) and database.is_file():
             return _read_only_client(boundary, path)
         raise Abort(boundary.unavailable(error)) from error
 
 
 def _read_only_client(boundary: Boundary, path: pathlib.Path) -> ClientAPI:
-    """Chroma must write to open its data (migrations, journals): on a disk that refuses writes, a client over a
-    private copy, so reads still work. Writes never reach it: each is announced on the real disk first, and fails."""
+    """Chroma must write to open its data (migrations, journals): on a disk that refuses writes (read-only, or full),
+    a client over a private copy, so reads still work. Writes never reach it: each is announced on the real disk first, and fails."""
     try:
         copy = read_only_copy(path)
-        return chromadb.PersistentClient(path=str(copy), settings=Settings(anonymized_telemetry=False))
+        client = chromadb.PersistentClient(path=str(copy), settings=Settings(anonymized_telemetry=False))
+        _COPIES.add(client)
+        return client
     except (ChromaError, OSError, ValueError, TypeError, AttributeError) as error:
         raise Abort(boundary.unavailable(error)) from error
+
+
+_COPIES: weakref.WeakSet[ClientAPI] = weakref.WeakSet()  # the clients over a private copy (for reads only)
+
+
+def reads_a_copy(client: ClientAPI) -> bool:
+    """Whether `client` reads a private copy of the data (made on a disk that refused Chroma's writes to open):
+    a write must never reach it, so the session makes a client of the real data first."""
+    return client in _COPIES
 
 
 def _bound_connect_timeout(client: ClientAPI) -> None:

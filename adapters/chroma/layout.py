@@ -19,6 +19,8 @@ REBUILDING = "rebuilding"  # collection-metadata flag of a .next collection that
 COSINE: Any = {"hnsw": {"space": "cosine"}}  # a chromadb CreateCollectionConfiguration
 SCAN_PAGE = 5000  # records per read of a whole collection (read at call time: tests shrink it)
 FALLBACK_BATCH = 1000
+SWAP_WAIT_S = 10.0  # how long an operation on a server waits for a store another client is swapping (read at call time)
+SWAP_RETRY_S = 0.05  # between its attempts
 # `passing` lists the store's memories with a filter's tags and path when at most this many times as many
 # as the ids asked have them (read at call time: tests shrink it); more, and it checks every id's record
 SELECTIVE_REACH = 4

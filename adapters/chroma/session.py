@@ -12,7 +12,7 @@ from typing import TypeVar
 from uuid import UUID
 
 import filelock
-from attrs import define, field
+from attrs import define, evolve, field
 from chromadb.api import ClientAPI
 from chromadb.api.client import Client
 from chromadb.api.models.Collection import Collection
@@ -21,10 +21,19 @@ from chromadb.errors import ChromaError
 
 from agent_memory.adapters.chroma import layout
 from agent_memory.adapters.chroma.boundary import Boundary
-from agent_memory.adapters.chroma.clients import embedded_client
+from agent_memory.adapters.chroma.clients import embedded_client, reads_a_copy
 from agent_memory.adapters.chroma.mirror import VectorMirror
+from agent_memory.adapters.chroma.takeback import log_position, take_back
 from agent_memory.adapters.shared.boundary import Abort
-from agent_memory.adapters.shared.disk import FULL_DISK, cannot_write, disk_hint, nearly_full
+from agent_memory.adapters.shared.disk import (
+    FULL_DISK,
+    cannot_write,
+    disk_hint,
+    keep_reserve,
+    nearly_full,
+    no_room,
+    release_reserve,
+)
 from agent_memory.adapters.shared.durable import write_atomically
 from agent_memory.adapters.shared.private import PRIVATE_FILE, private_directory
 from agent_memory.domain.errors import DomainError, ErrorCode
@@ -97,11 +106,15 @@ class Session:
     _mutex: threading.RLock = field(factory=threading.RLock, init=False)  # this process's threads take turns
     _lock: filelock.FileLock | None = field(default=None, init=False)
 
-    def run(self, doing: str, op: Callable[[ClientAPI], T], *, write: bool = False) -> T:
+    def run(self, doing: str, op: Callable[[ClientAPI], T], *, write: bool = False, needs: int | None = 0) -> T:
         """`op` with a client that has seen every other process's writes; a `write` is announced first.
 
-        Plain: a failure aborts (adapters.shared.boundary.Abort). Re-entrant: a run inside a run of the same
-        thread keeps the lock it holds.
+        An embedded `write` is refused whole, before anything is written, when the disk has not room for the
+        `needs` bytes it will store and a reserve (adapters.shared.disk.no_room; None: a delete, which gives room
+        back and is never refused so, or a write it takes back could not be undone): Chroma logs a write before it
+        applies it, so one that failed half-way on a full disk would be applied later, and its reads would fail
+        meanwhile. Plain: a failure aborts (adapters.shared.boundary.Abort). Re-entrant: a run inside a run of
+        the same thread keeps the lock it holds.
         """
         with self._mutex:  # the threads of this process take turns too
             if self._hit_full_disk and self.directory is not None and not nearly_full(self.directory):
@@ -111,14 +124,23 @@ class Session:
                 self._hit_full_disk = False
                 self._reset()
             self._lock_directory(doing, write=write)
+            began = False  # a write refused for want of room never reached Chroma: its System needs no renewal
+            position: int | None = None  # the write log's end before this write (embedded)
             try:
                 self._refresh()
                 if write:
+                    if self._client is not None and reads_a_copy(self._client):
+                        self._reset()  # a write goes to the real data, or fails saying why it cannot be opened
+                    self._check_room(doing, needs)
                     self._announce()
+                    position = None if self.directory is None else log_position(self.directory)
+                began = True
                 return op(self._connect())
             except Abort as abort:
-                if self.directory is not None and FULL_DISK in abort.error.message:
+                if self.directory is not None and FULL_DISK in abort.error.message and began:
                     self._hit_full_disk = True
+                    if position is not None:
+                        raise self._taken_back(abort, self.directory, position) from abort
                 raise
             finally:
                 if write:
@@ -137,6 +159,11 @@ class Session:
         else:
             self._collections[name] = found
         return found
+
+    def forget(self, name: str) -> None:
+        """Drop the cached collection called `name` (it was renamed or dropped elsewhere): the next `find` asks."""
+        with self._mutex:
+            self._collections.pop(name, None)
 
     # --- helpers
 
@@ -171,6 +198,31 @@ class Session:
             if not write and cannot_write(error):
                 return
             raise Abort(self.boundary.unavailable(error)) from error
+
+    def _taken_back(self, abort: Abort, directory: pathlib.Path, position: int) -> Abort:
+        """A write that failed on a full disk after it began (the disk filled meanwhile): what it logged is taken
+        back (adapters.chroma.takeback), so it is never applied; the error says whether that worked. The System
+        is dropped first: after a failed compaction it can hang on its next call, reads included. Until there is
+        room a new one may not open: list, export and status then read chroma.sqlite3 (ChromaVectorStore._salvaged),
+        while get and search say the disk is full."""
+        self._reset()
+        if take_back(directory, position) or (release_reserve(directory) and take_back(directory, position)):
+            return Abort(evolve(abort.error, message=f"{abort.error.message} Nothing of it was kept."))
+        return Abort(
+            evolve(
+                abort.error,
+                message=f"{abort.error.message} Part of it may be stored: run `memory reindex` once there is room.",
+            )
+        )
+
+    def _check_room(self, doing: str, needs: int | None) -> None:
+        if self.directory is None or needs is None:
+            return
+        hint = no_room(self.directory, needs)
+        if not hint:
+            keep_reserve(self.directory)  # room to take a write back on a full disk (see _taken_back)
+        else:
+            raise Abort(DomainError(ErrorCode.STORAGE_ERROR, f"ChromaDB did not {doing}{hint}. Nothing was written."))
 
     def _refresh(self) -> None:
         """Drop the client when another process wrote since it was made (the next `_connect` makes a new one)."""

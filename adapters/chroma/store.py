@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar, cast
@@ -13,7 +14,7 @@ from chromadb.api.models.Collection import Collection
 from returns.result import Result, Success
 
 from agent_memory.adapters.chroma import layout, mirroring, sifting
-from agent_memory.adapters.chroma.boundary import Boundary
+from agent_memory.adapters.chroma.boundary import Boundary, CollectionGone
 from agent_memory.adapters.chroma.mirroring import MIRROR_LIMIT
 from agent_memory.adapters.chroma.records import memories_of, memory_metadata, ranked, to_where
 from agent_memory.adapters.chroma.salvage import (
@@ -25,7 +26,7 @@ from agent_memory.adapters.chroma.salvage import (
 from agent_memory.adapters.chroma.session import Session
 from agent_memory.adapters.shared.batching import chunks
 from agent_memory.adapters.shared.boundary import Abort, abort_if
-from agent_memory.adapters.shared.disk import FULL_DISK
+from agent_memory.adapters.shared.disk import FULL_DISK, write_size
 from agent_memory.adapters.shared.embeddings import count_mismatch, dimension_mismatch, mixed_dimensions
 from agent_memory.adapters.shared.vector_math import cosines
 from agent_memory.domain.errors import DomainError, ErrorCode
@@ -107,7 +108,7 @@ class ChromaVectorStore:
                 lambda mirror: mirror.upsert([memory], [embedding]),
             )
 
-        return self._result("write memories", write, write=True)
+        return self._result("write memories", write, write=True, needs=write_size([memory.content], len(embedding)))
 
     def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
         """Rewrite fields of existing memories, keeping their vectors; MEMORY_NOT_FOUND before any write."""
@@ -137,7 +138,8 @@ class ChromaVectorStore:
 
             mirroring.written(self.session, collection, write, lambda mirror: mirror.update(list(latest.values())))
 
-        return self._result("update memories", update, write=True)
+        needs = write_size([memory.content for memory in latest.values()], self.dimension)
+        return self._result("update memories", update, write=True, needs=needs)
 
     def remove(self, ids: Sequence[str]) -> Result[None, DomainError]:
         unique = list(dict.fromkeys(ids))
@@ -151,7 +153,7 @@ class ChromaVectorStore:
 
             mirroring.written(self.session, collection, write, lambda mirror: mirror.remove(unique))
 
-        return self._result("delete memories", delete, write=True)
+        return self._result("delete memories", delete, write=True, needs=None)  # never refused for want of room
 
     def rebuild(
         self, memories: Sequence[Memory], embeddings: Sequence[Vector], embedding_model: str
@@ -348,19 +350,61 @@ class ChromaVectorStore:
 
     # --- helpers (plain: they raise, the port method's boundary converts)
 
-    def _result(self, doing: str, op: Callable[[Collection], T], *, write: bool = False) -> Result[T, DomainError]:
+    def _result(
+        self, doing: str, op: Callable[[Collection], T], *, write: bool = False, needs: int | None = 0
+    ) -> Result[T, DomainError]:
         """`op` on this store's collection (see `_run`), as a port method's Result."""
-        return self.boundary.result(partial(self._run, doing, op, write=write))
+        return self.boundary.result(partial(self._run, doing, op, write=write, needs=needs))
 
-    def _run(self, doing: str, op: Callable[[Collection], T], *, write: bool = False) -> T:
-        """`op` on this store's collection, as found now, under the session's rules."""
-        return self.session.run(doing, lambda client: op(self._resolve(client)), write=write)
+    def _run(self, doing: str, op: Callable[[Collection], T], *, write: bool = False, needs: int | None = 0) -> T:
+        """`op` on this store's collection, as found now, under the session's rules (a write needing `needs`
+        bytes of disk is refused whole when there is not room for them: Session.run).
+
+        On a server, another client's rebuild renames the collection away and drops it (`_swap`) while this one
+        may hold it: an operation that finds it gone, or fails while the name came to mean another collection
+        (a collection half-dropped answers oddly), looks it up again and runs again, for up to
+        layout.SWAP_WAIT_S (the swap itself takes a few requests). A write retried so ran on a collection that
+        no longer exists, so it is written once, in the new one (the store's write lock keeps writes out of a
+        rebuild's fill). An embedded session holds the directory's lock through a swap: nothing to wait for.
+        """
+
+        def attempt() -> T:
+            return self.session.run(doing, lambda client: op(self._resolve(client)), write=write, needs=needs)
+
+        if self.session.directory is not None:
+            return attempt()
+        deadline = time.monotonic() + layout.SWAP_WAIT_S
+        while True:
+            used = self._collection_id
+            try:
+                return attempt()
+            except Abort as abort:
+                if time.monotonic() >= deadline:
+                    raise
+                if not isinstance(abort, CollectionGone) and not self._swapped_since(used):
+                    raise
+                self.session.forget(self.name)
+                time.sleep(layout.SWAP_RETRY_S)
+
+    def _swapped_since(self, used: UUID | None) -> bool:
+        """Whether this store's name now means another collection than the one last used (or none): a rebuild
+        swapped it meanwhile. A failure to ask says no (the original failure then stands)."""
+        used = self._collection_id if self._collection_id is not None else used
+        self.session.forget(self.name)
+        try:
+            current = self.session.run(
+                f"open collection '{self.name}'",
+                lambda client: self.boundary.call("open collection", partial(self.session.find, client, self.name)),
+            )
+        except Abort:
+            return False
+        return current is None or current.id != used
 
     def _resolve(self, client: ClientAPI) -> Collection:
         """The collection, its space, model and dimension read again when it is not the one seen last."""
         collection = self.boundary.call(f"open collection '{self.name}'", partial(self.session.find, client, self.name))
         if collection is None:
-            raise Abort(
+            raise CollectionGone(
                 DomainError(
                     ErrorCode.STORAGE_ERROR,
                     f"The ChromaDB collection '{self.name}' no longer exists (was it deleted by another tool?).",
@@ -392,7 +436,8 @@ class ChromaVectorStore:
                 lambda mirror: mirror.upsert([m for m, _ in pairs], [v for _, v in pairs]),
             )
 
-        self._run("write memories", write, write=True)
+        needs = write_size([memory.content for memory, _ in pairs], len(pairs[0][1]))
+        self._run("write memories", write, write=True, needs=needs)
 
     def _count(self) -> int:
         return self._run("count memories", lambda collection: self.boundary.call("count memories", collection.count))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,9 +55,13 @@ def _raise(error: OSError) -> None:
 
 
 def _read_bytes(path: Path) -> tuple[bytes, Stamp] | None:
-    """The file's bytes and version, without following a symbolic link; None when there is no such file."""
+    """The file's bytes and version, without following a symbolic link; None when there is no such file.
+
+    Opened without blocking (a named pipe called `*.md` would otherwise wait for a writer, hanging every read of
+    the store) and read only when it is a regular file: anything else is an OSError, reported like an unreadable
+    file."""
     try:
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as error:
@@ -65,6 +70,8 @@ def _read_bytes(path: Path) -> tuple[bytes, Stamp] | None:
         raise
     with os.fdopen(descriptor, "rb") as handle:
         status = os.fstat(handle.fileno())  # before reading: an edit during the read makes the stamp stale, not wrong
+        if not stat.S_ISREG(status.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a named pipe, socket or device)", str(path))
         return handle.read(), (status.st_ino, status.st_size, status.st_mtime_ns)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import uuid
 from collections.abc import Sequence
 from functools import partial
@@ -27,6 +28,7 @@ from agent_memory.adapters.qdrant.records import (
 from agent_memory.adapters.qdrant.records import similarity_from_score as similarity
 from agent_memory.adapters.shared.batching import chunks
 from agent_memory.adapters.shared.boundary import Abort, abort_if
+from agent_memory.adapters.shared.disk import FULL_DISK, disk_hint, keep_reserve, no_room, release_reserve, write_size
 from agent_memory.adapters.shared.embeddings import count_mismatch, dimension_mismatch, mixed_dimensions
 from agent_memory.adapters.shared.vector_math import cosines
 from agent_memory.domain.errors import DomainError, ErrorCode
@@ -73,7 +75,22 @@ class QdrantVectorStore:
                     selector = models.PointIdsList(points=list(batch))
                     self.client.delete(self.collection, points_selector=selector, wait=True)
 
-        return self.boundary.result("delete memories", delete)
+        def delete_with_room() -> None:
+            """A delete needs room for its journal, even one taking back a write the keyword index refused on a
+            full disk: it is one transaction (it lands whole or not at all), and on a full disk it is tried again
+            once the folder's reserve is given back (local mode)."""
+            try:
+                delete()
+            except sqlite3.Error as error:
+                if (
+                    self.boundary.server
+                    or FULL_DISK not in disk_hint(error)
+                    or not release_reserve(self.boundary.location)
+                ):
+                    raise
+                delete()
+
+        return self.boundary.result("delete memories", delete_with_room)
 
     def rebuild(
         self, memories: Sequence[Memory], embeddings: Sequence[Vector], embedding_model: str
@@ -206,9 +223,22 @@ class QdrantVectorStore:
         latest = {memory.id: (memory, vector) for memory, vector in zip(memories, embeddings, strict=True)}
         self._check_dimension([vector for _, vector in latest.values()])
         points = [point(memory, vector) for memory, vector in latest.values()]
+        self._check_room(
+            "write memories", write_size([memory.content for memory, _ in latest.values()], self.dimension)
+        )
         with one_commit(self.client, self.collection):  # local mode: the whole add in one commit, not one per point
             for batch in layout.request_batches(points, partial(layout.dense_point_size, self.dimension or 0)):
                 self.client.upsert(self.collection, points=batch, wait=True)
+
+    def _check_room(self, doing: str, needs: int) -> None:
+        """Local mode: a write is refused whole, before any of it is stored, when the disk has not room for it and
+        a reserve (adapters.shared.disk.no_room), so one the keyword index then refuses can still be taken back."""
+        if self.boundary.server:
+            return
+        hint = no_room(self.boundary.location, needs)
+        if hint:
+            raise Abort(DomainError(ErrorCode.STORAGE_ERROR, f"Qdrant did not {doing}{hint}. Nothing was written."))
+        keep_reserve(self.boundary.location)
 
     def _check_dimension(self, vectors: Sequence[Vector]) -> None:
         abort_if(dimension_mismatch(self.dimension, vectors))
@@ -229,6 +259,7 @@ class QdrantVectorStore:
             )
             for memory in memories
         ]
+        self._check_room("update memories", write_size([memory.content for memory in memories], 0))
         with one_commit(self.client, self.collection):
             for batch in chunks(operations, layout.MAX_BATCH_POINTS):
                 self.client.batch_update_points(self.collection, update_operations=list(batch), wait=True)

@@ -6,6 +6,7 @@ import errno
 import sqlite3
 
 import pytest
+from chromadb.errors import ChromaError
 
 from agent_memory.adapters.chroma.boundary import Boundary, storage_error
 from agent_memory.adapters.shared.disk import disk_hint
@@ -30,3 +31,10 @@ def test_disk_causes_are_named(cause: BaseException, words: str) -> None:
 def test_other_causes_add_nothing() -> None:
     assert disk_hint(ValueError("bad where clause")) == ""
     assert storage_error("query", ValueError("x")).message == "ChromaDB failed to query."
+
+
+def test_a_server_failure_says_what_the_server_answered() -> None:
+    failure = Boundary("db.example:8000", server=True).failed("read memories", ChromaError("Missing field: [segment]"))
+    assert failure.message == (
+        "ChromaDB failed to read memories: the server at db.example:8000 answered: Missing field: [segment]"
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from returns.result import Failure
 from agent_memory.adapters.chroma import boundary as chroma_store
 from agent_memory.adapters.files import boundary as files_boundary
 from agent_memory.adapters.qdrant import boundary as qdrant_boundary
-from agent_memory.adapters.shared.disk import cannot_write, disk_hint, read_only_copy
+from agent_memory.adapters.shared.disk import cannot_write, disk_hint, no_room, read_only_copy, write_size
 
 CAUSES = [
     (OSError(errno.ENOSPC, "No space left on device"), "the disk is full"),
@@ -53,3 +54,10 @@ def test_a_read_only_copy_holds_the_files_but_not_the_locks(tmp_path: Path) -> N
     copy = read_only_copy(data)
     assert copy != data and (copy / "meta.json").read_text() == "{}" and (copy / "collection").is_dir()
     assert not (copy / ".lock").exists()
+
+
+def test_a_write_is_refused_before_it_starts_only_when_the_disk_lacks_room_for_it(tmp_path: Path) -> None:
+    free = shutil.disk_usage(tmp_path).free
+    assert no_room(tmp_path / "data" / "chroma", 0) == ""  # a folder not made yet: its parent's disk is asked
+    assert no_room(tmp_path, free) == f": the disk is full at {tmp_path} (free some space, then try again)"
+    assert write_size(["x" * 500], 384) > write_size(["x" * 100], 384) > write_size([], 384) == 0

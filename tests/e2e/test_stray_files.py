@@ -3,9 +3,12 @@ reported by `status`, every memory stays readable, and `reindex` settles the cop
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -76,15 +79,52 @@ def test_a_copied_file_is_reported_read_and_settled_by_reindex(
     assert [m["id"] for m in cli.json("search", "door PIN")["results"]].count(copy_id) == 1
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its permissions")
-def test_an_unreadable_file_is_reported_and_skipped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("kind", ["no permission", "named pipe"])
+def test_an_unreadable_file_is_reported_and_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    """Root reads a file whatever its mode, so as root only the named pipe (which no one reads as a memory, and
+    which hung every read of the store, waiting for a writer) is tried."""
+    if kind == "no permission" and os.geteuid() == 0:
+        pytest.skip("root reads a file whatever its permissions")
     cli = Cli(tmp_path, capsys)
     cli("add", "home/door", "--content", "the door PIN is 4711")
     cli("add", "home/safe", "--content", "the safe code is 1234")
-    (cli.root / "home" / "safe.md").chmod(0)
-    assert list(_ids(cli).values()) == ["the door PIN is 4711"]
-    status = cli.json("status")
+    safe = cli.root / "home" / "safe.md"
+    if kind == "named pipe":
+        safe.unlink()
+        os.mkfifo(safe)
+    else:
+        safe.chmod(0)
+    with _unblocked_after_a_while(safe if kind == "named pipe" else None) as unblocked:
+        assert list(_ids(cli).values()) == ["the door PIN is 4711"]
+        status = cli.json("status")
+    assert not unblocked.is_set(), "a read of the store waited on the named pipe"
     assert status["status"] == "degraded" and any("safe.md" in p for p in status["problems"])
+
+
+@contextlib.contextmanager
+def _unblocked_after_a_while(pipe: Path | None) -> Iterator[threading.Event]:
+    """A safety net, not a timing: if a read still waits on the pipe after a long while, open its other end so
+    the test fails instead of hanging (the event says it had to)."""
+    done, unblocked = threading.Event(), threading.Event()
+
+    def watch() -> None:
+        if pipe is None or done.wait(60):
+            return
+        unblocked.set()
+        while not done.is_set():  # a writer that comes and goes: each blocked open of the pipe returns
+            with contextlib.suppress(OSError):
+                os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
+            done.wait(0.1)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        yield unblocked
+    finally:
+        done.set()
+        watcher.join()
 
 
 def test_a_foreign_file_is_reported_and_skipped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
