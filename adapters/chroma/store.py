@@ -13,7 +13,7 @@ from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection
 from returns.result import Result, Success
 
-from agent_memory.adapters.chroma import layout, mirroring, sifting
+from agent_memory.adapters.chroma import layout, mirroring, rebuild, sifting
 from agent_memory.adapters.chroma.boundary import Boundary, CollectionGone
 from agent_memory.adapters.chroma.mirroring import MIRROR_LIMIT
 from agent_memory.adapters.chroma.records import memories_of, memory_metadata, ranked, to_where
@@ -164,14 +164,14 @@ class ChromaVectorStore:
         it throughout, so no other process ever finds the store's collection missing.
         """
 
-        def rebuild() -> None:
+        def fill_and_swap() -> None:
             abort_if(count_mismatch(memories, embeddings))
             abort_if(mixed_dimensions(embeddings))
             current = self._run("read the store's dimension", lambda _: self.dimension)
             dimension = len(embeddings[0]) if embeddings else current
-            self._swap(self._staged(memories, embeddings, embedding_model, dimension))
+            rebuild.swap(self, rebuild.staged(self, memories, embeddings, embedding_model, dimension))
 
-        return self.boundary.result(rebuild)
+        return self.boundary.result(fill_and_swap)
 
     # --- reads
 
@@ -338,11 +338,11 @@ class ChromaVectorStore:
         self, memories: Sequence[Memory], embeddings: Sequence[Vector], model: str, dimension: int | None
     ) -> Result[ChromaVectorStore, DomainError]:
         """A filled `.next` collection, not swapped in yet."""
-        return self.boundary.result(partial(self._staged, memories, embeddings, model, dimension))
+        return self.boundary.result(partial(rebuild.staged, self, memories, embeddings, model, dimension))
 
     def _swap_in(self, staged: ChromaVectorStore) -> Result[None, DomainError]:
         """Swap a staged collection in."""
-        return self.boundary.result(partial(self._swap, staged))
+        return self.boundary.result(partial(rebuild.swap, self, staged))
 
     def on_collection(self, doing: str, op: Callable[[Collection], T]) -> T:
         """`op` on this store's collection under the session's rules, for adapters.chroma.warming (raises Abort)."""
@@ -493,53 +493,3 @@ class ChromaVectorStore:
                 metadatas=cast(Any, [memory_metadata(m) for m in memories]),
             ),
         )
-
-    def _staged(
-        self, memories: Sequence[Memory], embeddings: Sequence[Vector], model: str, dimension: int | None
-    ) -> ChromaVectorStore:
-        """A filled `.next` collection, flagged REBUILDING until its last write succeeded."""
-        staged_name = self.name + layout.NEXT_SUFFIX
-        final = layout.collection_metadata(model, dimension) if dimension is not None else {"embedding_model": model}
-        creating = f"create collection '{staged_name}'"
-
-        def create(client: ClientAPI) -> ChromaVectorStore:
-            def fresh() -> Collection:
-                layout.drop(client, staged_name)
-                return client.create_collection(
-                    staged_name,
-                    configuration=layout.COSINE,
-                    metadata={**final, layout.REBUILDING: True},
-                    embedding_function=None,
-                )
-
-            collection = self.boundary.call(creating, fresh)
-            return ChromaVectorStore.over(self.session, collection, self.boundary, self.batch_size)
-
-        staging = self.session.run(creating, create, write=True)
-        staging._add(memories, embeddings)
-        staging._run(
-            "finish a rebuild",
-            lambda collection: self.boundary.call("finish a rebuild", partial(collection.modify, metadata=final)),
-            write=True,
-        )
-        return staging
-
-    def _swap(self, staged: ChromaVectorStore) -> None:
-        """Old → `.prev`, `.next` → the store's name, drop `.prev`, all under one hold of the lock."""
-        previous_name = self.name + layout.PREV_SUFFIX
-        doing = f"swap in the rebuilt collection '{self.name}'"
-
-        def swap(client: ClientAPI) -> None:
-            current = self._resolve(client)
-
-            def renames() -> None:
-                self.session.mirrors.pop(current.id, None)
-                replacement = client.get_collection(staged.name, embedding_function=None)
-                layout.drop(client, previous_name)
-                current.modify(name=previous_name)
-                replacement.modify(name=self.name)
-                layout.drop(client, previous_name)
-
-            self.boundary.call(doing, renames)
-
-        self.session.run(doing, swap, write=True)
