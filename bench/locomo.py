@@ -1,7 +1,7 @@
 """LoCoMo evidence recall through the product's public Python API (protocol: shared BENCHMARK.md).
 
     python bench/locomo.py --data PATH [--unit turns|facts] [--threads session|none] [--backend chroma]
-                           [--modes hybrid,semantic,keyword] [--space store|project]
+                           [--modes hybrid,semantic,keyword] [--space store|project] [--min-similarity F]
 
 Each conversation goes into its own namespace of one store (or, with --space store, its own store), batch
 created (one embedding call per conversation). --unit turns (default): one memory per turn, in order, the
@@ -188,10 +188,14 @@ def main() -> None:
         choices=("namespace", "store", "project"),
         help="one namespace, one store, or one project (a filter, in one shared namespace) per conversation",
     )
+    parser.add_argument("--min-similarity", type=float, default=None, help="a relevance floor (default: the setting's)")
     args = parser.parse_args()
     conversations = json.loads(args.data.read_text(encoding="utf-8"))
     with tempfile.TemporaryDirectory() as home:
-        settings = load_settings({"data_dir": home, "backend": args.backend}, {"HOME": home}).unwrap()
+        chosen = {"data_dir": home, "backend": args.backend}
+        if args.min_similarity is not None:
+            chosen["min_similarity"] = args.min_similarity
+        settings = load_settings(chosen, {"HOME": home}).unwrap()
         service = build_service(settings).unwrap()
         per_second = ingest(service, conversations, args.space, args.unit, args.threads)
         modes = {mode: evaluate(service, conversations, mode, args.space, args.unit) for mode in args.modes.split(",")}

@@ -168,7 +168,7 @@ class SearchMemories(Asks[SearchResults]):
         default=None,
         metadata=doc(
             "Relevance floor, 0 to 1: the similarity a hit needs (half of it if the hit shares a word with the "
-            "query); default 0.25, the min_similarity setting; 0 keeps the nearest memories however unrelated.",
+            "query); default: the min_similarity setting (0: off, the nearest memories however unrelated).",
             least=0.0,
             most=1.0,
         ),

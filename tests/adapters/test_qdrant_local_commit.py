@@ -59,13 +59,13 @@ def rows_on_disk(client: QdrantClient, collection: str) -> int:
     return count
 
 
-def failing_after(calls: int, original: Callable[..., Any]) -> Callable[..., Any]:
-    """`original`, except that call number `calls` + 1 fails like a full disk (once)."""
+def failing_after(calls: int, original: Callable[..., Any], *, once: bool = True) -> Callable[..., Any]:
+    """`original`, except that call number `calls` + 1 fails like a full disk (once, or every call from then on)."""
     seen = [0]
 
     def wrapped(self: CollectionPersistence, *args: Any) -> Any:
         seen[0] += 1
-        if seen[0] == calls + 1:
+        if seen[0] == calls + 1 or (not once and seen[0] > calls):
             raise sqlite3.OperationalError("database or disk is full")
         return original(self, *args)
 
@@ -136,7 +136,8 @@ def test_an_add_failing_midway_leaves_nothing_on_disk_or_in_memory(
 def test_a_removal_failing_midway_removes_nothing(store: QdrantVectorStore, monkeypatch: pytest.MonkeyPatch) -> None:
     pairs = sample(20)
     ok(store.add([m for m, _ in pairs], [v for _, v in pairs]))
-    monkeypatch.setattr(CollectionPersistence, "delete", failing_after(8, CollectionPersistence.delete))
+    # a delete on a full disk is tried again once the folder's reserve is given back: this disk stays full
+    monkeypatch.setattr(CollectionPersistence, "delete", failing_after(8, CollectionPersistence.delete, once=False))
     failed_with(store.remove([m.id for m, _ in pairs]), ErrorCode.STORAGE_ERROR)
     assert rows_on_disk(store.client, store.collection) == 20
     assert ok(store.count()) == 20

@@ -96,8 +96,8 @@ def test_a_service_built_by_hand_has_no_floor_its_embedder_was_not_calibrated_fo
     assert found(service, "quantum chromodynamics lecture") == ["The user drinks green tea every morning"]
 
 
-def test_the_settings_give_the_bundled_models_floor_and_take_another(tmp_path: Path) -> None:
+def test_the_settings_default_to_no_floor_and_take_one(tmp_path: Path) -> None:
     home = {"HOME": str(tmp_path)}
-    assert load_settings({}, home).unwrap().min_similarity == MIN_SIMILARITY > 0
-    assert load_settings({}, {**home, "MEMORY_MIN_SIMILARITY": "0"}).unwrap().min_similarity == 0.0
+    assert load_settings({}, home).unwrap().min_similarity == MIN_SIMILARITY == 0.0
+    assert load_settings({}, {**home, "MEMORY_MIN_SIMILARITY": "0.25"}).unwrap().min_similarity == 0.25
     assert "min_similarity" in str(load_settings({}, {**home, "MEMORY_MIN_SIMILARITY": "2"}).failure())
