@@ -134,6 +134,19 @@ def reachable(conversation: dict[str, Any], unit: str) -> set[str] | None:
     return {d for _, dia_ids, _ in facts(conversation) for d in dia_ids}
 
 
+def questions(conversation: dict[str, Any], unit: str) -> list[tuple[dict[str, Any], set[str]]]:
+    """The conversation's scored questions (categories 1-4) with the evidence a memory of this unit can cite."""
+    known = reachable(conversation, unit)
+    asked = []
+    for qa in conversation["qa"]:
+        if qa.get("category") not in (1, 2, 3, 4) or not qa.get("evidence"):
+            continue
+        evidence = set(qa["evidence"]) if known is None else set(qa["evidence"]) & known
+        if evidence:
+            asked.append((qa, evidence))
+    return asked
+
+
 def evaluate(
     service: MemoryService, conversations: list[dict[str, Any]], mode: str, kind: str, unit: str
 ) -> dict[str, Any]:
@@ -144,13 +157,7 @@ def evaluate(
     latencies: list[float] = []
     for conversation in conversations:
         where = space(conversation, kind)
-        known = reachable(conversation, unit)
-        for qa in conversation["qa"]:
-            if qa.get("category") not in (1, 2, 3, 4) or not qa.get("evidence"):
-                continue
-            evidence = set(qa["evidence"]) if known is None else set(qa["evidence"]) & known
-            if not evidence:
-                continue
+        for qa, evidence in questions(conversation, unit):
             started = time.perf_counter()
             results = service.search(
                 SearchMemories(query=qa["question"], limit=10, min_confidence=0.0, mode=mode, **where)

@@ -72,13 +72,7 @@ def rankings(service: Any, conversations: list[dict[str, Any]], unit: str) -> li
     asked = []
     for conversation in conversations:
         where = locomo.space(conversation, "namespace")
-        known = locomo.reachable(conversation, unit)
-        for qa in conversation["qa"]:
-            if qa.get("category") not in (1, 2, 3, 4) or not qa.get("evidence"):
-                continue
-            evidence = set(qa["evidence"]) if known is None else set(qa["evidence"]) & known
-            if not evidence:
-                continue
+        for qa, evidence in locomo.questions(conversation, unit):
             search = SearchMemories(query=qa["question"], limit=40, min_confidence=0.0, min_similarity=0.0, **where)
             hybrid = service.search(search).unwrap().results
             keyword = service.search(evolve(search, mode="keyword", limit=1000)).unwrap()

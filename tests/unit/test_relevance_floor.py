@@ -41,17 +41,22 @@ class MeaningEmbedder:
         return Success(MEANINGS[text])
 
 
-@pytest.fixture
-def floored(clock: FixedClock) -> MemoryService:
+def tea_drinker(clock: FixedClock, policy: SearchPolicy) -> MemoryService:
+    """A service over the meanings above holding one memory."""
     service = MemoryService(
         catalog=InMemoryCatalog(embedder_name="meanings"),
         embedder=MeaningEmbedder(),
         clock=clock,
         keywords=InMemoryKeywordIndex(),
-        policy=SearchPolicy(min_similarity=0.3),
+        policy=policy,
     )
     service.create(CreateMemory(content="The user drinks green tea every morning")).unwrap()
     return service
+
+
+@pytest.fixture
+def floored(clock: FixedClock) -> MemoryService:
+    return tea_drinker(clock, SearchPolicy(min_similarity=0.3))
 
 
 def found(service: MemoryService, query: str, **options: object) -> list[str]:
@@ -86,13 +91,7 @@ def test_a_floor_out_of_range_is_invalid_input(floored: MemoryService, bad: floa
 
 
 def test_a_service_built_by_hand_has_no_floor_its_embedder_was_not_calibrated_for(clock: FixedClock) -> None:
-    service = MemoryService(
-        catalog=InMemoryCatalog(embedder_name="meanings"),
-        embedder=MeaningEmbedder(),
-        clock=clock,
-        keywords=InMemoryKeywordIndex(),
-    )
-    service.create(CreateMemory(content="The user drinks green tea every morning")).unwrap()
+    service = tea_drinker(clock, SearchPolicy())
     assert found(service, "quantum chromodynamics lecture") == ["The user drinks green tea every morning"]
 
 
