@@ -126,7 +126,7 @@ class SearchPolicy:
 
     decay_window_hours: float = DEFAULT_DECAY_WINDOW_HOURS
     min_confidence: float = 0.3
-    # the relevance floor (domain.searching): 0, none, unless the composition root sets the one calibrated for its
+    # the relevance floor (domain.search.searching): 0, none, unless the composition root sets the one calibrated for its
     # model (settings' min_similarity, hybrid.MIN_SIMILARITY): a similarity's scale is the embedder's own
     min_similarity: float = 0.0
     default_limit: int = 10

@@ -17,7 +17,7 @@ from agent_memory.domain.maintenance import Maintenance
 from agent_memory.domain.ports import BatchJournal, Clock, Embedder, KeywordIndex, StoreCatalog, WriteLocks
 from agent_memory.domain.reading import Reading
 from agent_memory.domain.results import validated
-from agent_memory.domain.searching import Searching
+from agent_memory.domain.search.searching import Searching
 from agent_memory.domain.stores import Stores
 from agent_memory.domain.tenancy import Guard, check_pin
 from agent_memory.domain.transfer import Transfer

@@ -24,7 +24,7 @@ from langgraph.store.base import (
 
 from agent_memory.domain.errors import InvalidValue
 from agent_memory.domain.model import MAX_CONTENT_CHARS, Memory, check_namespace
-from agent_memory.domain.searching import MAX_SEARCH_LIMIT
+from agent_memory.domain.search.searching import MAX_SEARCH_LIMIT
 from agent_memory.entrypoints.langgraph_filters import OPERATORS
 from agent_memory.entrypoints.langgraph_index import check_index_fields
 from agent_memory.entrypoints.langgraph_labels import from_product, to_product, to_product_path

@@ -44,7 +44,7 @@ from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
 from agent_memory.domain.model import Memory, check_store_name, parse_decay_policy
 from agent_memory.domain.paths import normalise_segment
-from agent_memory.domain.searching import MAX_SEARCH_LIMIT
+from agent_memory.domain.search.searching import MAX_SEARCH_LIMIT
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.extras import missing_extra
 from agent_memory.entrypoints.tool_errors import invalid, succeeded

@@ -14,7 +14,7 @@ from agent_memory.domain import commands as c
 from agent_memory.domain.commands import CreateMemory, UpdateMemory
 from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.errors import DomainError, invalid_input
-from agent_memory.domain.searching import MAX_SEARCH_LIMIT
+from agent_memory.domain.search.searching import MAX_SEARCH_LIMIT
 from agent_memory.domain.service import MemoryService
 from agent_memory.domain.views import MemoryView
 from agent_memory.entrypoints import json_codec as out

@@ -13,8 +13,8 @@ from attrs import field, fields, frozen
 from returns.result import Failure, Result, Success
 
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
-from agent_memory.domain.hybrid import MIN_SIMILARITY
 from agent_memory.domain.model import check_store_name
+from agent_memory.domain.search.hybrid import MIN_SIMILARITY
 from agent_memory.domain.tenancy import check_pin, within
 from agent_memory.entrypoints.locations import (
     BACKENDS,

@@ -42,7 +42,7 @@ from fusion import (
 )
 
 from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
-from agent_memory.domain import feedback, hybrid, reranking
+from agent_memory.domain.search import feedback, hybrid, reranking
 
 
 # research: LTR_FIRST=rrf makes the first stage the fusion re-chosen for nomic (RRF k 10, dense weight 1.5, no

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ltr
 from fusion import bootstrap, log, recall
 
-from agent_memory.domain import reranking
+from agent_memory.domain.search import reranking
 
 L2 = 100.0
 Table = dict[str, dict[int, ltr.Rows]]

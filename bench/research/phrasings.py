@@ -36,7 +36,7 @@ import ltr
 from fusion import bootstrap, build, candidates, embed, expansion_terms, index_conversation, recall, v_current
 
 from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
-from agent_memory.domain.words import query_terms
+from agent_memory.domain.search.words import query_terms
 
 Table = dict[str, dict[int, ltr.Rows]]
 Phrasing = Callable[[dict[str, Any]], str]

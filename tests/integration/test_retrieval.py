@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_memory.domain import feedback, reranking
 from agent_memory.domain.commands import CreateMemory, SearchMemories
+from agent_memory.domain.search import feedback, reranking
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.bootstrap import build_service
 from agent_memory.entrypoints.settings import load_settings

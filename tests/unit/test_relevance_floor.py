@@ -12,8 +12,8 @@ from agent_memory.adapters.in_memory import InMemoryCatalog, InMemoryKeywordInde
 from agent_memory.domain.commands import CreateMemory, SearchMemories
 from agent_memory.domain.context import SearchPolicy
 from agent_memory.domain.errors import DomainError, ErrorCode
-from agent_memory.domain.hybrid import MIN_SIMILARITY
 from agent_memory.domain.ports import Vector
+from agent_memory.domain.search.hybrid import MIN_SIMILARITY
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.settings import load_settings
 

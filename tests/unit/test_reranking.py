@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from agent_memory.domain import ranker_model, reranking
-from agent_memory.domain.reranking import FEATURES, Candidates, dominance_capped, features, model_score, rerank
+from agent_memory.domain.search import ranker_model, reranking
+from agent_memory.domain.search.reranking import FEATURES, Candidates, dominance_capped, features, model_score, rerank
 
 
 def found(**overrides: object) -> Candidates:

@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 
 from attrs import frozen
 
-from agent_memory.domain import ranker_model
-from agent_memory.domain.hybrid import DENSE_WEIGHT, NEIGHBOUR_COSINE
-from agent_memory.domain.words import STOP_WORDS, WORD, content_words
+from agent_memory.domain.search import ranker_model
+from agent_memory.domain.search.hybrid import DENSE_WEIGHT, NEIGHBOUR_COSINE
+from agent_memory.domain.search.words import STOP_WORDS, WORD, content_words
 
 FEATURES = (
     "cos",  # the memory's cosine to the question

@@ -7,20 +7,20 @@ import math
 from attrs import evolve, frozen
 from returns.result import Failure, Result, Success
 
-from agent_memory.domain import reranking
 from agent_memory.domain.commands import SearchMemories
 from agent_memory.domain.context import Context, optional_category
 from agent_memory.domain.decay import oldest_anchor_for
 from agent_memory.domain.errors import DomainError, InvalidValue, invalid_input
-from agent_memory.domain.feedback import expanded_keyword, expansion_query, feedback_ranks
 from agent_memory.domain.filters import MemoryFilter
-from agent_memory.domain.hybrid import DEPTH, SearchMode, fuse
 from agent_memory.domain.model import Memory, ScoredMemory, check_store_name
 from agent_memory.domain.paging import page_problem
 from agent_memory.domain.paths import CategoryPath
 from agent_memory.domain.ports import KeywordScope, Vector, VectorStore, keyword_scope, thread_of
-from agent_memory.domain.reranking import Candidates, rerank
 from agent_memory.domain.results import validated
+from agent_memory.domain.search import reranking
+from agent_memory.domain.search.feedback import expanded_keyword, expansion_query, feedback_ranks
+from agent_memory.domain.search.hybrid import DEPTH, SearchMode, fuse
+from agent_memory.domain.search.reranking import Candidates, rerank
 from agent_memory.domain.tenancy import Guard
 from agent_memory.domain.views import SearchResults
 
