@@ -5,8 +5,8 @@ so the second stage reads what the first one already gathered: both sides' score
 thread neighbours' cosines and keyword scores, how much of the question a memory's words cover (and
 the question's names and word pairs), the memory's length, whether it is itself a question, and how
 much it shares with the first ranking's best memories. A logistic model over these features and their
-pairwise products (`ranker_model.py`, fitted by `bench/research/ltr.py` on both LoCoMo protocols at
-once, checked by leave-one-conversation-out) scores every candidate; ties keep the first ranking's
+pairwise products (its weights are package data, `ranker_weights.json`, fitted by `bench/research/ltr.py` on
+both LoCoMo protocols at once, checked by leave-one-conversation-out) scores every candidate; ties keep the first ranking's
 order. Two guards keep it from extrapolating on data unlike LoCoMo: features are held to their training
 range, and no candidate is scored above one that beats it by DOMINANCE_MARGIN on both first-stage
 signals. It only reorders candidates that already passed every filter, so it can never surface a
@@ -15,14 +15,16 @@ memory the search would not return.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import json
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from importlib import resources
 
 from attrs import frozen
 
-from agent_memory.domain.search import ranker_model
 from agent_memory.domain.search.hybrid import DENSE_WEIGHT, NEIGHBOUR_COSINE
 from agent_memory.domain.search.words import STOP_WORDS, WORD, content_words
 
@@ -56,6 +58,31 @@ ENABLED = True  # False: hybrid search returns the first stage's ranking (A/B: b
 DOMINANCE_MARGIN: float | None = 0.2  # how much better on both sides a dominator must be (None: no cap)
 MISSING_RANK = 100  # the rank a memory gets on a side that did not return it
 SCORE_DIGITS = 6  # scores equal to this many decimals share a rank (tied_ranks)
+
+
+WEIGHTS_FILE = "ranker_weights.json"  # package data of this package, written by bench/research/ltr.py --write
+
+
+@frozen
+class RankerModel:
+    """The model's fitted numbers: per feature its training range (LOW … HIGH), mean and spread, then the weights
+    (the linear ones, then each pair's a ≤ b in row order) and the bias."""
+
+    features: tuple[str, ...]
+    low: tuple[float, ...]
+    high: tuple[float, ...]
+    mean: tuple[float, ...]
+    spread: tuple[float, ...]
+    weights: tuple[float, ...]
+    bias: float
+
+
+@functools.cache
+def fitted_model() -> RankerModel:
+    """The fitted model, read from the package's data once, on the first search that ranks (not at import)."""
+    raw = json.loads(resources.files(__package__).joinpath(WEIGHTS_FILE).read_text(encoding="utf-8"))
+    numbers = {key: tuple(float(v) for v in raw[key]) for key in ("low", "high", "mean", "spread", "weights")}
+    return RankerModel(features=tuple(str(name) for name in raw["features"]), bias=float(raw["bias"]), **numbers)
 
 
 @frozen
@@ -158,15 +185,16 @@ def features(found: Candidates) -> list[list[float]]:
     return rows
 
 
-def model_score(row: Sequence[float]) -> float:
-    """The model's logit for one row: features held to the range the model was fitted on, standardised, their
-    weights, then each pair's product's (pairs a ≤ b in row order after the linear weights, as
-    `bench/research/ltr.py` fits them)."""
-    bounds = zip(row, ranker_model.LOW, ranker_model.HIGH, ranker_model.MEAN, ranker_model.SPREAD, strict=True)
+def model_score(row: Sequence[float], model: RankerModel | None = None) -> float:
+    """The model's logit for one row (the fitted model unless one is given): features held to the range the
+    model was fitted on, standardised, their weights, then each pair's product's (pairs a ≤ b in row order after
+    the linear weights, as `bench/research/ltr.py` fits them)."""
+    model = fitted_model() if model is None else model
+    bounds = zip(row, model.low, model.high, model.mean, model.spread, strict=True)
     x = [(min(max(v, low), high) - m) / s for v, low, high, m, s in bounds]  # never past what it was fitted on
-    weights = ranker_model.WEIGHTS
+    weights = model.weights
     size = len(x)
-    total = ranker_model.BIAS + sum(weights[a] * x[a] for a in range(size))
+    total = model.bias + sum(weights[a] * x[a] for a in range(size))
     at = size
     for a in range(size):
         inner = 0.0
@@ -181,7 +209,8 @@ def rerank(found: Candidates) -> list[tuple[str, float]]:
     """The candidates by the model's probability that each holds what the question asks, best first, never
     above a candidate that beats them on both sides (`dominance_capped`)."""
     rows = features(found)
-    probabilities = [1.0 / (1.0 + math.exp(-max(min(model_score(row), 50.0), -50.0))) for row in rows]
+    model = fitted_model()
+    probabilities = [1.0 / (1.0 + math.exp(-max(min(model_score(row, model), 50.0), -50.0))) for row in rows]
     sides = [signals(row) for row in rows]
     capped = probabilities if DOMINANCE_MARGIN is None else dominance_capped(probabilities, sides, DOMINANCE_MARGIN)
     order = sorted(range(len(capped)), key=lambda n: (-capped[n], n))

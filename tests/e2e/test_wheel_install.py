@@ -85,6 +85,7 @@ def test_the_wheel_carries_its_data_and_no_research(wheel: Path) -> None:
     assert "agent_memory/adapters/models/all-MiniLM-L6-v2/tokenizer.json" in names
     assert "agent_memory/adapters/models/all-MiniLM-L6-v2/model.onnx" in names
     assert "agent_memory/entrypoints/cli_manifest.json" in names  # the `memory` parser reads it
+    assert "agent_memory/domain/search/ranker_weights.json" in names  # the second-stage ranker reads it
     for asset in (
         "index.html",
         "core.js",

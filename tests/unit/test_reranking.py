@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import math
 
+import attrs
 import numpy as np
 import pytest
 
-from agent_memory.domain.search import ranker_model, reranking
-from agent_memory.domain.search.reranking import FEATURES, Candidates, dominance_capped, features, model_score, rerank
+from agent_memory.domain.search import reranking
+from agent_memory.domain.search.reranking import (
+    FEATURES,
+    Candidates,
+    dominance_capped,
+    features,
+    fitted_model,
+    model_score,
+    rerank,
+)
 
 
 def found(**overrides: object) -> Candidates:
@@ -52,18 +61,88 @@ def test_the_model_is_a_logistic_score_over_features_and_their_pairwise_products
     """model_score equals the numpy form the bench fits (bench/research/ltr.py: clip to the fitted range,
     standardise, expand, then a dot product)."""
     row = features(found())[2]
-    inside = np.clip(np.array(row), ranker_model.LOW, ranker_model.HIGH)
-    x = (inside - np.array(ranker_model.MEAN)) / np.array(ranker_model.SPREAD)
+    model = fitted_model()
+    inside = np.clip(np.array(row), model.low, model.high)
+    x = (inside - np.array(model.mean)) / np.array(model.spread)
     pairs = [x[a] * x[b] for a in range(len(x)) for b in range(a, len(x))]
-    expected = float(np.dot(np.concatenate([x, pairs]), ranker_model.WEIGHTS) + ranker_model.BIAS)
+    expected = float(np.dot(np.concatenate([x, pairs]), model.weights) + model.bias)
     assert model_score(row) == pytest.approx(expected, rel=1e-9, abs=1e-9)
-    assert len(ranker_model.WEIGHTS) == len(FEATURES) + len(FEATURES) * (len(FEATURES) + 1) // 2
+    assert len(model.weights) == len(FEATURES) + len(FEATURES) * (len(FEATURES) + 1) // 2
+
+
+# rows of FEATURES and the logits the fitted model gave them when its weights were Python literals
+# (domain/ranker_model.py before they became package data): the data file must give exactly these
+FIXED_ROWS = [
+    ([0.0] * 21, -7.2362521543080165),
+    (
+        [
+            0.82,
+            -0.03,
+            1.1,
+            0.7,
+            0.75,
+            0.64,
+            0.5,
+            0.33,
+            0.25,
+            0.6,
+            0.5,
+            2.3,
+            0.0,
+            1.0,
+            4.0,
+            0.55,
+            0.33,
+            0.4,
+            -0.1,
+            0.2,
+            0.15,
+        ],
+        -2.8838741975289004,
+    ),
+    (
+        [5.0, -5.0, 9.0, 2.0, -1.0, 3.0, 1.0, 1.0, 1.0, 1.0, 1.0, 9.0, 1.0, 1.0, 40.0, 1.0, 1.0, 2.0, 3.0, 1.0, 1.0],
+        -5.437399183642586,
+    ),
+    (
+        [
+            0.41,
+            -0.4,
+            0.0,
+            0.0,
+            0.1,
+            0.2,
+            0.0909,
+            0.1,
+            0.0099,
+            0.25,
+            0.0,
+            1.6,
+            1.0,
+            0.0,
+            2.0,
+            0.1,
+            0.0,
+            0.0,
+            -1.0,
+            0.05,
+            0.07,
+        ],
+        -6.216296911074265,
+    ),
+]
+
+
+@pytest.mark.parametrize(("row", "logit"), FIXED_ROWS)
+def test_the_weights_read_from_package_data_score_as_the_generated_module_did(row: list[float], logit: float) -> None:
+    assert model_score(row) == logit
 
 
 def test_the_model_was_fitted_on_the_features_the_ranker_computes() -> None:
     """Renaming, reordering or adding a feature without refitting (bench/research/ltr.py --write) fails here."""
-    assert ranker_model.FEATURES == FEATURES
-    assert len(ranker_model.LOW) == len(ranker_model.HIGH) == len(ranker_model.MEAN) == len(FEATURES)
+    model = fitted_model()
+    assert model.features == FEATURES
+    assert len(model.low) == len(model.high) == len(model.mean) == len(model.spread) == len(FEATURES)
 
 
 def test_reranking_permutes_its_candidates_and_scores_them_as_probabilities() -> None:
@@ -75,10 +154,12 @@ def test_reranking_permutes_its_candidates_and_scores_them_as_probabilities() ->
 
 
 def test_equal_scores_keep_the_first_stage_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ranker_model, "WEIGHTS", tuple(0.0 for _ in ranker_model.WEIGHTS))
+    model = fitted_model()
+    flat = attrs.evolve(model, weights=tuple(0.0 for _ in model.weights))
+    monkeypatch.setattr(reranking, "fitted_model", lambda: flat)
     reordered = [("d", 0.9), ("b", 0.8), ("a", 0.7), ("c", 0.6)]
     assert [i for i, _ in rerank(found(first=reordered))] == ["d", "b", "a", "c"]
-    assert all(score == pytest.approx(1 / (1 + math.exp(-ranker_model.BIAS))) for _, score in rerank(found()))
+    assert all(score == pytest.approx(1 / (1 + math.exp(-model.bias))) for _, score in rerank(found()))
 
 
 def test_ties_in_the_first_stage_share_a_rank_so_ids_never_decide() -> None:
@@ -126,6 +207,7 @@ def test_a_memory_that_matches_nothing_never_outranks_one_that_matches_both() ->
 def test_features_are_held_to_the_range_the_model_was_fitted_on() -> None:
     row = features(found())[0]
     far = [v * 1000 for v in row]
-    held = [min(max(v, low), high) for v, low, high in zip(far, ranker_model.LOW, ranker_model.HIGH, strict=True)]
+    model = fitted_model()
+    held = [min(max(v, low), high) for v, low, high in zip(far, model.low, model.high, strict=True)]
     assert model_score(far) == pytest.approx(model_score(held))
     assert far != held
