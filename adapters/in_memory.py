@@ -15,7 +15,8 @@ from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory
 from agent_memory.domain.paths import CategoryPath
-from agent_memory.domain.ports import THREAD_JOIN, KeywordEntry, KeywordScope, Vector, thread_in_scope
+from agent_memory.domain.ports import KeywordEntry, Vector
+from agent_memory.domain.thread_keys import THREAD_JOIN, KeywordScope, thread_in_scope
 
 
 def _cosine(a: Vector, b: Vector) -> float:

@@ -17,7 +17,8 @@ from agent_memory.adapters.shared.private import private_directory, private_file
 from agent_memory.adapters.shared.stall import stall_point
 from agent_memory.adapters.shared.words import query_terms
 from agent_memory.domain.errors import DomainError, ErrorCode
-from agent_memory.domain.ports import SCOPE_JOIN, THREAD_JOIN, KeywordEntry, KeywordScope
+from agent_memory.domain.ports import KeywordEntry
+from agent_memory.domain.thread_keys import SCOPE_JOIN, THREAD_JOIN, KeywordScope
 
 T = TypeVar("T")
 TOKENIZER = "porter unicode61 remove_diacritics 2"

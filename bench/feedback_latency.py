@@ -38,8 +38,8 @@ from perf import DATA, corpus, fill_store, service_for
 from agent_memory.adapters.chroma.store import ChromaVectorStore
 from agent_memory.domain.commands import SearchMemories
 from agent_memory.domain.filters import MemoryFilter
-from agent_memory.domain.ports import KeywordScope, keyword_scope
 from agent_memory.domain.search import feedback, reranking, searching
+from agent_memory.domain.thread_keys import KeywordScope, keyword_scope
 
 SCOPE = {"project": "p3", "namespace": ("user",)}
 TAGGED = {"tags": ["rare"], "namespace": ("user",)}

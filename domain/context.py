@@ -27,10 +27,10 @@ from agent_memory.domain.ports import (
     StoreCatalog,
     VectorStore,
     WriteLocks,
-    thread_key,
 )
 from agent_memory.domain.results import in_turn, validated
 from agent_memory.domain.tenancy import Guard, narrow, visible
+from agent_memory.domain.thread_keys import thread_key
 from agent_memory.domain.views import Census, MemoryView
 
 T = TypeVar("T")

@@ -20,7 +20,8 @@ from agent_memory.adapters.qdrant.local_commit import one_commit
 from agent_memory.adapters.qdrant.terms import memory_weights, query_vector, sparse_vector
 from agent_memory.adapters.shared.batching import chunks
 from agent_memory.domain.errors import DomainError
-from agent_memory.domain.ports import THREAD_JOIN, KeywordEntry, KeywordScope, scope_labels
+from agent_memory.domain.ports import KeywordEntry
+from agent_memory.domain.thread_keys import THREAD_JOIN, KeywordScope, scope_labels
 
 T = TypeVar("T")
 

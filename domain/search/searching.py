@@ -15,13 +15,14 @@ from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory, ScoredMemory, check_store_name
 from agent_memory.domain.paging import page_problem
 from agent_memory.domain.paths import CategoryPath
-from agent_memory.domain.ports import KeywordScope, Vector, VectorStore, keyword_scope, thread_of
+from agent_memory.domain.ports import Vector, VectorStore
 from agent_memory.domain.results import validated
 from agent_memory.domain.search import reranking
 from agent_memory.domain.search.feedback import expanded_keyword, expansion_query, feedback_ranks
 from agent_memory.domain.search.hybrid import DEPTH, SearchMode, fuse
 from agent_memory.domain.search.reranking import Candidates, rerank
 from agent_memory.domain.tenancy import Guard
+from agent_memory.domain.thread_keys import KeywordScope, keyword_scope, thread_of
 from agent_memory.domain.views import SearchResults
 
 MAX_SEARCH_LIMIT = 1000  # the deepest a search ranks: limit + offset of one page

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from agent_memory.adapters.sqlite_keywords import scope_glob
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory
-from agent_memory.domain.ports import keyword_scope, thread_in_scope, thread_key
+from agent_memory.domain.thread_keys import keyword_scope, thread_in_scope, thread_key
 
 MOMENT = datetime(2026, 1, 1, tzinfo=UTC)
 LABELS = st.sampled_from(["", "a", "b", "a*", "*", "?", "[", "]", "[a]", "a/b", "%", "_", "ü"])

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from returns.result import Success
 
 from agent_memory.domain.model import Memory
-from agent_memory.domain.ports import KeywordEntry, KeywordIndex, KeywordScope, thread_key, thread_of
+from agent_memory.domain.ports import KeywordEntry, KeywordIndex
+from agent_memory.domain.thread_keys import KeywordScope, thread_key, thread_of
 from tests.contract.vector_store_contract import ok
 
 STORE = "default"

@@ -18,11 +18,12 @@ from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMem
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory
-from agent_memory.domain.ports import KeywordScope, Vector
+from agent_memory.domain.ports import Vector
 from agent_memory.domain.search import feedback, reranking
 from agent_memory.domain.search.feedback import expansion_query, feedback_ranks
 from agent_memory.domain.search.hybrid import dense_score, fuse
 from agent_memory.domain.service import MemoryService
+from agent_memory.domain.thread_keys import KeywordScope
 from tests.unit.conftest import T0
 
 
