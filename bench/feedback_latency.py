@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from attrs import evolve
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from perf import DATA, corpus, fill_store, service_for
@@ -38,7 +39,7 @@ from perf import DATA, corpus, fill_store, service_for
 from agent_memory.adapters.chroma.store import ChromaVectorStore
 from agent_memory.domain.commands import SearchMemories
 from agent_memory.domain.filters import MemoryFilter
-from agent_memory.domain.search import feedback, reranking, searching
+from agent_memory.domain.search import feedback, searching
 from agent_memory.domain.thread_keys import KeywordScope, keyword_scope
 
 SCOPE = {"project": "p3", "namespace": ("user",)}
@@ -90,6 +91,7 @@ def main() -> None:
 
             return reading
 
+        first_stage = evolve(service, policy=evolve(service.policy, rerank=False))  # --stage rerank's off side
         for question in questions[:30]:  # warm: the mirror, the page cache, the model
             service.search(SearchMemories(query=question, **filters)).unwrap()
         for round_ in range(args.rounds):
@@ -97,10 +99,11 @@ def main() -> None:
                 results: dict[str, list[tuple[str, float]]] = {}
                 order = ("on", "off") if (number + round_) % 2 == 0 else ("off", "on")
                 for side in order:
+                    searcher = service
                     if args.stage == "feedback":
                         feedback.FEEDBACK_MEMORIES = 5 if side == "on" else 0
                     elif args.stage == "rerank":
-                        reranking.ENABLED = side == "on"
+                        searcher = service if side == "on" else first_stage
                     elif args.stage == "reach":  # off: the keyword index is asked DEPTH deep once, as before
                         searching.FILTERED_REACH = 16 if side == "on" else 1
                     elif args.stage == "scope":  # off: the index ranks the whole namespace, the search drops the rest
@@ -109,7 +112,7 @@ def main() -> None:
                         searching._sifts = sifts if side == "on" or args.oracle else never
                         ChromaVectorStore.get = counted(side, args.oracle and side == "off")  # type: ignore[method-assign]
                     started = time.perf_counter()
-                    found = service.search(SearchMemories(query=question, **filters)).unwrap()
+                    found = searcher.search(SearchMemories(query=question, **filters)).unwrap()
                     times[side].append((time.perf_counter() - started) * 1000)
                     if args.stage == "tags":
                         ChromaVectorStore.get = get  # type: ignore[method-assign]

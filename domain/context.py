@@ -131,6 +131,9 @@ class SearchPolicy:
     min_similarity: float = 0.0
     default_limit: int = 10
     default_store: str = DEFAULT_STORE
+    # hybrid search's learnt second stage (domain.search.reranking); False: the first stage's ranking, as it was
+    # before the ranker (an A/B switch: bench/feedback_latency.py --stage rerank)
+    rerank: bool = True
 
 
 @frozen(kw_only=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from attrs import frozen
+from attrs import field, frozen
 
 from agent_memory.domain.model import Memory, ScoredMemory
 
@@ -19,13 +19,15 @@ class MemoryView:
 
 @frozen
 class SearchResults:
-    """One page of a search's hits, best first, and whether more qualify after them.
+    """One page of a search's hits, best first, whether more qualify after them, and the limit the page had.
 
     A search ranks everything that passes its filters, so a total would cost ranking the whole store on every
-    call; `has_more` is what paging needs."""
+    call; `has_more` is what paging needs. `limit` is the most hits the page could hold: the command's limit, or
+    the policy's default when it gave none (a door shows it without knowing the policy)."""
 
     results: tuple[ScoredMemory, ...]
     has_more: bool = False
+    limit: int = field(kw_only=True)
 
     @property
     def count(self) -> int:

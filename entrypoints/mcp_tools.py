@@ -65,8 +65,8 @@ def _listing(outcome: Any, command: Any, _service: MemoryService) -> Payload:
     return listing_page_json(outcome, command.limit, command.offset, compact=True)
 
 
-def _search(outcome: Any, command: Any, service: MemoryService) -> Payload:
-    return search_page_json(page_of(service, command, outcome))
+def _search(outcome: Any, command: Any, _service: MemoryService) -> Payload:
+    return search_page_json(page_of(command, outcome))
 
 
 def _by(render: Callable[[Any], Payload]) -> Render:

@@ -28,13 +28,13 @@ class SearchPage:
 
 def search_page(service: MemoryService, command: SearchMemories) -> Result[SearchPage, DomainError]:
     """One page of a search (the use case pages: domain.searching), with the limit it used."""
-    return dispatch(service, command).map(lambda found: page_of(service, command, found))
+    return dispatch(service, command).map(lambda found: page_of(command, found))
 
 
-def page_of(service: MemoryService, command: SearchMemories, found: SearchResults) -> SearchPage:
-    """The page a search answered, with the limit it used (the service's default when the command gave none)."""
-    limit = service.policy.default_limit if command.limit is None else command.limit
-    return SearchPage(found.results, limit, command.offset, found.has_more)
+def page_of(command: SearchMemories, found: SearchResults) -> SearchPage:
+    """The page a search answered, with the limit it used (the search says which: the policy's default when the
+    command gave none)."""
+    return SearchPage(found.results, found.limit, command.offset, found.has_more)
 
 
 def search_page_json(page: SearchPage) -> dict[str, Any]:

@@ -54,7 +54,6 @@ FEATURES = (
 _COS, _NEIGHBOUR_COS, _KEYWORD_AFTER_FEEDBACK = (
     FEATURES.index(n) for n in ("cos", "neighbour_cos", "keyword_after_feedback")
 )
-ENABLED = True  # False: hybrid search returns the first stage's ranking (A/B: bench/feedback_latency.py --stage rerank)
 DOMINANCE_MARGIN: float | None = 0.2  # how much better on both sides a dominator must be (None: no cap)
 MISSING_RANK = 100  # the rank a memory gets on a side that did not return it
 SCORE_DIGITS = 6  # scores equal to this many decimals share a rank (tied_ranks)

@@ -17,7 +17,6 @@ from agent_memory.domain.paging import page_problem
 from agent_memory.domain.paths import CategoryPath
 from agent_memory.domain.ports import Vector, VectorStore
 from agent_memory.domain.results import validated
-from agent_memory.domain.search import reranking
 from agent_memory.domain.search.feedback import expanded_keyword, expansion_query, feedback_ranks
 from agent_memory.domain.search.hybrid import DEPTH, SearchMode, fuse
 from agent_memory.domain.search.reranking import Candidates, rerank
@@ -64,7 +63,11 @@ class Searching:
             self.ctx.guard(command.namespace)
             .bind(lambda guard: self._plan(ranked, guard))
             .bind(self._run)
-            .map(lambda found: SearchResults(found.results[command.offset : window], len(found.results) > window))
+            .map(
+                lambda found: SearchResults(
+                    found.results[command.offset : window], len(found.results) > window, limit=limit
+                )
+            )
         )
 
     def _plan(self, command: SearchMemories, guard: Guard) -> Result[_SearchPlan, DomainError]:
@@ -79,7 +82,11 @@ class Searching:
             return Failure(invalid_input(f"min-similarity must be between 0 and 1, got {relevance}."))
         return optional_category(command.path_prefix).bind(
             lambda prefix: validated(
-                lambda: evolve(self._planned(command, guard, limit, floor, prefix), relevance=relevance)
+                lambda: evolve(
+                    self._planned(command, guard, limit, floor, prefix),
+                    relevance=relevance,
+                    rerank=self.ctx.policy.rerank,
+                )
             )
         )
 
@@ -134,7 +141,7 @@ class Searching:
             ]
             # nearest first: once one falls below the relevance floor, asking deeper finds no related memory
             if len(qualified) >= plan.limit or len(pairs) < want or len(related) < len(pairs):
-                return Success(SearchResults(tuple(qualified[: plan.limit])))
+                return Success(SearchResults(tuple(qualified[: plan.limit]), limit=plan.limit))
             return self._fetch(store, vector, plan, want * 4)
 
         return store.query(vector, plan.where, want).bind(qualify)
@@ -287,7 +294,8 @@ class Searching:
                     round(score, 4),
                 )
                 for i, score in ranking[: plan.limit]
-            )
+            ),
+            limit=plan.limit,
         )
 
 
@@ -298,10 +306,10 @@ def _second_stage(
     expanded: dict[str, float],
     independent: set[str],
 ) -> list[tuple[str, float]]:
-    """The pool (the first DEPTH of each side) reordered by the learnt ranker (domain.reranking), the deeper
+    """The pool (the first DEPTH of each side) reordered by the learnt ranker (domain.search.reranking), the deeper
     candidates after it in the first stage's order. The ranker sees the keyword side only DEPTH deep, as
     the pool was drawn, so how deep a page ranks changes no score."""
-    if not reranking.ENABLED:
+    if not plan.rerank:
         return first
     pooled = set(sides.pool)
     shallow = {i: sides.keyword[i] for i in sides.keyword_side.pooled}
@@ -383,6 +391,7 @@ class _SearchPlan:
     floor: float
     where: MemoryFilter
     relevance: float = 0.0  # the relevance floor: the similarity a hit needs (0: every hit is related)
+    rerank: bool = True  # hybrid and keyword rankings go through the learnt second stage (SearchPolicy.rerank)
 
     def related(self, similarity: float, shares_a_word: bool = False) -> bool:
         """Whether a hit is related to the query: its similarity reaches the floor, or half of it when it shares a

@@ -7,9 +7,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from attrs import evolve
 
 from agent_memory.domain.commands import CreateMemory, SearchMemories
-from agent_memory.domain.search import feedback, reranking
+from agent_memory.domain.search import feedback
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.bootstrap import build_service
 from agent_memory.entrypoints.settings import load_settings
@@ -122,7 +123,7 @@ def test_keyword_feedback_lifts_facts_and_leaves_a_thread_as_it_was(
         query = SearchMemories(query=INSTRUMENT, namespace=(namespace,), limit=8, min_confidence=0.0)
         return [(hit.memory.content, hit.score) for hit in service.search(query).unwrap().results]
 
-    monkeypatch.setattr(reranking, "ENABLED", False)  # the first stage's scores, before the learnt ranker
+    service = evolve(service, policy=evolve(service.policy, rerank=False))  # the first stage's scores, unranked
     facts, chat = dict(scores("facts")), scores("chat")
     monkeypatch.setattr(feedback, "FEEDBACK_MEMORIES", 0)
     assert scores("chat") == chat
@@ -130,9 +131,7 @@ def test_keyword_feedback_lifts_facts_and_leaves_a_thread_as_it_was(
     assert facts[lessons] > dict(scores("facts"))[lessons]
 
 
-def test_reranking_never_surfaces_a_filtered_deleted_or_expired_memory(
-    service: MemoryService, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_reranking_never_surfaces_a_filtered_deleted_or_expired_memory(service: MemoryService) -> None:
     """The best matches of the question are out of scope, deleted or expired; the learnt ranker reorders
     only what passed the filters, on every page, and returns the same memories as the first stage."""
     now = datetime.now(UTC)
@@ -156,12 +155,12 @@ def test_reranking_never_surfaces_a_filtered_deleted_or_expired_memory(
         CreateMemory(content=exact, expires_at=now - timedelta(seconds=1), **scope)  # type: ignore[arg-type]
     ).unwrap()
 
-    def ids(limit: int, offset: int = 0) -> list[str]:
+    def ids(limit: int, offset: int = 0, searcher: MemoryService = service) -> list[str]:
         query = SearchMemories(query=question, limit=limit, offset=offset, min_confidence=0.0, **scope)  # type: ignore[arg-type]
-        return [hit.memory.id for hit in service.search(query).unwrap().results]
+        return [hit.memory.id for hit in searcher.search(query).unwrap().results]
 
     everything = ids(20)
     assert sorted(everything) == sorted(shown)
     assert ids(3) + ids(3, offset=3) + ids(3, offset=6) == everything[:9]
-    monkeypatch.setattr(reranking, "ENABLED", False)
-    assert sorted(ids(20)) == sorted(shown)
+    first_stage = evolve(service, policy=evolve(service.policy, rerank=False))
+    assert sorted(ids(20, searcher=first_stage)) == sorted(shown)

@@ -19,7 +19,7 @@ from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory
 from agent_memory.domain.ports import Vector
-from agent_memory.domain.search import feedback, reranking
+from agent_memory.domain.search import feedback
 from agent_memory.domain.search.feedback import expansion_query, feedback_ranks
 from agent_memory.domain.search.hybrid import dense_score, fuse
 from agent_memory.domain.service import MemoryService
@@ -304,9 +304,8 @@ def test_neighbour_context_never_crosses_scope(hybrid: MemoryService, mode: str,
     hybrid.create(CreateMemory(content="Dan fed the platypus", thread="t", **other)).unwrap()
     assert ranking(hybrid, "platypus", mode=mode, **scope) == [] or mode == "hybrid"
     if mode == "hybrid":  # found on the dense side only: its first-stage score is its own cosine's share
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(reranking, "ENABLED", False)
-            [(content, score, similarity)] = ranking(hybrid, "platypus", mode=mode, **scope)
+        first_stage = evolve(hybrid, policy=evolve(hybrid.policy, rerank=False))
+        [(content, score, similarity)] = ranking(first_stage, "platypus", mode=mode, **scope)
         assert content == "an unrelated remark about lunch"
         assert score == pytest.approx(0.5 * similarity, abs=1e-3)
 

@@ -8,6 +8,7 @@ import attrs
 import numpy as np
 import pytest
 
+from agent_memory.domain.context import SearchPolicy
 from agent_memory.domain.search import reranking
 from agent_memory.domain.search.reranking import (
     FEATURES,
@@ -172,7 +173,7 @@ def test_ties_in_the_first_stage_share_a_rank_so_ids_never_decide() -> None:
 
 
 def test_the_ranker_is_on_by_default() -> None:
-    assert reranking.ENABLED is True
+    assert SearchPolicy().rerank is True
 
 
 def test_no_candidate_passes_one_that_beats_it_on_both_sides() -> None:
