@@ -15,9 +15,9 @@ from returns.result import Failure, Result, Success
 from agent_memory.adapters.shared.disk import creatable, disk_hint
 from agent_memory.adapters.shared.private import private_directory, private_file
 from agent_memory.adapters.shared.stall import stall_point
-from agent_memory.adapters.shared.words import query_terms
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.ports import KeywordEntry
+from agent_memory.domain.search.tokens import query_terms
 from agent_memory.domain.thread_keys import SCOPE_JOIN, THREAD_JOIN, KeywordScope
 
 T = TypeVar("T")

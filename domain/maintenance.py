@@ -202,19 +202,19 @@ def saved_order(memories: Sequence[Memory], links: Mapping[str, tuple[str | None
     """Creation order; memories created at the same moment (one batch's turns) keep their order in the old index.
 
     The old order is read off the index's previous/next links: each chain is walked from its first
-    known memory, and a memory's place in that walk breaks ties of created_at (then the id).
+    known memory, and a memory's position in that walk breaks ties of created_at (then the id).
     """
     present = {m.id for m in memories}
-    place: dict[str, int] = {}
+    position: dict[str, int] = {}
     for memory in memories:
         before = links.get(memory.id, (None, None))[0]
         if before in present:
             continue  # not the first of its chain
         current: str | None = memory.id
-        while current is not None and current in present and current not in place:
-            place[current] = len(place)
+        while current is not None and current in present and current not in position:
+            position[current] = len(position)
             current = links.get(current, (None, None))[1]
-    return sorted(memories, key=lambda m: (m.created_at, place.get(m.id, len(place)), m.id))
+    return sorted(memories, key=lambda m: (m.created_at, position.get(m.id, len(position)), m.id))
 
 
 def one_memory_per_path(memories: Sequence[Memory]) -> tuple[list[Memory], tuple[str, ...]]:

@@ -63,7 +63,7 @@ def narrow(pin: Guard, asked: Sequence[str] | None) -> Result[Guard, DomainError
     )
 
 
-def place(pin: Guard, asked: Sequence[str]) -> Result[tuple[str, ...], DomainError]:
+def new_memory_namespace(pin: Guard, asked: Sequence[str]) -> Result[tuple[str, ...], DomainError]:
     """The namespace a new memory is stored in: the caller's (within the pin), or the pin when none is given."""
     return _checked(asked).bind(
         lambda wanted: (

@@ -18,7 +18,7 @@ def thread_of(namespace: Sequence[str]) -> str:
 SCOPE_JOIN = "\x1f"  # labels never hold control characters, so no namespace label or scope can forge a key
 
 
-SCOPE_PLACES = 5  # a thread key's scope labels: agent, personality, project, type, global
+SCOPE_LABEL_COUNT = 5  # how many scope labels a thread key holds: agent, personality, project, type, global
 
 
 def _global_label(global_: bool) -> str:
@@ -54,7 +54,7 @@ def scope_labels(thread: str) -> tuple[str, ...] | None:
     scopes were part of the key (or not by `thread_key`)."""
     _, boundary, rest = thread.partition(THREAD_JOIN + SCOPE_JOIN)
     labels = tuple(rest.split(SCOPE_JOIN))
-    return labels[:SCOPE_PLACES] if boundary and len(labels) >= SCOPE_PLACES else None
+    return labels[:SCOPE_LABEL_COUNT] if boundary and len(labels) >= SCOPE_LABEL_COUNT else None
 
 
 def thread_in_scope(thread: str, scope: KeywordScope | None) -> bool:

@@ -18,7 +18,7 @@ from agent_memory.domain.model import DecayPolicy, Memory, check_store_name, new
 from agent_memory.domain.paths import MemoryPath, parse_memory_path
 from agent_memory.domain.ports import PendingBatch, VectorStore
 from agent_memory.domain.results import in_turn, validated
-from agent_memory.domain.tenancy import place
+from agent_memory.domain.tenancy import new_memory_namespace
 from agent_memory.domain.views import MemoryView
 
 SCOPE_AND_CONTENT = ("content", "tags", "source", "citations", "agent", "personality", "project", "type", "global_")
@@ -50,7 +50,7 @@ class Writing:
         return self.ctx.exclusive(
             command.store,
             lambda: (
-                place(self.ctx.tenant, command.namespace)
+                new_memory_namespace(self.ctx.tenant, command.namespace)
                 .bind(lambda _: parse_memory_path(raw_path))
                 # create_many refuses a taken path (per namespace) under the same lock: one check, not two
                 .bind(lambda path: self.create_many([evolve(command, path=str(path))]))
@@ -60,7 +60,7 @@ class Writing:
 
     def _new_memory(self, command: CreateMemory, now: datetime) -> Result[Memory, DomainError]:
         created = command.created_at or now
-        return place(self.ctx.tenant, command.namespace).bind(
+        return new_memory_namespace(self.ctx.tenant, command.namespace).bind(
             lambda namespace: optional_path(command.path).bind(
                 lambda path: self._built(command, created, namespace, path)
             )

@@ -312,10 +312,6 @@ def _generated_tool(spec: ToolSpec, tools: _Tools) -> Tool:
 
 
 TOOL_NAMES = (*(spec.name for spec in SPECS), *AGENT_TOOLS)
-TITLES: dict[str, str] = {
-    **{spec.name: spec.title for spec in SPECS},
-    **{name: title for name, (title, *_rest) in AGENT_TOOLS.items()},
-}
 
 
 def _agent_tool(name: str, tools: _Tools) -> Tool:

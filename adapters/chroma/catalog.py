@@ -19,7 +19,7 @@ from agent_memory.adapters.chroma import layout
 from agent_memory.adapters.chroma.boundary import Boundary
 from agent_memory.adapters.chroma.categories import ChromaCategories
 from agent_memory.adapters.chroma.clients import DATABASE_FILE, server_client
-from agent_memory.adapters.chroma.mirroring import MIRROR_LIMIT
+from agent_memory.adapters.chroma.mirror_policy import MIRROR_LIMIT
 from agent_memory.adapters.chroma.session import Session, embedded_session
 from agent_memory.adapters.chroma.store import ChromaVectorStore
 from agent_memory.adapters.chroma.warming import Warmer
@@ -52,7 +52,7 @@ class ChromaCatalog:
     collection: str = "memories"
     embedder_name: str
     dimension: int
-    mirror_limit: int = MIRROR_LIMIT  # see adapters.chroma.mirroring; 0 sends every search to Chroma
+    mirror_limit: int = MIRROR_LIMIT  # see adapters.chroma.mirror_policy; 0 sends every search to Chroma
     mirror_eagerly: bool = False  # tests: mirror every store at its first search
     warmer: Warmer = field(factory=Warmer)  # builds the mirrors in the background once `keep_warm` is called
     _warm: bool = field(default=False, init=False, repr=False)

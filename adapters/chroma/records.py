@@ -59,11 +59,6 @@ def memory_metadata(memory: Memory) -> MetadataDict:
     return {key: fields[key] for key in METADATA_KEYS}
 
 
-def record_json(memory: Memory) -> str:
-    """The fields no filter needs, as compact JSON: tags keep their order and duplicates, timestamps are ISO."""
-    return _record_text(plain_memory(memory))
-
-
 def _record_text(plain: Mapping[str, Any]) -> str:
     fields = {"v": RECORD_VERSION, **{key: plain[key] for key in RECORD_FIELDS}}
     return json.dumps(fields, ensure_ascii=False, separators=(",", ":"))

@@ -22,8 +22,8 @@ from chromadb.errors import ChromaError
 from agent_memory.adapters.chroma import layout
 from agent_memory.adapters.chroma.boundary import Boundary
 from agent_memory.adapters.chroma.clients import embedded_client, reads_a_copy
-from agent_memory.adapters.chroma.mirror import VectorMirror
 from agent_memory.adapters.chroma.takeback import log_position, take_back
+from agent_memory.adapters.chroma.vector_mirror import VectorMirror
 from agent_memory.adapters.shared.boundary import Abort
 from agent_memory.adapters.shared.disk import (
     FULL_DISK,
@@ -43,7 +43,7 @@ T = TypeVar("T")
 LOCK_FILE = ".agent-memory.lock"  # an embedded data directory's lock, held around every operation on it
 GENERATION_FILE = ".agent-memory.generation"  # how many writes the data directory has seen (see Session)
 LOCK_TIMEOUT_S = 60.0  # read at call time (tests shorten it)
-MIRROR_BUILD_S_PER_RECORD = 3e-4  # a first guess at a mirror's build cost (measured: 0.2-0.3 ms); see mirroring
+MIRROR_BUILD_S_PER_RECORD = 3e-4  # a first guess at a mirror's build cost (measured: 0.2-0.3 ms); see mirror_policy
 
 
 def _forget_system(identifier: str) -> None:
@@ -91,7 +91,7 @@ class Session:
     _collections: dict[str, Collection] = field(factory=dict, init=False)  # by name, until a write or reload
     _seen: int | None = field(default=None, init=False)  # the generation the client has read up to
     # per collection id: the in-process mirror of its records, and the seconds Chroma spent on its searches,
-    # both valid only while no other process has written (dropped by _reset); see adapters.chroma.mirroring
+    # both valid only while no other process has written (dropped by _reset); see adapters.chroma.mirror_policy
     mirrors: dict[UUID, VectorMirror] = field(factory=dict, init=False)
     search_seconds: dict[UUID, float] = field(factory=dict, init=False)
     build_s_per_record: float = field(default=MIRROR_BUILD_S_PER_RECORD, init=False)  # learnt from each build

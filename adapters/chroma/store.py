@@ -13,9 +13,9 @@ from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection
 from returns.result import Result, Success
 
-from agent_memory.adapters.chroma import layout, mirroring, rebuild, sifting
+from agent_memory.adapters.chroma import layout, mirror_policy, rebuild, sifting
 from agent_memory.adapters.chroma.boundary import Boundary, CollectionGone
-from agent_memory.adapters.chroma.mirroring import MIRROR_LIMIT
+from agent_memory.adapters.chroma.mirror_policy import MIRROR_LIMIT
 from agent_memory.adapters.chroma.records import memories_of, memory_metadata, ranked, to_where
 from agent_memory.adapters.chroma.salvage import (
     SalvageError,
@@ -54,7 +54,7 @@ class ChromaVectorStore:
     model: str | None = None
     dimension: int | None = None
     mirror_limit: int = MIRROR_LIMIT  # 0: never mirror, every search goes to Chroma
-    mirror_eagerly: bool = False  # build the mirror at the first search (tests), not by adapters.chroma.mirroring
+    mirror_eagerly: bool = False  # build the mirror at the first search (tests), not by adapters.chroma.mirror_policy
     # a long-lived process's request for the mirror to be built in the background (adapters.chroma.warming);
     # with it a search never builds the mirror itself
     warm: Callable[[ChromaVectorStore], None] | None = None
@@ -101,7 +101,7 @@ class ChromaVectorStore:
     def replace(self, memory: Memory, embedding: Vector) -> Result[None, DomainError]:
         def write(collection: Collection) -> None:
             self._check_dimension([embedding])
-            mirroring.written(
+            mirror_policy.written(
                 self.session,
                 collection,
                 partial(self._upsert, collection, [memory], [list(embedding)]),
@@ -136,7 +136,7 @@ class ChromaVectorStore:
                 for batch in chunks(changed, self.batch_size):
                     self._update_content(collection, batch)
 
-            mirroring.written(self.session, collection, write, lambda mirror: mirror.update(list(latest.values())))
+            mirror_policy.written(self.session, collection, write, lambda mirror: mirror.update(list(latest.values())))
 
         needs = write_size([memory.content for memory in latest.values()], self.dimension)
         return self._result("update memories", update, write=True, needs=needs)
@@ -151,7 +151,7 @@ class ChromaVectorStore:
                 for batch in chunks(unique, self.batch_size):
                     self.boundary.call("delete memories", partial(collection.delete, ids=list(batch)))
 
-            mirroring.written(self.session, collection, write, lambda mirror: mirror.remove(unique))
+            mirror_policy.written(self.session, collection, write, lambda mirror: mirror.remove(unique))
 
         return self._result("delete memories", delete, write=True, needs=None)  # never refused for want of room
 
@@ -230,8 +230,8 @@ class ChromaVectorStore:
     ) -> Result[list[tuple[Memory, float]], DomainError]:
         """The `limit` nearest memories `where` keeps, best first: from the mirror when there is one, else Chroma.
 
-        Embedded stores are mirrored in process (adapters.chroma.mirror) once Chroma's searches of the store
-        since another process last wrote have cost as much as reading it would (adapters.chroma.mirroring):
+        Embedded stores are mirrored in process (adapters.chroma.vector_mirror) once Chroma's searches of the store
+        since another process last wrote have cost as much as reading it would (adapters.chroma.mirror_policy):
         a process that searches once (a CLI call) never pays for reading the whole collection; an agent loop
         pays once, then searches in numpy. A store kept `warm` (a server) is read in the background instead
         (adapters.chroma.warming): its searches go to Chroma until the mirror is ready, and none builds it.
@@ -241,7 +241,7 @@ class ChromaVectorStore:
 
         def search(collection: Collection) -> list[tuple[Memory, float]]:
             self._check_dimension([embedding])
-            mirror = mirroring.current(
+            mirror = mirror_policy.current(
                 self.session,
                 self.boundary,
                 collection,
@@ -268,7 +268,7 @@ class ChromaVectorStore:
                 )
                 return ranked(answer, self.space, limit)
 
-            return mirroring.timed(self.session, collection.id, ask)
+            return mirror_policy.timed(self.session, collection.id, ask)
 
         return self._result("search memories", search)
 
@@ -429,7 +429,7 @@ class ChromaVectorStore:
                 for batch in chunks(pairs, self.batch_size):
                     self._upsert(collection, [m for m, _ in batch], [v for _, v in batch])
 
-            mirroring.written(
+            mirror_policy.written(
                 self.session,
                 collection,
                 upsert,

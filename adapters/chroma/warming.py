@@ -1,6 +1,6 @@
 """Mirrors built in a background thread for a long-lived process, so that no search pays for reading a store.
 
-A one-shot process leaves the choice to the ski-rental rule of adapters.chroma.mirroring (a CLI call never
+A one-shot process leaves the choice to the ski-rental rule of adapters.chroma.mirror_policy (a CLI call never
 builds). A process that keeps its storage open (the memory server, `memory serve`, `memory mcp`) asks its
 catalog to keep it warm: every existing store is then read into a mirror by a daemon thread, and again after
 another process's write has dropped it (the next search asks for it). Searches never wait: until the mirror
@@ -25,10 +25,10 @@ from uuid import UUID
 from attrs import define, field
 from chromadb.api.models.Collection import Collection
 
-from agent_memory.adapters.chroma.mirror import VectorMirror
 from agent_memory.adapters.chroma.records import memories_of
 from agent_memory.adapters.chroma.session import RacingWrites
 from agent_memory.adapters.chroma.store import ChromaVectorStore
+from agent_memory.adapters.chroma.vector_mirror import VectorMirror
 from agent_memory.adapters.shared.boundary import Abort
 from agent_memory.domain.model import Memory
 
@@ -62,7 +62,7 @@ class Warmer:
     def want(self, store: ChromaVectorStore) -> None:
         """Build `store`'s mirror soon (once however often it is asked while waiting or building); returns at once."""
         if store.session.directory is None or store.mirror_limit <= 0:
-            return  # a Chroma server's stores are never mirrored (adapters.chroma.mirroring)
+            return  # a Chroma server's stores are never mirrored (adapters.chroma.mirror_policy)
         with self._guard:
             self._wanted.setdefault(store.name, store)
             self._idle.clear()

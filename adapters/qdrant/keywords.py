@@ -38,9 +38,9 @@ T = TypeVar("T")
 #   id               the memory id as given
 #   thread           the memory's thread (thread_of(namespace))
 #   thread_prefixes  the thread and every thread above it ("a/b" → ["a", "a/b"]): `thread_prefix` matches one
-#   scope            the thread's scope labels by place ("2:p3": project p3), [] when it holds none: `scope`
+#   scope            the thread's scope labels by position ("2:p3": project p3), [] when it holds none: `scope`
 #                    matches them (points written before this field have none, and every scoped search keeps them)
-#   seq              its place in the thread (0, 1, …; gaps after removals)
+#   seq              its position in the thread (0, 1, …; gaps after removals)
 #   prev_id/next_id  its neighbours in the thread, null at the ends (the tail is the one with next_id null)
 #   content          the memory's text, so that its neighbours' vectors can be recomputed
 
@@ -75,16 +75,16 @@ def thread_prefixes(thread: str) -> list[str]:
 
 
 def scope_terms(thread: str) -> list[str]:
-    """The thread's scope labels as payload terms, each with its place ("2:p3" = project p3); [] when the
+    """The thread's scope labels as payload terms, each with its position ("2:p3" = project p3); [] when the
     thread holds none, which every scoped search keeps."""
     labels = scope_labels(thread)
-    return [] if labels is None else [f"{place}:{label}" for place, label in enumerate(labels)]
+    return [] if labels is None else [f"{position}:{label}" for position, label in enumerate(labels)]
 
 
 def scope_filter(scope: KeywordScope) -> models.Filter:
     """The points whose thread holds the scope's labels, or no labels at all (`thread_in_scope`)."""
     wanted: list[models.Condition] = [
-        _match("scope", f"{place}:{label}") for place, label in enumerate(scope) if label is not None
+        _match("scope", f"{position}:{label}") for position, label in enumerate(scope) if label is not None
     ]
     unlabelled = models.IsEmptyCondition(is_empty=models.PayloadField(key="scope"))
     return models.Filter(should=[models.Filter(must=wanted), unlabelled])
@@ -92,7 +92,7 @@ def scope_filter(scope: KeywordScope) -> models.Filter:
 
 @define
 class Link:
-    """One memory's place in its thread, and its text."""
+    """One memory's position in its thread, and its text."""
 
     id: str
     thread: str

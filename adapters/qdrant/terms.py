@@ -11,7 +11,7 @@ from functools import lru_cache
 import snowballstemmer
 from qdrant_client import models
 
-from agent_memory.adapters.shared.words import content_words, query_terms
+from agent_memory.domain.search.tokens import content_words, query_terms
 
 # --- weights ----------------------------------------------------------------------------------
 #

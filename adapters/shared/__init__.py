@@ -1,1 +1,1 @@
-"""What the storage backends share: store names, error boundary, batching, durable files, words, timestamps, cosines."""
+"""What the storage backends share: store names, error boundary, batching, durable files, timestamps, cosines."""

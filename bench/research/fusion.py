@@ -37,11 +37,11 @@ from locomo import memories as protocol_memories
 from locomo import reachable
 
 from agent_memory.adapters.onnx_embedder import make_embedder
-from agent_memory.adapters.shared.words import content_words
+from agent_memory.domain.search.tokens import content_words
 from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
 from agent_memory.domain.context import keyword_entry
 from agent_memory.domain.model import Memory, new_memory_id
-from agent_memory.domain.ports import thread_of
+from agent_memory.domain.thread_keys import thread_of
 
 DEPTH = 50
 CACHE = Path(os.environ.get("FUSION_CACHE", str(Path(__file__).resolve().parents[1] / "results" / "cache")))

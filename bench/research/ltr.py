@@ -5,7 +5,7 @@
 
 Research code (not imported by the product). No cross-encoder installs offline from a package (BENCHMARKS.md,
 "Stronger dense side and cross-encoders"), so the second stage is a logistic model over the product's own
-features (domain/reranking.py: both sides' scores and ranks, thread neighbours, question coverage, …)
+features (domain/search/reranking.py: both sides' scores and ranks, thread neighbours, question coverage, …)
 and their pairwise products. Candidates and the first stage are the product's (fusion.py's `build`,
 keyword feedback for independent memories). The model is fitted on four conversations of both protocols
 at once and scored on the fifth (LOCO), so one model must serve turns and facts; `--write` fits it on
@@ -42,7 +42,7 @@ from fusion import (
 )
 
 from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
-from agent_memory.domain.search import feedback, hybrid, reranking
+from agent_memory.domain.search import feedback, hybrid, ranker_weights, reranking
 
 
 # research: LTR_FIRST=rrf makes the first stage the fusion re-chosen for nomic (RRF k 10, dense weight 1.5, no
@@ -116,7 +116,7 @@ def labels(q: dict[str, Any], order: list[int]) -> np.ndarray:
 
 
 def expand(x: np.ndarray) -> np.ndarray:
-    """The features and every pair's product (a ≤ b, in row order), as domain.reranking.model_score reads them."""
+    """The features and every pair's product (a ≤ b, in row order), as domain.search.reranking.model_score reads them."""
     n = x.shape[1]
     pairs = [x[:, a] * x[:, b] for a in range(n) for b in range(a, n)]
     return np.hstack([x, np.stack(pairs, axis=1)])
@@ -193,7 +193,7 @@ def ranked(
 
 def write_model(model: dict[str, Any], l2: float, figures: dict[str, Any]) -> None:
     """domain/search/ranker_weights.json: the fitted numbers as the package data the product reads
-    (domain.search.reranking.fitted_model); floats written by repr, so they read back exactly."""
+    (domain.search.ranker_weights.fitted_model); floats written by repr, so they read back exactly."""
     data = {
         "generated_by": "bench/research/ltr.py --write; do not edit",
         "model": "logistic regression over domain.search.reranking.FEATURES and their pairwise products; weights: "
@@ -206,9 +206,9 @@ def write_model(model: dict[str, Any], l2: float, figures: dict[str, Any]) -> No
         **{key: [float(v) for v in model[key]] for key in ("low", "high", "mean", "spread", "weights")},
         "bias": float(model["bias"]),
     }
-    path = Path(__file__).resolve().parents[2] / "domain" / "search" / reranking.WEIGHTS_FILE
+    path = Path(__file__).resolve().parents[2] / "domain" / "search" / ranker_weights.WEIGHTS_FILE
     path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    reranking.fitted_model.cache_clear()
+    ranker_weights.fitted_model.cache_clear()
 
 
 def measure(

@@ -37,7 +37,7 @@ import ltr
 import phrasings
 from fusion import bootstrap, log, recall
 
-from agent_memory.domain.search.words import content_words
+from agent_memory.domain.search.tokens import content_words
 
 L2 = 100.0
 Table = dict[str, dict[int, ltr.Rows]]

@@ -3,7 +3,7 @@
 Research code (not imported by the product), used by ltr_variants.py. MiniLM embeds a question ("What video
 games does Nate play?") away from the statements that answer it ("Nate plays Xenoblade Chronicles"); a second
 query text, embedded by the product's embedder (fusion.embed, cached under bench/results/cache), may sit nearer:
-- content words: the question's content words (domain.words.query_terms: question words, auxiliaries and stop
+- content words: the question's content words (domain.search.tokens.query_terms: question words, auxiliaries and stop
   words gone), e.g. "video games nate play";
 - feedback terms: the question plus the keyword feedback's expansion terms (the RM3 words ltr.kw_after_feedback
   searches: independent memories among the first stage's top five, pool document frequencies, ten terms); where
@@ -36,7 +36,7 @@ import ltr
 from fusion import bootstrap, build, candidates, embed, expansion_terms, index_conversation, recall, v_current
 
 from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
-from agent_memory.domain.search.words import query_terms
+from agent_memory.domain.search.tokens import query_terms
 
 Table = dict[str, dict[int, ltr.Rows]]
 Phrasing = Callable[[dict[str, Any]], str]

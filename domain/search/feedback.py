@@ -13,7 +13,7 @@ import math
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 
-from agent_memory.domain.search.words import content_words
+from agent_memory.domain.search.tokens import content_words
 
 FEEDBACK_MEMORIES = 5  # the best hits of the first ranking that feedback reads (only the independent ones)
 EXPANSION_TERMS = 10  # words the feedback adds to the keyword side

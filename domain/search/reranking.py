@@ -15,18 +15,16 @@ memory the search would not return.
 
 from __future__ import annotations
 
-import functools
 import itertools
-import json
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from importlib import resources
 
 from attrs import frozen
 
 from agent_memory.domain.search.hybrid import DENSE_WEIGHT, NEIGHBOUR_COSINE
-from agent_memory.domain.search.words import STOP_WORDS, WORD, content_words
+from agent_memory.domain.search.ranker_weights import RankerModel, fitted_model
+from agent_memory.domain.search.tokens import STOP_WORDS, WORD, content_words
 
 FEATURES = (
     "cos",  # the memory's cosine to the question
@@ -57,31 +55,6 @@ _COS, _NEIGHBOUR_COS, _KEYWORD_AFTER_FEEDBACK = (
 DOMINANCE_MARGIN: float | None = 0.2  # how much better on both sides a dominator must be (None: no cap)
 MISSING_RANK = 100  # the rank a memory gets on a side that did not return it
 SCORE_DIGITS = 6  # scores equal to this many decimals share a rank (tied_ranks)
-
-
-WEIGHTS_FILE = "ranker_weights.json"  # package data of this package, written by bench/research/ltr.py --write
-
-
-@frozen
-class RankerModel:
-    """The model's fitted numbers: per feature its training range (LOW … HIGH), mean and spread, then the weights
-    (the linear ones, then each pair's a ≤ b in row order) and the bias."""
-
-    features: tuple[str, ...]
-    low: tuple[float, ...]
-    high: tuple[float, ...]
-    mean: tuple[float, ...]
-    spread: tuple[float, ...]
-    weights: tuple[float, ...]
-    bias: float
-
-
-@functools.cache
-def fitted_model() -> RankerModel:
-    """The fitted model, read from the package's data once, on the first search that ranks (not at import)."""
-    raw = json.loads(resources.files(__package__).joinpath(WEIGHTS_FILE).read_text(encoding="utf-8"))
-    numbers = {key: tuple(float(v) for v in raw[key]) for key in ("low", "high", "mean", "spread", "weights")}
-    return RankerModel(features=tuple(str(name) for name in raw["features"]), bias=float(raw["bias"]), **numbers)
 
 
 @frozen

@@ -39,9 +39,9 @@ from agent_memory.adapters.qdrant.terms import (
     term_index,
     term_of,
 )
-from agent_memory.adapters.shared.words import content_words, query_terms
 from agent_memory.domain.errors import ErrorCode
 from agent_memory.domain.ports import KeywordEntry
+from agent_memory.domain.search.tokens import content_words, query_terms
 from tests.contract.keyword_index_contract import chain, entry, filler
 from tests.contract.vector_store_contract import DIM, MODEL, failed_with, ok, sample
 

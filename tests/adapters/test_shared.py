@@ -15,9 +15,9 @@ from agent_memory.adapters.shared.durable import fsync_directory, temporary_pref
 from agent_memory.adapters.shared.embeddings import count_mismatch, dimension_mismatch, mixed_dimensions
 from agent_memory.adapters.shared.names import collection_of, is_store_name, store_not_found, store_of
 from agent_memory.adapters.shared.prefixes import NAMESPACE_JOIN, namespace_prefixes, path_prefixes
-from agent_memory.adapters.shared.words import STOP_WORDS, content_words, query_terms
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.paths import MemoryPath
+from agent_memory.domain.search.tokens import STOP_WORDS, content_words, query_terms
 
 REFUSED = DomainError(ErrorCode.STORAGE_ERROR, "refused")
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from returns.result import Result, Success
 
-from agent_memory.adapters.chroma.mirror import VectorMirror
+from agent_memory.adapters.chroma.vector_mirror import VectorMirror
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory

@@ -62,7 +62,7 @@ class TestChromaEmbeddedWithoutMirror(TestChromaEmbedded):
 
 
 class TestChromaEmbeddedMirrored(TestChromaEmbedded):
-    """Every search answered by the in-process mirror (adapters.chroma.mirror), built at the first search."""
+    """Every search answered by the in-process mirror (adapters.chroma.vector_mirror), built at the first search."""
 
     @pytest.fixture
     def catalog(self, tmp_path: Path) -> StoreCatalog:

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from returns.result import Success
 
-from agent_memory.adapters.shared.words import STOP_WORDS, query_terms
 from agent_memory.adapters.sqlite_keywords import ID_BATCH, TOKENIZER, SqliteKeywordIndex
 from agent_memory.domain.errors import ErrorCode
 from agent_memory.domain.ports import KeywordIndex
+from agent_memory.domain.search.tokens import STOP_WORDS, query_terms
 from tests.contract.keyword_index_contract import (
     MANY_IDS,
     STORE,

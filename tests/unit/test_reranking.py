@@ -10,12 +10,12 @@ import pytest
 
 from agent_memory.domain.context import SearchPolicy
 from agent_memory.domain.search import reranking
+from agent_memory.domain.search.ranker_weights import fitted_model
 from agent_memory.domain.search.reranking import (
     FEATURES,
     Candidates,
     dominance_capped,
     features,
-    fitted_model,
     model_score,
     rerank,
 )

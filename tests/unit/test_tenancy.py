@@ -9,7 +9,7 @@ from agent_memory.adapters.clock import FixedClock
 from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
 from agent_memory.domain.errors import ErrorCode
 from agent_memory.domain.service import MemoryService
-from agent_memory.domain.tenancy import narrow, place
+from agent_memory.domain.tenancy import narrow, new_memory_namespace
 from tests.unit.conftest import T0
 
 ALICE = ("user", "alice")
@@ -53,10 +53,10 @@ def test_a_caller_may_narrow_the_pin_but_never_widen_or_leave_it() -> None:
 
 
 def test_a_new_memory_goes_to_the_pin_unless_the_caller_narrows_it() -> None:
-    assert place(ALICE, ()).unwrap() == ALICE
-    assert place(ALICE, ("user", "alice", "x")).unwrap() == ("user", "alice", "x")
-    assert code_of(place(ALICE, BOB)) is ErrorCode.INVALID_INPUT
-    assert place(None, ()).unwrap() == ()
+    assert new_memory_namespace(ALICE, ()).unwrap() == ALICE
+    assert new_memory_namespace(ALICE, ("user", "alice", "x")).unwrap() == ("user", "alice", "x")
+    assert code_of(new_memory_namespace(ALICE, BOB)) is ErrorCode.INVALID_INPUT
+    assert new_memory_namespace(None, ()).unwrap() == ()
 
 
 def test_a_service_cannot_be_pinned_to_nothing_nor_out_of_its_pin(service: MemoryService) -> None:

@@ -12,9 +12,9 @@ from chromadb.api.models.Collection import Collection
 
 from agent_memory.adapters.chroma import layout
 from agent_memory.adapters.chroma.boundary import Boundary
-from agent_memory.adapters.chroma.mirror import VectorMirror
 from agent_memory.adapters.chroma.records import memories_of
 from agent_memory.adapters.chroma.session import Session
+from agent_memory.adapters.chroma.vector_mirror import VectorMirror
 from agent_memory.adapters.shared.boundary import Abort
 from agent_memory.domain.model import Memory
 

@@ -7,7 +7,7 @@ A brute-force matrix product over 10k unit vectors takes under a millisecond. Th
 store holds and answers `query`, `get` and `similarities` with the semantics of `MemoryFilter.matches`.
 
 It knows nothing about where its contents come from: the owner (the Chroma store, by the rule of
-adapters.chroma.mirroring) builds it from the collection, applies its own writes to it, and drops it whenever another process may have written.
+adapters.chroma.mirror_policy) builds it from the collection, applies its own writes to it, and drops it whenever another process may have written.
 """
 
 from __future__ import annotations
