@@ -79,4 +79,3 @@ def idle_seconds(env: Mapping[str, str]) -> float:
 def silence_seconds(env: Mapping[str, str]) -> float:
     """How long to wait on a server that sends nothing, not even a heartbeat (server_timeout_seconds)."""
     return _seconds("server_timeout_seconds", wire.SILENCE_S, env)
-

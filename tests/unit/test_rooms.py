@@ -4,7 +4,11 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-FOLDERS = {"domain": "agent_memory.domain", "adapters": "agent_memory.adapters", "entrypoints": "agent_memory.entrypoints"}
+FOLDERS = {
+    "domain": "agent_memory.domain",
+    "adapters": "agent_memory.adapters",
+    "entrypoints": "agent_memory.entrypoints",
+}
 DOORS = ("cli", "mcp", "rest", "agents", "langgraph")
 MAX_LOOSE_ENTRYPOINTS = 12
 MAX_MODULE_LINES = 500
