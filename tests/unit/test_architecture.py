@@ -87,7 +87,7 @@ def test_nothing_imports_the_folders_as_top_level_packages() -> None:
     assert offenders == {}
 
 
-# --- inside adapters/: small modules, one error style, no backend reaching into another -------------------
+# --- small modules, no import circles; inside adapters/: one error style, no backend reaching into another --
 
 MAX_MODULE_LINES = 500
 # what a backend package may import from agent_memory.adapters: itself and the shared modules
@@ -100,13 +100,61 @@ def package_modules(package: str) -> list[Path]:
     return modules
 
 
-def test_no_adapter_module_is_over_500_lines() -> None:
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_module_is_over_500_lines(package: str) -> None:
     long = {
         str(path.relative_to(ROOT)): lines
-        for path in sorted((ROOT / "adapters").rglob("*.py"))
+        for path in sorted((ROOT / package).rglob("*.py"))
         if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     }
     assert long == {}
+
+
+def module_name(path: Path) -> str:
+    """A source file's name in the installed package: domain/search/hybrid.py → agent_memory.domain.search.hybrid."""
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(("agent_memory", *(parts[:-1] if parts[-1] == "__init__" else parts)))
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Which of the package's modules each module imports, as written (under TYPE_CHECKING and in functions too):
+    `from package import name` counts as importing the submodule when `name` is one."""
+    files = {module_name(path): path for package in PACKAGES for path in (ROOT / package).rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names if alias.name in files)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in files:
+                submodules = {f"{node.module}.{alias.name}" for alias in node.names} & files.keys()
+                found.update(submodules or {node.module})
+        graph[name] = found - {name}
+    return graph
+
+
+def test_no_import_circles() -> None:
+    """No module reaches itself through the modules it imports (issue 32): each layer and each door reads one way."""
+    graph = import_graph()
+    circles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        path.append(module)
+        for imported in sorted(graph[module]):
+            if state.get(imported) == 1:
+                circles.append([*path[path.index(imported) :], imported])
+            elif imported not in state:
+                visit(imported)
+        path.pop()
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module)
+    assert circles == []
 
 
 @pytest.mark.parametrize("package", ["chroma", "files", "qdrant", "shared"])
