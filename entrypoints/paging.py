@@ -27,7 +27,7 @@ class SearchPage:
 
 
 def search_page(service: MemoryService, command: SearchMemories) -> Result[SearchPage, DomainError]:
-    """One page of a search (the use case pages: domain.searching), with the limit it used."""
+    """One page of a search (the use case pages: domain.search.searching), with the limit it used."""
     return dispatch(service, command).map(lambda found: page_of(command, found))
 
 

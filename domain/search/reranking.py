@@ -31,7 +31,7 @@ FEATURES = (
     "cos_gap",  # its cosine minus the best candidate's
     "neighbour_cos",  # the sum of its thread neighbours' cosines
     "keyword",  # bm25 / best, the question's words
-    "keyword_after_feedback",  # the same with keyword feedback (domain.feedback)
+    "keyword_after_feedback",  # the same with keyword feedback (domain.search.feedback)
     "fused",  # the first stage's fused score before feedback
     "first_rank",  # 1 / (1 + rank) in the first stage's final ranking
     "dense_rank",  # 1 / (1 + rank) by cosine among the candidates

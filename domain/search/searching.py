@@ -149,7 +149,7 @@ class Searching:
     def _blend(
         self, store: VectorStore, vector: Vector, plan: _SearchPlan, depth: int
     ) -> Result[SearchResults, DomainError]:
-        """Hybrid and keyword: candidates from both sides, filtered, then ranked (domain.hybrid)."""
+        """Hybrid and keyword: candidates from both sides, filtered, then ranked (domain.search.hybrid)."""
         keywords = self.ctx.keywords
         assert keywords is not None  # _run routes here only with a keyword index
         dense: Result[list[tuple[Memory, float]], DomainError] = (
@@ -250,7 +250,7 @@ class Searching:
 
     def _ranked(self, store: VectorStore, plan: _SearchPlan, sides: _Sides) -> Result[SearchResults, DomainError]:
         """Keyword: by bm25. Hybrid: fused, then fused again with keyword feedback when independent memories
-        are among the best (domain.feedback): the expansion's words, searched DEPTH deep like a query, add to
+        are among the best (domain.search.feedback): the expansion's words, searched DEPTH deep like a query, add to
         their keyword scores; the candidates stay the same (new ones never reached a top 10 on LoCoMo facts).
         The pool and the expansion do not depend on how deep the page ranks, so neither does any score."""
         if plan.mode is SearchMode.KEYWORD:
@@ -338,7 +338,7 @@ class _Sides:
     similarity: dict[str, float]
     keyword_side: _KeywordSide
     links: Links
-    pool: list[str]  # the candidates whose words set the rarity of feedback words (domain.feedback)
+    pool: list[str]  # the candidates whose words set the rarity of feedback words (domain.search.feedback)
 
     @property
     def keyword(self) -> dict[str, float]:
