@@ -12,6 +12,7 @@ import pytest
 from attrs import field, frozen
 
 from agent_memory.domain import commands as c
+from agent_memory.domain.dispatch import commands
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints import cli_handlers, cli_manifest
 from agent_memory.entrypoints.cli_manifest import COMMON_FIELDS, SPECS, CliSpec
@@ -36,7 +37,8 @@ def test_the_shipped_manifest_is_generated_from_the_current_commands() -> None:
 
 
 def test_every_command_has_a_cli_subcommand() -> None:
-    assert {spec.command for spec in SPECS if spec.command is not None} == set(c.COMMANDS)
+    batches = {c.CreateMemories, c.ExportMemories, c.ImportMemories}  # create --jsonl, export, import: phase 2
+    assert {spec.command for spec in SPECS if spec.command is not None} - {c.AddMemory} == set(commands()) - batches
 
 
 @pytest.mark.parametrize("name", [spec.name for spec in SPECS if spec.command is not None])
