@@ -8,6 +8,7 @@ so every door refuses a bad value the same way.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -142,13 +143,6 @@ class CreateMemory(Asks[MemoryView]):
         default=None, metadata=doc("ISO 8601 time after which the memory is hidden, e.g. 2026-12-31T23:59:00Z.")
     )
     created_at: datetime | None = field(default=None, metadata=doc("When it was made (ISO 8601; default now)."))
-
-
-@frozen(kw_only=True)
-class AddMemory(CreateMemory):
-    """Transitional (until the doors present `add` from CreateMemory): a CreateMemory whose path is required."""
-
-    path: str = field(metadata=doc(ADD_PATH))
 
 
 @frozen(kw_only=True)
@@ -388,6 +382,17 @@ class ImportMemories(Asks[ImportReport]):
 
 
 Command = Asks[Any]  # any command; the table of handlers (domain/dispatch.py) lists them
+
+
+def command_name(command: type[Any]) -> str:
+    """The name a door gives a command it presents as it is: CountMemories → count_memories (MCP's tool; the CLI
+    and REST say count-memories)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", command.__name__).lower()
+
+
+def command_doc(command: type[Any]) -> str:
+    """A command's docstring on one line: what a door says of a command it presents as it is."""
+    return " ".join((command.__doc__ or command.__name__).split())
 
 
 def command_fields(command: type[Any]) -> tuple[Attribute[Any], ...]:

@@ -26,7 +26,7 @@ def test_every_command_field_describes_itself() -> None:
 
 def test_every_command_of_the_module_has_a_handler() -> None:
     declared = {kind for kind in vars(c).values() if isinstance(kind, type) and issubclass(kind, c.Asks)} - {c.Asks}
-    assert declared - {getattr(c, "AddMemory", None)} == set(commands())
+    assert declared == set(commands())
 
 
 def test_every_command_reaches_its_use_case(service: MemoryService, clock: FixedClock) -> None:
@@ -77,6 +77,19 @@ def test_every_command_reaches_its_use_case(service: MemoryService, clock: Fixed
     assert isinstance(gone, Failure) and gone.failure().code is ErrorCode.MEMORY_NOT_FOUND
 
 
+def test_one_create_command_a_path_given_must_be_free(service: MemoryService) -> None:
+    def code(command: c.CreateMemory) -> ErrorCode:
+        made = dispatch(service, command)
+        assert isinstance(made, Failure), made
+        return made.failure().code
+
+    placed = dispatch(service, c.CreateMemory(content="Tabs", path="Prefs/Editor")).unwrap()
+    assert str(placed.memory.path) == "prefs/editor"
+    assert code(c.CreateMemory(content="Spaces", path="prefs/editor")) is ErrorCode.DESTINATION_EXISTS
+    assert code(c.CreateMemory(content="Spaces", path="../etc/passwd")) is ErrorCode.INVALID_PATH
+    assert dispatch(service, c.CreateMemory(content="Spaces")).unwrap().memory.path is None
+
+
 def test_a_failure_comes_back_as_the_use_case_gave_it(service: MemoryService) -> None:
     found = dispatch(service, c.MoveMemory(ref="nowhere/x", destination="else/y"))
     assert isinstance(found, Failure) and found.failure().code is ErrorCode.MEMORY_NOT_FOUND
@@ -98,7 +111,8 @@ def test_each_tool_shows_its_commands_fields_with_their_descriptions_and_bounds(
                 continue
             shown = properties[spec.wire.get(attribute.name, attribute.name)]
             described = c.field_doc(attribute)
-            assert shown["description"].startswith(described.text), (spec.name, attribute.name)
+            sentence = spec.wording.get(attribute.name, described.text)
+            assert shown["description"].startswith(sentence), (spec.name, attribute.name)
             text = str(shown)
             if described.most is not None:
                 assert f"'maximum': {described.most}" in text, (spec.name, attribute.name)
@@ -137,7 +151,11 @@ def test_a_bad_timestamp_names_the_tools_argument(service: MemoryService) -> Non
 @pytest.mark.parametrize("spec", SPECS, ids=lambda spec: spec.name)
 def test_required_fields_are_required_by_the_tool(spec: ToolSpec) -> None:
     required = set(_schema(spec).get("required", []))
-    expected = {spec.wire.get(a.name, a.name) for a in c.command_fields(spec.command) if c.is_required(a)}
+    expected = {
+        spec.wire.get(a.name, a.name)
+        for a in c.command_fields(spec.command)
+        if c.is_required(a) or a.name in spec.required
+    }
     if spec.alternates:  # the memory is one of path_or_id, path and id: none of them alone is required
         expected -= {spec.wire.get("ref", "ref")}
     assert required == expected - {spec.wire.get(name, name) for name in spec.omit}
