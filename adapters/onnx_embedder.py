@@ -1,4 +1,4 @@
-"""The Embedder adapter: all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime, loaded lazily, batched by length."""
+"""The Embedder adapter: an ONNX sentence encoder on onnxruntime (the shipped MiniLM, or a user's model directory)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 from returns.result import Failure, Result, Success
 
+from agent_memory.adapters.model_directory import (
+    SHIPPED_DIMENSION,
+    SHIPPED_DIRECTORY,
+    SHIPPED_MAX_TOKENS,
+    SHIPPED_NAME,
+    ModelSpec,
+    looks_like_directory,
+    read_model_directory,
+    shipped_spec,
+)
 from agent_memory.domain.errors import DomainError, ErrorCode
 
 if TYPE_CHECKING:
@@ -18,15 +28,13 @@ if TYPE_CHECKING:
 
     from agent_memory.domain.ports import Embedder, Vector
 
-MODEL_NAME = "all-MiniLM-L6-v2-int8"
-DIMENSION = 384
-MAX_TOKENS = 256  # the model's max_seq_length (sentence-transformers config)
+MODEL_NAME = SHIPPED_NAME
+DIMENSION = SHIPPED_DIMENSION
+MAX_TOKENS = SHIPPED_MAX_TOKENS
 DEFAULT_BATCH_SIZE = 16  # measured here: 16 ≥ 32 > 64 once sorted by length (bench/embedder.py)
 
-# the model and its own tokenizer ship inside this package (adapters/models/…, Apache-2.0; see NOTICE)
-_MODEL_DIRECTORY = Path(__file__).parent / "models" / "all-MiniLM-L6-v2"
-_MODEL_FILE = _MODEL_DIRECTORY / "model.onnx"
-_TOKENIZER_FILE = _MODEL_DIRECTORY / "tokenizer.json"
+_MODEL_FILE = SHIPPED_DIRECTORY / "model.onnx"
+_TOKENIZER_FILE = SHIPPED_DIRECTORY / "tokenizer.json"
 _ORT_QUIET = 3  # onnxruntime log severity: errors and above only
 # onnxruntime raises its own classes, none of them a RuntimeError; not every version has every one.
 _ORT_ERROR_NAMES = (
@@ -85,9 +93,10 @@ def _ort_errors() -> tuple[type[BaseException], ...]:
 class _LoadedModel:
     """The onnxruntime session and tokenizer of one embedder, and the arithmetic around them."""
 
-    def __init__(self, session: Any, tokenizer: Any) -> None:
+    def __init__(self, session: Any, tokenizer: Any, spec: ModelSpec) -> None:
         self.session = session
         self.tokenizer = tokenizer
+        self.spec = spec
         self.errors = _ort_errors()
         self.wants_token_types = any(i.name == "token_type_ids" for i in session.get_inputs())
 
@@ -96,7 +105,7 @@ class _LoadedModel:
         return [encoding.ids for encoding in self.tokenizer.encode_batch(list(texts))]
 
     def embed_batch(self, batch: Sequence[list[int]]) -> npt.NDArray[np.float32]:
-        """Unit vectors for token id lists padded to the longest in this batch: mean pool, L2."""
+        """Vectors for token id lists padded to the longest in this batch: mean or [CLS] pooled, then L2 (if set)."""
         import numpy as np
 
         width = max(len(ids) for ids in batch)
@@ -109,10 +118,14 @@ class _LoadedModel:
         if self.wants_token_types:
             feeds["token_type_ids"] = np.zeros_like(input_ids)
         hidden = self.session.run(None, feeds)[0]
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        result: npt.NDArray[np.float32] = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        if self.spec.pooling == "cls":
+            pooled = hidden[:, 0, :]
+        else:
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        if self.spec.normalize:
+            pooled = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+        result: npt.NDArray[np.float32] = pooled.astype(np.float32)
         return result
 
 
@@ -122,17 +135,20 @@ def _batches_in_order(lengths: Sequence[int], batch_size: int, sort_by_length: b
     return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
 
 
-class OnnxMiniLMEmbedder:
-    """all-MiniLM-L6-v2 with int8 weights, 384-d unit vectors, run locally without torch.
+class OnnxEmbedder:
+    """A sentence encoder in ONNX run locally without torch: the shipped all-MiniLM-L6-v2 (int8, 384-d) by default.
 
-    Nothing loads at construction; the session and tokenizer load on the first embed call, once.
-    Texts are truncated at 256 tokens and embedded in batches of similar length (then put back
-    in input order), which roughly doubles throughput on conversational text. Queries and
-    documents are encoded the same way (the model has no prefixes).
+    `spec` names another model (a user's model directory, see model_directory.py); `model_path` and
+    `tokenizer_path` replace the shipped files only. Nothing loads at construction; the session and
+    tokenizer load on the first embed call, once. Texts are truncated at the model's window (256 tokens
+    for MiniLM) and embedded in batches of similar length (then put back in input order), which roughly
+    doubles throughput on conversational text. Queries and documents get the model's own prefixes
+    (MiniLM has none; nomic-embed-text wants "search_query: " and "search_document: ").
     """
 
     def __init__(
         self,
+        spec: ModelSpec | None = None,
         *,
         model_path: str | Path | None = None,
         tokenizer_path: str | Path | None = None,
@@ -145,6 +161,7 @@ class OnnxMiniLMEmbedder:
             raise ValueError("batch_size must be at least 1")
         if intra_op_num_threads < 0:
             raise ValueError("intra_op_num_threads must be 0 (auto) or more")
+        self._spec = spec or shipped_spec()
         self._model_path = Path(model_path) if model_path is not None else None
         self._tokenizer_path = Path(tokenizer_path) if tokenizer_path is not None else None
         self._intra_op_num_threads = intra_op_num_threads
@@ -156,11 +173,11 @@ class OnnxMiniLMEmbedder:
 
     @property
     def name(self) -> str:
-        return MODEL_NAME
+        return self._spec.name
 
     @property
     def dimension(self) -> int:
-        return DIMENSION
+        return self._spec.dimension
 
     @property
     def is_loaded(self) -> bool:
@@ -172,12 +189,16 @@ class OnnxMiniLMEmbedder:
         return self._model().map(lambda _: None)
 
     def embed_documents(self, texts: Sequence[str]) -> Result[list[Vector], DomainError]:
-        if not texts:
-            return Success([])
-        return self._model().bind(lambda model: self._embed_all(model, texts))
+        return self._embed(texts, self._spec.document_prefix)
 
     def embed_query(self, text: str) -> Result[Vector, DomainError]:
-        return self.embed_documents([text]).map(lambda vectors: vectors[0])
+        return self._embed([text], self._spec.query_prefix).map(lambda vectors: vectors[0])
+
+    def _embed(self, texts: Sequence[str], prefix: str) -> Result[list[Vector], DomainError]:
+        if not texts:
+            return Success([])
+        prefixed = [prefix + text for text in texts] if prefix else texts
+        return self._model().bind(lambda model: self._embed_all(model, prefixed))
 
     def _model(self) -> Result[_LoadedModel, DomainError]:
         if self._loaded is not None:
@@ -192,21 +213,20 @@ class OnnxMiniLMEmbedder:
         return loaded
 
     def _load(self) -> Result[_LoadedModel, DomainError]:
+        spec = self._spec
         return Result.do(
             loaded
-            for model_path in _shipped_file("model", self._model_path or default_model_path(), _MODEL_FILE)
-            for tokenizer_path in _shipped_file(
-                "tokenizer", self._tokenizer_path or default_tokenizer_path(), _TOKENIZER_FILE
-            )
-            for tokenizer in _load_tokenizer(tokenizer_path)
+            for model_path in _present_file("model", self._model_path or spec.model_path, spec)
+            for tokenizer_path in _present_file("tokenizer", self._tokenizer_path or spec.tokenizer_path, spec)
+            for tokenizer in _load_tokenizer(tokenizer_path, spec)
             for loaded in self._load_session_with(tokenizer, model_path)
         )
 
     def _load_session_with(self, tokenizer: Any, model_path: Path) -> Result[_LoadedModel, DomainError]:
         return (
-            _load_session(model_path, self._intra_op_num_threads, self._allow_spinning)
-            .bind(lambda session: _checked_dimension(session, model_path))
-            .map(lambda session: _LoadedModel(session, tokenizer))
+            _load_session(model_path, self._intra_op_num_threads, self._allow_spinning, self._spec)
+            .bind(lambda session: _checked_dimension(session, model_path, self._spec))
+            .map(lambda session: _LoadedModel(session, tokenizer, self._spec))
         )
 
     def _embed_all(self, model: _LoadedModel, texts: Sequence[str]) -> Result[list[Vector], DomainError]:
@@ -214,36 +234,39 @@ class OnnxMiniLMEmbedder:
 
         try:
             token_ids = model.token_ids(texts)
-            vectors = np.empty((len(texts), DIMENSION), dtype=np.float32)
+            vectors = np.empty((len(texts), self._spec.dimension), dtype=np.float32)
             for batch in _batches_in_order([len(ids) for ids in token_ids], self._batch_size, self._sort_by_length):
                 vectors[batch] = model.embed_batch([token_ids[i] for i in batch])
         except model.errors as error:
             return Failure(
                 _embedding_error(
-                    "The embedding model failed to run: reinstall agent-memory if this persists.", cause=error
+                    f"The embedding model failed to run: {self._spec.remedy} if this persists.", cause=error
                 )
             )
         rows: list[Vector] = list(vectors.tolist())
         return Success(rows)
 
 
-def _shipped_file(what: str, path: Path | None, shipped: Path) -> Result[Path, DomainError]:
-    """`path` when the file is there; else an error saying the package ships it (`shipped` names where)."""
+OnnxMiniLMEmbedder = OnnxEmbedder  # the name it had while MiniLM was the only model
+
+
+def _present_file(what: str, path: Path | None, spec: ModelSpec) -> Result[Path, DomainError]:
+    """`path` when the file is there; else an error saying what to do (reinstall, or fix the directory)."""
     if path is not None and path.is_file():
         return Success(path)
-    return Failure(
-        _embedding_error(
-            f"The embedding {what} file is missing: reinstall agent-memory "
-            f"(the package ships models/{shipped.parent.name}/{shipped.name}).",
-            path=path,
-        )
+    where = (
+        f"the package ships models/{SHIPPED_DIRECTORY.name}/{path.name if path else ''}"
+        if spec.name == SHIPPED_NAME
+        else "a model directory holds model.onnx, tokenizer.json and embedding.json"
     )
+    return Failure(_embedding_error(f"The embedding {what} file is missing: {spec.remedy} ({where}).", path=path))
 
 
-def _load_tokenizer(path: Path) -> Result[Any, DomainError]:
-    """The WordPiece tokenizer, truncating at MAX_TOKENS and not padding (batches pad themselves).
+def _load_tokenizer(path: Path, spec: ModelSpec) -> Result[Any, DomainError]:
+    """The model's tokenizer, truncating at its window and not padding (batches pad themselves).
 
-    The JSON is checked first because `tokenizers` reports a broken file as a plain Exception.
+    The JSON is checked first (an object with a tokenizer model) because `tokenizers` reports a broken
+    file as a plain Exception.
     """
     import json
 
@@ -251,20 +274,26 @@ def _load_tokenizer(path: Path) -> Result[Any, DomainError]:
 
     try:
         text = path.read_text(encoding="utf-8")
-        json.loads(text)
+        parsed = json.loads(text)
     except (OSError, ValueError) as error:
         return Failure(
+            _embedding_error(f"The embedding tokenizer file is unreadable: {spec.remedy}.", path=path, cause=error)
+        )
+    if not isinstance(parsed, dict) or not isinstance(parsed.get("model"), dict):
+        return Failure(
             _embedding_error(
-                "The embedding tokenizer file is unreadable: reinstall agent-memory.", path=path, cause=error
+                f"The embedding tokenizer file is not a Hugging Face tokenizer.json: {spec.remedy}.", path=path
             )
         )
     tokenizer = Tokenizer.from_str(text)
     tokenizer.no_padding()
-    tokenizer.enable_truncation(max_length=MAX_TOKENS)
+    tokenizer.enable_truncation(max_length=spec.max_tokens)
     return Success(tokenizer)
 
 
-def _load_session(path: Path, intra_op_num_threads: int, allow_spinning: bool) -> Result[Any, DomainError]:
+def _load_session(
+    path: Path, intra_op_num_threads: int, allow_spinning: bool, spec: ModelSpec
+) -> Result[Any, DomainError]:
     """A quiet CPU onnxruntime session on the model file.
 
     Spinning (idle threads busy-waiting for work) is off by default: on 2 shared cores it made
@@ -284,8 +313,7 @@ def _load_session(path: Path, intra_op_num_threads: int, allow_spinning: bool) -
     except _ort_errors() as error:
         return Failure(
             _embedding_error(
-                "The embedding model file could not be loaded: reinstall agent-memory "
-                "(the model file is missing or damaged).",
+                f"The embedding model file could not be loaded: {spec.remedy} (the model file is missing or damaged).",
                 path=path,
                 cause=error,
             )
@@ -293,27 +321,43 @@ def _load_session(path: Path, intra_op_num_threads: int, allow_spinning: bool) -
     return Success(session)
 
 
-def _checked_dimension(session: Any, path: Path) -> Result[Any, DomainError]:
-    """The session, if its output has DIMENSION features: a swapped model file must not mix vectors."""
-    features = session.get_outputs()[0].shape[-1]
-    if features != DIMENSION:
-        return Failure(
-            _embedding_error(
-                f"The embedding model gives {features}-d vectors, not {DIMENSION}: "
-                "point model_path at all-MiniLM-L6-v2, or reinstall agent-memory.",
-                path=path,
-            )
-        )
-    return Success(session)
+def _checked_dimension(session: Any, path: Path, spec: ModelSpec | None = None) -> Result[Any, DomainError]:
+    """The session, if its first output is token states of the declared width: a swapped file must not mix vectors."""
+    spec = spec or shipped_spec()
+    shape = session.get_outputs()[0].shape
+    features = shape[-1]
+    if len(shape) == 3 and features == spec.dimension:
+        return Success(session)
+    if spec.name == SHIPPED_NAME:
+        fix = f"point model_path at all-MiniLM-L6-v2, or {spec.remedy}"
+    elif len(shape) != 3:
+        fix = f"{spec.remedy}: its first output must be the token states [batch, tokens, width], got {list(shape)}"
+    else:
+        fix = f'{spec.remedy}: set "dimension": {features} in embedding.json if this is the model you meant'
+    return Failure(
+        _embedding_error(f"The embedding model gives {features}-d vectors, not {spec.dimension}: {fix}.", path=path)
+    )
 
 
-EMBEDDERS: dict[str, Callable[[], Embedder]] = {"minilm": OnnxMiniLMEmbedder}
+EMBEDDERS: dict[str, Callable[[], Embedder]] = {"minilm": OnnxEmbedder}
 
 
 def make_embedder(name: str) -> Result[Embedder, DomainError]:
-    """The embedder the composition root asked for by name (e.g. from settings); nothing loads yet."""
+    """The embedder the settings name: a built-in one (`minilm`), or the path of a model directory.
+
+    A model directory is read and checked here (its files, embedding.json, the identity hash); its graph
+    loads on first use.
+    """
+    if looks_like_directory(name.strip()):
+        return read_model_directory(Path(name.strip())).map(lambda spec: OnnxEmbedder(spec))
     factory = EMBEDDERS.get(name.strip().lower())
     if factory is None:
         known = ", ".join(sorted(EMBEDDERS))
-        return Failure(DomainError(ErrorCode.INVALID_INPUT, f"Unknown embedder '{name}'; known embedders: {known}."))
+        return Failure(
+            DomainError(
+                ErrorCode.INVALID_INPUT,
+                f"Unknown embedder '{name}'; known embedders: {known}, or the path of a model directory "
+                "(e.g. ~/models/nomic: see docs/configuration.md).",
+            )
+        )
     return Success(factory())

@@ -1,4 +1,9 @@
-"""Measures the ONNX MiniLM embedder (load, throughput by batching and threads, query latency) and prints JSON."""
+"""Measures the product's ONNX embedder (load, throughput by batching and threads, query latency) and prints JSON.
+
+python bench/embedder.py [--rounds 3] ...                       the shipped MiniLM, batching and threads
+python bench/embedder.py --models minilm DIR [DIR ...]          models side by side (the `embedder` setting's
+                                                                 values), default batching and threads
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from agent_memory.adapters.model_directory import ModelSpec, read_model_directory, shipped_spec
 from agent_memory.adapters.onnx_embedder import DEFAULT_BATCH_SIZE, OnnxMiniLMEmbedder
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev.json"
@@ -64,6 +70,11 @@ def query_latencies_ms(embedder: OnnxMiniLMEmbedder, queries: Sequence[str]) -> 
         embedder.embed_query(query).unwrap()
         samples.append((time.perf_counter() - start) * 1000)
     return samples
+
+
+def spec_of(setting: str) -> ModelSpec:
+    """The model an `embedder` setting names: the shipped MiniLM, or a model directory."""
+    return shipped_spec() if setting == "minilm" else read_model_directory(Path(setting)).unwrap()
 
 
 def latency_summary(samples: list[float]) -> dict[str, float]:
@@ -130,6 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of every setting; the best round counts")
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[16, 32, 64])
     parser.add_argument("--threads", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--models", nargs="+", help="compare models: minilm and/or model directories")
     args = parser.parse_args(argv)
 
     questions, pairs = load_texts(args.data)
@@ -137,6 +149,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     queries = take(questions[::-1], args.queries)
 
     started = time.perf_counter()
+    if args.models:
+        specs = {model: spec_of(model) for model in args.models}
+        loads = {model: round(timed_load(spec=spec)[1], 3) for model, spec in specs.items()}
+        compared = race({model: {"spec": spec} for model, spec in specs.items()}, corpora, queries, args.rounds)
+        rows = {model: {"name": specs[model].name, "load_seconds": loads[model], **compared[model]} for model in specs}
+        loadavg = [round(x, 2) for x in os.getloadavg()]
+        json.dump({"cpus": os.cpu_count(), "loadavg_at_end": loadavg, "models": rows}, sys.stdout, indent=2)
+        print()
+        return 0
     embedder, cold_load = timed_load()  # first load in this process: includes importing numpy/onnxruntime/tokenizers
     _, warm_load = timed_load()  # libraries already imported: the model file and tokenizer only
     report: dict[str, Any] = {

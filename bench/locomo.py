@@ -2,6 +2,7 @@
 
     python bench/locomo.py --data PATH [--unit turns|facts] [--threads session|none] [--backend chroma]
                            [--modes hybrid,semantic,keyword] [--space store|project] [--min-similarity F]
+                           [--embedder minilm|MODEL_DIRECTORY]
 
 Each conversation goes into its own namespace of one store (or, with --space store, its own store), batch
 created (one embedding call per conversation). --unit turns (default): one memory per turn, in order, the
@@ -196,12 +197,17 @@ def main() -> None:
         help="one namespace, one store, or one project (a filter, in one shared namespace) per conversation",
     )
     parser.add_argument("--min-similarity", type=float, default=None, help="a relevance floor (default: the setting's)")
+    parser.add_argument(
+        "--embedder", default=None, help="the `embedder` setting: minilm (shipped) or a model directory's path"
+    )
     args = parser.parse_args()
     conversations = json.loads(args.data.read_text(encoding="utf-8"))
     with tempfile.TemporaryDirectory() as home:
         chosen = {"data_dir": home, "backend": args.backend}
         if args.min_similarity is not None:
             chosen["min_similarity"] = args.min_similarity
+        if args.embedder is not None:
+            chosen["embedder"] = args.embedder
         settings = load_settings(chosen, {"HOME": home}).unwrap()
         service = build_service(settings).unwrap()
         per_second = ingest(service, conversations, args.space, args.unit, args.threads)
@@ -221,6 +227,7 @@ def main() -> None:
         "space": args.space,
         "unit": args.unit,
         "threads": args.threads if args.unit == "turns" else "none",
+        "embedder": service.embedder.name,
     }
     print(json.dumps(report, indent=1))
 

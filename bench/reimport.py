@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from agent_memory.entrypoints import cli
+from agent_memory.entrypoints.cli import direct as cli
 
 WORDS = [
     "the",

@@ -56,11 +56,3 @@ def default_config_path(env: Mapping[str, str]) -> Path:
         return Path(env["MEMORY_CONFIG"]).expanduser()
     base = env.get("XDG_CONFIG_HOME") or str(_home(env) / ".config")
     return Path(base) / "agent-memory" / "config.toml"
-
-
-def from_environment(name: str, env: Mapping[str, str]) -> str | None:
-    """The raw value of one setting in the environment, or None."""
-    for variable in ENVIRONMENT[name]:
-        if variable in env:
-            return env[variable]
-    return None

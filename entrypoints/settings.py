@@ -32,6 +32,14 @@ def _as_path(value: str | Path) -> Path:
     return Path(value).expanduser()
 
 
+def _embedder(value: str) -> str:
+    """A built-in embedder's name as given; a model directory's path (it has a / or starts with ~ or .) made
+    absolute, so that one setting names one model whatever the working directory of the process reading it."""
+    if "/" in value or "\\" in value or value.startswith(("~", ".")):
+        return str(Path(value).expanduser().absolute())
+    return value
+
+
 def _backend(_i: object, _a: object, value: str) -> None:
     if value not in BACKENDS:
         raise InvalidValue(f"Unknown backend {value!r}: use one of {', '.join(BACKENDS)}.")
@@ -163,7 +171,8 @@ class Settings:
     chroma_port: int = field(default=8000, validator=_port)
     qdrant_url: str | None = None
     qdrant_api_key: str | None = None
-    embedder: str = "minilm"
+    # "minilm" (shipped), or the path of an ONNX model directory (adapters/model_directory.py, docs/configuration.md)
+    embedder: str = field(default="minilm", converter=_embedder)
     decay_hours: float = field(default=720.0, validator=_positive)
     min_confidence: float = field(default=0.3, validator=_fraction)
     min_similarity: float = field(default=MIN_SIMILARITY, validator=_fraction)

@@ -1,6 +1,6 @@
 """`python -m agent_memory …` runs the `memory` command."""
 
-from agent_memory.entrypoints.cli_client import main
+from agent_memory.entrypoints.cli.client import main
 
 if __name__ == "__main__":
     main()

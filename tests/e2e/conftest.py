@@ -28,7 +28,7 @@ MODES = ("direct", "served")
 # adapter (every adapter's own behaviour is the contract suites'), so the in-process runs on qdrant and a Chroma
 # server (74 of the suite's 296 runs, among CI's slowest tests) repeated what these six variants cover.
 CLI_VARIANTS = (*((target, "served") for target in TARGETS), ("chroma", "direct"), ("files", "direct"))
-SERVER_MODULE = "agent_memory.entrypoints.cli_server"
+SERVER_MODULE = "agent_memory.entrypoints.cli.server.process"
 
 
 def server_processes(data_dir: Path) -> list[int]:

@@ -73,6 +73,8 @@ def test_a_broken_config_file_is_a_json_error(cli: MemoryCli, tmp_path: object) 
 
 def test_a_bad_environment_value_is_a_json_error(cli: MemoryCli) -> None:
     assert "CHROMADB_PORT must be a whole number" in cli.fails("status", env={"CHROMADB_PORT": "eighty"})["error"]
+    missing_model = cli.fails("search", "x", env={"MEMORY_EMBEDDER": str(cli.data_dir.parent / "no-such-model")})
+    assert missing_model["code"] == "INVALID_INPUT" and "no-such-model does not exist" in missing_model["error"]
 
 
 def test_text_that_is_not_utf8_is_invalid_input_and_stores_nothing(cli: MemoryCli, tmp_path: Path) -> None:

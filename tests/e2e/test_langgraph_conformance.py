@@ -21,7 +21,7 @@ from agent_memory.adapters.clock import FixedClock
 from agent_memory.adapters.in_memory import HashingEmbedder
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.bootstrap import build_service
-from agent_memory.entrypoints.langgraph_store import MemoryStore
+from agent_memory.entrypoints.langgraph.store import MemoryStore
 from agent_memory.entrypoints.settings import load_settings
 from tests.unit.conftest import T0
 

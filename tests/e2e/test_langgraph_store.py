@@ -21,10 +21,10 @@ from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp,
 from agent_memory.adapters.in_memory import HashingEmbedder
 from agent_memory.domain.commands import CreateMemory, SearchMemories
 from agent_memory.domain.service import MemoryService
+from agent_memory.entrypoints.agents.tool_errors import MemoryToolError
 from agent_memory.entrypoints.bootstrap import build_service
-from agent_memory.entrypoints.langgraph_store import MemoryStore, item_path
+from agent_memory.entrypoints.langgraph.store import MemoryStore, item_path
 from agent_memory.entrypoints.settings import load_settings
-from agent_memory.entrypoints.tool_errors import MemoryToolError
 
 BACKENDS = ["chroma", "files", "qdrant"]
 U1 = ("users", "u1")
@@ -319,7 +319,7 @@ def test_agent_memory_does_not_import_langgraph() -> None:
 def test_without_the_extra_the_import_error_names_it() -> None:
     probe = (
         "import sys; sys.modules['langgraph'] = None\n"
-        "try:\n    import agent_memory.entrypoints.langgraph_store\nexcept ImportError as error:\n    print(error)"
+        "try:\n    import agent_memory.entrypoints.langgraph.store\nexcept ImportError as error:\n    print(error)"
     )
     answer = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert "pip install 'agent-memory[langgraph]'" in answer.stdout

@@ -11,7 +11,7 @@ from litestar.testing import TestClient
 
 from agent_memory.adapters.in_memory import HashingEmbedder
 from agent_memory.entrypoints.bootstrap import build_service
-from agent_memory.entrypoints.rest import build_app
+from agent_memory.entrypoints.rest.app import build_app
 from agent_memory.entrypoints.settings import load_settings
 
 pytestmark = pytest.mark.slow

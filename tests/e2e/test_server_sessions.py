@@ -127,7 +127,7 @@ def test_another_build_starts_beside_a_live_session_and_the_old_server_drains(tm
 
 
 def test_stop_all_also_ends_a_draining_server_of_this_data_directory(tmp_path: Path) -> None:
-    from agent_memory.entrypoints import cli_client
+    from agent_memory.entrypoints.cli import client as cli_client
 
     shells = MemoryCli(tmp_path, "chroma", mode="served")
     shells.ok("create", "opens the store")

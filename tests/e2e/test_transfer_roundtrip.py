@@ -16,7 +16,7 @@ from agent_memory.domain.model import Memory
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints import json_codec as out
 from agent_memory.entrypoints.bootstrap import build_service
-from agent_memory.entrypoints.cli_handlers import _records_from_jsonl, jsonl_line
+from agent_memory.entrypoints.cli.handlers import _records_from_jsonl, jsonl_line
 from agent_memory.entrypoints.settings import load_settings
 from tests.contract.vector_store_contract import memories_strategy
 

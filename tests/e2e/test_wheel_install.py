@@ -84,7 +84,7 @@ def test_the_wheel_carries_its_data_and_no_research(wheel: Path) -> None:
     assert "agent_memory/py.typed" in names
     assert "agent_memory/adapters/models/all-MiniLM-L6-v2/tokenizer.json" in names
     assert "agent_memory/adapters/models/all-MiniLM-L6-v2/model.onnx" in names
-    assert "agent_memory/entrypoints/cli_manifest.json" in names  # the `memory` parser reads it
+    assert "agent_memory/entrypoints/cli/manifest.json" in names  # the `memory` parser reads it
     for asset in (
         "index.html",
         "core.js",
@@ -92,7 +92,7 @@ def test_the_wheel_carries_its_data_and_no_research(wheel: Path) -> None:
         "app.js",
         "app.css",
     ):  # the web page `memory serve` answers at /ui
-        assert f"agent_memory/entrypoints/web_ui/static/{asset}" in names
+        assert f"agent_memory/entrypoints/rest/web_ui/static/{asset}" in names
     assert not [name for name in names if name.split("/")[0] not in {"agent_memory"} and ".dist-info" not in name]
     assert not [name for name in names if "bench" in name or "tests/" in name]
 

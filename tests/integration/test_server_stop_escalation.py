@@ -6,8 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agent_memory.entrypoints import server_protocol as wire
-from agent_memory.entrypoints.cli_pump import stop_servers
+from agent_memory.entrypoints.cli.pump import stop_servers
+from agent_memory.entrypoints.cli.server import protocol as wire
 
 # A stand-in for a wedged server: it holds the pid file's lock (what "alive" means), writes its facts like a real
 # server, listens on no socket (so it never answers) and ignores SIGTERM.

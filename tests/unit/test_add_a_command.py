@@ -19,10 +19,10 @@ from agent_memory.domain.context import Context
 from agent_memory.domain.dispatch import HANDLERS, commands
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.service import MemoryService
-from agent_memory.entrypoints.cli import run
-from agent_memory.entrypoints.cli_parser import build_parser
-from agent_memory.entrypoints.mcp_server import build_mcp_server
-from agent_memory.entrypoints.rest import build_app
+from agent_memory.entrypoints.cli.direct import run
+from agent_memory.entrypoints.cli.parser import build_parser
+from agent_memory.entrypoints.mcp.server import build_mcp_server
+from agent_memory.entrypoints.rest.app import build_app
 from tests.isolation import empty_config
 
 BASE = "http://127.0.0.1"

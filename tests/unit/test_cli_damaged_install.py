@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_memory.entrypoints import cli, cli_parser
+from agent_memory.entrypoints.cli import direct as cli
+from agent_memory.entrypoints.cli import parser as cli_parser
 
 
 @pytest.mark.parametrize(

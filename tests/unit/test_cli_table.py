@@ -14,9 +14,10 @@ from attrs import field, frozen
 from agent_memory.domain import commands as c
 from agent_memory.domain.dispatch import commands
 from agent_memory.domain.service import MemoryService
-from agent_memory.entrypoints import cli_handlers, cli_manifest
-from agent_memory.entrypoints.cli_manifest import COMMON_FIELDS, SPECS, CliSpec
-from agent_memory.entrypoints.cli_parser import MANIFEST, build_parser, load_manifest
+from agent_memory.entrypoints.cli import handlers as cli_handlers
+from agent_memory.entrypoints.cli import manifest as cli_manifest
+from agent_memory.entrypoints.cli.manifest import COMMON_FIELDS, SPECS, CliSpec
+from agent_memory.entrypoints.cli.parser import MANIFEST, build_parser, load_manifest
 
 _BY_NAME = {spec.name: spec for spec in SPECS}
 
@@ -32,13 +33,13 @@ def test_the_shipped_manifest_is_generated_from_the_current_commands() -> None:
     with open(MANIFEST, encoding="utf-8") as handle:
         shipped = handle.read()
     assert shipped == cli_manifest.manifest_text(), (
-        f"entrypoints/cli_manifest.json is stale: run `{cli_manifest.WRITE_COMMAND}`"
+        f"entrypoints/cli/manifest.json is stale: run `{cli_manifest.WRITE_COMMAND}`"
     )
 
 
 def test_every_command_has_a_cli_subcommand() -> None:
     presented = {kind for spec in SPECS for kind in (spec.command, *spec.also) if kind is not None}
-    assert presented == set(commands())  # so no subcommand is made from the table (cli_manifest.table_specs)
+    assert presented == set(commands())  # so no subcommand is made from the table (cli/manifest.table_specs)
 
 
 @pytest.mark.parametrize("name", [spec.name for spec in SPECS if spec.command is not None])
@@ -96,7 +97,7 @@ def test_arguments_reach_the_command_with_the_door_s_conversions() -> None:
 def test_the_client_parses_without_attrs_or_the_domain() -> None:
     """An agent runs `memory` a hundred times a day: its parse reads the JSON manifest, never the command table."""
     probe = (
-        "import sys, json; import agent_memory.entrypoints.cli_client as client;"
+        "import sys, json; import agent_memory.entrypoints.cli.client as client;"
         "client._parse(['create', 'x', '--expires-at', '2030-01-01T00:00:00Z', '--tag', 't']);"
         "client._parse(['search', 'x', '--limit', '3']);"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('attr', 'attrs', 'cattrs', 'returns')"

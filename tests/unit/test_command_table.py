@@ -15,7 +15,7 @@ from agent_memory.domain.dispatch import commands, dispatch
 from agent_memory.domain.errors import ErrorCode
 from agent_memory.domain.service import MemoryService, SearchPolicy
 from agent_memory.domain.views import StoreOutline
-from agent_memory.entrypoints.mcp_tools import SPECS, ToolSpec, argument_model, run_tool
+from agent_memory.entrypoints.mcp.tools import SPECS, ToolSpec, argument_model, run_tool
 
 
 def test_every_command_field_describes_itself() -> None:
@@ -164,7 +164,7 @@ def test_required_fields_are_required_by_the_tool(spec: ToolSpec) -> None:
 def test_the_rest_bodies_describe_their_fields_from_the_same_commands(service: MemoryService) -> None:
     from litestar.testing import TestClient
 
-    from agent_memory.entrypoints.rest import build_app
+    from agent_memory.entrypoints.rest.app import build_app
 
     with TestClient(build_app(service), base_url="http://127.0.0.1") as client:
         document = client.get("/openapi.json").json()
@@ -211,7 +211,7 @@ def test_the_prune_body_offers_every_field_of_its_command_but_the_query_paramete
     hand, so this guard fails when PruneMemories gains a field the route does not take yet."""
     import attrs
 
-    from agent_memory.entrypoints.rest_bodies import PruneRequest
+    from agent_memory.entrypoints.rest.bodies import PruneRequest
 
     in_query = {"store", "namespace"}
     wanted = {attribute.name for attribute in c.command_fields(c.PruneMemories)} - in_query

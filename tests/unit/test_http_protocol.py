@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import uvicorn
 
-from agent_memory.entrypoints.http_protocol import json_400_protocol
+from agent_memory.entrypoints.http.protocol import json_400_protocol
 from tests.http_raw import UNPARSABLE_REQUESTS, raw_http, unparsable_answers
 
 STARTUP_SECONDS = 30

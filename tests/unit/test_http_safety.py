@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent_memory.domain.errors import ErrorCode
-from agent_memory.entrypoints.http_safety import (
+from agent_memory.entrypoints.http.safety import (
     HttpPolicy,
     host_name,
     json_body_problem,

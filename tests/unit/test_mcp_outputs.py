@@ -19,7 +19,7 @@ from mcp.types import INVALID_PARAMS, CallToolResult, Tool
 from agent_memory.adapters.in_memory import HashingEmbedder
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.bootstrap import build_service
-from agent_memory.entrypoints.mcp_server import TOOL_NAMES, build_mcp_server
+from agent_memory.entrypoints.mcp.server import TOOL_NAMES, build_mcp_server
 from agent_memory.entrypoints.settings import load_settings
 
 

@@ -18,7 +18,7 @@ from agent_memory.adapters.clock import FixedClock
 from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog
 from agent_memory.adapters.shared.names import store_not_found
 from agent_memory.domain.service import MemoryService
-from agent_memory.entrypoints.mcp_server import TOOL_NAMES, build_mcp_http_app, build_mcp_server, run_mcp
+from agent_memory.entrypoints.mcp.server import TOOL_NAMES, build_mcp_http_app, build_mcp_server, run_mcp
 from agent_memory.entrypoints.settings import load_settings
 from tests.isolation import empty_config
 
@@ -194,8 +194,8 @@ def test_http_beyond_loopback_without_a_token_is_refused_before_anything_starts(
 
 
 def test_mcp_takes_the_token_from_the_flag_or_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import agent_memory.entrypoints.mcp_server
-    from agent_memory.entrypoints.cli import run
+    import agent_memory.entrypoints.mcp.server
+    from agent_memory.entrypoints.cli.direct import run
 
     seen: dict[str, Any] = {}
 
@@ -203,7 +203,7 @@ def test_mcp_takes_the_token_from_the_flag_or_the_environment(monkeypatch: pytes
         seen.update(options)
         return 0
 
-    monkeypatch.setattr(agent_memory.entrypoints.mcp_server, "run_mcp", fake_run_mcp)
+    monkeypatch.setattr(agent_memory.entrypoints.mcp.server, "run_mcp", fake_run_mcp)
     monkeypatch.setenv("MEMORY_CONFIG", empty_config(tmp_path))
     monkeypatch.setenv("MEMORY_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("MEMORY_API_TOKEN", "from-env")

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agent_memory.entrypoints.mcp_stdio import REFUSED_TOOL, rewrite
+from agent_memory.entrypoints.mcp.stdio import REFUSED_TOOL, rewrite
 
 
 @pytest.mark.parametrize(

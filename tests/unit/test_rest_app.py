@@ -21,7 +21,7 @@ from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.model import Memory
 from agent_memory.domain.ports import Vector
 from agent_memory.domain.service import MemoryService
-from agent_memory.entrypoints.rest import MAX_BODY_BYTES, build_app
+from agent_memory.entrypoints.rest.app import MAX_BODY_BYTES, build_app
 from tests.isolation import empty_config
 
 TOKEN = "s3cret-token"
@@ -942,7 +942,7 @@ def test_with_a_token_the_api_description_declares_bearer_auth(secured: TestClie
 
 
 def test_serve_parses_host_port_and_token() -> None:
-    from agent_memory.entrypoints.cli_parser import build_parser
+    from agent_memory.entrypoints.cli.parser import build_parser
 
     defaults = build_parser().parse_args(["serve"])
     chosen = build_parser().parse_args(["serve", "--host", "0.0.0.0", "--port", "9000", "--api-token", "t"])
@@ -952,8 +952,8 @@ def test_serve_parses_host_port_and_token() -> None:
 
 
 def test_serve_takes_the_token_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    import agent_memory.entrypoints.rest
-    from agent_memory.entrypoints.cli import run
+    import agent_memory.entrypoints.rest.app
+    from agent_memory.entrypoints.cli.direct import run
 
     seen: dict[str, Any] = {}
 
@@ -961,7 +961,7 @@ def test_serve_takes_the_token_from_the_environment(monkeypatch: pytest.MonkeyPa
         seen.update(host=host, port=port, api_token=api_token)
         return 0
 
-    monkeypatch.setattr(agent_memory.entrypoints.rest, "run_rest", fake_run_rest)
+    monkeypatch.setattr(agent_memory.entrypoints.rest.app, "run_rest", fake_run_rest)
     monkeypatch.setenv("MEMORY_CONFIG", empty_config(tmp_path))
     monkeypatch.setenv("MEMORY_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("MEMORY_API_TOKEN", "from-env")
@@ -977,7 +977,7 @@ def test_serving_beyond_loopback_without_a_token_is_refused_before_anything_star
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Any, host: str
 ) -> None:
     import agent_memory.entrypoints.bootstrap
-    from agent_memory.entrypoints.rest import run_rest
+    from agent_memory.entrypoints.rest.app import run_rest
     from agent_memory.entrypoints.settings import load_settings
 
     def never(*_args: Any, **_kwargs: Any) -> Any:

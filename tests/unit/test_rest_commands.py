@@ -15,9 +15,9 @@ from litestar.testing import TestClient
 from agent_memory.domain import commands as c
 from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.service import MemoryService
-from agent_memory.entrypoints.rest import build_app
-from agent_memory.entrypoints.rest_queries import QueryRoute, query_handler
-from agent_memory.entrypoints.rest_replies import Door
+from agent_memory.entrypoints.rest.app import build_app
+from agent_memory.entrypoints.rest.queries import QueryRoute, query_handler
+from agent_memory.entrypoints.rest.replies import Door
 
 BASE = "http://127.0.0.1:8080"
 

@@ -17,7 +17,7 @@ from agent_memory.adapters.clock import FixedClock  # noqa: E402
 from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog  # noqa: E402
 from agent_memory.domain.commands import CreateMemory  # noqa: E402
 from agent_memory.domain.service import MemoryService  # noqa: E402
-from agent_memory.entrypoints.rest import build_app  # noqa: E402
+from agent_memory.entrypoints.rest.app import build_app  # noqa: E402
 
 
 def _seeded_service() -> MemoryService:

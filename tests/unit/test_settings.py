@@ -119,3 +119,15 @@ def test_the_http_allow_lists_come_comma_separated_or_as_a_list(home: dict[str, 
     assert (from_file.allowed_hosts, from_file.allowed_origins) == (("a.example", "*"), ("https://app.example",))
     config.write_text("allowed_hosts = 3\n")
     assert isinstance(load_settings({}, {**home, "MEMORY_CONFIG": str(config)}), Failure)
+
+
+def test_the_embedder_is_minilm_or_a_model_directory_made_absolute(
+    home: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert load_settings({}, home).unwrap().embedder == "minilm"
+    config = tmp_path / "config.toml"
+    config.write_text('embedder = "./models/nomic"\n')
+    monkeypatch.chdir(tmp_path)
+    from_file = load_settings({}, {**home, "MEMORY_CONFIG": str(config)}).unwrap()
+    assert from_file.embedder == str(tmp_path / "models" / "nomic")  # one model whatever the reader's cwd
+    assert load_settings({}, {**home, "MEMORY_EMBEDDER": "/opt/m"}).unwrap().embedder == "/opt/m"

@@ -16,8 +16,8 @@ from agent_memory.adapters.clock import FixedClock
 from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog, InMemoryKeywordIndex
 from agent_memory.domain.commands import CreateMemory
 from agent_memory.domain.service import MemoryService
-from agent_memory.entrypoints.mcp_server import build_mcp_server
-from agent_memory.entrypoints.rest import build_app
+from agent_memory.entrypoints.mcp.server import build_mcp_server
+from agent_memory.entrypoints.rest.app import build_app
 from agent_memory.entrypoints.tenancy import Tenancy
 from tests.unit.conftest import T0
 

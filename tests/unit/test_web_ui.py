@@ -13,10 +13,10 @@ import pytest
 from litestar.testing import TestClient
 
 from agent_memory.domain.service import MemoryService
-from agent_memory.entrypoints.cli_parser import build_parser
-from agent_memory.entrypoints.rest import build_app
-from agent_memory.entrypoints.web_ui import ASSETS, CONTENT_SECURITY_POLICY, _asset
-from agent_memory.entrypoints.web_ui.launch import has_display, open_when_ready, page_url
+from agent_memory.entrypoints.cli.parser import build_parser
+from agent_memory.entrypoints.rest.app import build_app
+from agent_memory.entrypoints.rest.web_ui import ASSETS, CONTENT_SECURITY_POLICY, _asset
+from agent_memory.entrypoints.rest.web_ui.launch import has_display, open_when_ready, page_url
 from tests.isolation import empty_config
 
 BASE = "http://127.0.0.1:8080"
@@ -102,9 +102,9 @@ def test_no_browser_is_no_failure() -> None:
 def test_memory_ui_serves_on_loopback_prints_the_address_and_opens_it(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    import agent_memory.entrypoints.rest
-    from agent_memory.entrypoints.cli import run
-    from agent_memory.entrypoints.web_ui import launch
+    import agent_memory.entrypoints.rest.app
+    from agent_memory.entrypoints.cli.direct import run
+    from agent_memory.entrypoints.rest.web_ui import launch
 
     served: dict[str, Any] = {}
 
@@ -113,7 +113,7 @@ def test_memory_ui_serves_on_loopback_prints_the_address_and_opens_it(
         return 0
 
     opened: list[tuple[str, str]] = []
-    monkeypatch.setattr(agent_memory.entrypoints.rest, "run_rest", fake_run_rest)
+    monkeypatch.setattr(agent_memory.entrypoints.rest.app, "run_rest", fake_run_rest)
     monkeypatch.setattr(launch, "open_when_ready", lambda url, health: opened.append((url, health)) or True)
     monkeypatch.setenv("MEMORY_CONFIG", empty_config(tmp_path))
     monkeypatch.setenv("MEMORY_DATA_DIR", str(tmp_path))

@@ -1,0 +1,92 @@
+"""Make a model directory the `embedder` setting accepts from a built ONNX graph: model.onnx, tokenizer.json, embedding.json.
+
+    python bench/models/model_dir.py --preset nomic --onnx WORK/nomic-embed-text-v1.5-int8.onnx --out DIR
+    python bench/models/model_dir.py --preset minilm-fast --onnx WORK/all-MiniLM-L6-v2-dynamic-int8.onnx --out DIR
+    python bench/models/model_dir.py --onnx FILE --tokenizer FILE --name NAME --dimension N [--pooling cls] ... --out DIR
+
+The graph and tokenizer are copied (or hard-linked with --link, which saves the space when both are on one disk);
+embedding.json gets the preset's settings, each overridable by its flag. Then `embedder = "DIR"` in the config
+file (or MEMORY_EMBEDDER=DIR), and `memory reindex` for every store built with another model.
+Build tool, not part of the product; needs only the standard library.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+from pathlib import Path
+
+SHIPPED_TOKENIZER = Path(__file__).resolve().parents[2] / "adapters" / "models" / "all-MiniLM-L6-v2" / "tokenizer.json"
+
+# nomic-embed-text-v1.5 uses bert-base-uncased's vocabulary, the same as the shipped MiniLM tokenizer.json
+PRESETS: dict[str, dict[str, object]] = {
+    "nomic": {
+        "name": "nomic-embed-text-v1.5-int8",
+        "dimension": 768,
+        "pooling": "mean",
+        "normalize": True,
+        "max_tokens": 512,
+        "query_prefix": "search_query: ",
+        "document_prefix": "search_document: ",
+    },
+    "minilm-fast": {
+        "name": "all-MiniLM-L6-v2-dynamic-int8",
+        "dimension": 384,
+        "pooling": "mean",
+        "normalize": True,
+        "max_tokens": 256,
+        "query_prefix": "",
+        "document_prefix": "",
+    },
+}
+
+
+def place(source: Path, target: Path, link: bool) -> None:
+    target.unlink(missing_ok=True)
+    if link:
+        os.link(source, target)
+    else:
+        shutil.copyfile(source, target)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--onnx", required=True, type=Path, help="the graph; its first output is the token states")
+    parser.add_argument("--tokenizer", type=Path, default=SHIPPED_TOKENIZER, help="tokenizer.json (default: MiniLM's)")
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--preset", choices=sorted(PRESETS))
+    parser.add_argument("--link", action="store_true", help="hard-link the files instead of copying them")
+    parser.add_argument("--name")
+    parser.add_argument("--dimension", type=int)
+    parser.add_argument("--pooling", choices=("mean", "cls"))
+    parser.add_argument("--no-normalize", action="store_true")
+    parser.add_argument("--max-tokens", type=int)
+    parser.add_argument("--query-prefix")
+    parser.add_argument("--document-prefix")
+    args = parser.parse_args()
+    config = dict(PRESETS[args.preset]) if args.preset else {"pooling": "mean", "normalize": True}
+    overrides = {
+        "name": args.name,
+        "dimension": args.dimension,
+        "pooling": args.pooling,
+        "max_tokens": args.max_tokens,
+        "query_prefix": args.query_prefix,
+        "document_prefix": args.document_prefix,
+    }
+    config.update({key: value for key, value in overrides.items() if value is not None})
+    if args.no_normalize:
+        config["normalize"] = False
+    missing = [key for key in ("name", "dimension") if key not in config]
+    if missing:
+        parser.error(f"give --{' --'.join(missing)} (or a --preset)")
+    args.out.mkdir(parents=True, exist_ok=True)
+    place(args.onnx, args.out / "model.onnx", args.link)
+    place(args.tokenizer, args.out / "tokenizer.json", args.link)
+    (args.out / "embedding.json").write_text(json.dumps(config, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}: model.onnx, tokenizer.json, embedding.json ({config['name']}, {config['dimension']}-d)")
+
+
+if __name__ == "__main__":
+    main()

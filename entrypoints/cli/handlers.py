@@ -1,0 +1,393 @@
+"""One small function per CLI command: argparse namespace in, the use case's Result as a JSON payload out."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from returns.result import Failure, Result, Success
+
+from agent_memory.domain import commands as c
+from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
+from agent_memory.domain.dispatch import commands, dispatch
+from agent_memory.domain.errors import DomainError, invalid_input
+from agent_memory.domain.model import Memory
+from agent_memory.domain.service import MemoryService
+from agent_memory.domain.views import StoreOutline
+from agent_memory.entrypoints import json_codec as out
+from agent_memory.entrypoints.cli import text_format as text
+from agent_memory.entrypoints.cli.parser import manifest_entry
+from agent_memory.entrypoints.json_codec import JSON, has_lone_surrogate
+from agent_memory.entrypoints.paging import listing_page_json
+
+Payload = dict[str, Any]
+Outcome = Result[Payload, DomainError]
+Handler = Callable[[MemoryService, argparse.Namespace], Outcome]
+
+
+def _read_stdin(what: str) -> Result[str, DomainError]:
+    if sys.stdin is None or sys.stdin.isatty():
+        return Failure(invalid_input(f"No {what} given: pass it as an argument or pipe it on stdin."))
+    return _utf8(sys.stdin.read(), f"The {what} on stdin")
+
+
+def _read_file(path: str) -> Result[str, DomainError]:
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as handle:
+            return _utf8(handle.read(), path)
+    except OSError as error:
+        return Failure(invalid_input(f"Cannot read {path}: {error.strerror}."))
+
+
+def _utf8(body: str, where: str) -> Result[str, DomainError]:
+    """Text read as UTF-8 with surrogateescape: bytes that were not UTF-8 are an error, never stored or embedded."""
+    if has_lone_surrogate(body):
+        return Failure(invalid_input(f"{where} is not valid UTF-8: send text encoded as UTF-8."))
+    return Success(body)
+
+
+_C = TypeVar("_C", bound=c.Asks[Any])
+
+
+def _labels(raw: str, kind: str) -> tuple[str, ...]:
+    """--namespace user/u-123 as labels; a filter ignores empty ones (a trailing '/'), a place refuses them."""
+    labels = tuple(raw.split("/"))
+    return tuple(label for label in labels if label) if kind == "namespace_filter" else labels
+
+
+def command_from(
+    command: type[_C], name: str, args: argparse.Namespace, *, manifest: dict[str, Any] | None = None, **door: Any
+) -> _C:
+    """The command of subcommand `name` from its parsed arguments, field by field as the manifest lists them: a
+    field added to the command reaches it with no edit here. `door` holds values the handler worked out itself
+    (content read from stdin, --clear-tags); an argument left unset keeps the command's default."""
+    entry = manifest_entry(name, manifest)
+    values: dict[str, Any] = {}
+    for argument in entry["arguments"]:
+        field_name = argument["field"]
+        value = getattr(args, argument["dest"], None)
+        if field_name is None or value is None:
+            continue
+        if argument["kind"] == "list":
+            value = tuple(value)
+        elif argument["kind"].startswith("namespace"):
+            value = _labels(value, argument["kind"])
+        values[field_name] = value
+    for common in entry["common_fields"]:  # --store: before or after the subcommand, or not at all
+        if getattr(args, common, None) is not None:
+            values[common] = getattr(args, common)
+    return command(**{**values, **door})
+
+
+def create(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    if args.jsonl is not None:
+        return _create_jsonl(service, args)
+    content: Result[str, DomainError] = (
+        Success(args.content) if args.content not in (None, "-") else _read_stdin("content")
+    )
+    return content.bind(lambda text_: dispatch(service, command_from(CreateMemory, "create", args, content=text_))).map(
+        out.view_json
+    )
+
+
+def _create_jsonl(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    """Many memories in one batch: one JSON object per line with the fields of `create`."""
+    source = _read_stdin("JSON Lines") if args.jsonl == "-" else _read_file(args.jsonl)
+    return (
+        source.bind(lambda body: _commands_from_jsonl(body, getattr(args, "store", None)))
+        .bind(lambda commands: dispatch(service, c.CreateMemories(memories=tuple(commands))))
+        .map(lambda views: {"created": [v.memory.id for v in views], "count": len(views)})
+    )
+
+
+# a JSON Lines record holds CreateMemory's fields (`global` for global_), so a new field is accepted with no edit
+_JSONL_FIELDS = {"global" if a.name == "global_" else a.name for a in c.command_fields(CreateMemory)}
+
+
+# JSON escapes for the characters other tools (and str.splitlines) take for line breaks
+_LINE_BREAKS_IN_TEXT = str.maketrans({"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def jsonl_line(item: dict[str, Any]) -> str:
+    """One JSON Lines record: UTF-8 kept readable, but no character any reader could take for a line break."""
+    return json.dumps(item, ensure_ascii=False).translate(_LINE_BREAKS_IN_TEXT)
+
+
+def jsonl_records(body: str) -> list[tuple[int, str]]:
+    """(line number, line) for every non-blank line; JSON Lines break on \\n only (\\r\\n tolerated)."""
+    return [(number, line.removesuffix("\r")) for number, line in enumerate(body.split("\n"), start=1) if line.strip()]
+
+
+def _commands_from_jsonl(body: str, store: str | None) -> Result[list[CreateMemory], DomainError]:
+    commands: list[CreateMemory] = []
+    for number, line in jsonl_records(body):
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as error:
+            return Failure(invalid_input(f"Line {number} is not valid JSON: {error.msg}."))
+        if has_lone_surrogate(item):
+            return Failure(invalid_input(f"Line {number} holds a lone surrogate escape (\\ud800–\\udfff)."))
+        if not isinstance(item, dict) or not isinstance(item.get("content"), str):
+            return Failure(invalid_input(f"Line {number} must be a JSON object with a 'content' string."))
+        unknown = sorted(set(item) - _JSONL_FIELDS)
+        if unknown:
+            return Failure(invalid_input(f"Line {number} has unknown field(s) {', '.join(unknown)}."))
+        try:
+            fields = {("global_" if k == "global" else k): v for k, v in item.items()}
+            fields.setdefault("store", store)
+            for key in ("namespace", "tags", "citations"):
+                if key in fields:
+                    fields[key] = tuple(fields[key])
+            commands.append(JSON.structure(fields, CreateMemory))
+        except Exception as error:
+            return Failure(invalid_input(f"Line {number} has a field of the wrong type: {error}."))
+    if not commands:
+        return Failure(invalid_input("The JSON Lines input holds no memories."))
+    return Success(commands)
+
+
+def add(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    content: Result[str, DomainError] = (
+        Success(args.content) if args.content not in (None, "-") else _read_stdin("content")
+    )
+    return content.bind(lambda text_: dispatch(service, command_from(CreateMemory, "add", args, content=text_))).map(
+        out.view_json
+    )
+
+
+def search(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    command = command_from(SearchMemories, "search", args)
+    return dispatch(service, command).map(out.search_json)  # spec 000 fixes the shape: {"results", "count"}
+
+
+def get(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    return dispatch(service, command_from(c.GetMemory, "get", args)).map(out.view_json)
+
+
+def reinforce(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    return dispatch(service, command_from(c.ReinforceMemory, "reinforce", args)).map(out.view_json)
+
+
+def delete(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    return dispatch(service, command_from(c.DeleteMemory, "delete", args)).map(out.deleted_json)
+
+
+def remove(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    return dispatch(service, command_from(c.RemoveMemory, "remove", args)).map(out.removed_json)
+
+
+def update(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    if (args.tags and args.clear_tags) or (args.citations and args.clear_citations):
+        return Failure(invalid_input("Give new values or --clear-…, not both."))
+    cleared: dict[str, Any] = {key: () for key in ("tags", "citations") if getattr(args, f"clear_{key}")}
+    return dispatch(service, command_from(UpdateMemory, "update", args, **cleared)).map(out.view_json)
+
+
+def move(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    return dispatch(service, command_from(c.MoveMemory, "move", args)).map(out.view_json)
+
+
+def listing(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    command = command_from(c.ListMemories, "list", args)
+    return dispatch(service, command).map(lambda page: listing_page_json(page, args.limit, args.offset, compact=False))
+
+
+def recent(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    return dispatch(service, command_from(c.RecentMemories, "recent", args)).map(out.recent_json)
+
+
+def prune(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    return dispatch(service, command_from(c.PruneMemories, "prune", args)).map(out.prune_json)
+
+
+def reindex(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    return dispatch(service, command_from(c.ReindexStore, "reindex", args)).map(out.reindex_json)
+
+
+def status(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    return dispatch(service, command_from(c.StoreStatus, "status", args)).map(out.status_json)
+
+
+def store(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    if args.store_command == "list":
+        return dispatch(service, c.ListStores()).map(out.stores_json)
+    created = dispatch(service, command_from(c.CreateStore, "store create", args))
+    return created.map(lambda summary: {"name": summary.name, "memory_count": 0, "created": True})
+
+
+def category(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    if args.category_command == "create":
+        made = command_from(c.CreateCategory, "category create", args)
+        return dispatch(service, made).map(out.category_json)
+    if args.category_command == "describe":
+        described = command_from(c.DescribeCategory, "category describe", args)
+        return dispatch(service, described).map(out.category_json)
+    deleted = dispatch(service, command_from(c.DeleteCategory, "category delete", args))
+    return deleted.map(lambda summary: {**out.category_json(summary), "deleted": True})
+
+
+def export(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    """One `{"kind": "store", …}` line per store (its categories and descriptions), then one line per memory."""
+    chosen = getattr(args, "store", None)
+    lines = dispatch(service, c.ExportMemories(stores=None if chosen is None else (chosen,))).map(
+        lambda exported: (
+            [jsonl_line(_outline_json(o)) for o in exported.outlines],
+            [jsonl_line(out.memory_json(m)) for m in exported.memories],
+        )
+    )
+    readable = getattr(args, "format", "json") == "text"
+    if args.output == "-":
+        return lines.map(lambda parts: {"lines": parts[0] + parts[1], "text": readable})
+    return lines.bind(lambda parts: _write_file(args.output, *parts))
+
+
+def _outline_json(outline: StoreOutline) -> dict[str, Any]:
+    return {"kind": STORE_LINE, "name": outline.name, "categories": dict(outline.categories)}
+
+
+def _write_file(target: str, outlines: list[str], memories: list[str]) -> Outcome:
+    try:
+        with open(target, "w", encoding="utf-8") as handle:
+            handle.writelines(line + "\n" for line in [*outlines, *memories])
+    except OSError as error:
+        return Failure(invalid_input(f"Cannot write {target}: {error.strerror}."))
+    return Success({"lines": [], "exported": len(memories), "stores": len(outlines), "output": target})
+
+
+def import_(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    body = _read_stdin("JSON Lines") if args.input == "-" else _read_file(args.input)
+    target = getattr(args, "store", None)
+    return (
+        body.bind(lambda text_: _records_from_jsonl(text_, target))
+        .bind(
+            lambda records: dispatch(
+                service,
+                c.ImportMemories(
+                    outlines=tuple(records[0]), memories=tuple(records[1]), progress=_progress_bar("imported")
+                ),
+            )
+        )
+        .map(
+            lambda report: {
+                "created": report.created,
+                "replaced": report.replaced,
+                "count": report.created + report.replaced,
+                "stores": report.stores,
+            }
+        )
+    )
+
+
+STORE_LINE = "store"  # the "kind" of an export line that outlines a store; memory lines carry no kind
+
+
+def _records_from_jsonl(body: str, store: str | None) -> Result[tuple[list[StoreOutline], list[Memory]], DomainError]:
+    """Every line parsed before anything is written: a bad line anywhere imports nothing."""
+    outlines: dict[str, dict[str, str]] = {}
+    memories: list[Memory] = []
+    for number, line in jsonl_records(body):
+        try:
+            item = json.loads(line)
+            if not isinstance(item, dict):
+                return Failure(invalid_input(f"Line {number} is not a JSON object."))
+            if has_lone_surrogate(item):
+                return Failure(invalid_input(f"Line {number} holds a lone surrogate escape (\\ud800–\\udfff)."))
+            if "kind" in item:
+                outline = _outline_from(item, number)
+                if isinstance(outline, Failure):
+                    return outline
+                name, categories = outline.unwrap()
+                outlines.setdefault(store or name, {}).update(categories)
+                continue
+            if store is not None:
+                item["store"] = store
+            memories.append(JSON.structure(item, Memory))
+        except json.JSONDecodeError as error:
+            return Failure(invalid_input(f"Line {number} is not valid JSON: {error.msg}."))
+        except Exception as error:
+            return Failure(
+                invalid_input(f"Line {number} is not a memory as `memory export` writes them: {_reason(error)}")
+            )
+    return Success(([StoreOutline(name, categories) for name, categories in outlines.items()], memories))
+
+
+def _outline_from(item: dict[str, Any], number: int) -> Result[tuple[str, dict[str, str]], DomainError]:
+    name, categories = item.get("name"), item.get("categories", {})
+    if item.get("kind") != STORE_LINE or not isinstance(name, str) or not isinstance(categories, dict):
+        return Failure(
+            invalid_input(f'Line {number} must be {{"kind": "store", "name": …, "categories": {{path: description}}}}.')
+        )
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in categories.items()):
+        return Failure(invalid_input(f"Line {number}: every category path and description must be text."))
+    return Success((name, categories))
+
+
+def _reason(error: BaseException) -> str:
+    inner = getattr(error, "exceptions", None)
+    if inner:
+        return _reason(inner[0])
+    return str(error) or type(error).__name__
+
+
+def _progress_bar(verb: str) -> Callable[[int, int], None]:
+    """A one-line progress counter on stderr, only when stderr is a terminal."""
+    if not sys.stderr.isatty():
+        return lambda _done, _total: None
+
+    def show(done: int, total: int) -> None:
+        sys.stderr.write(f"\r{verb} {done}/{total}" + ("\n" if done >= total else ""))
+        sys.stderr.flush()
+
+    return show
+
+
+def jsonl(payload: Payload) -> str:
+    """export's output: one record per line on stdout (for people with --format text: each store and memory on a
+    readable line, which `memory import` does not read), or a summary for --output (the file is always JSON Lines)."""
+    if "output" in payload:
+        summary = {key: payload[key] for key in ("exported", "stores", "output")}
+        return json.dumps(summary, ensure_ascii=False)
+    if payload.get("text"):
+        return text.exported([json.loads(line) for line in payload["lines"]])
+    return "\n".join(payload["lines"])
+
+
+RAW_RENDERERS = {jsonl}
+
+
+def _any_command(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    """A subcommand made from a table command no CliSpec presents: its flags build the command, its answer's
+    fields are the JSON (cli/manifest.table_specs)."""
+    name = args.command
+    kind = next(kind for kind in commands() if c.command_name(kind).replace("_", "-") == name)
+    return dispatch(service, command_from(kind, name, args)).map(out.outcome_json)
+
+
+def handler_for(subcommand: str) -> tuple[Handler, Callable[[Payload], str]]:
+    """The handler and text renderer of a subcommand: its own below, or the table's for a command with no CliSpec."""
+    return HANDLERS.get(subcommand, (_any_command, text.generic))
+
+
+HANDLERS: dict[str, tuple[Handler, Callable[[Payload], str]]] = {
+    "create": (create, text.created),
+    "add": (add, text.created),
+    "search": (search, text.search),
+    "get": (get, text.memory),
+    "reinforce": (reinforce, text.reinforced),
+    "delete": (delete, text.deleted),
+    "remove": (remove, text.removed),
+    "update": (update, text.memory),
+    "move": (move, text.memory),
+    "list": (listing, text.listing),
+    "recent": (recent, text.recent),
+    "prune": (prune, text.prune),
+    "reindex": (reindex, text.generic),
+    "status": (status, text.status),
+    "store": (store, text.generic),
+    "category": (category, text.generic),
+    "export": (export, jsonl),
+    "import": (import_, text.generic),
+}

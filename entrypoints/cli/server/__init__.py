@@ -1,0 +1,1 @@
+"""The local memory server behind the `memory` command: one process per data dir, a Unix socket."""

@@ -1,0 +1,482 @@
+"""The local memory server: the `memory` command's handlers behind a Unix socket, one process per data dir and backend.
+
+Started detached by the thin client (cli_client.py), it runs each request with the same code as the in-process
+command (cli.run_guarded), on the client's arguments, environment, cwd, umask and stdin, and sends back the exact
+bytes of stdout and stderr and the exit code. Its storage (catalog, embedder, keywords, locks) is opened once and
+kept warm, one storage per storage setting a request names; every request gets a service with its own policy
+settings. Requests run one at a time (the doors' rule: read-check-write steps never interleave); each connection has
+its own thread, so status, heartbeats and new clients are answered meanwhile. It stops after an idle time, on
+`memory server stop` or SIGTERM. A client of another build (an upgrade, another interpreter) makes it retire: it hands
+its place to the successor that client starts and drains, keeping every live session (an MCP stdio session, a long
+command) until it ends, then exits. The environment of a client never replaces it (server_protocol.build_identity).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import io
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agent_memory.entrypoints.cli.server import protocol as wire
+from agent_memory.entrypoints.cli.server import streams as routed
+
+# the settings that open the storage; the others (store, decay, limits) only shape each request's policy
+STORAGE_FIELDS: tuple[str, ...] = ("data_dir", "backend", "collection", "chroma_host", "chroma_port", "qdrant_url")
+STORAGE_FIELDS += ("qdrant_api_key", "embedder", "files_index")
+_EMBEDDER = STORAGE_FIELDS.index("embedder")
+
+
+def storage_key(settings: Any) -> tuple[object, ...]:
+    """Which warm storage serves these settings."""
+    return tuple(getattr(settings, name) for name in STORAGE_FIELDS)
+
+
+def _remote(settings: Any) -> bool:
+    return bool(settings.chroma_host or settings.qdrant_url)
+
+
+class Refusal(Exception):
+    """A request this server must not run: nothing ran; `replace` means the server stops for a successor."""
+
+    def __init__(self, reason: str, message: str, *, replace: bool) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.replace = replace
+
+
+class MemoryServer:
+    """One server process: its socket, its storage, its requests."""
+
+    def __init__(self, place: wire.Place, idle_seconds: float) -> None:
+        self.place = place
+        self.idle_seconds = idle_seconds
+        self.build = wire.build_identity()
+        self.started_at = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+        self.lock = threading.Lock()  # one request at a time on the service (and on cwd and umask)
+        self._state = threading.Lock()
+        self._active = 0
+        self._served = 0
+        self._last = time.monotonic()
+        self._last_work = self._last  # the end of the last command or MCP session (status requests aside)
+        self._stopping = threading.Event()
+        self._storages: dict[tuple[object, ...], Any] = {}  # storage_key -> the warm service of that storage
+        self._listener: socket.socket | None = None
+        self._sessions: set[socket.socket] = set()
+        self._inode: int | None = None
+        self._place_lock: int | None = None  # the pid file's descriptor, locked while this server takes the place
+        self._retiring = False
+        self._entry: int | None = None  # this server's locked entry among the user's servers (server_protocol)
+        self._facts: dict[str, Any] = {}
+        self._caller = threading.local()  # the connection of the command this thread runs (its batches' gate)
+
+    # --- life -----------------------------------------------------------------------------------------------
+
+    def serve(self) -> int:
+        """Listen until idle, stopped or replaced; the exit code."""
+        if not wire.private_directory(self.place.directory) or not wire.private_directory(self.place.socket.parent):
+            routed.log(f"cannot make the private directory for {self.place.socket}")
+            return 1
+        self._place_lock = wire.hold_for_life(self.place.pid_file, wire.PREDECESSOR_S)
+        if self._place_lock is None:
+            routed.log("another server still holds this place: not starting")
+            return 1
+        facts = {"pid": os.getpid(), "socket": str(self.place.socket), "backend": self.place.backend}
+        facts |= {"data_dir": str(self.place.data_dir), "build": self.build, "started_at": self.started_at}
+        self.place.pid_file.write_text(json.dumps(facts), encoding="utf-8")
+        self._facts = facts | {"log": str(self.place.log), "state": "serving"}
+        self._entry = wire.register(self._facts)
+        self._listen()
+        routed.log(f"serving {self.place.backend} of {self.place.data_dir} on {self.place.socket} as pid {os.getpid()}")
+        routed.log_library_events()
+        threading.Thread(target=_warm_up, args=(self.place.backend,), daemon=True).start()
+        try:
+            self._accept_until_done()
+        finally:
+            self._close()
+            self._drain()
+            # its entry among the user's servers stays locked until the process has exited (the kernel frees it):
+            # `memory server stop` waits on that, and the next lister removes the entry
+        routed.log("stopped")
+        return 0
+
+    def _listen(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.place.socket.unlink()  # stale: no live server holds the pid file, this one does
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        previous = os.umask(0o177)
+        try:
+            listener.bind(os.fspath(self.place.socket))
+        finally:
+            os.umask(previous)
+        self.place.socket.chmod(0o600)
+        self._inode = self.place.socket.stat().st_ino
+        listener.listen(64)
+        listener.settimeout(0.2)
+        self._listener = listener
+
+    def _accept_until_done(self) -> None:
+        assert self._listener is not None
+        while not self._stopping.is_set():
+            try:
+                connection, _ = self._listener.accept()
+            except TimeoutError:
+                with self._state:
+                    idle = self._active == 0 and time.monotonic() - self._last > self.idle_seconds
+                if idle:
+                    routed.log(f"idle for {self.idle_seconds:g} s")
+                    return
+                continue
+            except OSError as error:
+                routed.log(f"accept failed: {error}")
+                return
+            with self._state:
+                self._active += 1
+                self._last = time.monotonic()
+            threading.Thread(target=self._connection, args=(connection,), daemon=True).start()
+
+    def stop(self) -> None:
+        """Stop (`memory server stop`, SIGTERM, idle): no new connection, the socket file goes at once (a successor
+        may bind), requests in flight end, MCP sessions are ended (a retiring server's too)."""
+        self._retiring = False
+        self._stop_listening()
+
+    def _stop_listening(self) -> None:
+        self._stopping.set()
+        self._unlink()
+
+    def retire(self) -> None:
+        """Hand the place on to a successor (another build) and drain: no new request comes here, the socket and the
+        pid file's lock are freed at once (the successor binds and takes them), and every live session and command
+        goes on to its end; then the server exits. Both servers' writes hold across processes (the store's locks)."""
+        self._retiring = True
+        self._stop_listening()
+        handle, self._place_lock = self._place_lock, None
+        if handle is not None:
+            with contextlib.suppress(OSError):
+                os.close(handle)  # the kernel frees the flock: the successor may start
+        with self._state:
+            live = len(self._sessions)
+        wire.update_entry(self._entry, self._facts | {"state": "draining", "sessions": live})
+        routed.log(f"handing the place on to a successor; draining {live} live session(s)")
+
+    def _unlink(self) -> None:
+        with contextlib.suppress(OSError):
+            if self._inode is not None and self.place.socket.stat().st_ino == self._inode:
+                self.place.socket.unlink()
+
+    def _close(self) -> None:
+        self._unlink()
+        if self._listener is not None:
+            self._listener.close()
+
+    def _drain(self) -> None:
+        """Let requests in flight finish (a write the client waits for is never cut). Stopped, end MCP sessions
+        (their clients see the end of the stream, as when an in-process `memory mcp` is stopped); retiring, keep
+        them until their clients end them, or until a stop (SIGTERM) ends them after all."""
+        ended: set[socket.socket] = set()
+        while True:
+            with self._state:
+                if self._active == 0:
+                    return
+                sessions = [] if self._retiring else [c for c in self._sessions if c not in ended]
+            for connection in sessions:
+                ended.add(connection)
+                with contextlib.suppress(OSError):
+                    connection.shutdown(socket.SHUT_RDWR)
+            time.sleep(0.05)
+
+    # --- one connection -------------------------------------------------------------------------------------
+
+    def _connection(self, connection: socket.socket) -> None:
+        try:
+            connection.settimeout(wire.REQUEST_S)
+            reader = connection.makefile("rb")
+            line = reader.readline()
+            request = json.loads(line) if line.endswith(b"\n") else None
+            if isinstance(request, dict):
+                self._dispatch(connection, reader, request)
+        except (OSError, ValueError) as error:  # a client gone, silent or speaking nonsense: drop it
+            routed.log(f"connection dropped: {type(error).__name__}: {error}")
+        finally:
+            with contextlib.suppress(OSError):
+                connection.close()
+            with self._state:
+                self._active -= 1
+                self._served += 1
+                self._last = time.monotonic()
+
+    def _dispatch(self, connection: socket.socket, reader: Any, request: dict[str, Any]) -> None:
+        op = request.get("op")
+        if request.get("protocol") != wire.PROTOCOL:
+            return self._refuse(
+                connection, Refusal("protocol", f"this server speaks protocol {wire.PROTOCOL}", replace=True)
+            )
+        if op == "status":
+            return wire.send(connection, self._status())
+        if op == "stop":
+            wire.send(connection, {"stopping": True, "pid": os.getpid()})
+            routed.log("asked to stop")
+            return self.stop()
+        if request.get("build") != self.build:
+            return self._refuse(connection, Refusal("build", f"this server is build {self.build}", replace=True))
+        if request.get("data_dir") != str(self.place.data_dir) or request.get("backend") != self.place.backend:
+            return self._refuse(
+                connection, Refusal("place", "this server serves another data directory", replace=False)
+            )
+        if op == "run":
+            return self._run(connection, request)
+        if op == "mcp":
+            return self._mcp(connection, reader, request)
+        return self._refuse(connection, Refusal("op", f"unknown op {op!r}", replace=False))
+
+    def _refuse(self, connection: socket.socket, refusal: Refusal) -> None:
+        wire.send(connection, self._refusal(refusal))
+
+    def _status(self) -> dict[str, Any]:
+        with self._state:
+            active, served = self._active - 1, self._served  # this status request is not counted
+            sessions = len(self._sessions)
+            idle_for = 0.0 if active > 0 else round(time.monotonic() - self._last_work, 1)
+        return {
+            "pid": os.getpid(),
+            "build": self.build,
+            "started_at": self.started_at,
+            "idle_seconds": self.idle_seconds,
+            "requests_served": served,
+            "requests_active": active,
+            "sessions": sessions,
+            "idle_for_seconds": idle_for,
+            "log": str(self.place.log),
+        }
+
+    def _run(self, connection: socket.socket, request: dict[str, Any]) -> None:
+        wire.send(connection, {"accepted": True})
+        result: dict[str, Any] = {}
+        worker = threading.Thread(target=self._execute, args=(request, result, connection), daemon=True)
+        worker.start()
+        self._heartbeat(connection, worker, wire.heartbeat_for(request.get("silence_s")))
+        answer = result.get("answer") or {"refused": "internal", "message": result.get("crash", "no answer")}
+        with self._state:
+            self._last_work = time.monotonic()
+        with contextlib.suppress(OSError):  # a client killed meanwhile: the command ran, nobody listens
+            wire.send(connection, answer)
+
+    def _heartbeat(self, connection: socket.socket, worker: threading.Thread, every: float) -> None:
+        alive = True
+        while worker.is_alive():
+            worker.join(every)
+            if worker.is_alive() and alive:
+                try:
+                    connection.sendall(b"\n")
+                except OSError:
+                    alive = False  # keep waiting: the command must end before the server can
+
+    def _execute(self, request: dict[str, Any], result: dict[str, Any], connection: socket.socket) -> None:
+        self._caller.connection = connection  # a batch commits only while its client is there to hear of it
+        try:
+            self._execute_locked(request, result)
+        except BaseException as error:  # the worker must not die silently: the client then reports SERVER_LOST
+            routed.log(f"request failed: {type(error).__name__}: {error}")
+
+    def _execute_locked(self, request: dict[str, Any], result: dict[str, Any]) -> None:
+        from agent_memory.entrypoints.cli.direct import run_guarded
+
+        found = request.get("streams")
+        streams: dict[str, Any] = found if isinstance(found, dict) else {}
+        raw_in = request.get("stdin")
+        stdin_tty = raw_in is None and bool((streams.get("stdin") or [0, 0, True])[2])
+        stdin = routed.client_text(
+            routed.ClientBytes(base64.b64decode(raw_in or ""), tty=stdin_tty), streams.get("stdin"), "strict"
+        )
+        out_bytes, err_bytes = (
+            routed.ClientBytes(),
+            routed.ClientBytes(tty=bool((streams.get("stderr") or [0, 0, False])[2])),
+        )
+        stdout = routed.client_text(out_bytes, streams.get("stdout"), "strict")
+        stderr = routed.client_text(err_bytes, streams.get("stderr"), "backslashreplace")
+        argv, env = _arguments(request)
+        with self.lock:
+            try:
+                os.chdir(str(request.get("cwd")))
+                os.umask(int(request.get("umask", 0o022)) | 0o077)  # the data stays the user's alone
+            except (OSError, TypeError, ValueError):
+                result["answer"] = {"refused": "cwd", "message": "cannot enter the client's working directory"}
+                return
+            try:
+                self._check_storage(argv, env)
+            except Refusal as refusal:
+                result["answer"] = self._refusal(refusal)
+                return
+            routed.bind(stdin, stdout, stderr)
+            try:
+                code = run_guarded(argv, env=env, services=self.services)
+                stdout.flush()
+                stderr.flush()
+            finally:
+                routed.unbind()
+                os.chdir("/")
+        result["answer"] = {
+            "exit_code": code,
+            "stdout": base64.b64encode(out_bytes.getvalue()).decode("ascii"),
+            "stderr": base64.b64encode(err_bytes.getvalue()).decode("ascii"),
+        }
+
+    def _check_storage(self, argv: list[str], env: dict[str, str]) -> None:
+        """Refuse, before anything runs, a request whose settings name another place (data directory, backend), or
+        a storage server behind other proxy or CA variables than this process has."""
+        from returns.result import Success
+
+        from agent_memory.entrypoints.cli.direct import settings_of
+
+        loaded = settings_of(argv, env)
+        if not isinstance(loaded, Success):
+            return  # the run reports the bad arguments or settings itself, as in-process
+        settings = loaded.unwrap()
+        if settings.data_dir != self.place.data_dir or settings.backend != self.place.backend:
+            raise Refusal("place", "the settings name another data directory or backend", replace=False)
+        # a Chroma or Qdrant server's HTTP client reads the proxy and CA variables of this process when it is made:
+        # a client with others truly needs another server (this one retires, keeping its live sessions)
+        if _remote(settings) and wire.network_environment(env) != wire.network_environment(os.environ):
+            raise Refusal("settings", "the request's proxy or CA variables differ from this server's", replace=True)
+
+    def _refusal(self, refusal: Refusal) -> dict[str, Any]:
+        if refusal.replace and not self._retiring:
+            routed.log(f"refused ({refusal.reason}: {refusal})")
+            self.retire()
+        return {"refused": refusal.reason, "message": str(refusal), "pid": os.getpid()}
+
+    def _mcp(self, connection: socket.socket, reader: Any, request: dict[str, Any]) -> None:
+        """`memory mcp` over this connection: the session runs here, on the warm service, until the client ends."""
+        from agent_memory.entrypoints.cli.direct import serve_mcp_session
+        from agent_memory.entrypoints.mcp.server import StdioSession
+
+        argv, env = _arguments(request)
+        wire.send(connection, {"accepted": True})
+        with self.lock:
+            try:
+                self._check_storage(argv, env)
+            except Refusal as refusal:
+                return wire.send(connection, self._refusal(refusal))
+        started = threading.Event()
+
+        def ready() -> None:
+            connection.settimeout(None)  # the session waits on its MCP client, as the in-process one does
+            wire.send(connection, {"stream": True})
+            with self._state:
+                self._sessions.add(connection)
+            started.set()
+
+        def services(settings: Any) -> Any:
+            with self.lock:
+                return self.services(settings)
+
+        output = connection.makefile("wb")
+        session = StdioSession(services=services, lock=self.lock, stdin=reader, stdout=output, ready=ready)
+        out_bytes, err_bytes = routed.ClientBytes(), routed.ClientBytes()
+        stdout, stderr = io.TextIOWrapper(out_bytes, encoding="utf-8"), io.TextIOWrapper(err_bytes, encoding="utf-8")
+        routed.bind(io.StringIO(), stdout, stderr)
+        try:
+            code = serve_mcp_session(argv, env, session)
+            stdout.flush()
+            stderr.flush()
+        finally:
+            routed.unbind()
+            with self._state:
+                self._sessions.discard(connection)
+                self._last_work = time.monotonic()
+        if started.is_set():
+            with contextlib.suppress(OSError):
+                output.close()
+            return None
+        # it never served: a startup failure, reported as the in-process run reports it
+        return wire.send(
+            connection,
+            {
+                "exit_code": code,
+                "stdout": base64.b64encode(out_bytes.getvalue()).decode("ascii"),
+                "stderr": base64.b64encode(err_bytes.getvalue()).decode("ascii"),
+            },
+        )
+
+    # --- the storage, opened once ---------------------------------------------------------------------------
+
+    def services(self, settings: Any) -> Any:
+        """The service for one request's settings: the warm storage of its storage settings (opened at the first
+        request that names them, sharing a loaded embedder) with the request's policy (store, decay, limits)."""
+        from returns.result import Success
+
+        from agent_memory.entrypoints.bootstrap import build_journal, build_service
+
+        key = storage_key(settings)
+        warm = self._storages.get(key)
+        journal = build_journal(settings, still_wanted=self._caller_there)
+        if warm is None:
+            embedder = next((s.embedder for k, s in self._storages.items() if k[_EMBEDDER] == settings.embedder), None)
+            built = build_service(settings, embedder=embedder, journal=journal)
+            if isinstance(built, Success):
+                self._storages[key] = built.unwrap()
+                built.unwrap().catalog.keep_warm()  # mirrors are read in the background, not in a search
+            return built
+        return build_service(
+            settings,
+            catalog=warm.catalog,
+            embedder=warm.embedder,
+            clock=warm.clock,
+            keywords=warm.keywords,
+            locks=warm.locks,
+            journal=journal,
+        )
+
+    def _caller_there(self) -> bool:
+        """Whether the client of the command this thread runs is still connected (True outside a command)."""
+        connection = getattr(self._caller, "connection", None)
+        return connection is None or wire.still_connected(connection)
+
+
+def _arguments(request: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
+    env = request.get("env")
+    return [str(a) for a in request.get("argv") or []], {str(k): str(v) for k, v in (env or {}).items()}
+
+
+def _warm_up(backend: str) -> None:
+    """Import the handlers and this backend's storage library while the first client is still connecting."""
+    import importlib
+
+    modules = ["agent_memory.entrypoints.cli.direct", "agent_memory.entrypoints.cli.handlers"]
+    modules += ["agent_memory.entrypoints.bootstrap", "agent_memory.adapters.onnx_embedder"]
+    modules += [
+        "agent_memory.adapters.qdrant.catalog" if backend == "qdrant" else "agent_memory.adapters.chroma.catalog"
+    ]
+    for module in modules:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m agent_memory.entrypoints.cli.server.process --data-dir D --backend B --socket S --idle-seconds N`."""
+    parser = argparse.ArgumentParser(prog="memory-server", description="The local memory server (started by `memory`).")
+    parser.add_argument("--data-dir", required=True, type=Path)
+    parser.add_argument("--backend", required=True)
+    parser.add_argument("--socket", required=True, type=Path)
+    parser.add_argument("--idle-seconds", type=float, default=300.0)
+    options = parser.parse_args(argv)
+    routed.install_streams()
+    server = MemoryServer(wire.Place(options.data_dir, options.backend, options.socket), options.idle_seconds)
+    signal.signal(signal.SIGTERM, lambda _signal, _frame: server.stop())
+    signal.signal(signal.SIGINT, lambda _signal, _frame: server.stop())
+    sys.exit(server.serve())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,224 @@
+"""The LangGraph store's edges: every operation checked before any runs, and the JSON an item is kept as.
+
+An item's memory holds `{"key": …, "value": {…}}`, plus the put's `index` and `ttl` when it gave them (so a
+search knows which fields it embeds and a read how long to renew the expiry by).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from langgraph.store.base import (
+    GetOp,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    SearchItem,
+    SearchOp,
+)
+
+from agent_memory.domain.errors import InvalidValue
+from agent_memory.domain.model import MAX_CONTENT_CHARS, Memory, check_namespace
+from agent_memory.domain.searching import MAX_SEARCH_LIMIT
+from agent_memory.entrypoints.agents.tool_errors import invalid
+from agent_memory.entrypoints.langgraph.filters import OPERATORS
+from agent_memory.entrypoints.langgraph.index import check_index_fields
+from agent_memory.entrypoints.langgraph.labels import from_product, to_product, to_product_path
+
+SOURCE = "langgraph"  # the memories' source field: where they came from
+_MAX_TTL = 60 * 24 * 365 * 100  # minutes: a century
+
+
+# --- checks: every operation before any runs -------------------------------------------------------
+
+
+def check_op(op: object) -> None:
+    if isinstance(op, GetOp):
+        _check_namespace(op.namespace, "namespace")
+        _check_key(op.key)
+    elif isinstance(op, PutOp):
+        _check_put(op)
+    elif isinstance(op, SearchOp):
+        _check_namespace(op.namespace_prefix, "namespace_prefix", empty_ok=True)
+        _check_window(op.limit, op.offset)
+        if op.query is not None and not isinstance(op.query, str):
+            raise invalid(f"query must be text, got {type(op.query).__name__}.")
+        if op.query and op.offset + op.limit > MAX_SEARCH_LIMIT:
+            raise invalid(f"limit + offset of a search with a query must be at most {MAX_SEARCH_LIMIT}.")
+        _check_filter(op.filter)
+    elif isinstance(op, ListNamespacesOp):
+        _check_window(op.limit, op.offset)
+        if op.max_depth is not None and (not _whole(op.max_depth) or op.max_depth < 1):
+            raise invalid(f"max_depth must be a whole number of at least 1, got {op.max_depth!r}.")
+        for condition in op.match_conditions or ():
+            if not isinstance(condition, MatchCondition) or condition.match_type not in ("prefix", "suffix"):
+                raise invalid(f"A match condition is MatchCondition('prefix' or 'suffix', path), got {condition!r}.")
+            _check_namespace(tuple(label for label in condition.path if label != "*"), "match path", empty_ok=True)
+    else:
+        raise invalid(f"Unknown store operation {type(op).__name__}: use GetOp, PutOp, SearchOp or ListNamespacesOp.")
+
+
+def product_op(op: Op) -> Op:
+    """A checked operation with its namespaces as the product keeps them (langgraph_labels.py)."""
+    if isinstance(op, GetOp | PutOp):
+        return op._replace(namespace=to_product(op.namespace))
+    if isinstance(op, SearchOp):
+        return op._replace(namespace_prefix=to_product(op.namespace_prefix))
+    if isinstance(op, ListNamespacesOp) and op.match_conditions:
+        conditions = tuple(c._replace(path=to_product_path(c.path)) for c in op.match_conditions)
+        return op._replace(match_conditions=conditions)
+    return op
+
+
+def _check_put(op: PutOp) -> None:
+    _check_namespace(op.namespace, "namespace")  # the root "langgraph" is refused by put(), as LangGraph does
+    _check_key(op.key)
+    ttl = op.ttl
+    if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 < ttl < _MAX_TTL):
+        raise invalid(f"ttl is minutes, more than 0 and less than {_MAX_TTL}; got {ttl!r}.")
+    check_index_fields(op.index)
+    if op.value is not None:
+        encoded(op.key, op.value, {"index": op.index, "ttl": ttl})
+
+
+def _check_namespace(namespace: object, what: str, *, empty_ok: bool = False) -> None:
+    """LangGraph's label rules (no '.', non-empty strings), then the product's size bounds on the escaped labels."""
+    if not isinstance(namespace, tuple | list):
+        raise InvalidNamespaceError(f"The {what} must be a tuple of labels, like ('user', 'u-1'); got {namespace!r}.")
+    if not namespace and not empty_ok:
+        raise InvalidNamespaceError("Namespace cannot be empty.")
+    for label in namespace:
+        if not isinstance(label, str) or not label or "." in label:
+            raise InvalidNamespaceError(
+                f"Invalid namespace label {label!r} in {tuple(namespace)}: labels are non-empty strings without '.'."
+            )
+    try:
+        check_namespace(to_product(namespace))
+    except InvalidValue as error:
+        raise InvalidNamespaceError(f"Invalid {what} {tuple(namespace)}: {error.message}") from None
+
+
+def _check_key(key: object) -> None:
+    if not isinstance(key, str):
+        raise invalid(f"An item's key must be a string, got {type(key).__name__}.")
+
+
+def _whole(number: object) -> bool:
+    return isinstance(number, int) and not isinstance(number, bool)
+
+
+def _check_window(limit: object, offset: object) -> None:
+    if not _whole(limit) or limit < 0:  # type: ignore[operator]
+        raise invalid(f"limit must be a whole number of at least 0, got {limit!r}.")
+    if not _whole(offset) or offset < 0:  # type: ignore[operator]
+        raise invalid(f"offset must be a whole number of at least 0, got {offset!r}.")
+
+
+def _check_filter(raw: object) -> None:
+    if raw is None:
+        return
+    if not isinstance(raw, Mapping):
+        raise invalid(f"filter must be a dict like {{'kind': 'note'}}, got {type(raw).__name__}.")
+    for field, wanted in raw.items():
+        if isinstance(wanted, Mapping) and any(str(name).startswith("$") for name in wanted):
+            unknown = [name for name in wanted if name not in OPERATORS]
+            if unknown:
+                raise invalid(
+                    f"Unknown filter operator {unknown[0]!r} on {field!r}: use one of {', '.join(OPERATORS)}."
+                )
+
+
+# --- values in and out ----------------------------------------------------------------------------------
+
+
+def encoded(key: str, value: object, extras: Mapping[str, object] | None = None) -> str:
+    """The content an item is kept as; a value that is not a JSON object with string keys is refused."""
+    if not isinstance(value, Mapping):
+        raise invalid(f"An item's value must be a dict, got {type(value).__name__}.")
+    if not all(isinstance(name, str) for name in value):
+        raise invalid("An item's value must have string keys (it is kept as JSON).")
+    try:
+        envelope = {"key": key, "value": dict(value)} | {k: v for k, v in (extras or {}).items() if v is not None}
+        content = json.dumps(envelope, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise invalid(f"An item's value must be JSON-serialisable: {error}.") from None
+    if len(content) > MAX_CONTENT_CHARS:
+        raise invalid(
+            f"An item is kept as {len(content)} characters of JSON; the limit is {MAX_CONTENT_CHARS}: split the value."
+        )
+    return content
+
+
+def envelope(memory: Memory) -> dict[str, Any]:
+    """The JSON a memory this store wrote holds: key, value, and the put's index and ttl when it gave them."""
+    try:
+        envelope = json.loads(memory.content)
+    except ValueError:
+        return {}
+    return envelope if isinstance(envelope, dict) else {}
+
+
+def checked_ttl(ttl: object) -> Any:
+    if ttl is None:
+        return None
+    if not isinstance(ttl, Mapping):
+        raise invalid(f"ttl must be a TTLConfig dict like {{'default_ttl': 60}}, got {type(ttl).__name__}.")
+    default = ttl.get("default_ttl")
+    if default is not None and (isinstance(default, bool) or not isinstance(default, int | float) or default <= 0):
+        raise invalid(f"default_ttl is minutes, more than 0; got {default!r}.")
+    return dict(ttl)
+
+
+def key_and_value(memory: Memory) -> tuple[str, dict[str, Any]] | None:
+    """The (key, value) a memory's content holds when this store wrote it; None for any other memory."""
+    if memory.source != SOURCE or memory.path is None:
+        return None
+    try:
+        envelope = json.loads(memory.content)
+    except ValueError:
+        return None
+    if not isinstance(envelope, dict) or not isinstance(envelope.get("key"), str):
+        return None
+    value = envelope.get("value")
+    if not isinstance(value, dict):
+        return None
+    return envelope["key"], value
+
+
+def item_of(memory: Memory, key: str, value: dict[str, Any]) -> Item:
+    return Item(
+        value=value,
+        key=key,
+        namespace=from_product(memory.namespace),
+        created_at=memory.created_at,
+        updated_at=memory.updated_at,
+    )
+
+
+def search_item(memory: Memory, key: str, value: dict[str, Any], score: float | None) -> SearchItem:
+    return SearchItem(
+        namespace=from_product(memory.namespace),
+        key=key,
+        value=value,
+        created_at=memory.created_at,
+        updated_at=memory.updated_at,
+        score=score,
+    )
+
+
+__all__ = [
+    "SOURCE",
+    "check_op",
+    "checked_ttl",
+    "encoded",
+    "envelope",
+    "item_of",
+    "key_and_value",
+    "product_op",
+    "search_item",
+]

@@ -1,0 +1,1 @@
+"""The MCP door: every command as an MCP tool, with resources and prompts, over stdio or HTTP."""
