@@ -1,13 +1,14 @@
 """What callers ask the use cases for: one attrs command per use case, each field describing itself once.
 
 A field's `metadata` holds its `FieldDoc`: the sentence a door shows for it, its bounds and its choices. The doors
-build their arguments from these (the MCP tools in entrypoints/mcp/tools.py), and the dispatcher (domain/dispatch.py) hands a
-command to its use case. Commands hold raw user input (strings for enums and paths): the use case validates it,
-so every door refuses a bad value the same way.
+build their arguments from these (the MCP tools in entrypoints/mcp/tools.py), and the table of handlers
+(domain/dispatch.py) hands a command to its handler. Commands hold raw user input (strings for enums and paths): the
+handler validates it, so every door refuses a bad value the same way.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -18,13 +19,18 @@ from agent_memory.domain.model import MAX_CONTENT_CHARS, DecayPolicy, Memory
 from agent_memory.domain.paging import MAX_DESCRIPTION, MAX_PAGE, MAX_RECENT
 from agent_memory.domain.views import (
     CategorySummary,
+    Export,
+    ImportReport,
     Listing,
     MemoryView,
+    Progress,
     PruneReport,
     ReindexReport,
     SearchResults,
     Status,
+    StoreOutline,
     StoreSummary,
+    quiet,
 )
 
 T = TypeVar("T", covariant=True)
@@ -35,7 +41,7 @@ DECAY_POLICIES = tuple(policy.value for policy in DecayPolicy)
 
 
 class Asks(Generic[T]):
-    """The base of every command: what its use case answers with, so `dispatch` is typed per command."""
+    """The base of every command: what its handler answers with, so `dispatch` is typed per command."""
 
     __slots__ = ()
 
@@ -88,6 +94,12 @@ _DECAY = (
     "How confidence falls with age: stable (always 1.0, default), contextual (fades from creation) "
     "or reinforceable (fades from the last reinforce)."
 )
+CREATE_PATH = "Where it lives, 'category/…/slug' (made from content if omitted). A path given must be free."
+# the path's sentence where a door requires it (the CLI's `add`, MCP's add_memory)
+ADD_PATH = (
+    "Where the memory lives: 'category/…/slug', at least two segments, e.g. 'preferences/editor'. "
+    "Segments are normalised to lowercase slugs. It must be free."
+)
 _DESCRIPTION = f"What belongs in the category (at most {MAX_DESCRIPTION} characters)."
 
 
@@ -102,7 +114,9 @@ def _guard() -> Any:
 # --- memories ------------------------------------------------------------------------------------------------------
 @frozen(kw_only=True)
 class CreateMemory(Asks[MemoryView]):
-    """A new memory. decay_policy and path are strings so that every door validates them the same way."""
+    """A new memory; with a path, at that path, which must be free (DESTINATION_EXISTS otherwise), the store and
+    categories coming into being as needed. decay_policy and path are strings so that every door validates them
+    the same way."""
 
     content: str = field(metadata=doc("The memory's text.", max_length=MAX_CONTENT_CHARS))
     agent: str = field(default="", metadata=doc("The agent it belongs to (a scope)."))
@@ -115,9 +129,7 @@ class CreateMemory(Asks[MemoryView]):
     namespace: tuple[str, ...] = field(
         default=(), metadata=doc('The tenant labels it lives under, e.g. ["user", "u-123"]; omit for none.')
     )
-    path: str | None = field(
-        default=None, metadata=doc("Where it lives, 'category/…/slug' (made from content if omitted).")
-    )
+    path: str | None = field(default=None, metadata=doc(CREATE_PATH))
     tags: tuple[str, ...] = field(default=(), metadata=doc("Labels to filter on."))
     source: str = field(default="", metadata=doc("Where the memory came from (free text)."))
     citations: tuple[str, ...] = field(
@@ -131,18 +143,6 @@ class CreateMemory(Asks[MemoryView]):
         default=None, metadata=doc("ISO 8601 time after which the memory is hidden, e.g. 2026-12-31T23:59:00Z.")
     )
     created_at: datetime | None = field(default=None, metadata=doc("When it was made (ISO 8601; default now)."))
-
-
-@frozen(kw_only=True)
-class AddMemory(CreateMemory):
-    """A new memory at a path the caller chooses; the store and categories come into being as needed."""
-
-    path: str = field(
-        metadata=doc(
-            "Where the memory lives: 'category/…/slug', at least two segments, e.g. 'preferences/editor'. "
-            "Segments are normalised to lowercase slugs. It must be free."
-        )
-    )
 
 
 @frozen(kw_only=True)
@@ -352,51 +352,49 @@ class DeleteCategory(Asks[CategorySummary]):
     namespace: tuple[str, ...] | None = _guard()
 
 
-Command = (
-    CreateMemory
-    | AddMemory
-    | SearchMemories
-    | UpdateMemory
-    | GetMemory
-    | ListMemories
-    | RecentMemories
-    | MoveMemory
-    | ReinforceMemory
-    | DeleteMemory
-    | RemoveMemory
-    | PruneMemories
-    | ReindexStore
-    | StoreStatus
-    | ListStores
-    | CreateStore
-    | CreateCategory
-    | DescribeCategory
-    | DeleteCategory
-)
+# --- batches, export and import (in-process: their fields are records, not a caller's words) ---------------------
+@frozen(kw_only=True)
+class CreateMemories(Asks[list[MemoryView]]):
+    """Many new memories in one batch: all validated before any is written, one embedding call per store, and each
+    store's part written as one unit (a failure or a kill part-way leaves none of it)."""
 
-COMMANDS: tuple[type[Command], ...] = (
-    CreateMemory,
-    AddMemory,
-    SearchMemories,
-    UpdateMemory,
-    GetMemory,
-    ListMemories,
-    RecentMemories,
-    MoveMemory,
-    ReinforceMemory,
-    DeleteMemory,
-    RemoveMemory,
-    PruneMemories,
-    ReindexStore,
-    StoreStatus,
-    ListStores,
-    CreateStore,
-    CreateCategory,
-    DescribeCategory,
-    DeleteCategory,
-)
+    memories: tuple[CreateMemory, ...] = field(metadata=doc("The memories to create, each as `create` takes one."))
 
 
-def command_fields(command: type[Command]) -> tuple[Attribute[Any], ...]:
-    """A command's fields in declaration order."""
+@frozen(kw_only=True)
+class ExportMemories(Asks[Export]):
+    """Every memory of the given stores with all its fields (soft-deleted and expired ones too), after each store's
+    outline (its registered categories and their descriptions)."""
+
+    stores: tuple[str, ...] | None = field(default=None, metadata=doc("The stores to export; omit for all."))
+
+
+@frozen(kw_only=True)
+class ImportMemories(Asks[ImportReport]):
+    """Outlined stores and their categories made, then memories written exactly as given (ids, timestamps, flags);
+    an id already present is replaced. Idempotent; each store's part is one unit."""
+
+    outlines: tuple[StoreOutline, ...] = field(default=(), metadata=doc("The stores and categories to make."))
+    memories: tuple[Memory, ...] = field(default=(), metadata=doc("The memories to write, as export gives them."))
+    progress: Progress = field(
+        default=quiet, eq=False, metadata=doc("Called with (done, total) after each batch written.")
+    )
+
+
+Command = Asks[Any]  # any command; the table of handlers (domain/dispatch.py) lists them
+
+
+def command_name(command: type[Any]) -> str:
+    """The name a door gives a command it presents as it is: CountMemories → count_memories (MCP's tool; the CLI
+    and REST say count-memories)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", command.__name__).lower()
+
+
+def command_doc(command: type[Any]) -> str:
+    """A command's docstring on one line: what a door says of a command it presents as it is."""
+    return " ".join((command.__doc__ or command.__name__).split())
+
+
+def command_fields(command: type[Any]) -> tuple[Attribute[Any], ...]:
+    """A command's fields in declaration order (every command is an attrs class)."""
     return tuple(fields(command))

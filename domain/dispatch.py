@@ -1,131 +1,89 @@
-"""The one dispatcher: every command handed to its use case on a service, whichever door it came through."""
+"""The table of handlers: every command type mapped to the function that does it, and `dispatch`, the one way in.
+
+A handler is a function of `(context, command)` returning a Result of what the command `Asks` for, its failures
+typed DomainErrors. Every door builds a command from its caller's input and hands it to `dispatch`; the doors list
+their tools, subcommands and routes from this table, so a command registered here reaches them all.
+"""
 
 from __future__ import annotations
 
-from typing import TypeVar, cast
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar, cast
 
 from returns.result import Result
 
-from agent_memory.domain.commands import (
-    AddMemory,
-    Asks,
-    Command,
-    CreateCategory,
-    CreateMemory,
-    CreateStore,
-    DeleteCategory,
-    DeleteMemory,
-    DescribeCategory,
-    GetMemory,
-    ListMemories,
-    ListStores,
-    MoveMemory,
-    PruneMemories,
-    RecentMemories,
-    ReindexStore,
-    ReinforceMemory,
-    RemoveMemory,
-    SearchMemories,
-    StoreStatus,
-    UpdateMemory,
-)
+from agent_memory.domain import commands as c
+from agent_memory.domain.context import Context
 from agent_memory.domain.errors import DomainError
-from agent_memory.domain.model import Memory
-from agent_memory.domain.service import MemoryService
-from agent_memory.domain.views import (
-    CategorySummary,
-    Listing,
-    MemoryView,
-    PruneReport,
-    ReindexReport,
-    SearchResults,
-    Status,
-    StoreSummary,
+from agent_memory.domain.maintenance import prune_memories, reindex_store, store_status
+from agent_memory.domain.reading import get_memory, list_memories, recent_memories
+from agent_memory.domain.search.searching import search_memories
+from agent_memory.domain.stores import create_category, create_store, delete_category, describe_category, list_stores
+from agent_memory.domain.transfer import export_memories, import_memories
+from agent_memory.domain.writing import (
+    create_memories,
+    create_memory,
+    delete_memory,
+    move_memory,
+    reinforce_memory,
+    remove_memory,
+    update_memory,
 )
 
 T = TypeVar("T")
+C = TypeVar("C", bound=c.Asks[Any])
 
-Outcome = (
-    MemoryView
-    | Memory
-    | Listing
-    | SearchResults
-    | tuple[MemoryView, ...]
-    | tuple[StoreSummary, ...]
-    | StoreSummary
-    | CategorySummary
-    | PruneReport
-    | ReindexReport
-    | Status
-)
+Handler = Callable[[Context, Any], Result[Any, DomainError]]
+
+HANDLERS: dict[type[c.Asks[Any]], Handler] = {
+    c.CreateMemory: create_memory,
+    c.CreateMemories: create_memories,
+    c.SearchMemories: search_memories,
+    c.UpdateMemory: update_memory,
+    c.GetMemory: get_memory,
+    c.ListMemories: list_memories,
+    c.RecentMemories: recent_memories,
+    c.MoveMemory: move_memory,
+    c.ReinforceMemory: reinforce_memory,
+    c.DeleteMemory: delete_memory,
+    c.RemoveMemory: remove_memory,
+    c.PruneMemories: prune_memories,
+    c.ReindexStore: reindex_store,
+    c.StoreStatus: store_status,
+    c.ListStores: list_stores,
+    c.CreateStore: create_store,
+    c.CreateCategory: create_category,
+    c.DescribeCategory: describe_category,
+    c.DeleteCategory: delete_category,
+    c.ExportMemories: export_memories,
+    c.ImportMemories: import_memories,
+}
 
 
-def dispatch(service: MemoryService, command: Asks[T]) -> Result[T, DomainError]:
-    """Run `command`'s use case on `service`: a Result of what the command asks for (its `Asks[T]`).
-
-    A door builds the command from its caller's input, calls this, and renders the outcome; it never calls a use
-    case another way, so every door does the same thing."""
-    # every Asks is one of the Command union (tests/unit/test_command_table.py), and each case returns what its
-    # command's Asks names; mypy cannot link the two, hence the casts
-    return cast("Result[T, DomainError]", _run(service, cast("Command", command)))
+def commands() -> tuple[type[c.Asks[Any]], ...]:
+    """Every command of the table, in its order (read at call time: a command registered later is in it)."""
+    return tuple(HANDLERS)
 
 
-def _run(service: MemoryService, command: Command) -> Result[Outcome, DomainError]:
-    match command:
-        case AddMemory():  # before CreateMemory, which it extends
-            return service.add(command)
-        case CreateMemory():
-            return service.create(command)
-        case SearchMemories():
-            return service.search(command)
-        case UpdateMemory():
-            return service.update(command)
-        case GetMemory(ref=ref, store=store, include_expired=expired, namespace=namespace):
-            return service.get(ref, store=store, include_expired=expired, namespace=namespace)
-        case ListMemories():
-            return service.list(
-                command.category,
-                store=command.store,
-                include_expired=command.include_expired,
-                namespace=command.namespace,
-                limit=command.limit,
-                offset=command.offset,
-            )
-        case RecentMemories():
-            return service.recent(
-                store=command.store,
-                limit=command.limit,
-                category=command.category,
-                include_expired=command.include_expired,
-                namespace=command.namespace,
-            )
-        case MoveMemory():
-            return service.move(
-                command.ref,
-                command.destination,
-                store=command.store,
-                namespace=command.namespace,
-                include_expired=command.include_expired,
-            )
-        case ReinforceMemory(ref=ref, store=store, namespace=namespace):
-            return service.reinforce(ref, store=store, namespace=namespace)
-        case DeleteMemory(ref=ref, store=store, namespace=namespace, include_expired=expired):
-            return service.delete(ref, store=store, namespace=namespace, include_expired=expired)
-        case RemoveMemory(ref=ref, store=store, namespace=namespace):
-            return service.remove(ref, store=store, namespace=namespace)
-        case PruneMemories(store=store, dry_run=dry_run, namespace=namespace):
-            return service.prune(store=store, dry_run=dry_run, namespace=namespace)
-        case ReindexStore(store=store):
-            return service.reindex(store=store)
-        case StoreStatus(store=store, namespace=namespace):
-            return service.status(store=store, namespace=namespace)
-        case ListStores(namespace=namespace):
-            return service.list_stores(namespace=namespace)
-        case CreateStore(name=name):
-            return service.create_store(name)
-        case CreateCategory(category=category, description=description, store=store, namespace=namespace):
-            return service.create_category(category, description=description, store=store, namespace=namespace)
-        case DescribeCategory(category=category, description=description, store=store, namespace=namespace):
-            return service.describe_category(category, description, store=store, namespace=namespace)
-        case DeleteCategory(category=category, store=store, namespace=namespace):
-            return service.delete_category(category, store=store, namespace=namespace)
+def register(command: type[C], handler: Callable[[Context, C], Result[Any, DomainError]]) -> None:
+    """Add a command and its handler to the table (an app's own command, or a test's)."""
+    HANDLERS[command] = handler
+
+
+class HasContext(Protocol):
+    """What `dispatch` runs a command on besides a bare Context: anything holding one (the MemoryService)."""
+
+    @property
+    def context(self) -> Context: ...
+
+
+def dispatch(on: Context | HasContext, command: c.Asks[T]) -> Result[T, DomainError]:
+    """Run `command`'s handler on `on` (a service or its context): a Result of what the command asks for.
+
+    A door builds the command from its caller's input, calls this, and renders the outcome; it never calls a
+    handler another way, so every door does the same thing."""
+    context = on if isinstance(on, Context) else on.context
+    handler = next(HANDLERS[kind] for kind in type(command).__mro__ if kind in HANDLERS)  # a subclass: its base's
+    # the table maps each command type to the handler of that type, which answers with what its `Asks[T]` names;
+    # a dict cannot say so to mypy (its values share one type), hence this one cast
+    return cast("Result[T, DomainError]", handler(context, command))

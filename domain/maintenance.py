@@ -1,4 +1,4 @@
-"""The upkeep use cases: status (counts and index checks), prune of expired memories, reindex of a store."""
+"""The upkeep handlers: status (counts and index checks), prune of expired memories, reindex of a store."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from attrs import evolve, frozen
 from returns.iterables import Fold
 from returns.result import Failure, Result, Success
 
+from agent_memory.domain.commands import PruneMemories, ReindexStore, StoreStatus
 from agent_memory.domain.context import Context, keyword_entry
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.filters import MemoryFilter
@@ -21,34 +22,83 @@ from agent_memory.domain.views import Census, PruneReport, ReindexReport, Status
 REINDEX_BATCH = 256
 
 
+def store_status(ctx: Context, command: StoreStatus) -> Result[Status, DomainError]:
+    """Reach the backend, count the store's live memories (and its soft-deleted and expired ones beside
+    them) and verify the indexes.
+
+    Under a namespace only its memories are counted, and the store-wide checks (whose findings name other
+    tenants' files and counts) are left to the operator."""
+    name, steps = command.store or ctx.policy.default_store, Maintenance(ctx)
+    return ctx.guard(command.namespace).bind(
+        lambda guard: (
+            steps._recovered(name)
+            .lash(lambda error: Success((f"An interrupted batch could not be rolled back yet: {error.message}",)))
+            .bind(
+                lambda said: steps._status_of(name, guard).map(
+                    lambda status: evolve(status, problems=(*said, *status.problems))
+                )
+            )
+        )
+    )
+
+
+def prune_memories(ctx: Context, command: PruneMemories) -> Result[PruneReport, DomainError]:
+    """Remove every expired memory (of the namespace, under one) for good; a dry run only lists them."""
+    now, dry_run = ctx.clock.now(), command.dry_run
+
+    def expired_ones(opened: VectorStore) -> Result[PruneReport, DomainError]:
+        scanned = ctx.guard(command.namespace).bind(
+            lambda guard: opened.scan(MemoryFilter(include_deleted=True, namespace=guard))
+        )
+        return scanned.bind(
+            lambda memories: Maintenance(ctx)._pruned(
+                opened, tuple(m for m in memories if m.is_expired(now)), dry_run=dry_run
+            )
+        )
+
+    def listed() -> Result[PruneReport, DomainError]:
+        return ctx.open(command.store, create=False).bind(expired_ones)
+
+    # a dry run only reads: it takes no write lock (and so, on a fresh data dir, creates no lock file)
+    return listed() if dry_run else ctx.exclusive(command.store, listed)
+
+
+def reindex_store(ctx: Context, command: ReindexStore) -> Result[ReindexReport, DomainError]:
+    """Re-embed every memory of the store with the configured embedder, replacing the index at once."""
+    name, steps = command.store or ctx.policy.default_store, Maintenance(ctx)
+
+    def scan_and_rebuild(opened: VectorStore) -> Result[ReindexReport, DomainError]:
+        return opened.scan(MemoryFilter(include_deleted=True)).bind(
+            lambda memories: steps._rebuilt(name, opened, memories)
+        )
+
+    return ctx.exclusive(
+        name,
+        lambda: (
+            guarded_only(
+                ctx.tenant,
+                "reindex",
+                "memory reindex" + ("" if name == ctx.policy.default_store else f" --store {name}"),
+            )
+            .bind(lambda _: steps._recovered(name))
+            .bind(
+                lambda said: (
+                    ctx.open(name, create=False)
+                    .bind(scan_and_rebuild)
+                    .map(lambda report: evolve(report, rolled_back=said))
+                )
+            )
+        ),
+    )
+
+
 @frozen
 class Maintenance:
-    """status, prune and reindex."""
+    """The steps of status, prune and reindex."""
 
     ctx: Context
 
     # --- status -----------------------------------------------------------------------------
-
-    def status(
-        self, *, store: str | None = None, namespace: Sequence[str] | None = None
-    ) -> Result[Status, DomainError]:
-        """Reach the backend, count the store's live memories (and its soft-deleted and expired ones beside
-        them) and verify the indexes.
-
-        Under a namespace only its memories are counted, and the store-wide checks (whose findings name other
-        tenants' files and counts) are left to the operator."""
-        name = store or self.ctx.policy.default_store
-        return self.ctx.guard(namespace).bind(
-            lambda guard: (
-                self._recovered(name)
-                .lash(lambda error: Success((f"An interrupted batch could not be rolled back yet: {error.message}",)))
-                .bind(
-                    lambda said: self._status_of(name, guard).map(
-                        lambda status: evolve(status, problems=(*said, *status.problems))
-                    )
-                )
-            )
-        )
 
     def _recovered(self, name: str) -> Result[tuple[str, ...], DomainError]:
         """Roll back the store's interrupted batches now, so that status and reindex can say so."""
@@ -100,26 +150,6 @@ class Maintenance:
 
     # --- prune --------------------------------------------------------------------------------
 
-    def prune(
-        self, *, store: str | None = None, dry_run: bool = False, namespace: Sequence[str] | None = None
-    ) -> Result[PruneReport, DomainError]:
-        """Remove every expired memory (of the namespace, under one) for good; a dry run only lists them."""
-        now = self.ctx.clock.now()
-
-        def expired_ones(opened: VectorStore) -> Result[PruneReport, DomainError]:
-            scanned = self.ctx.guard(namespace).bind(
-                lambda guard: opened.scan(MemoryFilter(include_deleted=True, namespace=guard))
-            )
-            return scanned.bind(
-                lambda memories: self._pruned(opened, tuple(m for m in memories if m.is_expired(now)), dry_run=dry_run)
-            )
-
-        def listed() -> Result[PruneReport, DomainError]:
-            return self.ctx.open(store, create=False).bind(expired_ones)
-
-        # a dry run only reads: it takes no write lock (and so, on a fresh data dir, creates no lock file)
-        return listed() if dry_run else self.ctx.exclusive(store, listed)
-
     def _pruned(
         self, opened: VectorStore, expired: tuple[Memory, ...], *, dry_run: bool
     ) -> Result[PruneReport, DomainError]:
@@ -133,34 +163,6 @@ class Maintenance:
         )
 
     # --- reindex ------------------------------------------------------------------------------
-
-    def reindex(self, *, store: str | None = None) -> Result[ReindexReport, DomainError]:
-        """Re-embed every memory of the store with the configured embedder, replacing the index at once."""
-        name = store or self.ctx.policy.default_store
-
-        def scan_and_rebuild(opened: VectorStore) -> Result[ReindexReport, DomainError]:
-            return opened.scan(MemoryFilter(include_deleted=True)).bind(
-                lambda memories: self._rebuilt(name, opened, memories)
-            )
-
-        return self.ctx.exclusive(
-            name,
-            lambda: (
-                guarded_only(
-                    self.ctx.tenant,
-                    "reindex",
-                    "memory reindex" + ("" if name == self.ctx.policy.default_store else f" --store {name}"),
-                )
-                .bind(lambda _: self._recovered(name))
-                .bind(
-                    lambda said: (
-                        self.ctx.open(name, create=False)
-                        .bind(scan_and_rebuild)
-                        .map(lambda report: evolve(report, rolled_back=said))
-                    )
-                )
-            ),
-        )
 
     def _rebuilt(self, name: str, opened: VectorStore, found: list[Memory]) -> Result[ReindexReport, DomainError]:
         embedder = self.ctx.embedder

@@ -1,12 +1,13 @@
-"""The use cases that read without searching: get one memory, list a category, the most recent memories."""
+"""The handlers that read without searching: get one memory, list a category, the most recent memories."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 
 from attrs import frozen
 from returns.result import Failure, Result, Success
 
+from agent_memory.domain.commands import GetMemory, ListMemories, RecentMemories
 from agent_memory.domain.context import Context, optional_category, under
 from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
 from agent_memory.domain.filters import MemoryFilter
@@ -17,64 +18,54 @@ from agent_memory.domain.tenancy import Guard
 from agent_memory.domain.views import CategorySummary, Listing, MemoryView
 
 
-@frozen
-class Reading:
-    """get, list and recent."""
+def get_memory(ctx: Context, command: GetMemory) -> Result[MemoryView, DomainError]:
+    """A live memory by id or path with its confidence now; soft-deleted ones are not found."""
+    loaded = ctx.load_live(
+        command.ref, command.store, include_expired=command.include_expired, namespace=command.namespace
+    )
+    return loaded.map(ctx.view)
 
-    ctx: Context
 
-    def get(
-        self,
-        memory_id: str,
-        *,
-        store: str | None = None,
-        include_expired: bool = False,
-        namespace: Sequence[str] | None = None,
-    ) -> Result[MemoryView, DomainError]:
-        """A live memory by id or path with its confidence now; soft-deleted ones are not found."""
-        loaded = self.ctx.load_live(memory_id, store, include_expired=include_expired, namespace=namespace)
-        return loaded.map(self.ctx.view)
+def list_memories(ctx: Context, command: ListMemories) -> Result[Listing, DomainError]:
+    """A category's memories (recursively; `limit` of them after `offset`, all by default) with their total,
+    and its direct subcategories with counts and descriptions.
 
-    def list(
-        self,
-        category: str | None = None,
-        *,
-        store: str | None = None,
-        include_expired: bool = False,
-        namespace: Sequence[str] | None = None,
-        limit: int | None = None,
-        offset: int = 0,
-    ) -> Result[Listing, DomainError]:
-        """A category's memories (recursively; `limit` of them after `offset`, all by default) with their total,
-        and its direct subcategories with counts and descriptions.
-
-        Under a namespace, only its memories and the categories their paths make (the store's registered
-        categories and descriptions belong to no tenant, so they are not shown)."""
-        problem = page_problem(limit, offset, MAX_PAGE, unlimited=True)
-        if problem is not None:
-            return Failure(invalid_input(problem))
-        page = slice(offset, None if limit is None else offset + limit)
-        return self.ctx.guard(namespace).bind(
-            lambda guard: optional_category(category).bind(
-                lambda parsed: self._listing(parsed, store, include_expired=include_expired, guard=guard, page=page)
+    Under a namespace, only its memories and the categories their paths make (the store's registered
+    categories and descriptions belong to no tenant, so they are not shown)."""
+    limit, offset = command.limit, command.offset
+    problem = page_problem(limit, offset, MAX_PAGE, unlimited=True)
+    if problem is not None:
+        return Failure(invalid_input(problem))
+    page = slice(offset, None if limit is None else offset + limit)
+    return ctx.guard(command.namespace).bind(
+        lambda guard: optional_category(command.category).bind(
+            lambda parsed: Reading(ctx)._listing(
+                parsed, command.store, include_expired=command.include_expired, guard=guard, page=page
             )
         )
+    )
 
-    def recent(
-        self,
-        *,
-        store: str | None = None,
-        limit: int = 5,
-        category: str | None = None,
-        include_expired: bool = False,
-        namespace: Sequence[str] | None = None,
-    ) -> Result[tuple[MemoryView, ...], DomainError]:
-        """The most recently updated memories, newest first (limit 1–100, default 5)."""
-        if not 1 <= limit <= MAX_RECENT:
-            return Failure(invalid_input(f"limit must be between 1 and {MAX_RECENT}, got {limit}."))
-        return self.list(category, store=store, include_expired=include_expired, namespace=namespace, limit=limit).map(
-            lambda listing: listing.memories
-        )
+
+def recent_memories(ctx: Context, command: RecentMemories) -> Result[tuple[MemoryView, ...], DomainError]:
+    """The most recently updated memories, newest first (limit 1–100, default 5)."""
+    limit = command.limit
+    if not 1 <= limit <= MAX_RECENT:
+        return Failure(invalid_input(f"limit must be between 1 and {MAX_RECENT}, got {limit}."))
+    listed = ListMemories(
+        category=command.category,
+        store=command.store,
+        include_expired=command.include_expired,
+        namespace=command.namespace,
+        limit=limit,
+    )
+    return list_memories(ctx, listed).map(lambda listing: listing.memories)
+
+
+@frozen
+class Reading:
+    """The steps the reading handlers share."""
+
+    ctx: Context
 
     def _listing(
         self,

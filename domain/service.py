@@ -1,68 +1,52 @@
-"""The service: the public facade the entrypoints call, each use case handed to the unit that does it."""
+"""The service: the ports and policy a handler runs on (its `context`), and each use case by name, dispatched."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from functools import partial, update_wrapper
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+import builtins
+from collections.abc import Sequence
+from typing import TypeVar
 
 from attrs import evolve, field, frozen
-from returns.result import Result
+from returns.result import Failure, Result
 
+from agent_memory.domain import commands as c
 from agent_memory.domain.batches import InProcessJournal
 from agent_memory.domain.context import Context, SearchPolicy
-from agent_memory.domain.errors import DomainError
+from agent_memory.domain.dispatch import dispatch
+from agent_memory.domain.errors import DomainError, invalid_input
 from agent_memory.domain.locks import ThreadWriteLocks
-from agent_memory.domain.maintenance import Maintenance
+from agent_memory.domain.model import Memory
 from agent_memory.domain.ports import BatchJournal, Clock, Embedder, KeywordIndex, StoreCatalog, WriteLocks
-from agent_memory.domain.reading import Reading
 from agent_memory.domain.results import validated
-from agent_memory.domain.search.searching import Searching
-from agent_memory.domain.stores import Stores
 from agent_memory.domain.tenancy import Guard, check_pin
-from agent_memory.domain.transfer import Transfer
-from agent_memory.domain.writing import Writing
+from agent_memory.domain.views import (
+    CategorySummary,
+    Export,
+    ImportReport,
+    Listing,
+    MemoryView,
+    Progress,
+    PruneReport,
+    ReindexReport,
+    SearchResults,
+    Status,
+    StoreOutline,
+    StoreSummary,
+    quiet,
+)
 
 __all__ = ["MemoryService", "SearchPolicy"]
 
-P = ParamSpec("P")
-R = TypeVar("R")
-U = TypeVar("U")
-
-
-class _HandedTo(Generic[U, P, R]):
-    """A MemoryService method that hands each call to a use-case unit's method, with that method's signature.
-
-    `service.create(command)` runs `Writing(service's context).create(command)`; `MemoryService.create` is
-    the same call with the service as first argument. The signature and docstring are the unit method's.
-    """
-
-    def __init__(self, unit: Callable[[Context], U], method: Callable[Concatenate[U, P], R]) -> None:
-        self.unit, self.method = unit, method
-        self.__doc__ = method.__doc__
-
-    @overload
-    def __get__(self, service: None, owner: type[MemoryService]) -> Callable[Concatenate[MemoryService, P], R]: ...
-
-    @overload
-    def __get__(self, service: MemoryService, owner: type[MemoryService]) -> Callable[P, R]: ...
-
-    def __get__(self, service: MemoryService | None, owner: type[MemoryService]) -> Callable[..., R]:
-        if service is None:
-            return update_wrapper(partial(_call_on, self), self.method)
-        return partial(self.method, self.unit(service.context))
-
-
-def _call_on(handed: _HandedTo[Any, P, R], service: MemoryService, *args: P.args, **kwargs: P.kwargs) -> R:
-    return handed.method(handed.unit(service.context), *args, **kwargs)
+T = TypeVar("T")
 
 
 @frozen(kw_only=True)
 class MemoryService:
     """The use cases over the ports. Every method returns a Result; none raises for bad input.
 
-    Each method is a unit's — Writing, Reading, Searching, Stores, Maintenance or Transfer — and every unit
-    runs on the one `Context` (the ports, the policy and the pin) built from these fields.
+    A door hands commands to `dispatch(service, command)` (domain/dispatch.py), which runs the command's handler
+    on the one `Context` (the ports, the policy and the pin) built from these fields; the named methods below
+    build a command and do the same, for Python callers.
     """
 
     catalog: StoreCatalog
@@ -98,31 +82,172 @@ class MemoryService:
             lambda pin: self.context.guard(pin).map(lambda guard: evolve(self, tenant=guard))
         )
 
-    create = _HandedTo(Writing, Writing.create)
-    create_many = _HandedTo(Writing, Writing.create_many)
-    add = _HandedTo(Writing, Writing.add)
-    update = _HandedTo(Writing, Writing.update)
-    move = _HandedTo(Writing, Writing.move)
-    reinforce = _HandedTo(Writing, Writing.reinforce)
-    delete = _HandedTo(Writing, Writing.delete)
-    remove = _HandedTo(Writing, Writing.remove)
+    def dispatch(self, command: c.Asks[T]) -> Result[T, DomainError]:
+        """Run a command's handler on this service (the same as `dispatch(service, command)`)."""
+        return dispatch(self, command)
 
-    get = _HandedTo(Reading, Reading.get)
-    list = _HandedTo(Reading, Reading.list)
-    recent = _HandedTo(Reading, Reading.recent)
-    search = _HandedTo(Searching, Searching.search)
+    # --- the use cases by name, each a command dispatched (for Python callers and tests) -----------------------
 
-    list_stores = _HandedTo(Stores, Stores.list_stores)
-    create_store = _HandedTo(Stores, Stores.create_store)
-    create_category = _HandedTo(Stores, Stores.create_category)
-    describe_category = _HandedTo(Stores, Stores.describe_category)
-    delete_category = _HandedTo(Stores, Stores.delete_category)
+    def create(self, command: c.CreateMemory) -> Result[MemoryView, DomainError]:
+        """Store a new memory (at its path, which must be free, when it has one)."""
+        return dispatch(self, command)
 
-    status = _HandedTo(Maintenance, Maintenance.status)
-    prune = _HandedTo(Maintenance, Maintenance.prune)
-    reindex = _HandedTo(Maintenance, Maintenance.reindex)
+    def create_many(self, commands: Sequence[c.CreateMemory]) -> Result[builtins.list[MemoryView], DomainError]:
+        """Store a batch: all validated before any is written, each store's part as one unit."""
+        return dispatch(self, c.CreateMemories(memories=tuple(commands)))
 
-    export = _HandedTo(Transfer, Transfer.export)
-    export_outlines = _HandedTo(Transfer, Transfer.export_outlines)
-    import_outlines = _HandedTo(Transfer, Transfer.import_outlines)
-    import_memories = _HandedTo(Transfer, Transfer.import_memories)
+    def add(self, command: c.CreateMemory) -> Result[MemoryView, DomainError]:
+        """Create a memory at its path, which must be given and free."""
+        if command.path is None:
+            return Failure(invalid_input("add needs a path like 'category/slug'."))
+        return dispatch(self, command)
+
+    def update(self, command: c.UpdateMemory) -> Result[MemoryView, DomainError]:
+        return dispatch(self, command)
+
+    def search(self, command: c.SearchMemories) -> Result[SearchResults, DomainError]:
+        return dispatch(self, command)
+
+    def move(
+        self,
+        ref: str,
+        destination: str,
+        *,
+        store: str | None = None,
+        namespace: tuple[str, ...] | None = None,
+        include_expired: bool = False,
+    ) -> Result[MemoryView, DomainError]:
+        moved = c.MoveMemory(
+            ref=ref, destination=destination, store=store, namespace=namespace, include_expired=include_expired
+        )
+        return dispatch(self, moved)
+
+    def reinforce(
+        self, ref: str, *, store: str | None = None, namespace: tuple[str, ...] | None = None
+    ) -> Result[MemoryView, DomainError]:
+        return dispatch(self, c.ReinforceMemory(ref=ref, store=store, namespace=namespace))
+
+    def delete(
+        self,
+        ref: str,
+        *,
+        store: str | None = None,
+        namespace: tuple[str, ...] | None = None,
+        include_expired: bool = False,
+    ) -> Result[Memory, DomainError]:
+        return dispatch(
+            self, c.DeleteMemory(ref=ref, store=store, namespace=namespace, include_expired=include_expired)
+        )
+
+    def remove(
+        self, ref: str, *, store: str | None = None, namespace: tuple[str, ...] | None = None
+    ) -> Result[Memory, DomainError]:
+        return dispatch(self, c.RemoveMemory(ref=ref, store=store, namespace=namespace))
+
+    def get(
+        self,
+        ref: str,
+        *,
+        store: str | None = None,
+        include_expired: bool = False,
+        namespace: tuple[str, ...] | None = None,
+    ) -> Result[MemoryView, DomainError]:
+        return dispatch(self, c.GetMemory(ref=ref, store=store, include_expired=include_expired, namespace=namespace))
+
+    def recent(
+        self,
+        *,
+        store: str | None = None,
+        limit: int = 5,
+        category: str | None = None,
+        include_expired: bool = False,
+        namespace: tuple[str, ...] | None = None,
+    ) -> Result[tuple[MemoryView, ...], DomainError]:
+        asked = c.RecentMemories(
+            store=store, limit=limit, category=category, include_expired=include_expired, namespace=namespace
+        )
+        return dispatch(self, asked)
+
+    def list_stores(self, *, namespace: tuple[str, ...] | None = None) -> Result[tuple[StoreSummary, ...], DomainError]:
+        return dispatch(self, c.ListStores(namespace=namespace))
+
+    def create_store(self, name: str) -> Result[StoreSummary, DomainError]:
+        return dispatch(self, c.CreateStore(name=name))
+
+    def create_category(
+        self,
+        category: str,
+        *,
+        description: str = "",
+        store: str | None = None,
+        namespace: tuple[str, ...] | None = None,
+    ) -> Result[CategorySummary, DomainError]:
+        made = c.CreateCategory(category=category, description=description, store=store, namespace=namespace)
+        return dispatch(self, made)
+
+    def describe_category(
+        self, category: str, description: str, *, store: str | None = None, namespace: tuple[str, ...] | None = None
+    ) -> Result[CategorySummary, DomainError]:
+        described = c.DescribeCategory(category=category, description=description, store=store, namespace=namespace)
+        return dispatch(self, described)
+
+    def delete_category(
+        self, category: str, *, store: str | None = None, namespace: tuple[str, ...] | None = None
+    ) -> Result[CategorySummary, DomainError]:
+        return dispatch(self, c.DeleteCategory(category=category, store=store, namespace=namespace))
+
+    def status(
+        self, *, store: str | None = None, namespace: tuple[str, ...] | None = None
+    ) -> Result[Status, DomainError]:
+        return dispatch(self, c.StoreStatus(store=store, namespace=namespace))
+
+    def prune(
+        self, *, store: str | None = None, dry_run: bool = False, namespace: tuple[str, ...] | None = None
+    ) -> Result[PruneReport, DomainError]:
+        return dispatch(self, c.PruneMemories(store=store, dry_run=dry_run, namespace=namespace))
+
+    def reindex(self, *, store: str | None = None) -> Result[ReindexReport, DomainError]:
+        return dispatch(self, c.ReindexStore(store=store))
+
+    def export(self, *, stores: Sequence[str] | None = None) -> Result[builtins.list[Memory], DomainError]:
+        """Every memory of the given stores (all when None), soft-deleted and expired ones too."""
+        return self._exported(stores).map(lambda exported: builtins.list(exported.memories))
+
+    def export_outlines(
+        self, *, stores: Sequence[str] | None = None
+    ) -> Result[builtins.list[StoreOutline], DomainError]:
+        """Every given store (all when None) with its registered categories and their descriptions."""
+        return self._exported(stores).map(lambda exported: builtins.list(exported.outlines))
+
+    def _exported(self, stores: Sequence[str] | None) -> Result[Export, DomainError]:
+        return dispatch(self, c.ExportMemories(stores=None if stores is None else tuple(stores)))
+
+    def import_outlines(self, outlines: Sequence[StoreOutline]) -> Result[int, DomainError]:
+        """Create each store and register its categories with their descriptions; idempotent. The stores made."""
+        return dispatch(self, c.ImportMemories(outlines=tuple(outlines))).map(lambda report: report.stores)
+
+    def import_memories(
+        self, memories: Sequence[Memory], *, progress: Progress = quiet
+    ) -> Result[ImportReport, DomainError]:
+        """Write memories exactly as given (ids, timestamps, flags); an id already present is replaced."""
+        return dispatch(self, c.ImportMemories(memories=tuple(memories), progress=progress))
+
+    def list(
+        self,
+        category: str | None = None,
+        *,
+        store: str | None = None,
+        include_expired: bool = False,
+        namespace: tuple[str, ...] | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> Result[Listing, DomainError]:
+        listed = c.ListMemories(
+            category=category,
+            store=store,
+            include_expired=include_expired,
+            namespace=namespace,
+            limit=limit,
+            offset=offset,
+        )
+        return dispatch(self, listed)

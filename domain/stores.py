@@ -1,4 +1,4 @@
-"""The store and category commands: list and create stores; create, describe and delete categories."""
+"""The store and category handlers: list and create stores; create, describe and delete categories."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from attrs import frozen
 from returns.iterables import Fold
 from returns.result import Failure, Result, Success
 
+from agent_memory.domain.commands import CreateCategory, CreateStore, DeleteCategory, DescribeCategory, ListStores
 from agent_memory.domain.context import Context, under
 from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
 from agent_memory.domain.filters import MemoryFilter
@@ -20,24 +21,86 @@ from agent_memory.domain.tenancy import Guard, guarded_only
 from agent_memory.domain.views import CategorySummary, StoreSummary
 
 
+def list_stores(ctx: Context, command: ListStores) -> Result[tuple[StoreSummary, ...], DomainError]:
+    """Every store with its live memories counted as `memory status` counts them, and its soft-deleted and
+    expired ones beside them (under a namespace, only its own)."""
+
+    def summaries(guard: Guard, names: list[str]) -> Result[tuple[StoreSummary, ...], DomainError]:
+        return Fold.collect([Stores(ctx)._summary(name, guard) for name in names], Success(()))
+
+    return ctx.guard(command.namespace).bind(
+        lambda guard: ctx.catalog.names().bind(lambda names: summaries(guard, names))
+    )
+
+
+def create_store(ctx: Context, command: CreateStore) -> Result[StoreSummary, DomainError]:
+    """Create an empty store; DESTINATION_EXISTS if there is one by that name."""
+    name = command.name
+
+    def create(checked: str) -> Result[StoreSummary, DomainError]:
+        return ctx.catalog.names().bind(lambda existing: Stores(ctx)._created(checked, existing))
+
+    return ctx.exclusive(name, lambda: validated(lambda: check_store_name(name)).bind(create))
+
+
+def create_category(ctx: Context, command: CreateCategory) -> Result[CategorySummary, DomainError]:
+    """Register a category (the store is created if missing); creating one that exists is a no-op.
+
+    The registry belongs to the store, not to a tenant: under a namespace it is INVALID_OPERATION
+    (a tenant's categories are the paths of its memories)."""
+    name, description, steps = command.store or ctx.policy.default_store, command.description, Stores(ctx)
+    if len(description) > MAX_DESCRIPTION:
+        return Failure(invalid_input(f"A description has at most {MAX_DESCRIPTION} characters."))
+
+    def register(path: CategoryPath) -> Result[CategorySummary, DomainError]:
+        return (
+            ctx.open(name, create=True)
+            .bind(lambda _: ctx.registry(name))
+            .bind(lambda registry: _put_keeping_description(registry, path, description))
+            .bind(lambda _: steps._category_exists(name, path, None))
+        )
+
+    return steps._in_registry(name, command.namespace, "Registering a category", command.category, register)
+
+
+def describe_category(ctx: Context, command: DescribeCategory) -> Result[CategorySummary, DomainError]:
+    """Set a category's description (at most 500 characters); INVALID_OPERATION under a namespace."""
+    name, description, steps = command.store or ctx.policy.default_store, command.description, Stores(ctx)
+    if len(description) > MAX_DESCRIPTION:
+        return Failure(
+            invalid_input(f"The description is {len(description)} characters; the limit is {MAX_DESCRIPTION}.")
+        )
+
+    def describe(path: CategoryPath) -> Result[CategorySummary, DomainError]:
+        return (
+            steps._category_exists(name, path, None)
+            .bind(lambda _: ctx.registry(name))
+            .bind(lambda registry: registry.put(path, description))
+            .bind(lambda _: steps._category_exists(name, path, None))
+        )
+
+    return steps._in_registry(name, command.namespace, "A category description", command.category, describe)
+
+
+def delete_category(ctx: Context, command: DeleteCategory) -> Result[CategorySummary, DomainError]:
+    """Delete a non-root category with its subcategories and memories, for good.
+
+    Under a namespace: only that namespace's memories under it, and never the store's registry."""
+    name = command.store or ctx.policy.default_store
+
+    def delete(guard: Guard) -> Result[CategorySummary, DomainError]:
+        return parse_category_path(command.category).bind(lambda path: Stores(ctx)._deleted(name, path, guard))
+
+    return ctx.exclusive(name, lambda: ctx.guard(command.namespace).bind(delete))
+
+
 @frozen
 class Stores:
-    """list_stores and create_store; create_category, describe_category and delete_category."""
+    """The steps the store and category handlers share."""
 
     ctx: Context
 
     # --- stores -------------------------------------------------------------------------------
-
-    def list_stores(self, *, namespace: Sequence[str] | None = None) -> Result[tuple[StoreSummary, ...], DomainError]:
-        """Every store with its live memories counted as `memory status` counts them, and its soft-deleted and
-        expired ones beside them (under a namespace, only its own)."""
-
-        def summaries(guard: Guard, names: list[str]) -> Result[tuple[StoreSummary, ...], DomainError]:
-            return Fold.collect([self._summary(name, guard) for name in names], Success(()))
-
-        return self.ctx.guard(namespace).bind(
-            lambda guard: self.ctx.catalog.names().bind(lambda names: summaries(guard, names))
-        )
 
     def _summary(self, name: str, guard: Guard) -> Result[StoreSummary, DomainError]:
         return (
@@ -45,14 +108,6 @@ class Stores:
             .bind(lambda opened: self.ctx.census(opened, guard))
             .map(lambda census: StoreSummary(name, census.live, census.deleted, census.expired))
         )
-
-    def create_store(self, name: str) -> Result[StoreSummary, DomainError]:
-        """Create an empty store; DESTINATION_EXISTS if there is one by that name."""
-
-        def create(checked: str) -> Result[StoreSummary, DomainError]:
-            return self.ctx.catalog.names().bind(lambda existing: self._created(checked, existing))
-
-        return self.ctx.exclusive(name, lambda: validated(lambda: check_store_name(name)).bind(create))
 
     def _created(self, checked: str, existing: list[str]) -> Result[StoreSummary, DomainError]:
         if checked in existing:
@@ -62,65 +117,6 @@ class Stores:
         return self.ctx.catalog.open(checked, create=True).map(lambda _: StoreSummary(checked, 0))
 
     # --- categories ---------------------------------------------------------------------------
-
-    def create_category(
-        self,
-        category: str,
-        *,
-        description: str = "",
-        store: str | None = None,
-        namespace: Sequence[str] | None = None,
-    ) -> Result[CategorySummary, DomainError]:
-        """Register a category (the store is created if missing); creating one that exists is a no-op.
-
-        The registry belongs to the store, not to a tenant: under a namespace it is INVALID_OPERATION
-        (a tenant's categories are the paths of its memories)."""
-        name = store or self.ctx.policy.default_store
-        if len(description) > MAX_DESCRIPTION:
-            return Failure(invalid_input(f"A description has at most {MAX_DESCRIPTION} characters."))
-
-        def register(path: CategoryPath) -> Result[CategorySummary, DomainError]:
-            return (
-                self.ctx.open(name, create=True)
-                .bind(lambda _: self.ctx.registry(name))
-                .bind(lambda registry: _put_keeping_description(registry, path, description))
-                .bind(lambda _: self._category_exists(name, path, None))
-            )
-
-        return self._in_registry(name, namespace, "Registering a category", category, register)
-
-    def describe_category(
-        self, category: str, description: str, *, store: str | None = None, namespace: Sequence[str] | None = None
-    ) -> Result[CategorySummary, DomainError]:
-        """Set a category's description (at most 500 characters); INVALID_OPERATION under a namespace."""
-        name = store or self.ctx.policy.default_store
-        if len(description) > MAX_DESCRIPTION:
-            return Failure(
-                invalid_input(f"The description is {len(description)} characters; the limit is {MAX_DESCRIPTION}.")
-            )
-
-        def describe(path: CategoryPath) -> Result[CategorySummary, DomainError]:
-            return (
-                self._category_exists(name, path, None)
-                .bind(lambda _: self.ctx.registry(name))
-                .bind(lambda registry: registry.put(path, description))
-                .bind(lambda _: self._category_exists(name, path, None))
-            )
-
-        return self._in_registry(name, namespace, "A category description", category, describe)
-
-    def delete_category(
-        self, category: str, *, store: str | None = None, namespace: Sequence[str] | None = None
-    ) -> Result[CategorySummary, DomainError]:
-        """Delete a non-root category with its subcategories and memories, for good.
-
-        Under a namespace: only that namespace's memories under it, and never the store's registry."""
-        name = store or self.ctx.policy.default_store
-
-        def delete(guard: Guard) -> Result[CategorySummary, DomainError]:
-            return parse_category_path(category).bind(lambda path: self._deleted(name, path, guard))
-
-        return self.ctx.exclusive(name, lambda: self.ctx.guard(namespace).bind(delete))
 
     def _deleted(self, name: str, path: CategoryPath, guard: Guard) -> Result[CategorySummary, DomainError]:
         if len(path.segments) == 1:

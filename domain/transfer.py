@@ -1,15 +1,16 @@
-"""Export and import: every memory of a store with all its fields, and idempotent import by id."""
+"""The export and import handlers: every memory of a store with all its fields, and idempotent import by id."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
 
-from attrs import frozen
+from attrs import evolve, frozen
 from returns.iterables import Fold
 from returns.result import Failure, Result, Success
 
+from agent_memory.domain.commands import ExportMemories, ImportMemories
 from agent_memory.domain.context import Context, keyword_entry
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
@@ -18,21 +19,11 @@ from agent_memory.domain.paths import CategoryPath, parse_category_path
 from agent_memory.domain.ports import CategoryRegistry, PendingBatch, VectorStore
 from agent_memory.domain.results import in_turn, validated
 from agent_memory.domain.tenancy import guarded_only
+from agent_memory.domain.views import Export, ImportReport, Progress, StoreOutline
+
+__all__ = ["Export", "ImportReport", "StoreOutline", "Transfer", "export_memories", "import_memories"]
 
 IMPORT_BATCH = 256
-Progress = Callable[[int, int], None]
-
-
-@frozen
-class ImportReport:
-    """How many memories an import created and how many it replaced (same id seen before)."""
-
-    created: int
-    replaced: int
-
-
-def _quiet(_done: int, _total: int) -> None:
-    return None
 
 
 class _Tally:
@@ -48,20 +39,29 @@ class _Tally:
         self.progress(self.created + self.replaced, self.total)
 
 
-@frozen
-class StoreOutline:
-    """What export carries of a store beside its memories: its name and registered categories (path → description).
+def export_memories(ctx: Context, command: ExportMemories) -> Result[Export, DomainError]:
+    """Every given store (all when None) with its registered categories and their descriptions, then every memory
+    of those stores: soft-deleted and expired ones too."""
+    steps, stores = Transfer(ctx), command.stores
+    return steps.export_outlines(stores=stores).bind(
+        lambda outlines: steps.export(stores=stores).map(lambda memories: Export(tuple(outlines), tuple(memories)))
+    )
 
-    It is how an empty store, an empty category and every category description survive a move between backends.
-    """
 
-    name: str
-    categories: Mapping[str, str]
+def import_memories(ctx: Context, command: ImportMemories) -> Result[ImportReport, DomainError]:
+    """Create each outlined store and register its categories (idempotent), then write the memories exactly as
+    given (ids, timestamps, flags); an id already present is replaced. Each store's part is one unit."""
+    steps = Transfer(ctx)
+    return steps.import_outlines(command.outlines).bind(
+        lambda stores: steps.import_memories(command.memories, progress=command.progress).map(
+            lambda report: evolve(report, stores=stores)
+        )
+    )
 
 
 @frozen
 class Transfer:
-    """export and import (issue: moving between backends loses nothing)."""
+    """The steps of export and import (issue: moving between backends loses nothing)."""
 
     ctx: Context
 
@@ -123,9 +123,7 @@ class Transfer:
 
         return self.ctx.open(name, create=True).bind(lambda _: self.ctx.catalog.categories(name)).bind(put_all)
 
-    def import_memories(
-        self, memories: Sequence[Memory], *, progress: Progress = _quiet
-    ) -> Result[ImportReport, DomainError]:
+    def import_memories(self, memories: Sequence[Memory], *, progress: Progress) -> Result[ImportReport, DomainError]:
         """Write memories exactly as given (ids, timestamps, flags); an id already present is replaced."""
         by_store: dict[str, list[Memory]] = {}
         for memory in memories:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from attrs import field, frozen
 
@@ -105,3 +105,40 @@ class StoreSummary:
     memory_count: int  # live, as Status.memory_count
     deleted_count: int = 0
     expired_count: int = 0
+
+
+Progress = Callable[[int, int], None]  # (memories done, memories in all), called as an import goes
+
+
+def quiet(_done: int, _total: int) -> None:
+    """The progress of an import nobody watches."""
+    return None
+
+
+@frozen
+class ImportReport:
+    """How many memories an import created and how many it replaced (same id seen before), and how many stores
+    its outlines made or confirmed."""
+
+    created: int
+    replaced: int
+    stores: int = 0
+
+
+@frozen
+class StoreOutline:
+    """What export carries of a store beside its memories: its name and registered categories (path → description).
+
+    It is how an empty store, an empty category and every category description survive a move between backends.
+    """
+
+    name: str
+    categories: Mapping[str, str]
+
+
+@frozen
+class Export:
+    """What export gives: each store's outline, then every memory of those stores (in creation order per store)."""
+
+    outlines: tuple[StoreOutline, ...]
+    memories: tuple[Memory, ...]

@@ -1,4 +1,4 @@
-"""The use cases that write one memory or a batch: create, add, update, move, reinforce, delete, remove."""
+"""The handlers that write one memory or a batch: create (at a free path or not), update, move, reinforce, delete, remove."""
 
 from __future__ import annotations
 
@@ -11,7 +11,15 @@ from attrs import evolve, frozen
 from returns.iterables import Fold
 from returns.result import Failure, Result, Success
 
-from agent_memory.domain.commands import CreateMemory, UpdateMemory
+from agent_memory.domain.commands import (
+    CreateMemories,
+    CreateMemory,
+    DeleteMemory,
+    MoveMemory,
+    ReinforceMemory,
+    RemoveMemory,
+    UpdateMemory,
+)
 from agent_memory.domain.context import Context, optional_path
 from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
 from agent_memory.domain.model import DecayPolicy, Memory, check_store_name, new_memory_id, parse_decay_policy
@@ -24,39 +32,40 @@ from agent_memory.domain.views import MemoryView
 SCOPE_AND_CONTENT = ("content", "tags", "source", "citations", "agent", "personality", "project", "type", "global_")
 
 
+def create_memory(ctx: Context, command: CreateMemory) -> Result[MemoryView, DomainError]:
+    """Store a new memory with a fresh UUID; its confidence starts at 1.0. With a path, the path must be free
+    (DESTINATION_EXISTS otherwise); the store and categories come into being as needed."""
+    if command.path is None:
+        return _create_many(ctx, [command]).map(lambda views: views[0])
+    raw_path = command.path
+    return ctx.exclusive(
+        command.store,
+        lambda: (
+            new_memory_namespace(ctx.tenant, command.namespace)
+            .bind(lambda _: parse_memory_path(raw_path))
+            # the batch refuses a taken path (per namespace) under the same lock: one check, not two
+            .bind(lambda path: _create_many(ctx, [evolve(command, path=str(path))]))
+            .map(lambda views: views[0])
+        ),
+    )
+
+
+def create_memories(ctx: Context, command: CreateMemories) -> Result[list[MemoryView], DomainError]:
+    """Store a batch with one embedding call per store; all are validated before any is written."""
+    return _create_many(ctx, command.memories)
+
+
+def _create_many(ctx: Context, commands: Sequence[CreateMemory]) -> Result[list[MemoryView], DomainError]:
+    steps, now = Writing(ctx), ctx.clock.now()
+    built = Fold.collect([steps._new_memory(command, now) for command in commands], Success(()))
+    return built.bind(steps._write_batch)
+
+
 @frozen
 class Writing:
-    """create, create_many, add, update, move, reinforce, delete (soft) and remove (for good)."""
+    """The steps the writing handlers share (create, update, move, reinforce, delete, remove), on one context."""
 
     ctx: Context
-
-    # --- create -----------------------------------------------------------------------------
-
-    def create(self, command: CreateMemory) -> Result[MemoryView, DomainError]:
-        """Store a new memory with a fresh UUID; its confidence starts at 1.0."""
-        return self.create_many([command]).map(lambda views: views[0])
-
-    def create_many(self, commands: Sequence[CreateMemory]) -> Result[list[MemoryView], DomainError]:
-        """Store a batch with one embedding call per store; all are validated before any is written."""
-        now = self.ctx.clock.now()
-        built = Fold.collect([self._new_memory(command, now) for command in commands], Success(()))
-        return built.bind(self._write_batch)
-
-    def add(self, command: CreateMemory) -> Result[MemoryView, DomainError]:
-        """Create a memory at a path; the store and categories come into being as needed."""
-        raw_path = command.path
-        if raw_path is None:
-            return Failure(invalid_input("add needs a path like 'category/slug'."))
-        return self.ctx.exclusive(
-            command.store,
-            lambda: (
-                new_memory_namespace(self.ctx.tenant, command.namespace)
-                .bind(lambda _: parse_memory_path(raw_path))
-                # create_many refuses a taken path (per namespace) under the same lock: one check, not two
-                .bind(lambda path: self.create_many([evolve(command, path=str(path))]))
-                .map(lambda views: views[0])
-            ),
-        )
 
     def _new_memory(self, command: CreateMemory, now: datetime) -> Result[Memory, DomainError]:
         created = command.created_at or now
@@ -120,13 +129,7 @@ class Writing:
             )
         )
 
-    # --- update / move --------------------------------------------------------------------------
-
-    def update(self, command: UpdateMemory) -> Result[MemoryView, DomainError]:
-        """Change content or metadata; content changes are re-embedded. Nothing to change is an error."""
-        return _changes(command).bind(
-            lambda fields: self.ctx.exclusive(command.store, lambda: self._updated(command, fields))
-        )
+    # --- update / move: the steps -------------------------------------------------------------------
 
     def _updated(self, command: UpdateMemory, fields: dict[str, Any]) -> Result[MemoryView, DomainError]:
         loaded = self.ctx.load_live(
@@ -159,26 +162,6 @@ class Writing:
             )
         return written.bind(lambda _: self.ctx.reindex_words(before, after))
 
-    def move(
-        self,
-        ref: str,
-        destination: str,
-        *,
-        store: str | None = None,
-        namespace: Sequence[str] | None = None,
-        include_expired: bool = False,
-    ) -> Result[MemoryView, DomainError]:
-        """Give a memory a new path; DESTINATION_EXISTS if taken; moving onto itself changes nothing.
-
-        An expired memory is MEMORY_EXPIRED unless include_expired (as for get)."""
-
-        def load_and_move(target: MemoryPath) -> Result[MemoryView, DomainError]:
-            return self.ctx.load_live(
-                ref, store, include_expired=include_expired, namespace=namespace, doing="move"
-            ).bind(lambda memory: self._relocated(memory, target))
-
-        return self.ctx.exclusive(store, lambda: parse_memory_path(destination).bind(load_and_move))
-
     def _relocated(self, memory: Memory, target: MemoryPath) -> Result[MemoryView, DomainError]:
         if memory.path == target:
             return Success(self.ctx.view(memory))
@@ -191,18 +174,7 @@ class Writing:
             .map(lambda _: self.ctx.view(moved))
         )
 
-    # --- reinforce / delete / remove --------------------------------------------------------------
-
-    def reinforce(
-        self, memory_id: str, *, store: str | None = None, namespace: Sequence[str] | None = None
-    ) -> Result[MemoryView, DomainError]:
-        """Reset a reinforceable memory's decay to now; stable and contextual ones refuse."""
-        return self.ctx.exclusive(
-            store,
-            lambda: self.ctx.load_live(memory_id, store, include_expired=False, namespace=namespace).bind(
-                self._reinforced
-            ),
-        )
+    # --- reinforce / delete / remove: the steps -----------------------------------------------------
 
     def _reinforced(self, memory: Memory) -> Result[MemoryView, DomainError]:
         if memory.decay_policy is DecayPolicy.STABLE:
@@ -225,25 +197,6 @@ class Writing:
         reinforced = evolve(memory, last_reinforced_at=self.ctx.clock.now())
         return self.ctx.save_metadata(reinforced).map(lambda _: self.ctx.view(reinforced))
 
-    def delete(
-        self,
-        memory_id: str,
-        *,
-        store: str | None = None,
-        namespace: Sequence[str] | None = None,
-        include_expired: bool = False,
-    ) -> Result[Memory, DomainError]:
-        """Soft delete: the memory stays stored with deleted=true and never surfaces again.
-
-        An expired memory is MEMORY_EXPIRED unless include_expired (as for get); `remove` and `prune` are
-        the ways to get rid of expired memories for good."""
-        return self.ctx.exclusive(
-            store,
-            lambda: self.ctx.load_ref(memory_id, store, namespace=namespace).bind(
-                lambda memory: self._soft_deleted(memory, include_expired=include_expired)
-            ),
-        )
-
     def _soft_deleted(self, memory: Memory, *, include_expired: bool) -> Result[Memory, DomainError]:
         if memory.deleted:
             return Failure(
@@ -255,12 +208,6 @@ class Writing:
         gone = evolve(memory, deleted=True, deleted_at=self.ctx.clock.now())
         return self.ctx.save_metadata(gone).map(lambda _: gone)
 
-    def remove(
-        self, ref: str, *, store: str | None = None, namespace: Sequence[str] | None = None
-    ) -> Result[Memory, DomainError]:
-        """Delete for good (MCP remove_memory), soft-deleted or not."""
-        return self.ctx.exclusive(store, lambda: self.ctx.load_ref(ref, store, namespace=namespace).bind(self._removed))
-
     def _removed(self, memory: Memory) -> Result[Memory, DomainError]:
         return (
             self.ctx.open(memory.store, create=False)
@@ -268,6 +215,60 @@ class Writing:
             .bind(lambda _: self.ctx.unindex_keywords(memory.store, [memory.id]))
             .map(lambda _: memory)
         )
+
+
+def update_memory(ctx: Context, command: UpdateMemory) -> Result[MemoryView, DomainError]:
+    """Change content or metadata; content changes are re-embedded. Nothing to change is an error."""
+    return _changes(command).bind(
+        lambda fields: ctx.exclusive(command.store, lambda: Writing(ctx)._updated(command, fields))
+    )
+
+
+def move_memory(ctx: Context, command: MoveMemory) -> Result[MemoryView, DomainError]:
+    """Give a memory a new path; DESTINATION_EXISTS if taken; moving onto itself changes nothing.
+
+    An expired memory is MEMORY_EXPIRED unless include_expired (as for get)."""
+    store = command.store
+
+    def load_and_move(target: MemoryPath) -> Result[MemoryView, DomainError]:
+        return ctx.load_live(
+            command.ref, store, include_expired=command.include_expired, namespace=command.namespace, doing="move"
+        ).bind(lambda memory: Writing(ctx)._relocated(memory, target))
+
+    return ctx.exclusive(store, lambda: parse_memory_path(command.destination).bind(load_and_move))
+
+
+def reinforce_memory(ctx: Context, command: ReinforceMemory) -> Result[MemoryView, DomainError]:
+    """Reset a reinforceable memory's decay to now; stable and contextual ones refuse."""
+    store = command.store
+    return ctx.exclusive(
+        store,
+        lambda: ctx.load_live(command.ref, store, include_expired=False, namespace=command.namespace).bind(
+            Writing(ctx)._reinforced
+        ),
+    )
+
+
+def delete_memory(ctx: Context, command: DeleteMemory) -> Result[Memory, DomainError]:
+    """Soft delete: the memory stays stored with deleted=true and never surfaces again.
+
+    An expired memory is MEMORY_EXPIRED unless include_expired (as for get); `remove` and `prune` are
+    the ways to get rid of expired memories for good."""
+    store = command.store
+    return ctx.exclusive(
+        store,
+        lambda: ctx.load_ref(command.ref, store, namespace=command.namespace).bind(
+            lambda memory: Writing(ctx)._soft_deleted(memory, include_expired=command.include_expired)
+        ),
+    )
+
+
+def remove_memory(ctx: Context, command: RemoveMemory) -> Result[Memory, DomainError]:
+    """Delete for good (MCP remove_memory), soft-deleted or not."""
+    store = command.store
+    return ctx.exclusive(
+        store, lambda: ctx.load_ref(command.ref, store, namespace=command.namespace).bind(Writing(ctx)._removed)
+    )
 
 
 def _changes(command: UpdateMemory) -> Result[dict[str, Any], DomainError]:

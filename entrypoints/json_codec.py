@@ -91,6 +91,13 @@ def status_json(status: Status) -> dict[str, Any]:
     return body | {"problems": list(status.problems)} if status.problems else body
 
 
+def outcome_json(outcome: Any) -> dict[str, Any]:
+    """Any command's answer as JSON, for a command no door presents in its own shape: its attrs fields as an object
+    (a memory's as `memory_json` gives them), anything else as {"result": …}."""
+    data = JSON.unstructure(outcome)
+    return data if isinstance(data, dict) else {"result": data}
+
+
 def error_json(error: DomainError) -> dict[str, Any]:
     """The CLI's error body: {"error": message} as spec 000 shows it, and the code a script can branch on."""
     return {"error": error.message, "code": error.code.value}

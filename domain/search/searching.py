@@ -1,4 +1,4 @@
-"""The search use case: a plan from the command, then semantic fetching or the hybrid and keyword blend."""
+"""The search handler: a plan from the command, then semantic fetching or the hybrid and keyword blend."""
 
 from __future__ import annotations
 
@@ -39,6 +39,12 @@ def _page_problem(limit: int, offset: int) -> str | None:
 
 
 Links = dict[str, tuple[str | None, str | None]]  # a memory's previous and next neighbour in its thread
+
+
+def search_memories(ctx: Context, command: SearchMemories) -> Result[SearchResults, DomainError]:
+    """Search under the filters: hybrid (default), semantic or keyword; hits offset … offset + limit of the
+    ranking (`limit` of them whenever that many qualify), and whether more qualify after them."""
+    return Searching(ctx).search(command)
 
 
 @frozen

@@ -61,11 +61,11 @@ def run(argv: Sequence[str], *, env: Mapping[str, str] | None = None, services: 
         return SERVERS[args.command](args)
 
     from agent_memory.entrypoints.bootstrap import build_service
-    from agent_memory.entrypoints.cli.handlers import HANDLERS
+    from agent_memory.entrypoints.cli.handlers import handler_for
     from agent_memory.entrypoints.settings import load_settings
 
     fmt: str = getattr(args, "format", "json")
-    handler, render = HANDLERS[args.command]
+    handler, render = handler_for(args.command)
     build: Services = services or build_service
     loaded = load_settings(_settings_flags(args), env)
     outcome: Result[int, int] = loaded.alt(lambda error: _refuse(error)).bind(

@@ -12,11 +12,11 @@ from returns.result import Failure, Result, Success
 
 from agent_memory.domain import commands as c
 from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
-from agent_memory.domain.dispatch import dispatch
+from agent_memory.domain.dispatch import commands, dispatch
 from agent_memory.domain.errors import DomainError, invalid_input
 from agent_memory.domain.model import Memory
 from agent_memory.domain.service import MemoryService
-from agent_memory.domain.transfer import StoreOutline
+from agent_memory.domain.views import StoreOutline
 from agent_memory.entrypoints import json_codec as out
 from agent_memory.entrypoints.cli import text_format as text
 from agent_memory.entrypoints.cli.parser import manifest_entry
@@ -49,7 +49,7 @@ def _utf8(body: str, where: str) -> Result[str, DomainError]:
     return Success(body)
 
 
-_C = TypeVar("_C", bound=c.Command)
+_C = TypeVar("_C", bound=c.Asks[Any])
 
 
 def _labels(raw: str, kind: str) -> tuple[str, ...]:
@@ -98,7 +98,7 @@ def _create_jsonl(service: MemoryService, args: argparse.Namespace) -> Outcome:
     source = _read_stdin("JSON Lines") if args.jsonl == "-" else _read_file(args.jsonl)
     return (
         source.bind(lambda body: _commands_from_jsonl(body, getattr(args, "store", None)))
-        .bind(lambda commands: service.create_many(commands))
+        .bind(lambda commands: dispatch(service, c.CreateMemories(memories=tuple(commands))))
         .map(lambda views: {"created": [v.memory.id for v in views], "count": len(views)})
     )
 
@@ -153,7 +153,7 @@ def add(service: MemoryService, args: argparse.Namespace) -> Outcome:
     content: Result[str, DomainError] = (
         Success(args.content) if args.content not in (None, "-") else _read_stdin("content")
     )
-    return content.bind(lambda text_: dispatch(service, command_from(c.AddMemory, "add", args, content=text_))).map(
+    return content.bind(lambda text_: dispatch(service, command_from(CreateMemory, "add", args, content=text_))).map(
         out.view_json
     )
 
@@ -232,13 +232,10 @@ def category(service: MemoryService, args: argparse.Namespace) -> Outcome:
 def export(service: MemoryService, args: argparse.Namespace) -> Outcome:
     """One `{"kind": "store", …}` line per store (its categories and descriptions), then one line per memory."""
     chosen = getattr(args, "store", None)
-    stores = None if chosen is None else [chosen]
-    lines = service.export_outlines(stores=stores).bind(
-        lambda outlines: service.export(stores=stores).map(
-            lambda memories: (
-                [jsonl_line(_outline_json(o)) for o in outlines],
-                [jsonl_line(out.memory_json(m)) for m in memories],
-            )
+    lines = dispatch(service, c.ExportMemories(stores=None if chosen is None else (chosen,))).map(
+        lambda exported: (
+            [jsonl_line(_outline_json(o)) for o in exported.outlines],
+            [jsonl_line(out.memory_json(m)) for m in exported.memories],
         )
     )
     readable = getattr(args, "format", "json") == "text"
@@ -263,16 +260,23 @@ def _write_file(target: str, outlines: list[str], memories: list[str]) -> Outcom
 def import_(service: MemoryService, args: argparse.Namespace) -> Outcome:
     body = _read_stdin("JSON Lines") if args.input == "-" else _read_file(args.input)
     target = getattr(args, "store", None)
-    return body.bind(lambda text_: _records_from_jsonl(text_, target)).bind(
-        lambda records: service.import_outlines(records[0]).bind(
-            lambda stores: service.import_memories(records[1], progress=_progress_bar("imported")).map(
-                lambda report: {
-                    "created": report.created,
-                    "replaced": report.replaced,
-                    "count": report.created + report.replaced,
-                    "stores": stores,
-                }
+    return (
+        body.bind(lambda text_: _records_from_jsonl(text_, target))
+        .bind(
+            lambda records: dispatch(
+                service,
+                c.ImportMemories(
+                    outlines=tuple(records[0]), memories=tuple(records[1]), progress=_progress_bar("imported")
+                ),
             )
+        )
+        .map(
+            lambda report: {
+                "created": report.created,
+                "replaced": report.replaced,
+                "count": report.created + report.replaced,
+                "stores": report.stores,
+            }
         )
     )
 
@@ -352,6 +356,20 @@ def jsonl(payload: Payload) -> str:
 
 
 RAW_RENDERERS = {jsonl}
+
+
+def _any_command(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    """A subcommand made from a table command no CliSpec presents: its flags build the command, its answer's
+    fields are the JSON (cli/manifest.table_specs)."""
+    name = args.command
+    kind = next(kind for kind in commands() if c.command_name(kind).replace("_", "-") == name)
+    return dispatch(service, command_from(kind, name, args)).map(out.outcome_json)
+
+
+def handler_for(subcommand: str) -> tuple[Handler, Callable[[Payload], str]]:
+    """The handler and text renderer of a subcommand: its own below, or the table's for a command with no CliSpec."""
+    return HANDLERS.get(subcommand, (_any_command, text.generic))
+
 
 HANDLERS: dict[str, tuple[Handler, Callable[[Payload], str]]] = {
     "create": (create, text.created),

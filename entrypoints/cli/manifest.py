@@ -4,7 +4,8 @@ The light client must not import attrs or the domain to parse its arguments, so 
 JSON manifest written from the commands' fields and FieldDocs. A `CliSpec` per subcommand holds presentation only
 (the CLI's ToolSpec): the command it runs, its positional fields, flag renames, CLI wording where a field's sentence
 is written for JSON callers, the fields it leaves out and why, and options only the CLI has. Every other field of the
-command becomes a flag with no edit here. Regenerate after changing a command:
+command becomes a flag with no edit here, and a command of the table that no spec presents becomes a subcommand of
+its own name (`table_specs`). Regenerate after changing a command:
 
     python -m agent_memory.entrypoints.cli.manifest --write
 """
@@ -22,6 +23,7 @@ from typing import Any
 from attrs import NOTHING, Attribute, field, frozen
 
 from agent_memory.domain import commands as c
+from agent_memory.domain.dispatch import commands
 
 MANIFEST_PATH = Path(__file__).with_name("manifest.json")
 WRITE_COMMAND = "python -m agent_memory.entrypoints.cli.manifest --write"
@@ -51,16 +53,24 @@ class CliSpec:
 
     name: str  # "create", or "store create" under the group "store"
     help: str
-    command: type[c.Command] | None = None  # None: a CLI-only subcommand (export, mcp, …) or a group
+    command: type[c.Asks[Any]] | None = None  # None: a CLI-only subcommand (mcp, serve, …) or a group
+    also: tuple[type[c.Asks[Any]], ...] = ()  # other commands it runs (create --jsonl: CreateMemories)
     positional: tuple[str, ...] = ()  # command fields taken as positionals, in order
     names: Mapping[str, str] = field(factory=dict)  # field → the CLI's name for it (flag without --, or positional)
     wording: Mapping[str, str] = field(factory=dict)  # field → CLI help where the FieldDoc's sentence would mislead
     omit: Mapping[str, str] = field(factory=dict)  # field → why the CLI leaves it out
     negatable: frozenset[str] = frozenset()  # bool fields offered as --x / --no-x
     optional: frozenset[str] = frozenset()  # required fields the CLI may go without (the door fills them)
+    required: frozenset[str] = frozenset()  # optional fields the CLI requires (add: path)
     domain_checks_choices: frozenset[str] = frozenset()  # choices the use case refuses in its own words
     extra: tuple[Option, ...] = ()  # options only the CLI has
     group: str | None = None  # a group's dest for its action (store_command); a group has no arguments
+
+
+def _help(text: str) -> str:
+    """A FieldDoc sentence as CLI help: lowercase start (unless an acronym), no final full stop."""
+    text = text.removesuffix(".")
+    return text[0].lower() + text[1:] if len(text) > 1 and text[1].islower() else text
 
 
 _CONTENT_STDIN = "the memory's text ('-' or omitted reads stdin)"
@@ -72,14 +82,14 @@ _WORDING_METADATA = {
 }
 
 
-def _on_one_memory(name: str, help: str, command: type[c.Command], **presentation: Any) -> CliSpec:
+def _on_one_memory(name: str, help: str, command: type[c.Asks[Any]], **presentation: Any) -> CliSpec:
     """A subcommand acting on one memory, named by the positional `id` (its id or path); tenants are REST's and
     MCP's. `presentation` adds to that (more positionals, wording)."""
     presentation.setdefault("positional", ("ref",))
     return CliSpec(name=name, help=help, command=command, names=_REF, omit={"namespace": _TENANT}, **presentation)
 
 
-def _on_category(name: str, help: str, command: type[c.Command], *positional: str) -> CliSpec:
+def _on_category(name: str, help: str, command: type[c.Asks[Any]], *positional: str) -> CliSpec:
     """A `memory category …` subcommand: the category is the positional `path`, then `positional`."""
     return CliSpec(
         name=name,
@@ -96,6 +106,7 @@ SPECS: tuple[CliSpec, ...] = (
         name="create",
         help="store a new memory (content '-' reads stdin)",
         command=c.CreateMemory,
+        also=(c.CreateMemories,),
         positional=("content",),
         names={"decay_policy": "decay", "global_": "global"},
         wording={
@@ -112,10 +123,10 @@ SPECS: tuple[CliSpec, ...] = (
     CliSpec(
         name="add",
         help="create a memory at a path (category/…/slug)",
-        command=c.AddMemory,
+        command=c.CreateMemory,
         positional=("path",),
         names={"decay_policy": "decay"},
-        wording={"content": _CONTENT_STDIN, **_WORDING_METADATA},
+        wording={"content": _CONTENT_STDIN, "path": _help(c.ADD_PATH), **_WORDING_METADATA},
         omit={
             "global_": "`memory create --global`",
             "namespace": _TENANT,
@@ -123,6 +134,7 @@ SPECS: tuple[CliSpec, ...] = (
             "created_at": _IMPORT_ONLY,
         },
         optional=frozenset({"content"}),
+        required=frozenset({"path"}),
         domain_checks_choices=frozenset({"decay_policy"}),
     ),
     CliSpec(
@@ -203,11 +215,19 @@ SPECS: tuple[CliSpec, ...] = (
     CliSpec(
         name="export",
         help="write memories as JSON Lines (all stores unless --store)",
+        command=c.ExportMemories,
+        omit={"stores": "--store exports one store; all stores without it"},
         extra=(Option(name="--output", default="-", help="file to write ('-' for stdout, the default)"),),
     ),
     CliSpec(
         name="import",
         help="read JSON Lines from export; idempotent by id",
+        command=c.ImportMemories,
+        omit={
+            "outlines": "read from the input's store lines",
+            "memories": "read from the input's memory lines",
+            "progress": "a counter on stderr when it is a terminal",
+        },
         extra=(Option(name="input", nargs="?", default="-", help="file to read ('-' for stdin, the default)"),),
     ),
     CliSpec(name="store", help="list or create stores", group="store_command"),
@@ -278,6 +298,17 @@ SPECS: tuple[CliSpec, ...] = (
 )
 
 
+def table_specs(specs: tuple[CliSpec, ...] = SPECS) -> tuple[CliSpec, ...]:
+    """A subcommand for each command of the table (read now: a command registered after import is in it) that no
+    spec presents: named as the command (CountMemories → count-memories), its docstring as help, every field a flag."""
+    presented = {kind for spec in specs for kind in (spec.command, *spec.also) if kind is not None}
+    return tuple(
+        CliSpec(name=c.command_name(kind).replace("_", "-"), help=_help(c.command_doc(kind)), command=kind)
+        for kind in commands()
+        if kind not in presented
+    )
+
+
 def _kind(attribute: Attribute[Any], hints: Mapping[str, Any]) -> str:
     """The CLI's type for a field: str, int, float, bool, list, timestamp, or namespace ('/'-separated labels;
     `namespace_filter` drops empty labels, for a field that filters rather than places)."""
@@ -294,12 +325,6 @@ def _kind(attribute: Attribute[Any], hints: Mapping[str, Any]) -> str:
     return kinds[found]
 
 
-def _help(text: str) -> str:
-    """A FieldDoc sentence as CLI help: lowercase start (unless an acronym), no final full stop."""
-    text = text.removesuffix(".")
-    return text[0].lower() + text[1:] if len(text) > 1 and text[1].islower() else text
-
-
 def _argument(spec: CliSpec, attribute: Attribute[Any], hints: Mapping[str, Any]) -> dict[str, Any]:
     name, kind, doc = attribute.name, _kind(attribute, hints), c.field_doc(attribute)
     cli_name = spec.names.get(name, name).replace("_", "-")
@@ -310,7 +335,7 @@ def _argument(spec: CliSpec, attribute: Attribute[Any], hints: Mapping[str, Any]
     dest = name if kind == "list" or name == "global_" else cli_name.replace("-", "_")
     if kind == "list" and name not in spec.names:
         cli_name = cli_name.removesuffix("s")  # --tag, --citation: one per flag, repeated
-    required = c.is_required(attribute) and name not in spec.optional
+    required = (c.is_required(attribute) or name in spec.required) and name not in spec.optional
     return {
         "field": name,
         "name": cli_name if positional else f"--{cli_name}",
@@ -371,8 +396,22 @@ def subcommand(spec: CliSpec) -> dict[str, Any]:
 
 
 def manifest(specs: tuple[CliSpec, ...] = SPECS) -> dict[str, Any]:
-    """The whole manifest, as cli_parser reads it."""
-    return {"generated_by": WRITE_COMMAND, "subcommands": [subcommand(spec) for spec in specs]}
+    """The whole manifest, as cli_parser reads it: the specs' subcommands and one for each table command no spec
+    presents, and the names of the table's commands (a command registered later is added at run time:
+    cli_parser.build_parser)."""
+    every = (*specs, *table_specs(specs))
+    return {
+        "generated_by": WRITE_COMMAND,
+        "commands": [kind.__name__ for kind in commands()],
+        "subcommands": [subcommand(spec) for spec in every],
+    }
+
+
+def live_entries(known: list[str]) -> list[dict[str, Any]]:
+    """The subcommands of table commands registered since the manifest was written (not among `known`)."""
+    return [
+        subcommand(spec) for spec in table_specs() if spec.command is not None and spec.command.__name__ not in known
+    ]
 
 
 def manifest_text(specs: tuple[CliSpec, ...] = SPECS) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, NoReturn
@@ -53,7 +54,7 @@ class DamagedInstall(UsageError):
 
 
 def load_manifest(path: str | None = None) -> dict[str, Any]:
-    """The arguments of every subcommand, generated from the command table by cli_manifest.py (stdlib only here:
+    """The arguments of every subcommand, generated from the command table by cli/manifest.py (stdlib only here:
     the client parses without importing attrs or the domain)."""
     where = path or MANIFEST
 
@@ -75,9 +76,21 @@ def load_manifest(path: str | None = None) -> dict[str, Any]:
 
 def manifest_entry(name: str, manifest: dict[str, Any] | None = None) -> dict[str, Any]:
     """One subcommand's manifest entry ("create", "store create"): its command, arguments and common fields."""
-    found = manifest or _shipped()
+    found = manifest or with_table(_shipped())
     entry: dict[str, Any] = next(entry for entry in found["subcommands"] if entry["name"] == name)
     return entry
+
+
+def with_table(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The manifest and, when the domain is loaded in this process (the memory server, or `--no-server`), a
+    subcommand for each command registered in the table since the manifest was written. The thin client, which
+    never loads the domain, parses with the shipped manifest alone."""
+    if "agent_memory.domain.dispatch" not in sys.modules:
+        return manifest
+    from agent_memory.entrypoints.cli.manifest import live_entries
+
+    added = live_entries(manifest.get("commands", []))
+    return {**manifest, "subcommands": [*manifest["subcommands"], *added]} if added else manifest
 
 
 _SHIPPED: dict[str, Any] = {}
@@ -135,5 +148,5 @@ def build_parser(manifest: dict[str, Any] | None = None) -> JsonArgumentParser:
     parser = JsonArgumentParser(prog="memory", description="Long-term memory for AI agents.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     _common(parser)
-    _add_subcommands(parser, manifest or _shipped())
+    _add_subcommands(parser, manifest or with_table(_shipped()))
     return parser

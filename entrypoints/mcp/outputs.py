@@ -92,6 +92,7 @@ _CATEGORY = _object({"path": _TEXT, "memory_count": _COUNT, "description": _null
 _COMPACT = _object({"path": _PATH, "id": _TEXT, "tokens": _COUNT, "updated_at": _TEXT})
 
 SCHEMAS: dict[str, Schema] = {  # the answer kinds the tools render (mcp_tools.ToolSpec.output names one)
+    "any": {"type": "object"},  # a command with no ToolSpec: its answer's fields (json_codec.outcome_json)
     "view": view_schema(),
     "deleted": _object({"id": _TEXT, "deleted": _FLAG}),
     "removed": _object({"id": _TEXT, "path": _PATH, "removed": _FLAG}),

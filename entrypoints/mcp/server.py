@@ -340,7 +340,9 @@ def build_mcp_server(
     `lock` serialises its calls with other users of the same service (the memory server's CLI requests)."""
     callers = Callers(service, tenancy or Tenancy())
     tools = _Tools(callers.default, default_store, lock)
-    built = [*(_generated_tool(spec, tools) for spec in SPECS), *(_agent_tool(name, tools) for name in AGENT_TOOLS)]
+    from agent_memory.entrypoints.mcp.tools import tool_specs  # the table's commands, read now
+
+    built = [*(_generated_tool(spec, tools) for spec in tool_specs()), *(_agent_tool(n, tools) for n in AGENT_TOOLS)]
     server = _Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, tools=built, callers=callers)
     add_resources(server, lambda: tools.service, tools.locked, tool_error_text)
     add_prompts(server, lambda: tools.service, default_store, tools.locked, tool_error_text)

@@ -2,8 +2,8 @@
 
 A `ToolSpec` says which command a tool runs and how it is presented (its wire names for some fields, the fields it
 does not show, door defaults, the JSON it answers with); the arguments, their descriptions, bounds and choices all
-come from the command (domain/commands.py), and the call goes through the one dispatcher. Adding a field to a
-command adds it to its tool with no edit here.
+come from the command (domain/commands.py), and the call goes through the table (domain/dispatch.py). Adding a field
+to a command adds it to its tool, and a command added to the table is a tool of its own name, with no edit here.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pydantic import Field, create_model
 from returns.result import Failure, Result, Success
 
 from agent_memory.domain import commands as c
-from agent_memory.domain.dispatch import dispatch
+from agent_memory.domain.dispatch import commands, dispatch
 from agent_memory.domain.errors import DomainError, invalid_input
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints import json_codec as out
@@ -42,12 +42,14 @@ class ToolSpec:
     """One MCP tool: the command it runs and how the MCP door presents it (never what it does)."""
 
     name: str
-    command: type[c.Command]
+    command: type[c.Asks[Any]]
     title: str
     description: str
     render: Render
     wire: Mapping[str, str] = field(factory=dict)  # command field → the tool's argument name
     omit: frozenset[str] = frozenset()  # command fields the tool does not take
+    required: frozenset[str] = frozenset()  # optional command fields the tool requires (add_memory: path)
+    wording: Mapping[str, str] = field(factory=dict)  # field → the tool's sentence where the command's would mislead
     defaults: Mapping[str, Any] = field(factory=dict)  # door defaults, e.g. a listing's page size
     output: str = "view"  # the answer's kind: its schema is mcp_outputs.SCHEMAS[output]
     read_only: bool = False
@@ -80,13 +82,15 @@ _SCOPES = frozenset({"thread", "created_at"})  # set by imports and batch writer
 SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="add_memory",
-        command=c.AddMemory,
+        command=c.CreateMemory,
         title="Add a memory",
         description="Create a memory at a path ('category/…/slug'). The store and categories are created if missing. "
         "Fails with DESTINATION_EXISTS if the path is taken (use update_memory then).",
         render=_view,
         wire={"global_": "global"},
         omit=_SCOPES,
+        required=frozenset({"path"}),
+        wording={"path": c.ADD_PATH},
     ),
     ToolSpec(
         name="get_memory",
@@ -267,6 +271,35 @@ SPECS: tuple[ToolSpec, ...] = (
 )
 
 
+# table commands no tool offers, each with its reason (every other command of the table is a tool: `tool_specs`)
+NOT_TOOLS: Mapping[type[c.Asks[Any]], str] = {
+    c.CreateMemories: "its memories are records: an agent creates one memory per add_memory call",
+    c.ExportMemories: "a whole-store dump is the operator's (`memory export`), not an agent's tool",
+    c.ImportMemories: "its memories and progress are records and a callback (`memory import`)",
+    c.StoreStatus: "the operator's health check (`memory status`, REST GET /status), not an agent's",
+}
+
+
+def tool_specs() -> tuple[ToolSpec, ...]:
+    """Every tool: the specs above, then one for each command of the table (read now: a command registered after
+    import is in it) that no spec presents and NOT_TOOLS does not leave out, presented as it is."""
+    presented = {spec.command for spec in SPECS} | set(NOT_TOOLS)
+    return (*SPECS, *(_plain_spec(kind) for kind in commands() if kind not in presented))
+
+
+def _plain_spec(kind: type[c.Asks[Any]]) -> ToolSpec:
+    name = c.command_name(kind)
+    return ToolSpec(
+        name=name,
+        command=kind,
+        title=c.command_doc(kind).split(". ")[0].removesuffix("."),
+        description=c.command_doc(kind),
+        render=_by(out.outcome_json),
+        wire={"global_": "global"} if "global_" in {a.name for a in c.command_fields(kind)} else {},
+        output="any",
+    )
+
+
 # the namespaced agent tools (spec 003), written by hand: they resolve a namespace from LangMem's config keys
 AGENT_TOOLS: dict[str, tuple[str, str, bool, bool]] = {  # name: (title, description, read-only, destructive)
     "manage_memory": (
@@ -328,7 +361,7 @@ def argument_model(spec: ToolSpec) -> type[ArgModelBase]:
         if attribute.name in spec.omit:
             continue
         described = c.field_doc(attribute)
-        required = c.is_required(attribute)
+        required = c.is_required(attribute) or attribute.name in spec.required
         default = spec.defaults.get(attribute.name, ... if required else attribute.default)
         if isinstance(default, tuple):
             default = list(default)
@@ -342,7 +375,9 @@ def argument_model(spec: ToolSpec) -> type[ArgModelBase]:
         elif required and hints[attribute.name] is str and attribute.name in _NON_EMPTY:
             constraints["min_length"] = 1
         hint = hints[attribute.name]
-        text = described.text
+        if attribute.name in spec.required:
+            hint = next(arg for arg in typing.get_args(hint) if arg is not type(None))
+        text = spec.wording.get(attribute.name, described.text)
         if attribute.name == "ref" and spec.alternates:  # one of path_or_id and its alternates, checked on call
             hint, default = hint | None, None
             text += f" Or give it as {' or '.join(spec.alternates)}."
@@ -360,7 +395,7 @@ def argument_model(spec: ToolSpec) -> type[ArgModelBase]:
     return create_model(f"{spec.command.__name__}Arguments", __base__=ArgModelBase, **definitions)
 
 
-def command_from(spec: ToolSpec, arguments: Mapping[str, Any], default_store: str) -> Result[c.Command, DomainError]:
+def command_from(spec: ToolSpec, arguments: Mapping[str, Any], default_store: str) -> Result[c.Asks[Any], DomainError]:
     """The command a validated call asks for (arguments by wire name, as the SDK hands them over)."""
     by_field = {name: arguments[spec.wire.get(name, name)] for name in _shown_fields(spec)}
     if spec.alternates:
@@ -403,4 +438,14 @@ def _is_timestamp(hint: Any) -> bool:
     return hint is datetime or datetime in typing.get_args(hint)
 
 
-__all__ = ["AGENT_TOOLS", "SPECS", "ToolSpec", "argument_model", "command_from", "run_tool", "tool_annotations"]
+__all__ = [
+    "AGENT_TOOLS",
+    "NOT_TOOLS",
+    "SPECS",
+    "ToolSpec",
+    "argument_model",
+    "command_from",
+    "run_tool",
+    "tool_annotations",
+    "tool_specs",
+]

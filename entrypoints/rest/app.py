@@ -38,6 +38,7 @@ from agent_memory.entrypoints.rest.admin import ADMIN_ROUTES
 from agent_memory.entrypoints.rest.docs import OfflineDocsPlugin
 from agent_memory.entrypoints.rest.memories import MEMORY_ROUTES
 from agent_memory.entrypoints.rest.replies import Door, Payload, error_body
+from agent_memory.entrypoints.rest.table import TABLE_ROUTES
 from agent_memory.entrypoints.rest.web_ui import UI_ROUTES
 from agent_memory.entrypoints.settings import Settings
 from agent_memory.entrypoints.tenancy import UNAUTHORIZED, Tenancy
@@ -60,7 +61,7 @@ HTTP_CODES: Mapping[int, str] = {
 }
 
 
-HANDLERS = [*MEMORY_ROUTES, *ADMIN_ROUTES, *UI_ROUTES]  # the page (/ui) only calls the routes before it
+HANDLERS = [*MEMORY_ROUTES, *ADMIN_ROUTES, *TABLE_ROUTES, *UI_ROUTES]  # the page (/ui) only calls the routes before it
 
 
 # --- errors Litestar raises, and the ones nobody expected ----------------------------------------
@@ -213,7 +214,7 @@ def _openapi(secured: bool) -> OpenAPIConfig:
         render_plugins=[OfflineDocsPlugin(path="/")],  # no CDN: the page works offline
         openapi_router=Router(DOCS_PATH, route_handlers=[], opt={"public": True}, include_in_schema=False),
         use_handler_docstrings=True,
-        tags=[Tag(name=name) for name in ("memories", "maintenance", "stores", "categories", "health")],
+        tags=[Tag(name=name) for name in ("memories", "maintenance", "stores", "categories", "commands", "health")],
         components=Components(security_schemes={"bearer": SecurityScheme(type="http", scheme="bearer")}),
         security=[{"bearer": []}] if secured else None,
     )

@@ -185,13 +185,6 @@ def update_in_utc(command: UpdateMemory) -> Result[UpdateMemory, DomainError]:
     return _utc("expires_at", command.expires_at).map(lambda expires: attrs.evolve(command, expires_at=expires))
 
 
-def placed(command: CreateMemory) -> CreateMemory | c.AddMemory:
-    """A body with a path asks for add (its path must be free; store and categories are made as needed)."""
-    if command.path is None:
-        return command
-    return c.AddMemory(**{**attrs.asdict(command, recurse=False), "path": command.path})
-
-
 def check_page(name: str, value: int | None, least: int, most: int, source: str) -> None:
     """A limit or offset out of its range is a 400, as Litestar answers one in the query of GET /memories."""
     if value is not None and not least <= value <= most:

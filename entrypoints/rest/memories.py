@@ -34,7 +34,6 @@ from agent_memory.entrypoints.rest.bodies import (
     check_page,
     create_in_utc,
     path_ref,
-    placed,
     search_command,
     update_in_utc,
 )
@@ -67,7 +66,7 @@ async def create_memory(
     """Store a new memory. With `path` it is created at that path (409 DESTINATION_EXISTS if taken)."""
     command = data.create_instance(store=store)
     return await door.reply(
-        lambda service: create_in_utc(command).bind(lambda ready: dispatch(service, placed(ready))),
+        lambda service: create_in_utc(command).bind(lambda ready: dispatch(service, ready)),
         out.view_json,
         201,
         lambda view: with_store(f"/memories/{view.memory.id}", store),

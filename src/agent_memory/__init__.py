@@ -13,14 +13,16 @@ from agent_memory._version import __version__
 
 if TYPE_CHECKING:
     from agent_memory.domain.commands import (
-        AddMemory,
         CreateCategory,
+        CreateMemories,
         CreateMemory,
         CreateStore,
         DeleteCategory,
         DeleteMemory,
         DescribeCategory,
+        ExportMemories,
         GetMemory,
+        ImportMemories,
         ListMemories,
         ListStores,
         MoveMemory,
@@ -43,7 +45,9 @@ if TYPE_CHECKING:
 
 # public name -> the module that defines it
 _EXPORTS = {
-    "AddMemory": "agent_memory.domain.commands",
+    "CreateMemories": "agent_memory.domain.commands",
+    "ExportMemories": "agent_memory.domain.commands",
+    "ImportMemories": "agent_memory.domain.commands",
     "CreateCategory": "agent_memory.domain.commands",
     "CreateStore": "agent_memory.domain.commands",
     "DeleteCategory": "agent_memory.domain.commands",
@@ -78,8 +82,8 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "AddMemory",
     "CreateCategory",
+    "CreateMemories",
     "CreateMemory",
     "CreateStore",
     "DecayPolicy",
@@ -88,7 +92,9 @@ __all__ = [
     "DescribeCategory",
     "DomainError",
     "ErrorCode",
+    "ExportMemories",
     "GetMemory",
+    "ImportMemories",
     "ListMemories",
     "ListStores",
     "Memory",

@@ -12,6 +12,7 @@ import pytest
 
 from agent_memory.adapters.clock import FixedClock
 from agent_memory.domain.commands import CreateMemory, SearchMemories
+from agent_memory.domain.dispatch import HANDLERS
 from agent_memory.domain.model import Memory
 from agent_memory.domain.namespaces import ConfigurationError
 from agent_memory.domain.service import MemoryService
@@ -302,23 +303,18 @@ def test_bad_filters_are_value_errors(search: MemoryTool, bad_filter: Any, expec
         search(query="anything", filter=bad_filter, config=U1)
 
 
-class SpyService:
-    """Records the search commands the tool sends, then runs them on the real service."""
-
-    def __init__(self, service: MemoryService) -> None:
-        self.service = service
-        self.commands: list[SearchMemories] = []
-
-    def search(self, command: SearchMemories) -> Any:
-        self.commands.append(command)
-        return self.service.search(command)
-
-
-def test_plain_equalities_are_pushed_to_the_service_and_search_is_hybrid(service: MemoryService) -> None:
-    spy = SpyService(service)
-    tool = create_search_memory_tool(service=spy)  # type: ignore[arg-type]
+def test_plain_equalities_are_pushed_to_the_service_and_search_is_hybrid(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search commands the tool sends are recorded on their way to the real handler."""
+    sent: list[SearchMemories] = []
+    handler = HANDLERS[SearchMemories]
+    monkeypatch.setitem(
+        HANDLERS, SearchMemories, lambda context, command: sent.append(command) or handler(context, command)
+    )
+    tool = create_search_memory_tool(service=service)
     tool(query="anything", filter={"category": "preference", "tags": "ui", "global": False}, config=U1)
-    command = spy.commands[0]
+    command = sent[0]
     assert (command.type, command.tags, command.global_) == ("preference", ("ui",), False)
     assert command.namespace == ("user", "u-1")
     assert command.mode == "hybrid"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agent_memory.domain.commands import CreateMemory, SearchMemories
+from agent_memory.domain.context import Context
 from agent_memory.domain.model import Memory
 from agent_memory.domain.namespaces import ConfigurationError
 from agent_memory.domain.service import MemoryService
@@ -157,19 +157,20 @@ def test_a_good_typed_call_sets_type_and_tags(lc_manage: Any, lc_search: Any, se
 
 
 class ThreadSpy:
-    """Records the thread each service call runs on, then runs it on the real service."""
+    """Records the thread each command is dispatched on (dispatch reads the service's context there), then runs it
+    on the real service."""
 
     def __init__(self, service: MemoryService) -> None:
         self.service = service
         self.threads: list[threading.Thread] = []
 
-    def create(self, command: CreateMemory) -> Any:
+    @property
+    def context(self) -> Context:
         self.threads.append(threading.current_thread())
-        return self.service.create(command)
+        return self.service.context
 
-    def search(self, command: SearchMemories) -> Any:
-        self.threads.append(threading.current_thread())
-        return self.service.search(command)
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.service, name)
 
 
 def test_async_variants_run_the_service_in_a_worker_thread(service: MemoryService) -> None:

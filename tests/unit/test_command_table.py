@@ -11,29 +11,34 @@ from returns.result import Failure, Success
 from agent_memory.adapters.clock import FixedClock
 from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog
 from agent_memory.domain import commands as c
-from agent_memory.domain.dispatch import dispatch
+from agent_memory.domain.dispatch import commands, dispatch
 from agent_memory.domain.errors import ErrorCode
 from agent_memory.domain.service import MemoryService, SearchPolicy
+from agent_memory.domain.views import StoreOutline
 from agent_memory.entrypoints.mcp.tools import SPECS, ToolSpec, argument_model, run_tool
 
 
 def test_every_command_field_describes_itself() -> None:
-    for command in c.COMMANDS:
+    for command in commands():
         for attribute in c.command_fields(command):
             assert c.field_doc(attribute).text, f"{command.__name__}.{attribute.name} has no description"
 
 
-def test_the_table_names_every_command_of_the_union() -> None:
-    assert set(c.COMMANDS) == set(typing.get_args(c.Command))
+def test_every_command_of_the_module_has_a_handler() -> None:
+    declared = {kind for kind in vars(c).values() if isinstance(kind, type) and issubclass(kind, c.Asks)} - {c.Asks}
+    assert declared == set(commands())
 
 
 def test_every_command_reaches_its_use_case(service: MemoryService, clock: FixedClock) -> None:
     """A scenario through the dispatcher alone: each command does what its use case does."""
-    made = dispatch(service, c.AddMemory(content="Tabs over spaces", path="prefs/editor", decay_policy="reinforceable"))
+    made = dispatch(
+        service, c.CreateMemory(content="Tabs over spaces", path="prefs/editor", decay_policy="reinforceable")
+    )
     assert isinstance(made, Success)
     memory_id = made.unwrap().memory.id
     steps: list[c.Command] = [
         c.CreateMemory(content="Deploys happen on Fridays", type="decision"),
+        c.CreateMemories(memories=(c.CreateMemory(content="One"), c.CreateMemory(content="Two", path="notes/two"))),
         c.GetMemory(ref="prefs/editor"),
         c.UpdateMemory(ref=memory_id, tags=("style",)),
         c.SearchMemories(query="tabs", limit=5),
@@ -51,6 +56,8 @@ def test_every_command_reaches_its_use_case(service: MemoryService, clock: Fixed
         c.PruneMemories(dry_run=True),
         c.DeleteMemory(ref="prefs/indent"),
         c.RemoveMemory(ref=memory_id),
+        c.ExportMemories(),
+        c.ImportMemories(outlines=(StoreOutline("moved", {"notes": "Notes"}),)),
     ]
     outcomes = {}
     for step in steps:
@@ -58,7 +65,9 @@ def test_every_command_reaches_its_use_case(service: MemoryService, clock: Fixed
         outcome = dispatch(service, step)
         assert isinstance(outcome, Success), step
         outcomes[type(step)] = outcome.unwrap()
-    assert {type(step) for step in steps} | {c.AddMemory} == set(c.COMMANDS)
+    assert {type(step) for step in steps} == set(commands())
+    assert [view.memory.content for view in outcomes[c.CreateMemories]] == ["One", "Two"]
+    assert len(outcomes[c.ExportMemories].memories) == 3 and outcomes[c.ImportMemories].stores == 1
     assert outcomes[c.UpdateMemory].memory.tags == ("style",)
     assert [hit.memory.id for hit in outcomes[c.SearchMemories].results][:1] == [memory_id]
     assert str(outcomes[c.MoveMemory].memory.path) == "prefs/indent"
@@ -66,6 +75,19 @@ def test_every_command_reaches_its_use_case(service: MemoryService, clock: Fixed
     assert outcomes[c.DescribeCategory].description == "The alpha project"
     gone = dispatch(service, c.GetMemory(ref=memory_id))
     assert isinstance(gone, Failure) and gone.failure().code is ErrorCode.MEMORY_NOT_FOUND
+
+
+def test_one_create_command_a_path_given_must_be_free(service: MemoryService) -> None:
+    def code(command: c.CreateMemory) -> ErrorCode:
+        made = dispatch(service, command)
+        assert isinstance(made, Failure), made
+        return made.failure().code
+
+    placed = dispatch(service, c.CreateMemory(content="Tabs", path="Prefs/Editor")).unwrap()
+    assert str(placed.memory.path) == "prefs/editor"
+    assert code(c.CreateMemory(content="Spaces", path="prefs/editor")) is ErrorCode.DESTINATION_EXISTS
+    assert code(c.CreateMemory(content="Spaces", path="../etc/passwd")) is ErrorCode.INVALID_PATH
+    assert dispatch(service, c.CreateMemory(content="Spaces")).unwrap().memory.path is None
 
 
 def test_a_failure_comes_back_as_the_use_case_gave_it(service: MemoryService) -> None:
@@ -89,7 +111,8 @@ def test_each_tool_shows_its_commands_fields_with_their_descriptions_and_bounds(
                 continue
             shown = properties[spec.wire.get(attribute.name, attribute.name)]
             described = c.field_doc(attribute)
-            assert shown["description"].startswith(described.text), (spec.name, attribute.name)
+            sentence = spec.wording.get(attribute.name, described.text)
+            assert shown["description"].startswith(sentence), (spec.name, attribute.name)
             text = str(shown)
             if described.most is not None:
                 assert f"'maximum': {described.most}" in text, (spec.name, attribute.name)
@@ -128,7 +151,11 @@ def test_a_bad_timestamp_names_the_tools_argument(service: MemoryService) -> Non
 @pytest.mark.parametrize("spec", SPECS, ids=lambda spec: spec.name)
 def test_required_fields_are_required_by_the_tool(spec: ToolSpec) -> None:
     required = set(_schema(spec).get("required", []))
-    expected = {spec.wire.get(a.name, a.name) for a in c.command_fields(spec.command) if c.is_required(a)}
+    expected = {
+        spec.wire.get(a.name, a.name)
+        for a in c.command_fields(spec.command)
+        if c.is_required(a) or a.name in spec.required
+    }
     if spec.alternates:  # the memory is one of path_or_id, path and id: none of them alone is required
         expected -= {spec.wire.get("ref", "ref")}
     assert required == expected - {spec.wire.get(name, name) for name in spec.omit}

@@ -920,6 +920,7 @@ def test_openapi_json_describes_every_route_with_attrs_bodies(client: TestClient
         "/categories",
         "/categories/{path}",
         "/status",
+        "/commands/{name}",
         "/health",
     }
     assert set(schema["paths"]["/memories/{ref}"]) == {"get", "patch", "delete", "post"}
