@@ -53,6 +53,7 @@ class TestChromaEmbedded(VectorStoreContract):
         return attrs.evolve(catalog)
 
 
+@pytest.mark.variant
 class TestChromaEmbeddedWithoutMirror(TestChromaEmbedded):
     """Every search answered by Chroma's own filtered query."""
 
@@ -61,6 +62,7 @@ class TestChromaEmbeddedWithoutMirror(TestChromaEmbedded):
         return attrs.evolve(embedded(tmp_path / "chroma"), mirror_limit=0)
 
 
+@pytest.mark.variant
 class TestChromaEmbeddedMirrored(TestChromaEmbedded):
     """Every search answered by the in-process mirror (adapters.chroma.vector_mirror), built at the first search."""
 

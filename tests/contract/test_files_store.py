@@ -38,6 +38,7 @@ class TestFilesStore(VectorStoreContract):
         assert ok(again.get([m.id for m, _ in kept])) == [m for m, _ in kept]
 
 
+@pytest.mark.variant
 class TestFilesStoreOverQdrant(VectorStoreContract):
     """The same files over another backend's index: the files backend needs only a StoreCatalog for it."""
 

@@ -23,11 +23,11 @@ BACKENDS = ("chroma", "files", "qdrant")
 TARGETS = (*BACKENDS, "chroma-server")
 # how: each command in its own process ("direct", MEMORY_SERVER=off) or through the local memory server ("served")
 MODES = ("direct", "served")
-# the CLI suite's variants: through the server on every target, in-process on the two embedded backends that
-# several processes share (chroma, files). An in-process run differs from a served one in the door, not in the
-# adapter (every adapter's own behaviour is the contract suites'), so the in-process runs on qdrant and a Chroma
-# server (74 of the suite's 296 runs, among CI's slowest tests) repeated what these six variants cover.
-CLI_VARIANTS = (*((target, "served") for target in TARGETS), ("chroma", "direct"), ("files", "direct"))
+# the CLI suite's variants: through the server on every target, and in-process once, on the default backend.
+# An in-process run differs from a served one in the door, not in the adapter (every adapter's own behaviour is
+# the contract suites', and several processes sharing one store is tests/e2e/test_cli_races.py's and the
+# multi-process adapter tests'), so in-process runs on the other targets repeated what these five cover.
+CLI_VARIANTS = (*((target, "served") for target in TARGETS), ("chroma", "direct"))
 SERVER_MODULE = "agent_memory.entrypoints.cli.server.process"
 
 
