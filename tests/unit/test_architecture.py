@@ -100,6 +100,16 @@ def package_modules(package: str) -> list[Path]:
     return modules
 
 
+DOORS = ("cli", "mcp", "rest", "agents", "langgraph")
+MAX_LOOSE_ENTRYPOINTS = 12  # the shared pieces beside the doors: bootstrap, settings, the JSON edge, …
+
+
+def test_each_door_has_its_folder_and_few_modules_are_loose_in_entrypoints() -> None:
+    loose = sorted(path.name for path in (ROOT / "entrypoints").glob("*.py"))
+    assert len(loose) <= MAX_LOOSE_ENTRYPOINTS, loose
+    assert [door for door in DOORS if not (ROOT / "entrypoints" / door / "__init__.py").is_file()] == []
+
+
 @pytest.mark.parametrize("package", PACKAGES)
 def test_no_module_is_over_500_lines(package: str) -> None:
     long = {
