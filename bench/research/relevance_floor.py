@@ -1,6 +1,7 @@
 """Calibrates the relevance floor on LoCoMo (issue 28): what each similarity floor costs in recall@10.
 
     python bench/research/relevance_floor.py --data PATH --unit turns|facts [--floors 0,0.05,0.1,...]
+    python bench/research/relevance_floor.py --data PATH --probes  # short questions in small stores
 
 Ingests like bench/locomo.py, then asks each question once with the floor off (hybrid, 40 deep) and once in
 keyword mode (which memories share a word with it), and replays the floors on those rankings under five rules.
@@ -25,7 +26,7 @@ from typing import Any
 
 from attrs import evolve
 
-from agent_memory.domain.commands import SearchMemories
+from agent_memory.domain.commands import CreateMemory, SearchMemories
 from agent_memory.entrypoints.bootstrap import build_service
 from agent_memory.entrypoints.settings import load_settings
 
@@ -47,6 +48,35 @@ UNRELATED = (
     "What port does PostgreSQL listen on by default?",
     "Who won the 1966 football world cup?",
 )
+
+
+PROBES = (  # small stores and short questions, where LoCoMo's long questions say nothing about the floor
+    (("User prefers Python 🐍",), ("which language?", "nonexistent topic")),
+    (
+        ("User prefers Python for scripting", "The office coffee machine is broken again"),
+        ("which language?", "which programming language does the user like?", "nonexistent topic"),
+    ),
+    (
+        (
+            "The user drinks oat milk flat whites, no sugar.",
+            *(f"Daily note {n}: reviewed the inbox." for n in range(20)),
+        ),
+        ("how does the user take coffee?", "what do you know about me?", "nonexistent topic"),
+    ),
+)
+
+
+def probes() -> dict[str, float]:
+    """Each probe question's best similarity in its small store (--probes)."""
+    best = {}
+    for number, (memories, questions) in enumerate(PROBES):
+        with tempfile.TemporaryDirectory() as home:
+            service = build_service(load_settings({"data_dir": home}, {"HOME": home}).unwrap()).unwrap()
+            service.create_many([CreateMemory(content=text) for text in memories]).unwrap()
+            for question in questions:
+                hits = service.search(SearchMemories(query=question, limit=1, min_similarity=0.0)).unwrap().results
+                best[f"store {number + 1}: {question}"] = round(max((h.similarity for h in hits), default=0.0), 3)
+    return best
 
 
 def unrelated(service: Any, conversations: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -130,7 +160,11 @@ def main() -> None:
     parser.add_argument(
         "--dump", type=Path, help="also write the floor-free rankings here (JSON), to replay other rules"
     )
+    parser.add_argument("--probes", action="store_true", help="only print the small stores' best similarities")
     args = parser.parse_args()
+    if args.probes:
+        print(json.dumps(probes(), indent=1, ensure_ascii=False))
+        return
     conversations = json.loads(args.data.read_text(encoding="utf-8"))
     with tempfile.TemporaryDirectory() as home:
         service = build_service(load_settings({"data_dir": home}, {"HOME": home}).unwrap()).unwrap()
