@@ -167,8 +167,8 @@ class SearchMemories(Asks[SearchResults]):
     min_similarity: float | None = field(
         default=None,
         metadata=doc(
-            "Relevance floor, 0 to 1: the similarity a hit needs (half of it if the hit shares a word with the "
-            "query); default: the min_similarity setting (0: off, the nearest memories however unrelated).",
+            "Relevance floor, 0 to 1: when no hit's similarity reaches it, nothing is related and the search "
+            "finds nothing; default: the min_similarity setting (0.2; 0: off, the nearest memories however unrelated).",
             least=0.0,
             most=1.0,
         ),

@@ -139,14 +139,15 @@ class Searching:
         """Semantic: the store's nearest memories, asking for more until enough pass the confidence floor."""
 
         def qualify(pairs: list[tuple[Memory, float]]) -> Result[SearchResults, DomainError]:
-            related = [(memory, similarity) for memory, similarity in pairs if plan.related(similarity)]
             qualified = [
                 ScoredMemory(memory, round(similarity, 4), conf, round(similarity, 4))
-                for memory, similarity in related
+                for memory, similarity in pairs
                 if (conf := self.ctx.confidence_now(memory)) >= plan.floor
             ]
-            # nearest first: once one falls below the relevance floor, asking deeper finds no related memory
-            if len(qualified) >= plan.limit or len(pairs) < want or len(related) < len(pairs):
+            # nearest first: when the nearest that qualifies is unrelated, so is every memory deeper
+            if qualified and not plan.related(qualified[0].similarity):
+                return Success(SearchResults((), limit=plan.limit))
+            if len(qualified) >= plan.limit or len(pairs) < want:
                 return Success(SearchResults(tuple(qualified[: plan.limit]), limit=plan.limit))
             return self._fetch(store, vector, plan, want * 4)
 
@@ -281,16 +282,14 @@ class Searching:
         return self._keyword_side(store, plan, expansion, DEPTH, reach).map(lambda side: finish(side.scores))
 
     def _results(self, plan: _SearchPlan, sides: _Sides, ranking: list[tuple[str, float]]) -> SearchResults:
-        """The first `limit` of the ranking that are related to the query (the relevance floor, `_SearchPlan.related`):
-        by its own similarity or its thread neighbours' (a thread lends context: a reply is as related as what it
-        answers). A keyword search is words only: every hit shares a word with the query and stays."""
-
-        def similarity(i: str) -> float:
-            neighbours = (n for n in sides.links.get(i, (None, None)) if n)
-            return max((sides.similarity.get(n, 0.0) for n in (i, *neighbours)), default=0.0)
-
-        if plan.mode is not SearchMode.KEYWORD:
-            ranking = [(i, s) for i, s in ranking if plan.related(similarity(i), i in sides.keyword)]
+        """The first `limit` of the ranking, or none when no candidate is related to the query (the relevance floor,
+        `_SearchPlan.related`), by its own similarity or a thread neighbour's (a reply is as related as what it
+        answers). The floor judges the answer, never thins it: every page of one search sees the same candidates.
+        A keyword search is words only: every hit shares a word with the query and stays."""
+        near = {n for i in sides.candidates for n in (i, *sides.links.get(i, (None, None))) if n}
+        best = max((sides.similarity.get(n, 0.0) for n in near), default=0.0)
+        if plan.mode is not SearchMode.KEYWORD and not plan.related(best):
+            ranking = []
         return SearchResults(
             tuple(
                 ScoredMemory(
@@ -396,14 +395,15 @@ class _SearchPlan:
     limit: int
     floor: float
     where: MemoryFilter
-    relevance: float = 0.0  # the relevance floor: the similarity a hit needs (0: every hit is related)
+    relevance: float = 0.0  # the relevance floor: the similarity the best candidate needs (0: off)
     rerank: bool = True  # hybrid and keyword rankings go through the learnt second stage (SearchPolicy.rerank)
 
-    def related(self, similarity: float, shares_a_word: bool = False) -> bool:
-        """Whether a hit is related to the query: its similarity reaches the floor, or half of it when it shares a
-        word with the query (a keyword hit). Calibrated on the LoCoMo dev file (bench/research/relevance_floor.py):
-        similarity alone let common words through less often but cost recall on chat turns."""
-        return self.relevance <= 0.0 or similarity >= (self.relevance / 2 if shares_a_word else self.relevance)
+    def related(self, best: float) -> bool:
+        """Whether a search has anything related to the query: the best candidate's similarity reaches the floor.
+        The floor empties an answer, it never thins one: calibrated on the LoCoMo dev file
+        (bench/research/relevance_floor.py), a floor on each hit cost recall on chat turns and dropped the
+        weakly similar hits that keyword feedback and thread neighbours rightly find."""
+        return self.relevance <= 0.0 or best >= self.relevance
 
     @property
     def thread_prefix(self) -> str | None:

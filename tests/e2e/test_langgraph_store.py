@@ -172,6 +172,11 @@ def test_a_query_ranks_by_hybrid_search_with_scores(filled: MemoryStore) -> None
     assert "u2" not in {item.namespace[1] for item in found}
 
 
+def test_a_query_ranks_every_item_of_the_prefix_however_unrelated(filled: MemoryStore) -> None:
+    """LangGraph's rule, not the product's relevance floor (on by default in these settings)."""
+    assert sorted(keys(filled.search(U1, query="quantum chromodynamics lecture"))) == ["food", "job", "ui"]
+
+
 def test_search_pages_with_limit_and_offset(filled: MemoryStore) -> None:
     for query in (None, "ramen"):
         everything = keys(filled.search(U1, query=query, limit=10))

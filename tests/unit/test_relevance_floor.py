@@ -1,4 +1,5 @@
-"""The relevance floor (issue 28): a search returns nothing when nothing stored is related to the query."""
+"""The relevance floor (issue 28): a search returns nothing when nothing stored is related to the query, and its
+usual ranking otherwise."""
 
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,6 +16,7 @@ from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.ports import Vector
 from agent_memory.domain.search.hybrid import MIN_SIMILARITY
 from agent_memory.domain.service import MemoryService
+from agent_memory.entrypoints.bootstrap import build_service
 from agent_memory.entrypoints.settings import load_settings
 
 # what each text means, as a unit vector: the first two are close (cosine 0.8), the third is unrelated to both
@@ -22,9 +24,10 @@ MEANINGS: dict[str, Vector] = {
     "The user drinks green tea every morning": [1.0, 0.0, 0.0],
     "favourite hot beverage?": [0.8, 0.6, 0.0],
     "quantum chromodynamics lecture": [0.0, 0.0, 1.0],
-    "morning routine": [0.2, 0.0, 0.9798],  # shares a word with the memory, a little of its meaning
     "morning star": [0.05, 0.0, 0.9987],  # shares a word with the memory, means something else
+    "The printer is out of toner": [0.0, 0.0, -1.0],  # unrelated to the tea and the beverage (cosine 0)
 }
+TEA = "The user drinks green tea every morning"
 
 
 @frozen
@@ -67,14 +70,22 @@ def found(service: MemoryService, query: str, **options: object) -> list[str]:
 @pytest.mark.parametrize("mode", ["hybrid", "semantic"])
 def test_an_unrelated_query_finds_nothing_and_a_related_one_finds_the_memory(floored: MemoryService, mode: str) -> None:
     assert found(floored, "quantum chromodynamics lecture", mode=mode) == []
-    assert found(floored, "favourite hot beverage?", mode=mode) == ["The user drinks green tea every morning"]
+    assert found(floored, "favourite hot beverage?", mode=mode) == [TEA]
 
 
-def test_a_shared_word_halves_the_similarity_a_hit_needs(floored: MemoryService) -> None:
-    assert found(floored, "morning routine") == ["The user drinks green tea every morning"]  # 0.2: over 0.3 / 2
-    assert found(floored, "morning routine", mode="semantic") == []  # meaning alone: under the floor
-    assert found(floored, "morning star") == []  # a shared word, but 0.05 is under half the floor
-    assert found(floored, "morning star", mode="keyword") == ["The user drinks green tea every morning"]  # words only
+def test_a_shared_word_alone_is_not_related(floored: MemoryService) -> None:
+    assert found(floored, "morning star") == []  # the word "morning", but a similarity of 0.05
+    assert found(floored, "morning star", mode="keyword") == [TEA]  # words only: no floor
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "semantic"])
+def test_the_floor_empties_an_answer_but_never_thins_one(floored: MemoryService, mode: str) -> None:
+    """Once one memory is related, the usual ranking stands: weaker hits (found through keyword feedback or a
+    thread, or just next in line) stay behind it, on every page."""
+    floored.create(CreateMemory(content="The printer is out of toner")).unwrap()
+    assert found(floored, "favourite hot beverage?", mode=mode) == [TEA, "The printer is out of toner"]
+    assert found(floored, "favourite hot beverage?", mode=mode, limit=1, offset=1) == ["The printer is out of toner"]
+    assert found(floored, "quantum chromodynamics lecture", mode=mode) == []
 
 
 def test_the_floor_is_lowered_or_switched_off_per_call(floored: MemoryService) -> None:
@@ -95,8 +106,26 @@ def test_a_service_built_by_hand_has_no_floor_its_embedder_was_not_calibrated_fo
     assert found(service, "quantum chromodynamics lecture") == ["The user drinks green tea every morning"]
 
 
-def test_the_settings_default_to_no_floor_and_take_one(tmp_path: Path) -> None:
+def test_the_settings_default_to_the_calibrated_floor_and_switch_it_off(tmp_path: Path) -> None:
     home = {"HOME": str(tmp_path)}
-    assert load_settings({}, home).unwrap().min_similarity == MIN_SIMILARITY == 0.0
+    assert load_settings({}, home).unwrap().min_similarity == MIN_SIMILARITY == 0.2
+    assert load_settings({}, {**home, "MEMORY_MIN_SIMILARITY": "0"}).unwrap().min_similarity == 0.0
     assert load_settings({}, {**home, "MEMORY_MIN_SIMILARITY": "0.25"}).unwrap().min_similarity == 0.25
     assert "min_similarity" in str(load_settings({}, {**home, "MEMORY_MIN_SIMILARITY": "2"}).failure())
+
+
+@pytest.mark.parametrize(("environment", "expected"), [({}, []), ({"MEMORY_MIN_SIMILARITY": "0"}, [TEA])])
+def test_a_service_built_from_the_settings_has_the_floor_unless_it_is_switched_off(
+    tmp_path: Path, clock: FixedClock, environment: dict[str, str], expected: list[str]
+) -> None:
+    settings = load_settings({"data_dir": str(tmp_path)}, {"HOME": str(tmp_path), **environment}).unwrap()
+    service = build_service(
+        settings,
+        catalog=InMemoryCatalog(embedder_name="meanings"),
+        embedder=MeaningEmbedder(),
+        clock=clock,
+        keywords=InMemoryKeywordIndex(),
+    ).unwrap()
+    service.create(CreateMemory(content=TEA)).unwrap()
+    assert found(service, "quantum chromodynamics lecture") == expected
+    assert found(service, "favourite hot beverage?") == [TEA]
