@@ -2,6 +2,7 @@
 
     python bench/research/ablation.py --data PATH --embedder minilm|nomic [--nomic-model FILE] [--cache DIR]
         [--only TEXT,…] [--out FILE]
+    python bench/research/ablation.py --table RESULTS.json …     # markdown table, one column pair per embedder
 
 Research code (issue 28, "a stage earns its place on both protocols"; not imported by the product). The
 candidates, keyword index, embedder and the learnt second stage's features are the product's, through
@@ -162,20 +163,25 @@ TIMES: dict[str, list[float]] = {}
 FIRST: dict[tuple[Any, ...], list[tuple[float, float, float]]] = {}  # first-stage metrics per (unit, stages, params)
 
 
+WARM: dict[int, np.ndarray] = {}  # the last fit's weights per width: folds share three quarters of their rows
+
+
 def fit(x: np.ndarray, y: np.ndarray, l2: float) -> tuple[np.ndarray, float]:
-    """ltr.fit (logistic regression by Newton steps, bias not penalised), stopped once a step is negligible."""
-    xb = np.hstack([x, np.ones((len(x), 1))])
-    w = np.zeros(xb.shape[1])
+    """ltr.fit (logistic regression by Newton steps, bias not penalised), started from the previous fit of the same
+    width and stopped once no weight moves by 1e-4 (the rankings it gives no longer change); float32 products."""
+    xb = np.hstack([x, np.ones((len(x), 1))]).astype(np.float32)
+    w = WARM.get(xb.shape[1], np.zeros(xb.shape[1]))
     penalty = l2 * np.eye(len(w))
     penalty[-1, -1] = 0.0
     for _ in range(25):
-        p = 1 / (1 + np.exp(-(xb @ w)))
-        grad = xb.T @ (p - y) + penalty @ w
-        hess = (xb * (p * (1 - p))[:, None]).T @ xb + penalty
+        p = 1 / (1 + np.exp(-(xb @ w.astype(np.float32)).astype(np.float64)))
+        grad = (xb.T @ (p - y).astype(np.float32)).astype(np.float64) + penalty @ w
+        hess = ((xb * (p * (1 - p)).astype(np.float32)[:, None]).T @ xb).astype(np.float64) + penalty
         step = np.linalg.solve(hess, grad)
-        w -= step
-        if float(np.abs(step).max()) < 1e-6:
+        w = w - step
+        if float(np.abs(step).max()) < 1e-4:
             break
+    WARM[xb.shape[1]] = w
     return w[:-1], float(w[-1])
 
 
@@ -342,16 +348,44 @@ def keyword_times(conversations: list[dict[str, Any]], sample: int = 100) -> dic
     return out
 
 
+def table(paths: list[Path]) -> str:
+    """A markdown table of recall@10 (LOCO) per configuration: one column pair per results file (embedder)."""
+    reports = [json.loads(p.read_text(encoding="utf-8")) for p in paths]
+    names = list(dict.fromkeys(n for r in reports for n in r["configurations"]))
+    head = " | ".join(f"{r['embedder']} turns | facts" for r in reports)
+    lines = [f"| configuration (LOCO recall@10; gain vs the first row, 95% CI) | {head} |", "|---" * (1 + 2 * len(reports)) + "|"]
+    for name in names:
+        cells = []
+        for r in reports:
+            c = r["configurations"].get(name)
+            for u in ("turns", "facts"):
+                if c is None:
+                    cells.append("–")
+                    continue
+                g = c[u]["gain R@10 vs first row"]
+                gain = "" if name == next(iter(r["configurations"])) else f" ({100 * g[0]:+.1f} [{100 * g[1]:+.1f}, {100 * g[2]:+.1f}])"
+                cells.append(f"{c[u]['R@10']:.3f}{gain}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", required=True, type=Path)
+    parser.add_argument("--table", nargs="+", type=Path, help="print a markdown table of these results files, then stop")
+    parser.add_argument("--data", type=Path)
     parser.add_argument("--embedder", choices=("minilm", "nomic"), default="minilm")
     parser.add_argument("--nomic-model", help="the int8 graph bench/models/build_nomic.py builds (or NOMIC_MODEL)")
     parser.add_argument("--cache", type=Path, help="vector cache directory (or FUSION_CACHE)")
     parser.add_argument("--only", help="comma-separated texts: only the configurations whose name holds one")
+    parser.add_argument("--skip", help="';'-separated names: leave out these configurations")
     parser.add_argument("--l2", type=float, default=100.0)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    if args.table:
+        print(table(args.table))
+        return
+    if args.data is None:
+        parser.error("--data is required")
     if args.embedder == "nomic":
         if args.nomic_model:
             os.environ["NOMIC_MODEL"] = args.nomic_model
@@ -371,6 +405,8 @@ def main() -> None:
         for cfg in configurations(args.embedder):
             if args.only and not any(p in cfg["name"] for p in args.only.split(",")) and not cfg["name"].startswith("full"):
                 continue
+            if args.skip and cfg["name"] in args.skip.split(";"):
+                continue
             t0 = time.perf_counter()
             single = cfg.get("dense_only") or cfg.get("keyword_only")
             results[cfg["name"]] = single_mode(data, cfg, folds) if single else evaluate(data, cfg, folds, args.l2)
@@ -388,12 +424,29 @@ def main() -> None:
         "first row, mean [95%% CI]" % args.l2,
         "stage_ms_p50_in_harness": times,
         "configurations": {name: summary(r, reference, data, folds) for name, r in results.items()},
+        "gain_vs_best": versus_best(results),
+        "per_query_recall@10": {
+            name: {u: [round(v[0], 4) for v in values] for u, values in r["per_query"].items()} for name, r in results.items()
+        },
         "seconds": round(time.perf_counter() - started),
     }
     text = json.dumps(report, indent=1, ensure_ascii=False)
     print(text)
     if args.out:
         args.out.write_text(text + "\n", encoding="utf-8")
+
+
+def versus_best(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Per protocol: the configuration with the best LOCO recall@10, and every other's paired gain against it."""
+    out: dict[str, Any] = {}
+    for name in ("turns", "facts"):
+
+        def values(r: dict[str, Any], name: str = name) -> list[float]:
+            return [v[0] for u, vs in r["per_query"].items() if u.startswith(name) for v in vs]
+
+        best = max(results, key=lambda n: statistics.fmean(values(results[n])))
+        out[name] = {"best": best, "gain R@10 vs best": {n: bootstrap(values(r), values(results[best])) for n, r in results.items()}}
+    return out
 
 
 def summary(result: dict[str, Any], reference: dict[str, Any] | None, data: Data | None = None, folds: list[int] | None = None) -> dict[str, Any]:
