@@ -172,9 +172,9 @@ def fit(x: np.ndarray, y: np.ndarray, l2: float) -> tuple[np.ndarray, float]:
     xb = np.hstack([x, np.ones((len(x), 1))]).astype(np.float32)
     w = WARM.get(xb.shape[1], np.zeros(xb.shape[1]))
     penalty = l2 * np.eye(len(w))
-    penalty[-1, -1] = 0.0
+    penalty[-1, -1] = 1e-9  # (ltr.fit: 0; this keeps the step defined when every row is certain)
     for _ in range(25):
-        p = 1 / (1 + np.exp(-(xb @ w.astype(np.float32)).astype(np.float64)))
+        p = 1 / (1 + np.exp(-np.clip((xb @ w.astype(np.float32)).astype(np.float64), -50.0, 50.0)))
         grad = (xb.T @ (p - y).astype(np.float32)).astype(np.float64) + penalty @ w
         hess = ((xb * (p * (1 - p)).astype(np.float32)[:, None]).T @ xb).astype(np.float64) + penalty
         step = np.linalg.solve(hess, grad)
@@ -221,6 +221,7 @@ def evaluate(data: Data, cfg: dict[str, Any], folds: list[int], l2: float) -> di
 
     out: dict[str, list[tuple[float, float, float]]] = {u: [] for u in units}
     choices = []
+    WARM.clear()  # warm starts only between the folds of one configuration (its features mean the same)
     tables: dict[str, dict[str, dict[int, ltr.Rows]]] = {}
     for held in folds:
         train = [c for c in folds if c != held]
