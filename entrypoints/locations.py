@@ -7,6 +7,7 @@ knows whether it will import anything else; settings.py builds the full, validat
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 BACKENDS = ("chroma", "qdrant", "files")
@@ -56,3 +57,33 @@ def default_config_path(env: Mapping[str, str]) -> Path:
         return Path(env["MEMORY_CONFIG"]).expanduser()
     base = env.get("XDG_CONFIG_HOME") or str(_home(env) / ".config")
     return Path(base) / "agent-memory" / "config.toml"
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One place settings come from: each setting it sets, with the words an error about the value names it by."""
+
+    values: dict[str, object]
+    labels: dict[str, str]
+
+
+def layers(flags: Mapping[str, object], env: Mapping[str, str], config: Mapping[str, object]) -> tuple[Layer, ...]:
+    """The layers of decision 19, lowest first: config file < environment < flag (a later one wins; the default is
+    beneath them all). The environment's value of a setting is that of the first of its variables that is set."""
+    from_env: dict[str, object] = {}
+    env_labels: dict[str, str] = {}
+    for name, variables in ENVIRONMENT.items():
+        variable = next((variable for variable in variables if variable in env), None)
+        if variable is not None:
+            from_env[name], env_labels[name] = env[variable], variable
+    set_flags = {name: value for name, value in flags.items() if value is not None}
+    return (
+        Layer(dict(config), {name: f"{name} (config file)" for name in config}),
+        Layer(from_env, env_labels),
+        Layer(set_flags, {name: f"{name} (flag)" for name in set_flags}),
+    )
+
+
+def chosen(name: str, ordered: tuple[Layer, ...]) -> object:
+    """The value the highest layer sets for `name`, or None when none does (the default applies)."""
+    return next((layer.values[name] for layer in reversed(ordered) if name in layer.values), None)

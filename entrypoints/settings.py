@@ -23,6 +23,7 @@ from agent_memory.entrypoints.locations import (
     SERVER_MODES,
     default_config_path,
     default_data_dir,
+    layers,
 )
 
 __all__ = ["BACKENDS", "ENVIRONMENT", "Settings", "default_config_path", "default_data_dir", "load_settings"]
@@ -274,21 +275,9 @@ def load_settings(
     if isinstance(config, Failure):
         return config
     merged: dict[str, object] = {"data_dir": default_data_dir(environment)}
-    layers: list[tuple[str, Mapping[str, object]]] = [("config file", config.unwrap())]
-    from_env: dict[str, object] = {}
-    env_origin: dict[str, str] = {}
-    for name, variables in ENVIRONMENT.items():
-        for variable in variables:
-            if variable in environment:
-                from_env[name] = environment[variable]
-                env_origin[name] = variable
-                break
-    layers.append(("environment", from_env))
-    layers.append(("flag", {k: v for k, v in (flags or {}).items() if v is not None}))
-    for origin, layer in layers:
-        for name, raw in layer.items():
-            label = env_origin.get(name, name) if origin == "environment" else f"{name} ({origin})"
-            typed = _typed(name, raw, label)
+    for layer in layers(flags or {}, environment, config.unwrap()):
+        for name, raw in layer.values.items():
+            typed = _typed(name, raw, layer.labels[name])
             if isinstance(typed, Failure):
                 return typed
             merged[name] = typed.unwrap()

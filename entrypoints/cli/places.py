@@ -8,7 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from agent_memory.entrypoints.cli.server import protocol as wire
-from agent_memory.entrypoints.locations import BACKENDS, ENVIRONMENT, default_config_path, default_data_dir
+from agent_memory.entrypoints.locations import (
+    BACKENDS,
+    ENVIRONMENT,
+    chosen,
+    default_config_path,
+    default_data_dir,
+    layers,
+)
 
 
 class InProcess(Exception):
@@ -29,13 +36,9 @@ def _config(env: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _setting(name: str, flag: object, env: Mapping[str, str], config: Mapping[str, Any]) -> object:
-    """flag > environment > config file, as settings.py merges them; None when none sets it."""
-    if flag is not None:
-        return flag
-    for variable in ENVIRONMENT[name]:
-        if variable in env:
-            return env[variable]
-    return config.get(name)
+    """The value settings.py would take for one setting (locations.layers: flag > environment > config file), or
+    None when none sets it."""
+    return chosen(name, layers({name: flag}, env, config))
 
 
 def resolve_place(args: Any, env: Mapping[str, str], *, honour_mode: bool = True) -> wire.Place:
