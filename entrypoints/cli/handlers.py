@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from returns.result import Failure, Result, Success
 
@@ -20,6 +20,8 @@ from agent_memory.domain.views import StoreOutline
 from agent_memory.entrypoints import json_codec as out
 from agent_memory.entrypoints.cli import text_format as text
 from agent_memory.entrypoints.cli.parser import manifest_entry
+from agent_memory.entrypoints.door_spec import DoorSpec
+from agent_memory.entrypoints.door_spec import command_from as door_command_from
 from agent_memory.entrypoints.json_codec import JSON, has_lone_surrogate
 from agent_memory.entrypoints.paging import listing_page_json
 
@@ -60,26 +62,44 @@ def _labels(raw: str, kind: str) -> tuple[str, ...]:
 
 def command_from(
     command: type[_C], name: str, args: argparse.Namespace, *, manifest: dict[str, Any] | None = None, **door: Any
-) -> _C:
-    """The command of subcommand `name` from its parsed arguments, field by field as the manifest lists them: a
-    field added to the command reaches it with no edit here. `door` holds values the handler worked out itself
-    (content read from stdin, --clear-tags); an argument left unset keeps the command's default."""
+) -> Result[_C, DomainError]:
+    """The command of subcommand `name` from its parsed arguments, field by field as the manifest lists them, made
+    by the doors' `door_spec.command_from` under the CLI's names: a field added to the command reaches it with no
+    edit here. `door` holds values (by field) the handler worked out itself (content read from stdin, --clear-tags);
+    an argument left unset keeps the command's default."""
     entry = manifest_entry(name, manifest)
+    offered = [argument for argument in entry["arguments"] if argument["field"] is not None]
+    spec = DoorSpec(
+        name=name,
+        command=command,
+        names={argument["field"]: argument["name"].lstrip("-") for argument in offered},
+        omit={
+            attribute.name: "not among the subcommand's arguments"
+            for attribute in c.command_fields(command)
+            if attribute.name not in {argument["field"] for argument in offered}
+            and attribute.name not in entry["common_fields"]
+        },
+    )
     values: dict[str, Any] = {}
-    for argument in entry["arguments"]:
-        field_name = argument["field"]
+    for argument in offered:
         value = getattr(args, argument["dest"], None)
-        if field_name is None or value is None:
+        if value is None:
             continue
         if argument["kind"] == "list":
             value = tuple(value)
         elif argument["kind"].startswith("namespace"):
             value = _labels(value, argument["kind"])
-        values[field_name] = value
+        values[argument["field"]] = value
     for common in entry["common_fields"]:  # --store: before or after the subcommand, or not at all
         if getattr(args, common, None) is not None:
             values[common] = getattr(args, common)
-    return command(**{**values, **door})
+    made = door_command_from(spec, {spec.door_name(field): value for field, value in {**values, **door}.items()})
+    return cast(Result[_C, DomainError], made)  # the spec runs `command`: the command made is one
+
+
+def _run(service: MemoryService, made: Result[Any, DomainError]) -> Result[Any, DomainError]:
+    """The command the door made, through the table (a command the door could not make is its failure)."""
+    return made.bind(lambda command: dispatch(service, command))
 
 
 def create(service: MemoryService, args: argparse.Namespace) -> Outcome:
@@ -88,7 +108,7 @@ def create(service: MemoryService, args: argparse.Namespace) -> Outcome:
     content: Result[str, DomainError] = (
         Success(args.content) if args.content not in (None, "-") else _read_stdin("content")
     )
-    return content.bind(lambda text_: dispatch(service, command_from(CreateMemory, "create", args, content=text_))).map(
+    return _run(service, content.bind(lambda text_: command_from(CreateMemory, "create", args, content=text_))).map(
         out.view_json
     )
 
@@ -153,79 +173,79 @@ def add(service: MemoryService, args: argparse.Namespace) -> Outcome:
     content: Result[str, DomainError] = (
         Success(args.content) if args.content not in (None, "-") else _read_stdin("content")
     )
-    return content.bind(lambda text_: dispatch(service, command_from(CreateMemory, "add", args, content=text_))).map(
+    return _run(service, content.bind(lambda text_: command_from(CreateMemory, "add", args, content=text_))).map(
         out.view_json
     )
 
 
 def search(service: MemoryService, args: argparse.Namespace) -> Outcome:
     command = command_from(SearchMemories, "search", args)
-    return dispatch(service, command).map(out.search_json)  # spec 000 fixes the shape: {"results", "count"}
+    return _run(service, command).map(out.search_json)  # spec 000 fixes the shape: {"results", "count"}
 
 
 def get(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return dispatch(service, command_from(c.GetMemory, "get", args)).map(out.view_json)
+    return _run(service, command_from(c.GetMemory, "get", args)).map(out.view_json)
 
 
 def reinforce(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return dispatch(service, command_from(c.ReinforceMemory, "reinforce", args)).map(out.view_json)
+    return _run(service, command_from(c.ReinforceMemory, "reinforce", args)).map(out.view_json)
 
 
 def delete(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return dispatch(service, command_from(c.DeleteMemory, "delete", args)).map(out.deleted_json)
+    return _run(service, command_from(c.DeleteMemory, "delete", args)).map(out.deleted_json)
 
 
 def remove(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return dispatch(service, command_from(c.RemoveMemory, "remove", args)).map(out.removed_json)
+    return _run(service, command_from(c.RemoveMemory, "remove", args)).map(out.removed_json)
 
 
 def update(service: MemoryService, args: argparse.Namespace) -> Outcome:
     if (args.tags and args.clear_tags) or (args.citations and args.clear_citations):
         return Failure(invalid_input("Give new values or --clear-…, not both."))
     cleared: dict[str, Any] = {key: () for key in ("tags", "citations") if getattr(args, f"clear_{key}")}
-    return dispatch(service, command_from(UpdateMemory, "update", args, **cleared)).map(out.view_json)
+    return _run(service, command_from(UpdateMemory, "update", args, **cleared)).map(out.view_json)
 
 
 def move(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return dispatch(service, command_from(c.MoveMemory, "move", args)).map(out.view_json)
+    return _run(service, command_from(c.MoveMemory, "move", args)).map(out.view_json)
 
 
 def listing(service: MemoryService, args: argparse.Namespace) -> Outcome:
     command = command_from(c.ListMemories, "list", args)
-    return dispatch(service, command).map(lambda page: listing_page_json(page, args.limit, args.offset, compact=False))
+    return _run(service, command).map(lambda page: listing_page_json(page, args.limit, args.offset, compact=False))
 
 
 def recent(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return dispatch(service, command_from(c.RecentMemories, "recent", args)).map(out.recent_json)
+    return _run(service, command_from(c.RecentMemories, "recent", args)).map(out.recent_json)
 
 
 def prune(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return dispatch(service, command_from(c.PruneMemories, "prune", args)).map(out.prune_json)
+    return _run(service, command_from(c.PruneMemories, "prune", args)).map(out.prune_json)
 
 
 def reindex(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return dispatch(service, command_from(c.ReindexStore, "reindex", args)).map(out.reindex_json)
+    return _run(service, command_from(c.ReindexStore, "reindex", args)).map(out.reindex_json)
 
 
 def status(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return dispatch(service, command_from(c.StoreStatus, "status", args)).map(out.status_json)
+    return _run(service, command_from(c.StoreStatus, "status", args)).map(out.status_json)
 
 
 def store(service: MemoryService, args: argparse.Namespace) -> Outcome:
     if args.store_command == "list":
         return dispatch(service, c.ListStores()).map(out.stores_json)
-    created = dispatch(service, command_from(c.CreateStore, "store create", args))
+    created = _run(service, command_from(c.CreateStore, "store create", args))
     return created.map(lambda summary: {"name": summary.name, "memory_count": 0, "created": True})
 
 
 def category(service: MemoryService, args: argparse.Namespace) -> Outcome:
     if args.category_command == "create":
         made = command_from(c.CreateCategory, "category create", args)
-        return dispatch(service, made).map(out.category_json)
+        return _run(service, made).map(out.category_json)
     if args.category_command == "describe":
         described = command_from(c.DescribeCategory, "category describe", args)
-        return dispatch(service, described).map(out.category_json)
-    deleted = dispatch(service, command_from(c.DeleteCategory, "category delete", args))
+        return _run(service, described).map(out.category_json)
+    deleted = _run(service, command_from(c.DeleteCategory, "category delete", args))
     return deleted.map(lambda summary: {**out.category_json(summary), "deleted": True})
 
 
@@ -363,7 +383,7 @@ def _any_command(service: MemoryService, args: argparse.Namespace) -> Outcome:
     fields are the JSON (cli/manifest.table_specs)."""
     name = args.command
     kind = next(kind for kind in commands() if c.command_name(kind).replace("_", "-") == name)
-    return dispatch(service, command_from(kind, name, args)).map(out.outcome_json)
+    return _run(service, command_from(kind, name, args)).map(out.outcome_json)
 
 
 def handler_for(subcommand: str) -> tuple[Handler, Callable[[Payload], str]]:

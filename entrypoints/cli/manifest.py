@@ -3,7 +3,7 @@
 The light client must not import attrs or the domain to parse its arguments, so the parser (cli_parser.py) reads a
 JSON manifest written from the commands' fields and FieldDocs. A `CliSpec` per subcommand holds presentation only
 (the CLI's ToolSpec): the command it runs, its positional fields, flag renames, CLI wording where a field's sentence
-is written for JSON callers, the fields it leaves out and why, and options only the CLI has. Every other field of the
+is written for JSON callers, the fields it leaves out and why (the doors' `DoorSpec`), and options only the CLI has. Every other field of the
 command becomes a flag with no edit here, and a command of the table that no spec presents becomes a subcommand of
 its own name (`table_specs`). Regenerate after changing a command:
 
@@ -20,10 +20,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from attrs import NOTHING, Attribute, field, frozen
+from attrs import NOTHING, Attribute, frozen
 
 from agent_memory.domain import commands as c
 from agent_memory.domain.dispatch import commands
+from agent_memory.entrypoints.door_spec import DoorSpec
 
 MANIFEST_PATH = Path(__file__).with_name("manifest.json")
 WRITE_COMMAND = "python -m agent_memory.entrypoints.cli.manifest --write"
@@ -47,21 +48,16 @@ class Option:
     dest: str | None = None
 
 
-@frozen(kw_only=True)
-class CliSpec:
-    """One `memory` subcommand: the command it runs and how the CLI presents it (never what it does)."""
+@frozen(kw_only=True, eq=False)
+class CliSpec(DoorSpec):
+    """One `memory` subcommand: a door spec (the command it runs, the CLI's names for fields — flags without --, or
+    positionals —, the fields it leaves out and why, CLI wording) and what only the CLI shows (never what it does)."""
 
-    name: str  # "create", or "store create" under the group "store"
     help: str
-    command: type[c.Asks[Any]] | None = None  # None: a CLI-only subcommand (mcp, serve, …) or a group
     also: tuple[type[c.Asks[Any]], ...] = ()  # other commands it runs (create --jsonl: CreateMemories)
     positional: tuple[str, ...] = ()  # command fields taken as positionals, in order
-    names: Mapping[str, str] = field(factory=dict)  # field → the CLI's name for it (flag without --, or positional)
-    wording: Mapping[str, str] = field(factory=dict)  # field → CLI help where the FieldDoc's sentence would mislead
-    omit: Mapping[str, str] = field(factory=dict)  # field → why the CLI leaves it out
     negatable: frozenset[str] = frozenset()  # bool fields offered as --x / --no-x
     optional: frozenset[str] = frozenset()  # required fields the CLI may go without (the door fills them)
-    required: frozenset[str] = frozenset()  # optional fields the CLI requires (add: path)
     domain_checks_choices: frozenset[str] = frozenset()  # choices the use case refuses in its own words
     extra: tuple[Option, ...] = ()  # options only the CLI has
     group: str | None = None  # a group's dest for its action (store_command); a group has no arguments

@@ -1,9 +1,10 @@
 """The MCP tools generated from the command table: each tool is a command, its schema the command's fields.
 
-A `ToolSpec` says which command a tool runs and how it is presented (its wire names for some fields, the fields it
-does not show, door defaults, the JSON it answers with); the arguments, their descriptions, bounds and choices all
-come from the command (domain/commands.py), and the call goes through the table (domain/dispatch.py). Adding a field
-to a command adds it to its tool, and a command added to the table is a tool of its own name, with no edit here.
+A `ToolSpec` is the doors' `DoorSpec` (the command a tool runs, its names for some fields, the fields it does not
+show) with what only MCP presents (door defaults, the JSON it answers with, hints); the arguments, their
+descriptions, bounds and choices all come from the command (domain/commands.py), and the call goes through the table
+(domain/dispatch.py). Adding a field to a command adds it to its tool, and a command added to the table is a tool of
+its own name, with no edit here.
 """
 
 from __future__ import annotations
@@ -18,15 +19,16 @@ from attrs import field, frozen
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import ToolAnnotations
 from pydantic import Field, create_model
-from returns.result import Failure, Result, Success
+from returns.result import Failure, Result
 
 from agent_memory.domain import commands as c
 from agent_memory.domain.dispatch import commands, dispatch
 from agent_memory.domain.errors import DomainError, invalid_input
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints import json_codec as out
+from agent_memory.entrypoints.door_spec import DoorSpec
+from agent_memory.entrypoints.door_spec import command_from as door_command_from
 from agent_memory.entrypoints.paging import listing_page_json, page_of, search_page_json
-from agent_memory.entrypoints.timestamps import not_a_timestamp
 
 Payload = dict[str, Any]
 Render = Callable[[Any, Any, MemoryService], Payload]  # (the use case's outcome, the command, the service) → JSON
@@ -38,18 +40,13 @@ _NON_EMPTY = frozenset({"ref", "name"})
 
 
 @frozen(kw_only=True, eq=False)  # one object per tool, hashed by identity (argument_model caches on it)
-class ToolSpec:
-    """One MCP tool: the command it runs and how the MCP door presents it (never what it does)."""
+class ToolSpec(DoorSpec):
+    """One MCP tool: a door spec (the command, the tool's argument names in `names`, …) and what only MCP shows."""
 
-    name: str
     command: type[c.Asks[Any]]
     title: str
     description: str
     render: Render
-    wire: Mapping[str, str] = field(factory=dict)  # command field → the tool's argument name
-    omit: frozenset[str] = frozenset()  # command fields the tool does not take
-    required: frozenset[str] = frozenset()  # optional command fields the tool requires (add_memory: path)
-    wording: Mapping[str, str] = field(factory=dict)  # field → the tool's sentence where the command's would mislead
     defaults: Mapping[str, Any] = field(factory=dict)  # door defaults, e.g. a listing's page size
     output: str = "view"  # the answer's kind: its schema is mcp_outputs.SCHEMAS[output]
     read_only: bool = False
@@ -77,7 +74,11 @@ def _by(render: Callable[[Any], Payload]) -> Render:
 
 _PATH_OR_ID = {"ref": "path_or_id"}
 _PATH_OR_ID_ALTERNATES = ("path", "id")  # path_or_id, or the one spec 002 names, or the id
-_SCOPES = frozenset({"thread", "created_at"})  # set by imports and batch writers, not by an agent's tool call
+_SCOPES = {  # set by imports and batch writers, not by an agent's tool call
+    "thread": "set by batch writers, not by an agent's tool call",
+    "created_at": "set by imports, not by an agent's tool call",
+}
+_NAMESPACE_ONLY_TENANTS = {"namespace": "the tool acts in the namespace the server places its caller in"}
 
 SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
@@ -87,7 +88,7 @@ SPECS: tuple[ToolSpec, ...] = (
         description="Create a memory at a path ('category/…/slug'). The store and categories are created if missing. "
         "Fails with DESTINATION_EXISTS if the path is taken (use update_memory then).",
         render=_view,
-        wire={"global_": "global"},
+        names={"global_": "global"},
         omit=_SCOPES,
         required=frozenset({"path"}),
         wording={"path": c.ADD_PATH},
@@ -99,7 +100,7 @@ SPECS: tuple[ToolSpec, ...] = (
         description="Read one memory (content and metadata, citations always included) by path or id. "
         "Expired memories are hidden unless include_expired is true.",
         render=_view,
-        wire=_PATH_OR_ID,
+        names=_PATH_OR_ID,
         read_only=True,
         idempotent=True,
         alternates=_PATH_OR_ID_ALTERNATES,
@@ -112,7 +113,7 @@ SPECS: tuple[ToolSpec, ...] = (
         "tags and citations given replace the old ones ([] clears); clear_expiry removes the expiry. "
         "An expired memory is refused (MEMORY_EXPIRED) unless include_expired is true.",
         render=_view,
-        wire={**_PATH_OR_ID, "global_": "global"},
+        names={**_PATH_OR_ID, "global_": "global"},
         destructive=True,
         idempotent=True,
         alternates=_PATH_OR_ID_ALTERNATES,
@@ -125,7 +126,7 @@ SPECS: tuple[ToolSpec, ...] = (
         "search (remove_memory deletes for good). Fails with MEMORY_EXPIRED for an expired memory unless "
         "include_expired is true.",
         render=_by(out.deleted_json),
-        wire=_PATH_OR_ID,
+        names=_PATH_OR_ID,
         destructive=True,
         output="deleted",
         idempotent=True,
@@ -137,7 +138,7 @@ SPECS: tuple[ToolSpec, ...] = (
         title="Remove a memory for good",
         description="Delete a memory for good, by path or id.",
         render=_by(out.removed_json),
-        wire=_PATH_OR_ID,
+        names=_PATH_OR_ID,
         destructive=True,
         output="removed",
         idempotent=True,
@@ -150,7 +151,7 @@ SPECS: tuple[ToolSpec, ...] = (
         description="Give a memory a new path. Fails with DESTINATION_EXISTS if the new path is taken, and with "
         "MEMORY_EXPIRED for an expired memory unless include_expired is true.",
         render=_view,
-        wire={"ref": "from", "destination": "to"},
+        names={"ref": "from", "destination": "to"},
     ),
     ToolSpec(
         name="reinforce_memory",
@@ -158,7 +159,7 @@ SPECS: tuple[ToolSpec, ...] = (
         title="Reinforce a memory",
         description="Reset the decay of a memory with decay policy 'reinforceable' (it is being used).",
         render=_view,
-        wire={"ref": "id"},
+        names={"ref": "id"},
     ),
     ToolSpec(
         name="list_memories",
@@ -192,7 +193,7 @@ SPECS: tuple[ToolSpec, ...] = (
         "(agent, project, type, global, tags, namespace, category). Each hit has similarity, confidence and score; "
         "page with limit and offset (has_more says whether more follow).",
         render=_search,
-        wire={"path_prefix": "category", "global_": "global"},
+        names={"path_prefix": "category", "global_": "global"},
         read_only=True,
         output="search",
         idempotent=True,
@@ -222,7 +223,7 @@ SPECS: tuple[ToolSpec, ...] = (
         title="List stores",
         description="Every store with its memory count.",
         render=_by(out.stores_json),
-        omit=frozenset({"namespace"}),
+        omit=_NAMESPACE_ONLY_TENANTS,
         read_only=True,
         output="stores",
         idempotent=True,
@@ -241,8 +242,8 @@ SPECS: tuple[ToolSpec, ...] = (
         title="Create a category",
         description="Create a category (a no-op if it exists), optionally with a description.",
         render=_by(out.category_json),
-        wire={"category": "path"},
-        omit=frozenset({"namespace"}),
+        names={"category": "path"},
+        omit=_NAMESPACE_ONLY_TENANTS,
         output="category",
         idempotent=True,
     ),
@@ -252,8 +253,8 @@ SPECS: tuple[ToolSpec, ...] = (
         title="Describe a category",
         description="Set a category's description (at most 500 characters).",
         render=_by(out.category_json),
-        wire={"category": "path"},
-        omit=frozenset({"namespace"}),
+        names={"category": "path"},
+        omit=_NAMESPACE_ONLY_TENANTS,
         output="category",
         idempotent=True,
     ),
@@ -263,7 +264,7 @@ SPECS: tuple[ToolSpec, ...] = (
         title="Delete a category",
         description="Delete a non-root category with its subcategories and memories, for good.",
         render=_by(lambda summary: {**out.category_json(summary), "deleted": True}),
-        wire={"category": "path"},
+        names={"category": "path"},
         destructive=True,
         output="category_deleted",
         idempotent=True,
@@ -295,7 +296,7 @@ def _plain_spec(kind: type[c.Asks[Any]]) -> ToolSpec:
         title=c.command_doc(kind).split(". ")[0].removesuffix("."),
         description=c.command_doc(kind),
         render=_by(out.outcome_json),
-        wire={"global_": "global"} if "global_" in {a.name for a in c.command_fields(kind)} else {},
+        names={"global_": "global"} if "global_" in {a.name for a in c.command_fields(kind)} else {},
         output="any",
     )
 
@@ -383,7 +384,7 @@ def argument_model(spec: ToolSpec) -> type[ArgModelBase]:
             text += f" Or give it as {' or '.join(spec.alternates)}."
         definitions[attribute.name] = (
             _wire_type(hint, described.choices),
-            Field(default, description=text, alias=spec.wire.get(attribute.name), **constraints),
+            Field(default, description=text, alias=spec.names.get(attribute.name), **constraints),
         )
     for alternate in spec.alternates:
         definitions[f"ref_as_{alternate}"] = (
@@ -396,29 +397,16 @@ def argument_model(spec: ToolSpec) -> type[ArgModelBase]:
 
 
 def command_from(spec: ToolSpec, arguments: Mapping[str, Any], default_store: str) -> Result[c.Asks[Any], DomainError]:
-    """The command a validated call asks for (arguments by wire name, as the SDK hands them over)."""
-    by_field = {name: arguments[spec.wire.get(name, name)] for name in _shown_fields(spec)}
+    """The command a validated call asks for (arguments by the tool's names, as the SDK hands them over): the one
+    `ref` of path_or_id and its alternates, the rest through the doors' `door_spec.command_from`."""
+    given = {spec.door_name(name): arguments[spec.door_name(name)] for name in spec.shown()}
     if spec.alternates:
-        given = [arguments.get(name) for name in (spec.wire.get("ref", "ref"), *spec.alternates)]
-        refs = {ref for ref in given if ref is not None}
+        ref_names = (spec.door_name("ref"), *spec.alternates)
+        refs = {ref for ref in (arguments.get(name) for name in ref_names) if ref is not None}
         if len(refs) != 1:
-            names = " or ".join((spec.wire.get("ref", "ref"), *spec.alternates))
-            return Failure(invalid_input(f"{spec.name} takes the memory as exactly one of {names}."))
-        by_field["ref"] = refs.pop()
-    hints = typing.get_type_hints(spec.command)
-    values: dict[str, Any] = {}
-    for name, value in by_field.items():
-        if isinstance(value, list):
-            value = tuple(value)
-        if value is not None and _is_timestamp(hints[name]):
-            try:
-                value = out.parse_iso(value)
-            except ValueError:
-                return Failure(invalid_input(not_a_timestamp(value, spec.wire.get(name, name)) + "."))
-        values[name] = value
-    if "store" in values and values["store"] is None:
-        values["store"] = default_store
-    return Success(spec.command(**values))
+            return Failure(invalid_input(f"{spec.name} takes the memory as exactly one of {' or '.join(ref_names)}."))
+        given[spec.door_name("ref")] = refs.pop()
+    return door_command_from(spec, given, defaults={"store": default_store})
 
 
 def run_tool(
@@ -428,14 +416,6 @@ def run_tool(
     return command_from(spec, arguments, default_store).bind(
         lambda command: dispatch(service, command).map(lambda outcome: spec.render(outcome, command, service))
     )
-
-
-def _shown_fields(spec: ToolSpec) -> list[str]:
-    return [a.name for a in c.command_fields(spec.command) if a.name not in spec.omit]
-
-
-def _is_timestamp(hint: Any) -> bool:
-    return hint is datetime or datetime in typing.get_args(hint)
 
 
 __all__ = [

@@ -11,16 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cattrs.errors import BaseValidationError
 from litestar import Response, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
-from returns.result import Failure, Result, Success
 
 from agent_memory.domain import commands as c
 from agent_memory.domain.dispatch import commands, dispatch
-from agent_memory.domain.errors import DomainError, invalid_input
 from agent_memory.entrypoints import json_codec as out
+from agent_memory.entrypoints.door_spec import DoorSpec, command_from
 from agent_memory.entrypoints.rest.replies import Door, Payload, failures, no_route
 
 # table commands this route does not run, each with its reason
@@ -41,25 +39,10 @@ def routed() -> dict[str, type[c.Asks[Any]]]:
     return {route_name(kind): kind for kind in commands() if kind not in NOT_ROUTED}
 
 
-def command_from(kind: type[c.Asks[Any]], body: Mapping[str, Any]) -> Result[c.Asks[Any], DomainError]:
-    """The command a body asks for: its fields by name (`global` for global_), lists as tuples, times as ISO 8601."""
-    names = {attribute.name for attribute in c.command_fields(kind)}
-    values: dict[str, Any] = {}
-    for key, value in body.items():
-        name = "global_" if key == "global" else key
-        if name not in names:
-            shown = ", ".join(sorted("global" if known == "global_" else known for known in names))
-            return Failure(invalid_input(f"'{key}' is not a field of {route_name(kind)}; its fields: {shown}."))
-        values[name] = tuple(value) if isinstance(value, list) else value
-    try:
-        return Success(out.JSON.structure(values, kind))
-    except (BaseValidationError, ValueError, TypeError) as error:
-        return Failure(invalid_input(f"The body does not fit {route_name(kind)}: {_reason(error)}"))
-
-
-def _reason(error: BaseException) -> str:
-    inner = getattr(error, "exceptions", None)
-    return _reason(inner[0]) if inner else str(error) or type(error).__name__
+def door_spec(kind: type[c.Asks[Any]]) -> DoorSpec:
+    """The route's spec of a command: its name in the route, every field by its name (`global` for global_)."""
+    names = {"global_": "global"} if "global_" in {a.name for a in c.command_fields(kind)} else {}
+    return DoorSpec(name=route_name(kind), command=kind, names=names)
 
 
 @post("/commands/{name:str}", status_code=200, tags=["commands"], responses=failures(404, 409, 410, 422, 503))
@@ -71,7 +54,7 @@ async def run_command(
     kind = routed().get(name)
     if kind is None:
         return no_route(f"No command is called '{name}': the commands are {', '.join(sorted(routed()))}.")
-    made = command_from(kind, data)
+    made = command_from(door_spec(kind), data)
     return await door.reply(lambda service: made.bind(lambda command: dispatch(service, command)), out.outcome_json)
 
 

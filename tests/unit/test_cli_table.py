@@ -10,6 +10,7 @@ import sys
 
 import pytest
 from attrs import field, frozen
+from returns.result import Success
 
 from agent_memory.domain import commands as c
 from agent_memory.domain.dispatch import commands
@@ -76,9 +77,9 @@ def test_a_field_added_to_a_command_reaches_the_cli_with_no_edit() -> None:
     assert "--updated-within-days" in shown and "only memories updated within this many days" in shown
     args = parser.parse_args(["recent", "--updated-within-days", "3", "--limit", "2", "--store", "work"])
     command = cli_handlers.command_from(RecentSince, "recent", args, manifest=manifest)
-    assert command == RecentSince(updated_within_days=3, limit=2, store="work")
+    assert command == Success(RecentSince(updated_within_days=3, limit=2, store="work"))
     unset = cli_handlers.command_from(RecentSince, "recent", parser.parse_args(["recent"]), manifest=manifest)
-    assert unset == RecentSince()
+    assert unset == Success(RecentSince())
 
 
 def test_arguments_reach_the_command_with_the_door_s_conversions() -> None:
@@ -87,11 +88,13 @@ def test_arguments_reach_the_command_with_the_door_s_conversions() -> None:
         ["search", "q", "--namespace", "user/u-1/", "--category", "projects", "--tag", "a", "--tag", "b"]
     )
     command = cli_handlers.command_from(c.SearchMemories, "search", args)
-    assert command == c.SearchMemories(query="q", namespace=("user", "u-1"), path_prefix="projects", tags=("a", "b"))
+    assert command == Success(
+        c.SearchMemories(query="q", namespace=("user", "u-1"), path_prefix="projects", tags=("a", "b"))
+    )
     created = cli_handlers.command_from(
         c.CreateMemory, "create", parser.parse_args(["create", "--namespace", "user/u-1", "--global"]), content="x"
     )
-    assert created == c.CreateMemory(content="x", namespace=("user", "u-1"), global_=True)
+    assert created == Success(c.CreateMemory(content="x", namespace=("user", "u-1"), global_=True))
 
 
 def test_the_client_parses_without_attrs_or_the_domain() -> None:

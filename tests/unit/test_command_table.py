@@ -15,6 +15,8 @@ from agent_memory.domain.dispatch import commands, dispatch
 from agent_memory.domain.errors import ErrorCode
 from agent_memory.domain.service import MemoryService, SearchPolicy
 from agent_memory.domain.views import StoreOutline
+from agent_memory.entrypoints.door_spec import DoorSpec
+from agent_memory.entrypoints.door_spec import command_from as door_command_from
 from agent_memory.entrypoints.mcp.tools import SPECS, ToolSpec, argument_model, run_tool
 
 
@@ -107,9 +109,9 @@ def test_each_tool_shows_its_commands_fields_with_their_descriptions_and_bounds(
         properties = _schema(spec)["properties"]
         for attribute in c.command_fields(spec.command):
             if attribute.name in spec.omit:
-                assert spec.wire.get(attribute.name, attribute.name) not in properties
+                assert spec.names.get(attribute.name, attribute.name) not in properties
                 continue
-            shown = properties[spec.wire.get(attribute.name, attribute.name)]
+            shown = properties[spec.names.get(attribute.name, attribute.name)]
             described = c.field_doc(attribute)
             sentence = spec.wording.get(attribute.name, described.text)
             assert shown["description"].startswith(sentence), (spec.name, attribute.name)
@@ -152,13 +154,13 @@ def test_a_bad_timestamp_names_the_tools_argument(service: MemoryService) -> Non
 def test_required_fields_are_required_by_the_tool(spec: ToolSpec) -> None:
     required = set(_schema(spec).get("required", []))
     expected = {
-        spec.wire.get(a.name, a.name)
+        spec.names.get(a.name, a.name)
         for a in c.command_fields(spec.command)
         if c.is_required(a) or a.name in spec.required
     }
     if spec.alternates:  # the memory is one of path_or_id, path and id: none of them alone is required
-        expected -= {spec.wire.get("ref", "ref")}
-    assert required == expected - {spec.wire.get(name, name) for name in spec.omit}
+        expected -= {spec.names.get("ref", "ref")}
+    assert required == expected - {spec.names.get(name, name) for name in spec.omit}
 
 
 def test_the_rest_bodies_describe_their_fields_from_the_same_commands(service: MemoryService) -> None:
@@ -216,3 +218,22 @@ def test_the_prune_body_offers_every_field_of_its_command_but_the_query_paramete
     in_query = {"store", "namespace"}
     wanted = {attribute.name for attribute in c.command_fields(c.PruneMemories)} - in_query
     assert {attribute.name for attribute in attrs.fields(PruneRequest)} == wanted
+
+
+def test_one_door_spec_makes_the_command_from_a_door_s_names() -> None:
+    """CLI, MCP and REST's generic route make their commands through `door_spec.command_from`."""
+    spec = DoorSpec(name="search", command=c.SearchMemories, names={"path_prefix": "category", "global_": "global"})
+    given = {"query": "q", "category": "notes", "tags": ["a"], "global": True, "store": None}
+    made = door_command_from(spec, given, defaults={"store": "work"})
+    assert made == Success(c.SearchMemories(query="q", path_prefix="notes", tags=("a",), global_=True, store="work"))
+
+    by_field = door_command_from(spec, {"query": "q", "path_prefix": "notes"}).failure()
+    assert by_field.code == ErrorCode.INVALID_INPUT
+    assert by_field.message.startswith("'path_prefix' is not a field of search; its fields: agent, category, global,")
+
+    create = DoorSpec(name="add_memory", command=c.CreateMemory, omit={"created_at": "set by imports"})
+    when = door_command_from(create, {"content": "x", "expires_at": "2026-12-31T23:59:00Z"}).unwrap()
+    assert when.expires_at is not None and when.expires_at.year == 2026
+    soon = door_command_from(create, {"content": "x", "expires_at": "soon"}).failure()
+    assert soon.code == ErrorCode.INVALID_INPUT and soon.message.startswith("expires_at 'soon' is not an ISO 8601")
+    assert "created_at" in door_command_from(create, {"content": "x", "created_at": None}).failure().message
