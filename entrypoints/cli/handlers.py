@@ -178,25 +178,18 @@ def add(service: MemoryService, args: argparse.Namespace) -> Outcome:
     )
 
 
+def _answered(kind: type[c.Asks[Any]], name: str, render: Callable[[Any], Payload]) -> Handler:
+    """The handler of a subcommand that is its command as it is: its flags build the command, `render` its answer."""
+
+    def handle(service: MemoryService, args: argparse.Namespace) -> Outcome:
+        return _run(service, command_from(kind, name, args)).map(render)
+
+    return handle
+
+
 def search(service: MemoryService, args: argparse.Namespace) -> Outcome:
     command = command_from(SearchMemories, "search", args)
     return _run(service, command).map(out.search_json)  # spec 000 fixes the shape: {"results", "count"}
-
-
-def get(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return _run(service, command_from(c.GetMemory, "get", args)).map(out.view_json)
-
-
-def reinforce(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return _run(service, command_from(c.ReinforceMemory, "reinforce", args)).map(out.view_json)
-
-
-def delete(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return _run(service, command_from(c.DeleteMemory, "delete", args)).map(out.deleted_json)
-
-
-def remove(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return _run(service, command_from(c.RemoveMemory, "remove", args)).map(out.removed_json)
 
 
 def update(service: MemoryService, args: argparse.Namespace) -> Outcome:
@@ -206,29 +199,9 @@ def update(service: MemoryService, args: argparse.Namespace) -> Outcome:
     return _run(service, command_from(UpdateMemory, "update", args, **cleared)).map(out.view_json)
 
 
-def move(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return _run(service, command_from(c.MoveMemory, "move", args)).map(out.view_json)
-
-
 def listing(service: MemoryService, args: argparse.Namespace) -> Outcome:
     command = command_from(c.ListMemories, "list", args)
     return _run(service, command).map(lambda page: listing_page_json(page, args.limit, args.offset, compact=False))
-
-
-def recent(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return _run(service, command_from(c.RecentMemories, "recent", args)).map(out.recent_json)
-
-
-def prune(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return _run(service, command_from(c.PruneMemories, "prune", args)).map(out.prune_json)
-
-
-def reindex(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return _run(service, command_from(c.ReindexStore, "reindex", args)).map(out.reindex_json)
-
-
-def status(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    return _run(service, command_from(c.StoreStatus, "status", args)).map(out.status_json)
 
 
 def store(service: MemoryService, args: argparse.Namespace) -> Outcome:
@@ -395,17 +368,17 @@ HANDLERS: dict[str, tuple[Handler, Callable[[Payload], str]]] = {
     "create": (create, text.created),
     "add": (add, text.created),
     "search": (search, text.search),
-    "get": (get, text.memory),
-    "reinforce": (reinforce, text.reinforced),
-    "delete": (delete, text.deleted),
-    "remove": (remove, text.removed),
+    "get": (_answered(c.GetMemory, "get", out.view_json), text.memory),
+    "reinforce": (_answered(c.ReinforceMemory, "reinforce", out.view_json), text.reinforced),
+    "delete": (_answered(c.DeleteMemory, "delete", out.deleted_json), text.deleted),
+    "remove": (_answered(c.RemoveMemory, "remove", out.removed_json), text.removed),
     "update": (update, text.memory),
-    "move": (move, text.memory),
+    "move": (_answered(c.MoveMemory, "move", out.view_json), text.memory),
     "list": (listing, text.listing),
-    "recent": (recent, text.recent),
-    "prune": (prune, text.prune),
-    "reindex": (reindex, text.generic),
-    "status": (status, text.status),
+    "recent": (_answered(c.RecentMemories, "recent", out.recent_json), text.recent),
+    "prune": (_answered(c.PruneMemories, "prune", out.prune_json), text.prune),
+    "reindex": (_answered(c.ReindexStore, "reindex", out.reindex_json), text.generic),
+    "status": (_answered(c.StoreStatus, "status", out.status_json), text.status),
     "store": (store, text.generic),
     "category": (category, text.generic),
     "export": (export, jsonl),
