@@ -1,0 +1,228 @@
+"""The PartVectors adapter: long memories' later parts as float32 rows in one SQLite file, ranked by brute force."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from returns.result import Failure, Result, Success
+
+from agent_memory.adapters.shared.disk import creatable, disk_hint
+from agent_memory.adapters.shared.private import private_directory, private_file
+from agent_memory.domain.errors import DomainError, ErrorCode
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from agent_memory.domain.ports import Vector
+
+T = TypeVar("T")
+ID_BATCH = 500  # ids per `IN (…)` lookup, well under SQLite's bound-parameter limit
+
+
+def _table(store: str) -> str:
+    return "parts_" + store.replace("-", "_")
+
+
+def _blob(vector: Vector) -> bytes:
+    import numpy as np
+
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+class SqlitePartVectors:
+    """PartVectors over one SQLite file: per store a table of (memory id, part number, float32 vector).
+
+    Long memories are few, so a search reads a store's parts and ranks them with one matrix product (numpy):
+    no file is read for a store that has none, and a write of short memories only looks up whether they had any.
+    A store with 1,000 parts (a few hundred long notes) costs about a millisecond a search (bench/long_memories.py).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._connection: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        self._ready: set[str] = set()
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._connection is None:
+            if self.path.is_file() and not os.access(self.path.parent, os.W_OK):
+                # a disk that refuses writes: the index as it stands (immutable: no journal files), so searches work
+                uri = f"file:{self.path}?mode=ro&immutable=1"
+                self._connection = sqlite3.connect(
+                    uri, uri=True, timeout=60, check_same_thread=False, isolation_level=None
+                )
+                return self._connection
+            private_file(private_directory(self.path.parent) / self.path.name)
+            connection = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
+            connection.execute("PRAGMA journal_mode=WAL")
+            self._connection = connection
+        return self._connection
+
+    def _ensure(self, connection: sqlite3.Connection, store: str) -> str:
+        table = _table(store)
+        if table not in self._ready:
+            connection.execute(
+                f"CREATE TABLE IF NOT EXISTS {table} (id TEXT NOT NULL, part INTEGER NOT NULL, vector BLOB NOT NULL, "
+                "PRIMARY KEY (id, part))"
+            )
+            self._ready.add(table)
+        return table
+
+    @staticmethod
+    def _readable(connection: sqlite3.Connection, store: str) -> str | None:
+        """The store's table when it exists (a read creates nothing: on a read-only disk it could not)."""
+        table = _table(store)
+        found = connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
+        return table if found else None
+
+    def _run(self, doing: str, work: Callable[[sqlite3.Connection], T], *, write: bool) -> Result[T, DomainError]:
+        try:
+            with self._lock:
+                if not write and self._connection is None and creatable(self.path):
+                    empty = sqlite3.connect(":memory:", isolation_level=None)  # no file: an empty index, nothing made
+                    try:
+                        return Success(work(empty))
+                    finally:
+                        empty.close()
+                connection = self._connect()
+                if not write:
+                    return Success(work(connection))
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    result = work(connection)
+                    connection.execute("COMMIT")
+                except BaseException:
+                    if connection.in_transaction:  # a failed write changes nothing and holds no lock
+                        connection.execute("ROLLBACK")
+                    raise
+                return Success(result)
+        except (sqlite3.Error, OSError) as error:
+            hint = disk_hint(error, self.path.parent)
+            return Failure(
+                DomainError(
+                    ErrorCode.STORAGE_ERROR,
+                    f"The index of long memories' parts at {self.path} failed while {doing}{hint}"
+                    + ("." if hint else "; `memory reindex` rebuilds it."),
+                    cause=str(error),
+                )
+            )
+
+    @staticmethod
+    def _having(connection: sqlite3.Connection, table: str, ids: Sequence[str]) -> set[str]:
+        """Which of the ids have parts (one indexed lookup per ID_BATCH ids)."""
+        found: set[str] = set()
+        unique = list(dict.fromkeys(ids))
+        for start in range(0, len(unique), ID_BATCH):
+            batch = unique[start : start + ID_BATCH]
+            marks = ",".join("?" * len(batch))
+            rows = connection.execute(f"SELECT DISTINCT id FROM {table} WHERE id IN ({marks})", batch).fetchall()
+            found.update(str(row[0]) for row in rows)
+        return found
+
+    def _stale(self, connection: sqlite3.Connection, store: str, ids: Sequence[str]) -> set[str]:
+        table = self._readable(connection, store)
+        return set() if table is None else self._having(connection, table, ids)
+
+    @staticmethod
+    def _write(connection: sqlite3.Connection, table: str, parts: Mapping[str, Sequence[Vector]]) -> None:
+        for memory_id, vectors in parts.items():
+            connection.execute(f"DELETE FROM {table} WHERE id = ?", (memory_id,))
+            connection.executemany(
+                f"INSERT INTO {table} (id, part, vector) VALUES (?, ?, ?)",
+                [(memory_id, number, _blob(vector)) for number, vector in enumerate(vectors, start=1)],
+            )
+
+    def _scores(
+        self, store: str, embedding: Vector, ids: Sequence[str] | None
+    ) -> Result[dict[str, float], DomainError]:
+        """The best part's similarity per memory id that has parts (only among `ids` when given)."""
+
+        def read(connection: sqlite3.Connection) -> dict[str, float]:
+            table = self._readable(connection, store)
+            if table is None:
+                return {}
+            if ids is None:
+                rows = connection.execute(f"SELECT id, vector FROM {table}").fetchall()
+            else:
+                rows = []
+                unique = list(dict.fromkeys(ids))
+                for start in range(0, len(unique), ID_BATCH):
+                    batch = unique[start : start + ID_BATCH]
+                    marks = ",".join("?" * len(batch))
+                    rows += connection.execute(
+                        f"SELECT id, vector FROM {table} WHERE id IN ({marks})", batch
+                    ).fetchall()
+            return _best_per_id(rows, embedding)
+
+        return self._run("searching", read, write=False)
+
+    # --- the port ---------------------------------------------------------------------------
+
+    def put(self, store: str, parts: Mapping[str, Sequence[Vector]]) -> Result[None, DomainError]:
+        longs = {i: v for i, v in parts.items() if v}
+        shorts = [i for i, v in parts.items() if not v]
+        if not longs:  # short memories: a lookup, and a write only when one of them had parts before
+            stale = self._run("looking up", lambda c: self._stale(c, store, shorts), write=False)
+            return stale.bind(lambda found: self.remove(store, sorted(found)) if found else Success(None))
+
+        def write(connection: sqlite3.Connection) -> None:
+            self._write(connection, self._ensure(connection, store), parts)
+
+        return self._run("indexing", write, write=True)
+
+    def remove(self, store: str, ids: Sequence[str]) -> Result[None, DomainError]:
+        if not ids:
+            return Success(None)
+
+        def delete(connection: sqlite3.Connection) -> None:
+            table = self._ensure(connection, store)
+            connection.executemany(f"DELETE FROM {table} WHERE id = ?", [(i,) for i in ids])
+
+        return self._run("removing", delete, write=True)
+
+    def rebuild(self, store: str, parts: Mapping[str, Sequence[Vector]]) -> Result[None, DomainError]:
+        def replace(connection: sqlite3.Connection) -> None:
+            table = self._ensure(connection, store)
+            connection.execute(f"DELETE FROM {table}")
+            self._write(connection, table, {i: v for i, v in parts.items() if v})
+
+        return self._run("rebuilding", replace, write=True)
+
+    def nearest(self, store: str, embedding: Vector, limit: int) -> Result[list[tuple[str, float]], DomainError]:
+        return self._scores(store, embedding, None).map(
+            lambda best: sorted(best.items(), key=lambda pair: (-pair[1], pair[0]))[:limit]
+        )
+
+    def similarities(self, store: str, embedding: Vector, ids: Sequence[str]) -> Result[dict[str, float], DomainError]:
+        if not ids:
+            return Success({})
+        return self._scores(store, embedding, ids)
+
+
+def _best_per_id(rows: Sequence[tuple[str, bytes]], embedding: Vector) -> dict[str, float]:
+    """1 − cosine distance of the query to each row's unit vector, the best per id (rows of another width skipped)."""
+    import numpy as np
+
+    query = np.asarray(embedding, dtype=np.float32)
+    width = query.shape[0] * 4
+    kept = [(str(i), blob) for i, blob in rows if len(blob) == width]
+    if not kept:
+        return {}
+    matrix: npt.NDArray[np.float32] = np.frombuffer(b"".join(b for _, b in kept), dtype=np.float32).reshape(
+        len(kept), -1
+    )
+    norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(query)) or 1.0)
+    scores = (matrix @ query) / np.clip(norms, 1e-12, None)
+    best: dict[str, float] = {}
+    for (memory_id, _), score in zip(kept, scores.tolist(), strict=True):
+        if score > best.get(memory_id, -2.0):
+            best[memory_id] = float(score)
+    return best

@@ -1,0 +1,47 @@
+"""The PartVectors contract against SQLite on a real file and the in-memory fake, plus the file's own promises."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent_memory.adapters.in_memory import InMemoryPartVectors
+from agent_memory.adapters.sqlite_parts import SqlitePartVectors
+from agent_memory.domain.errors import ErrorCode
+from agent_memory.domain.ports import PartVectors
+from tests.contract.part_vectors_contract import STORE, PartVectorsContract, X
+from tests.contract.vector_store_contract import failed_with, ok
+
+
+class TestSqlitePartVectors(PartVectorsContract):
+    @pytest.fixture
+    def parts(self, tmp_path: Path) -> PartVectors:
+        return SqlitePartVectors(tmp_path / "data" / "parts.sqlite3")
+
+    def reopen(self, parts: PartVectors) -> PartVectors:
+        assert isinstance(parts, SqlitePartVectors)
+        return SqlitePartVectors(parts.path)
+
+    def test_reads_and_writes_of_short_memories_make_no_file(self, tmp_path: Path) -> None:
+        path = tmp_path / "parts.sqlite3"
+        parts = SqlitePartVectors(path)
+        assert ok(parts.nearest(STORE, X, 5)) == []
+        ok(parts.put(STORE, {"a": [], "b": []}))  # memories within the window: nothing to keep
+        assert not path.exists()
+        ok(parts.put(STORE, {"a": [X]}))
+        assert path.is_file()
+
+    def test_a_bad_file_is_a_storage_error_saying_reindex(self, tmp_path: Path) -> None:
+        path = tmp_path / "parts.sqlite3"
+        path.write_bytes(b"this is not an SQLite database " * 200)
+        error = failed_with(SqlitePartVectors(path).put(STORE, {"a": [X]}), ErrorCode.STORAGE_ERROR)
+        assert str(path) in error.message and "memory reindex" in error.message
+
+
+class TestInMemoryPartVectors(PartVectorsContract):
+    durable = False
+
+    @pytest.fixture
+    def parts(self, tmp_path: object) -> PartVectors:
+        return InMemoryPartVectors()
