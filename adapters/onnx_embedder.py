@@ -124,12 +124,13 @@ class _LoadedModel:
         overlap = min(PART_OVERLAP, part // 4)
         found: list[list[str]] = []
         for text, encoding in zip(texts, self.whole.encode_batch(list(texts), add_special_tokens=False), strict=True):
-            offsets = encoding.offsets
+            offsets, words = encoding.offsets, encoding.word_ids
             parts: list[str] = []
             covered, start = self.window, self.window - overlap
             while covered < len(offsets):
-                end = min(start + part, len(offsets))
-                parts.append(text[offsets[start][0] : offsets[end - 1][1]])
+                first = _word_start(words, start, len(offsets))
+                end = _word_end(words, first, min(start + part, len(offsets)))
+                parts.append(text[offsets[first][0] : offsets[end - 1][1]])
                 covered, start = start + part, start + part - overlap
             found.append(parts)
         return found
@@ -161,6 +162,21 @@ class _LoadedModel:
             pooled = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
         result: npt.NDArray[np.float32] = pooled.astype(np.float32)
         return result
+
+
+def _word_start(words: Sequence[int | None], at: int, stop: int) -> int:
+    """The first token at or after `at` that starts a word (a part never opens on a word's tail)."""
+    while 0 < at < stop - 1 and words[at] is not None and words[at] == words[at - 1]:
+        at += 1
+    return at
+
+
+def _word_end(words: Sequence[int | None], first: int, end: int) -> int:
+    """`end`, moved back so the part does not close in the middle of a word (unless the word fills the part)."""
+    cut = end
+    while first + 1 < cut < len(words) and words[cut] is not None and words[cut] == words[cut - 1]:
+        cut -= 1
+    return cut if cut > first + 1 else end
 
 
 def _batches_in_order(lengths: Sequence[int], batch_size: int, sort_by_length: bool) -> list[list[int]]:
