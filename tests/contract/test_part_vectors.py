@@ -10,7 +10,7 @@ from agent_memory.adapters.in_memory import InMemoryPartVectors
 from agent_memory.adapters.sqlite_parts import SqlitePartVectors
 from agent_memory.domain.errors import ErrorCode
 from agent_memory.domain.ports import PartVectors
-from tests.contract.part_vectors_contract import STORE, PartVectorsContract, X
+from tests.contract.part_vectors_contract import STORE, PartVectorsContract, X, Y
 from tests.contract.vector_store_contract import failed_with, ok
 
 
@@ -31,6 +31,18 @@ class TestSqlitePartVectors(PartVectorsContract):
         assert not path.exists()
         ok(parts.put(STORE, {"a": [X]}))
         assert path.is_file()
+
+    def test_a_reader_sees_another_writers_parts_at_its_next_search(self, tmp_path: Path) -> None:
+        """Each object keeps a store's parts in memory between searches: a write elsewhere must show."""
+        reader, writer = SqlitePartVectors(tmp_path / "p.sqlite3"), SqlitePartVectors(tmp_path / "p.sqlite3")
+        ok(writer.put(STORE, {"a": [Y]}))
+        assert [i for i, _ in ok(reader.nearest(STORE, X, 5))] == ["a"]
+        ok(writer.put(STORE, {"b": [X]}))
+        assert [i for i, _ in ok(reader.nearest(STORE, X, 5))] == ["b", "a"]
+        ok(writer.remove(STORE, ["b"]))
+        assert [i for i, _ in ok(reader.nearest(STORE, X, 5))] == ["a"]
+        ok(reader.put(STORE, {"c": [X]}))  # and its own writes
+        assert [i for i, _ in ok(reader.nearest(STORE, X, 5))] == ["c", "a"]
 
     def test_a_bad_file_is_a_storage_error_saying_reindex(self, tmp_path: Path) -> None:
         path = tmp_path / "parts.sqlite3"
