@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 from attrs import frozen
 from returns.result import Failure, Result, Success
 
-from agent_memory.adapters.shared.disk import creatable, disk_hint
+from agent_memory.adapters.shared.disk import disk_hint
 from agent_memory.adapters.shared.private import private_directory, private_file
 from agent_memory.domain.errors import DomainError, ErrorCode
 
@@ -89,8 +89,9 @@ class SqlitePartVectors:
     def _run(self, doing: str, work: Callable[[sqlite3.Connection], T], *, write: bool) -> Result[T, DomainError]:
         try:
             with self._lock:
-                if not write and self._connection is None and creatable(self.path):
-                    empty = sqlite3.connect(":memory:", isolation_level=None)  # no file: an empty index, nothing made
+                if not write and self._connection is None and not self.path.exists():
+                    # no file: no long memory was written (also on a disk that refuses writes), nothing is made
+                    empty = sqlite3.connect(":memory:", isolation_level=None)
                     try:
                         return Success(work(empty))
                     finally:
