@@ -38,6 +38,9 @@ OTHER_QUERY = "When is the deadline for government paperwork?"
 DISTRACTORS = ("The printer needs new ink.", "The cat sleeps on the sofa.", "Tomatoes grow well in July.")
 
 
+ALICE = ("alice",)
+
+
 def note(last: str, seed: int = 7, words: int = 1500) -> str:
     """About `words` words of varied diary sentences (none about the fact), then `last`."""
     chosen = random.Random(seed)
@@ -80,9 +83,11 @@ def test_the_last_sentence_of_a_long_note_is_found_by_a_paraphrase_and_its_parts
     long_note = note(FACT)
     assert len(long_note.split()) > 1500 and not set(query_terms(QUERY)) & set(query_terms(long_note))
     with opened(tmp_path / "source", backend, embedder) as service:
-        service.create_many([CreateMemory(content=text) for text in DISTRACTORS]).unwrap()
-        memory_id = service.create(CreateMemory(content=long_note, tags=("diary",))).unwrap().memory.id
+        service.create_many([CreateMemory(content=text, namespace=("bob",)) for text in DISTRACTORS]).unwrap()
+        memory_id = service.create(CreateMemory(content=long_note, namespace=ALICE)).unwrap().memory.id
         assert best(service, QUERY, "semantic") == long_note
+        bob = service.within(("bob",)).unwrap()  # a tenant never meets another's memory through its parts
+        assert best(bob, QUERY, "semantic") is None and best(bob, QUERY) is None
         hybrid = service.search(SearchMemories(query=QUERY)).unwrap().results
         assert [hit.memory.id for hit in hybrid].count(memory_id) == 1 and hybrid[0].memory.id == memory_id
 
