@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import attrs
 import pytest
 from returns.result import Failure, Result
 
@@ -178,3 +179,16 @@ def test_a_rolled_back_batch_takes_its_parts_back_out(clock: FixedClock, parts: 
     assert failed.failure().code is ErrorCode.STORAGE_ERROR
     assert held(parts) == set()
     assert found(service) == []
+
+
+def test_a_rolled_back_import_puts_back_the_parts_of_what_it_replaced(
+    clock: FixedClock, parts: InMemoryPartVectors
+) -> None:
+    service = make(clock, parts=parts)
+    memory_id = add_long(service)
+    before = parts.parts["default"][memory_id]
+    shortened = attrs.evolve(service.get(memory_id).unwrap().memory, content="now short")
+    refusing = attrs.evolve(service, journal=RefusingJournal())
+    assert refusing.import_memories([shortened]).failure().code is ErrorCode.STORAGE_ERROR
+    assert parts.parts["default"][memory_id] == before
+    assert found(service) == [LONG]
