@@ -42,7 +42,8 @@ class SqlitePartVectors:
     Long memories are few, so a search reads a store's parts and ranks them with one matrix product (numpy):
     no file is read for a store that has none, and a write of short memories only looks up whether they had any.
     A search keeps a store's parts in memory until a write (`PRAGMA data_version` tells another process's): with
-    1,700 parts (100 notes of 1,500 words) `nearest` took 0.8 ms, with 17,000 15 ms (bench/long_memories.py).
+    1,700 parts (100 notes of 1,500 words) `nearest` took 1 ms, with 17,000 8 ms alone and 39 ms on two cores
+    at load average 7 (bench/long_memories.py).
     """
 
     def __init__(self, path: Path) -> None:
@@ -160,7 +161,7 @@ class SqlitePartVectors:
                 version = int(connection.execute("PRAGMA data_version").fetchone()[0])
                 held = self._held.get(table)
                 if held is None or held.version != version or held.matrix.shape[1] != dimension:
-                    every = connection.execute(f"SELECT id, vector FROM {table}").fetchall()
+                    every = connection.execute(f"SELECT id, vector FROM {table} ORDER BY id, part").fetchall()
                     held = _Rows.of(version, every, dimension)
                     if connection is self._connection:
                         self._held[table] = held
@@ -170,7 +171,9 @@ class SqlitePartVectors:
             for start in range(0, len(unique), ID_BATCH):
                 batch = unique[start : start + ID_BATCH]
                 marks = ",".join("?" * len(batch))
-                rows += connection.execute(f"SELECT id, vector FROM {table} WHERE id IN ({marks})", batch).fetchall()
+                rows += connection.execute(
+                    f"SELECT id, vector FROM {table} WHERE id IN ({marks}) ORDER BY id, part", batch
+                ).fetchall()
             return _Rows.of(0, rows, dimension).best(embedding)
 
         return self._run("searching", read, write=False)
@@ -220,10 +223,12 @@ class SqlitePartVectors:
 
 @frozen
 class _Rows:
-    """A store's parts read into memory: their ids and unit rows (float32), as of one `data_version`."""
+    """Parts read into memory, grouped by memory (rows ordered by id): each memory's id, where its rows start, and
+    the unit rows (float32), as of one `data_version`."""
 
     version: int
     ids: tuple[str, ...]
+    starts: npt.NDArray[np.intp]
     matrix: npt.NDArray[np.float32]
 
     @classmethod
@@ -235,20 +240,20 @@ class _Rows:
         # einsum, not `@` (BLAS): a matrix-vector product through BLAS took 15 ms for 1,700 rows on two busy cores
         # (its thread pool waits for a core), einsum's own loop 0.1 ms
         norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))
-        return cls(version, tuple(i for i, _ in kept), matrix / np.clip(norms, 1e-12, None)[:, None])
+        firsts = [at for at, (memory_id, _) in enumerate(kept) if at == 0 or kept[at - 1][0] != memory_id]
+        return cls(
+            version,
+            tuple(kept[at][0] for at in firsts),
+            np.asarray(firsts, dtype=np.intp),
+            matrix / np.clip(norms, 1e-12, None)[:, None],
+        )
 
     def best(self, embedding: Vector) -> dict[str, float]:
-        """1 − cosine distance of the query to each part, the best per id."""
+        """1 − cosine distance of the query to each memory's nearest part."""
         import numpy as np
 
-        if not self.ids:
-            return {}
         query = np.asarray(embedding, dtype=np.float32)
-        if query.shape[0] != self.matrix.shape[1]:
+        if not self.ids or query.shape[0] != self.matrix.shape[1]:
             return {}
-        scores = (np.einsum("ij,j->i", self.matrix, query) / (float(np.sqrt(query @ query)) or 1.0)).tolist()
-        found: dict[str, float] = {}
-        for memory_id, score in zip(self.ids, scores, strict=True):
-            if score > found.get(memory_id, -2.0):
-                found[memory_id] = score
-        return found
+        scores = np.einsum("ij,j->i", self.matrix, query) / (float(np.sqrt(query @ query)) or 1.0)
+        return dict(zip(self.ids, np.maximum.reduceat(scores, self.starts).tolist(), strict=True))
