@@ -185,7 +185,7 @@ class SqlitePartVectors:
         shorts = [i for i, v in parts.items() if not v]
         if not longs:  # short memories: a lookup, and a write only when one of them had parts before
             stale = self._run("looking up", lambda c: self._stale(c, store, shorts), write=False)
-            return stale.bind(lambda found: self.remove(store, sorted(found)) if found else Success(None))
+            return stale.bind(lambda found: self._delete(store, sorted(found)) if found else Success(None))
 
         def write(connection: sqlite3.Connection) -> None:
             self._write(connection, self._ensure(connection, store), parts)
@@ -193,9 +193,13 @@ class SqlitePartVectors:
         return self._run("indexing", write, write=True)
 
     def remove(self, store: str, ids: Sequence[str]) -> Result[None, DomainError]:
+        """Forget ids' parts: a lookup, and a write only when one of them has parts (most memories have none)."""
         if not ids:
             return Success(None)
+        stale = self._run("looking up", lambda c: self._stale(c, store, ids), write=False)
+        return stale.bind(lambda found: self._delete(store, sorted(found)) if found else Success(None))
 
+    def _delete(self, store: str, ids: Sequence[str]) -> Result[None, DomainError]:
         def delete(connection: sqlite3.Connection) -> None:
             table = self._ensure(connection, store)
             connection.executemany(f"DELETE FROM {table} WHERE id = ?", [(i,) for i in ids])

@@ -28,6 +28,7 @@ class TestSqlitePartVectors(PartVectorsContract):
         parts = SqlitePartVectors(path)
         assert ok(parts.nearest(STORE, X, 5)) == []
         ok(parts.put(STORE, {"a": [], "b": []}))  # memories within the window: nothing to keep
+        ok(parts.remove(STORE, ["a"]))
         assert not path.exists()
         ok(parts.put(STORE, {"a": [X]}))
         assert path.is_file()
