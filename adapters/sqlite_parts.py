@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -212,7 +213,39 @@ class SqlitePartVectors:
             connection.execute(f"DELETE FROM {table}")
             self._write(connection, table, {i: v for i, v in parts.items() if v})
 
-        return self._run("rebuilding", replace, write=True)
+        def afresh(error: DomainError) -> Result[None, DomainError]:
+            if not self._damaged():
+                return Failure(error)
+            self._set_aside()  # a damaged file cannot be rebuilt in place: kept aside for inspection, a new one made
+            return self._run("rebuilding", replace, write=True)
+
+        return self._run("rebuilding", replace, write=True).lash(afresh)
+
+    def _damaged(self) -> bool:
+        """Whether the file itself is broken (not merely locked or unwritable)."""
+        try:
+            probe = sqlite3.connect(self.path, timeout=5)
+            try:
+                return bool(probe.execute("PRAGMA quick_check").fetchone()[0] != "ok")
+            finally:
+                probe.close()
+        except sqlite3.OperationalError:
+            return False  # locked, or the folder is unusable
+        except sqlite3.DatabaseError:
+            return True  # "file is not a database", "database disk image is malformed"
+
+    def _set_aside(self) -> None:
+        with self._lock:
+            if self._connection is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    self._connection.close()
+                self._connection = None
+            self._ready.clear()
+            self._held.clear()
+            for suffix in ("", "-wal", "-shm"):
+                damaged = self.path.with_name(self.path.name + suffix)
+                if damaged.exists():
+                    damaged.replace(damaged.with_name(damaged.name + ".damaged"))
 
     def nearest(self, store: str, embedding: Vector, limit: int) -> Result[list[tuple[str, float]], DomainError]:
         return self._scores(store, embedding, None).map(

@@ -48,8 +48,14 @@ class TestSqlitePartVectors(PartVectorsContract):
     def test_a_bad_file_is_a_storage_error_saying_reindex(self, tmp_path: Path) -> None:
         path = tmp_path / "parts.sqlite3"
         path.write_bytes(b"this is not an SQLite database " * 200)
-        error = failed_with(SqlitePartVectors(path).put(STORE, {"a": [X]}), ErrorCode.STORAGE_ERROR)
+        damaged = path.read_bytes()
+        parts = SqlitePartVectors(path)
+        error = failed_with(parts.put(STORE, {"a": [X]}), ErrorCode.STORAGE_ERROR)
         assert str(path) in error.message and "memory reindex" in error.message
+        assert parts.nearest(STORE, X, 5).failure().code is ErrorCode.STORAGE_ERROR
+        ok(parts.rebuild(STORE, {"a": [X]}))  # what reindex does: the damaged file set aside, a new one made
+        assert (tmp_path / "parts.sqlite3.damaged").read_bytes() == damaged
+        assert [i for i, _ in ok(parts.nearest(STORE, X, 5))] == ["a"]
 
 
 class TestInMemoryPartVectors(PartVectorsContract):
