@@ -157,11 +157,15 @@ _WORD = re.compile(r"\w+")
 class HashingEmbedder:
     """A deterministic bag-of-words embedder (feature hashing): shared words give similar vectors.
 
-    For unit tests only: it knows no synonyms, so it proves plumbing, not semantics.
+    For unit tests only: it knows no synonyms, so it proves plumbing, not semantics. With a `window` (in words)
+    it reads a document's first `window` words, as a model reads its first tokens, and `embed_parts` gives the
+    rest in windows of that many words overlapping by a quarter; without one (the default) it reads all of a
+    text and a text has no parts.
     """
 
     dimension: int = 64
     name: str = "hashing-bow"
+    window: int | None = None
 
     def _vector(self, text: str) -> list[float]:
         vector = [0.0] * self.dimension
@@ -171,11 +175,63 @@ class HashingEmbedder:
         norm = math.sqrt(sum(x * x for x in vector)) or 1.0
         return [x / norm for x in vector]
 
+    def _windows(self, text: str) -> list[str]:
+        """The text's windows of `window` words (one, the whole text, without a window)."""
+        words = text.split()
+        if self.window is None or len(words) <= self.window:
+            return [text]
+        step = self.window - self.window // 4
+        found = [" ".join(words[: self.window])]
+        start = step
+        while start - step + self.window < len(words):
+            found.append(" ".join(words[start : start + self.window]))
+            start += step
+        return found
+
     def embed_documents(self, texts: Sequence[str]) -> Result[list[Vector], DomainError]:
-        return Success([self._vector(t) for t in texts])
+        return Success([self._vector(self._windows(t)[0]) for t in texts])
 
     def embed_query(self, text: str) -> Result[Vector, DomainError]:
         return Success(self._vector(text))
+
+    def embed_parts(self, texts: Sequence[str]) -> Result[list[list[Vector]], DomainError]:
+        return Success([[self._vector(w) for w in self._windows(t)[1:]] for t in texts])
+
+
+@define
+class InMemoryPartVectors:
+    """PartVectors in dicts: brute-force cosine over a store's parts."""
+
+    parts: dict[str, dict[str, list[Vector]]] = field(factory=dict)
+
+    def put(self, store: str, parts: Mapping[str, Sequence[Vector]]) -> Result[None, DomainError]:
+        held = self.parts.setdefault(store, {})
+        for memory_id, vectors in parts.items():
+            if vectors:
+                held[memory_id] = list(vectors)
+            else:
+                held.pop(memory_id, None)
+        return Success(None)
+
+    def remove(self, store: str, ids: Sequence[str]) -> Result[None, DomainError]:
+        for memory_id in ids:
+            self.parts.get(store, {}).pop(memory_id, None)
+        return Success(None)
+
+    def rebuild(self, store: str, parts: Mapping[str, Sequence[Vector]]) -> Result[None, DomainError]:
+        self.parts[store] = {i: list(v) for i, v in parts.items() if v}
+        return Success(None)
+
+    def _best(self, store: str, embedding: Vector) -> dict[str, float]:
+        return {i: max(_cosine(embedding, v) for v in vs) for i, vs in self.parts.get(store, {}).items()}
+
+    def nearest(self, store: str, embedding: Vector, limit: int) -> Result[list[tuple[str, float]], DomainError]:
+        best = sorted(self._best(store, embedding).items(), key=lambda pair: (-pair[1], pair[0]))
+        return Success(best[:limit])
+
+    def similarities(self, store: str, embedding: Vector, ids: Sequence[str]) -> Result[dict[str, float], DomainError]:
+        best = self._best(store, embedding)
+        return Success({i: best[i] for i in ids if i in best})
 
 
 @define

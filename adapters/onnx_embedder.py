@@ -32,6 +32,13 @@ MODEL_NAME = SHIPPED_NAME
 DIMENSION = SHIPPED_DIMENSION
 MAX_TOKENS = SHIPPED_MAX_TOKENS
 DEFAULT_BATCH_SIZE = 16  # measured here: 16 ≥ 32 > 64 once sorted by length (bench/embedder.py)
+# A long text's later parts: windows of PART_TOKENS (or the model's window, if shorter), sharing PART_OVERLAP tokens
+# with the part before, so a sentence cut at one part's edge is whole in the next. Shorter than MiniLM's 256: a fact
+# of one sentence weighs twice as much in a part's mean (a paraphrase of the last sentence of a 1,500-word note:
+# cosine 0.39 to its 128-token part, 0.25 to its 256-token one; tests/e2e/test_long_memories.py), and MiniLM was
+# trained on 128-token texts. A 1,500-word note has 17 parts.
+PART_TOKENS = 128
+PART_OVERLAP = 32
 
 _MODEL_FILE = SHIPPED_DIRECTORY / "model.onnx"
 _TOKENIZER_FILE = SHIPPED_DIRECTORY / "tokenizer.json"
@@ -99,6 +106,34 @@ class _LoadedModel:
         self.spec = spec
         self.errors = _ort_errors()
         self.wants_token_types = any(i.name == "token_type_ids" for i in session.get_inputs())
+        # the same tokenizer without truncation, for cutting a long text into windows on its token offsets
+        self.whole = type(tokenizer).from_str(tokenizer.to_str())
+        self.whole.no_truncation()
+        self.whole.no_padding()
+        prefix = (
+            len(self.whole.encode(spec.document_prefix, add_special_tokens=False).ids) if spec.document_prefix else 0
+        )
+        # a window's share of the text: the model's length less [CLS], [SEP] and the document prefix
+        self.window = max(spec.max_tokens - 2 - prefix, 1)
+
+    def later_windows(self, texts: Sequence[str]) -> list[list[str]]:
+        """For each text, the text of its parts after the first window (what truncation leaves out): PART_TOKENS long
+        (or the model's window, if shorter), each overlapping the one before by PART_OVERLAP tokens, the first
+        overlapping the first window's end; cut on the tokenizer's character offsets."""
+        part = min(self.window, PART_TOKENS)
+        overlap = min(PART_OVERLAP, part // 4)
+        found: list[list[str]] = []
+        for text, encoding in zip(texts, self.whole.encode_batch(list(texts), add_special_tokens=False), strict=True):
+            offsets, words = encoding.offsets, encoding.word_ids
+            parts: list[str] = []
+            covered, start = self.window, self.window - overlap
+            while covered < len(offsets):
+                first = _word_start(words, start, len(offsets))
+                end = _word_end(words, first, min(start + part, len(offsets)))
+                parts.append(text[offsets[first][0] : offsets[end - 1][1]])
+                covered, start = start + part, start + part - overlap
+            found.append(parts)
+        return found
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Truncated token ids (with [CLS] and [SEP]) of each text, unpadded."""
@@ -127,6 +162,21 @@ class _LoadedModel:
             pooled = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
         result: npt.NDArray[np.float32] = pooled.astype(np.float32)
         return result
+
+
+def _word_start(words: Sequence[int | None], at: int, stop: int) -> int:
+    """The first token at or after `at` that starts a word (a part never opens on a word's tail)."""
+    while 0 < at < stop - 1 and words[at] is not None and words[at] == words[at - 1]:
+        at += 1
+    return at
+
+
+def _word_end(words: Sequence[int | None], first: int, end: int) -> int:
+    """`end`, moved back so the part does not close in the middle of a word (unless the word fills the part)."""
+    cut = end
+    while first + 1 < cut < len(words) and words[cut] is not None and words[cut] == words[cut - 1]:
+        cut -= 1
+    return cut if cut > first + 1 else end
 
 
 def _batches_in_order(lengths: Sequence[int], batch_size: int, sort_by_length: bool) -> list[list[int]]:
@@ -193,6 +243,29 @@ class OnnxEmbedder:
 
     def embed_query(self, text: str) -> Result[Vector, DomainError]:
         return self._embed([text], self._spec.query_prefix).map(lambda vectors: vectors[0])
+
+    def embed_parts(self, texts: Sequence[str]) -> Result[list[list[Vector]], DomainError]:
+        """The later windows of each text longer than the model's window (its first is `embed_documents`' vector),
+        embedded as documents; a text within the window has none (tokenised only: no model run)."""
+        if not texts:
+            return Success([])
+        return self._model().bind(lambda model: self._parts_of(model, texts))
+
+    def _parts_of(self, model: _LoadedModel, texts: Sequence[str]) -> Result[list[list[Vector]], DomainError]:
+        windows = model.later_windows(texts)
+        flat = [window for parts in windows for window in parts]
+        if not flat:
+            return Success([[] for _ in texts])
+
+        def regroup(vectors: list[Vector]) -> list[list[Vector]]:
+            grouped: list[list[Vector]] = []
+            at = 0
+            for parts in windows:
+                grouped.append(vectors[at : at + len(parts)])
+                at += len(parts)
+            return grouped
+
+        return self._embed(flat, self._spec.document_prefix).map(regroup)
 
     def _embed(self, texts: Sequence[str], prefix: str) -> Result[list[Vector], DomainError]:
         if not texts:

@@ -23,6 +23,7 @@ from agent_memory.domain.ports import (
     Embedder,
     KeywordEntry,
     KeywordIndex,
+    PartVectors,
     PendingBatch,
     StoreCatalog,
     VectorStore,
@@ -148,6 +149,9 @@ class Context:
     locks: WriteLocks
     tenant: Guard  # the namespace a pinned service is confined to (None: not pinned)
     journal: BatchJournal = field(factory=InProcessJournal)
+    # long memories' later parts (Embedder.embed_parts), kept in step wherever the keyword index is (None: a
+    # memory is found by its first window only, as before parts existed)
+    parts: PartVectors | None = None
 
     def guard(self, namespace: Sequence[str] | None) -> Result[Guard, DomainError]:
         """The namespace this call may act in: the caller's narrowing of the service's pin (domain.tenancy)."""
@@ -360,23 +364,46 @@ class Context:
         return MemoryView(memory, self.confidence_now(memory))
 
     def index_keywords(self, store: str, memories: Sequence[Memory]) -> Result[None, DomainError]:
-        """Keep the keyword index in step after a write (no-op without one)."""
+        """Keep the keyword index and the long memories' parts in step after a write (no-op without them)."""
+        return self._index_words(store, memories).bind(lambda _: self.index_parts(store, memories))
+
+    def _index_words(self, store: str, memories: Sequence[Memory]) -> Result[None, DomainError]:
         if self.keywords is None or not memories:
             return Success(None)
         return self.keywords.upsert(store, [keyword_entry(m) for m in memories])
 
+    def index_parts(self, store: str, memories: Sequence[Memory]) -> Result[None, DomainError]:
+        """Each memory's later parts, replacing what it had: none for one within the model's window (a lookup
+        only, that drops the parts it had if an update shortened it)."""
+        parts = self.parts
+        if parts is None or not memories:
+            return Success(None)
+        return self.embedder.embed_parts([m.content for m in memories]).bind(
+            lambda vectors: parts.put(store, {m.id: v for m, v in zip(memories, vectors, strict=True)})
+        )
+
     def reindex_words(self, before: Memory, after: Memory) -> Result[None, DomainError]:
-        """Re-index a memory whose indexed words (content, tags, path) or thread (scope) changed."""
+        """Re-index a memory whose indexed words (content, tags, path) or thread (scope) changed; its parts are
+        embedded again only when its content changed."""
         old, new = keyword_entry(before), keyword_entry(after)
         if old.thread != new.thread:  # another scope: it leaves its old neighbours and joins the new thread's end
-            return self.unindex_keywords(after.store, [after.id]).bind(
-                lambda _: self.index_keywords(after.store, [after])
-            )
-        if old.text == new.text:
-            return Success(None)
-        return self.index_keywords(after.store, [after])
+            words = self._unindex_words(after.store, [after.id]).bind(lambda _: self._index_words(after.store, [after]))
+        elif old.text == new.text:
+            words = Success(None)
+        else:
+            words = self._index_words(after.store, [after])
+        if before.content == after.content:
+            return words
+        return words.bind(lambda _: self.index_parts(after.store, [after]))
 
     def unindex_keywords(self, store: str, ids: Sequence[str]) -> Result[None, DomainError]:
+        """Forget memories in the keyword index and their parts."""
+        parts = self.parts
+        return self._unindex_words(store, ids).bind(
+            lambda _: Success(None) if parts is None or not ids else parts.remove(store, ids)
+        )
+
+    def _unindex_words(self, store: str, ids: Sequence[str]) -> Result[None, DomainError]:
         if self.keywords is None or not ids:
             return Success(None)
         return self.keywords.remove(store, ids)

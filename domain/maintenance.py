@@ -172,6 +172,7 @@ class Maintenance:
         return (
             vectors.bind(lambda parts: opened.rebuild(memories, [v for part in parts for v in part], embedder.name))
             .bind(lambda _: self._rebuild_keywords(name, memories))
+            .bind(lambda _: self._rebuild_parts(name, memories))
             .map(lambda _: ReindexReport(name, len(memories), embedder.name, renamed))
         )
 
@@ -184,6 +185,21 @@ class Maintenance:
         )
         return known.lash(lambda _: Success({})).bind(  # an unreadable index: creation order alone
             lambda links: keywords.rebuild(store, [keyword_entry(m) for m in saved_order(memories, links)])
+        )
+
+    def _rebuild_parts(self, store: str, memories: Sequence[Memory]) -> Result[None, DomainError]:
+        """Every long memory's later parts embedded again (with the configured model), the rest forgotten."""
+        parts = self.ctx.parts
+        if parts is None:
+            return Success(None)
+        batches = [memories[i : i + REINDEX_BATCH] for i in range(0, len(memories), REINDEX_BATCH)]
+        embedded = Fold.collect(
+            [self.ctx.embedder.embed_parts([m.content for m in batch]) for batch in batches], Success(())
+        )
+        return embedded.bind(
+            lambda found: parts.rebuild(
+                store, {m.id: v for m, v in zip(memories, [v for group in found for v in group], strict=True) if v}
+            )
         )
 
 

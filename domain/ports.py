@@ -43,6 +43,14 @@ class Embedder(Protocol):
 
     def embed_query(self, text: str) -> Result[Vector, DomainError]: ...
 
+    def embed_parts(self, texts: Sequence[str]) -> Result[list[list[Vector]], DomainError]:
+        """For each text, the document vectors of its later parts: overlapping windows of the model's length over
+        what lies beyond the first window (which `embed_documents` reads); [] for a text that fits in one window.
+
+        Promises: the same text gives the same parts; a text within the window costs no model run. Leaves out:
+        how windows are cut (tokens, words) and how much they overlap."""
+        ...
+
 
 class VectorStore(Protocol):
     """One store's memories, each with its embedding, searchable by cosine similarity under a filter.
@@ -169,6 +177,30 @@ class KeywordIndex(Protocol):
     def count(self, store: str) -> Result[int, DomainError]:
         """How many memories the store's index holds (0 for a store never indexed); `status` compares it."""
         ...
+
+
+class PartVectors(Protocol):
+    """The vectors of long memories' later parts (`Embedder.embed_parts`), one index per store, kept beside the
+    keyword index: a memory longer than the model's window is found by a dense hit on any of its parts.
+
+    Promises: `put` replaces each given id's parts (an empty list forgets them); `remove` forgets ids; `rebuild`
+    replaces a store's whole index; `nearest` gives up to `limit` memory ids, each once with the best similarity
+    (1 − cosine) of its parts, best first; `similarities` gives that best for the given ids that have parts.
+    Leaves out: every filter (the search keeps a hit only if `VectorStore.passing` keeps its id), a memory's first
+    window (the VectorStore holds it), and which model made the vectors (reindex rebuilds them with the store).
+    """
+
+    def put(self, store: str, parts: Mapping[str, Sequence[Vector]]) -> Result[None, DomainError]: ...
+
+    def remove(self, store: str, ids: Sequence[str]) -> Result[None, DomainError]: ...
+
+    def rebuild(self, store: str, parts: Mapping[str, Sequence[Vector]]) -> Result[None, DomainError]: ...
+
+    def nearest(self, store: str, embedding: Vector, limit: int) -> Result[list[tuple[str, float]], DomainError]: ...
+
+    def similarities(
+        self, store: str, embedding: Vector, ids: Sequence[str]
+    ) -> Result[dict[str, float], DomainError]: ...
 
 
 class CategoryRegistry(Protocol):

@@ -16,7 +16,15 @@ from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.errors import DomainError, invalid_input
 from agent_memory.domain.locks import ThreadWriteLocks
 from agent_memory.domain.model import Memory
-from agent_memory.domain.ports import BatchJournal, Clock, Embedder, KeywordIndex, StoreCatalog, WriteLocks
+from agent_memory.domain.ports import (
+    BatchJournal,
+    Clock,
+    Embedder,
+    KeywordIndex,
+    PartVectors,
+    StoreCatalog,
+    WriteLocks,
+)
 from agent_memory.domain.results import validated
 from agent_memory.domain.tenancy import Guard, check_pin
 from agent_memory.domain.views import (
@@ -56,6 +64,7 @@ class MemoryService:
     keywords: KeywordIndex | None = None
     locks: WriteLocks = field(factory=ThreadWriteLocks)
     journal: BatchJournal = field(factory=InProcessJournal)
+    parts: PartVectors | None = None  # long memories' later parts (None: found by their first window only)
     tenant: Guard = None
     context: Context = field(init=False, repr=False, eq=False)
 
@@ -70,6 +79,7 @@ class MemoryService:
             locks=self.locks,
             tenant=self.tenant,
             journal=self.journal,
+            parts=self.parts,
         )
 
     def within(self, namespace: Sequence[str] | None) -> Result[MemoryService, DomainError]:

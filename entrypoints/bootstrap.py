@@ -8,7 +8,15 @@ from pathlib import Path
 from returns.result import Failure, Result, Success
 
 from agent_memory.domain.errors import DomainError, ErrorCode
-from agent_memory.domain.ports import BatchJournal, Clock, Embedder, KeywordIndex, StoreCatalog, WriteLocks
+from agent_memory.domain.ports import (
+    BatchJournal,
+    Clock,
+    Embedder,
+    KeywordIndex,
+    PartVectors,
+    StoreCatalog,
+    WriteLocks,
+)
 from agent_memory.domain.service import MemoryService, SearchPolicy
 from agent_memory.entrypoints.settings import Settings
 
@@ -96,6 +104,14 @@ def build_keywords(settings: Settings, catalog: StoreCatalog) -> KeywordIndex:
     return SqliteKeywordIndex(settings.data_dir / f"{settings.backend}-keywords.sqlite3")
 
 
+def build_parts(settings: Settings) -> PartVectors:
+    """Long memories' later parts: SQLite beside the data (on every backend: long memories are few, so a search
+    ranks their parts by brute force in this process)."""
+    from agent_memory.adapters.sqlite_parts import SqlitePartVectors
+
+    return SqlitePartVectors(settings.data_dir / f"{settings.backend}-parts.sqlite3")
+
+
 def build_journal(settings: Settings, *, still_wanted: Callable[[], bool] | None = None) -> BatchJournal:
     """The batch journal beside the data (one folder per backend, as the write locks); `still_wanted` is asked
     before each commit (a server: is the client still there to read the acknowledgement?)."""
@@ -114,6 +130,7 @@ def build_service(
     keywords: KeywordIndex | None = None,
     locks: WriteLocks | None = None,
     journal: BatchJournal | None = None,
+    parts: PartVectors | None = None,
 ) -> Result[MemoryService, DomainError]:
     """Wire the service; pass any port to override the configured adapter (tests, other apps)."""
     return Result.do(
@@ -125,6 +142,7 @@ def build_service(
             keywords=keywords,
             locks=locks,
             journal=journal or build_journal(settings),
+            parts=parts or build_parts(settings),
         )
         for chosen_embedder in (build_embedder(settings) if embedder is None else Success(embedder))
         for chosen_catalog in (build_catalog(settings, chosen_embedder) if catalog is None else Success(catalog))
@@ -140,6 +158,7 @@ def _wire(
     keywords: KeywordIndex | None,
     locks: WriteLocks | None,
     journal: BatchJournal,
+    parts: PartVectors,
 ) -> MemoryService:
     """The service over a chosen embedder and catalog; the light adapters are built here unless overridden."""
     if clock is None:
@@ -161,5 +180,12 @@ def _wire(
         # every process of this machine that opens this data directory and backend takes the same locks
         locks = FileWriteLocks(settings.data_dir / "locks" / settings.backend)
     return MemoryService(
-        catalog=catalog, embedder=embedder, clock=clock, policy=policy, keywords=keywords, locks=locks, journal=journal
+        catalog=catalog,
+        embedder=embedder,
+        clock=clock,
+        policy=policy,
+        keywords=keywords,
+        locks=locks,
+        journal=journal,
+        parts=parts,
     )

@@ -19,6 +19,7 @@ from agent_memory.domain.ports import Vector, VectorStore
 from agent_memory.domain.results import validated
 from agent_memory.domain.search.feedback import expanded_keyword, expansion_query, feedback_ranks
 from agent_memory.domain.search.hybrid import DEPTH, SearchMode, fuse
+from agent_memory.domain.search.long_memories import WithParts
 from agent_memory.domain.search.reranking import Candidates, rerank
 from agent_memory.domain.tenancy import Guard
 from agent_memory.domain.thread_keys import KeywordScope, keyword_scope, thread_of
@@ -127,9 +128,11 @@ class Searching:
                 return self._fetch(store, vector, plan, max(plan.limit * 2, 20))
             return self._blend(store, vector, plan, max(plan.limit, DEPTH))
 
+        parts = self.ctx.parts
         return (
             self.ctx.open(plan.store, create=False)
             .bind(self.ctx.check_model)
+            .map(lambda store: store if parts is None else WithParts(store, parts, plan.store))
             .bind(lambda store: self.ctx.embedder.embed_query(plan.query).bind(lambda vector: ranked(store, vector)))
         )
 

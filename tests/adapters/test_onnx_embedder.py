@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import subprocess
@@ -273,3 +274,31 @@ def test_importing_the_adapter_leaves_the_environment_alone() -> None:
     env = {key: value for key, value in os.environ.items() if key != "ORT_DISABLE_TELEMETRY"}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+# --- long texts: later parts (issue 28) ----------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_text_within_the_window_has_no_parts_and_a_long_one_is_cut_into_overlapping_parts_to_its_end(
+    embedder: OnnxMiniLMEmbedder,
+) -> None:
+    from agent_memory.adapters.onnx_embedder import PART_OVERLAP, PART_TOKENS
+
+    assert embedder.embed_parts([]).unwrap() == []
+    assert embedder.embed_parts(["a short note", "x " * 200]).unwrap() == [[], []]  # 200 tokens: one window
+    words = [f"w{n}" for n in range(600)]  # "w123": 2 tokens each, 1,200 tokens
+    text = " ".join(words)
+    assert embedder._loaded is not None
+    parts = embedder._loaded.later_windows([text])[0]
+    tokens = embedder._loaded.whole
+    assert all(len(tokens.encode(part, add_special_tokens=False).ids) <= PART_TOKENS for part in parts)
+    assert all(set(part.split()) <= set(words) for part in parts)  # whole words: never cut inside one
+    assert parts[-1].endswith(words[-1])  # the end is read
+    first_window = set(words[: 254 // 2])  # MiniLM reads 254 of the text's tokens, two a word here
+    assert parts[0].split()[0] in first_window and parts[0].split()[-1] not in first_window
+    for before, after in itertools.pairwise(parts):  # neighbours share about PART_OVERLAP tokens
+        assert 0 < len(set(before.split()) & set(after.split())) <= PART_OVERLAP // 2
+    embedded = embedder.embed_parts([text, "short"]).unwrap()
+    assert len(embedded[0]) == len(parts) and embedded[1] == []
+    assert max_abs_diff(embedded[0], vectors(embedder.embed_documents(parts))) < 1e-6

@@ -91,6 +91,9 @@ class SameVectorEmbedder:
     def embed_query(self, text: str) -> Result[Vector, DomainError]:
         return Success([1.0, 0.0, 0.0, 0.0])
 
+    def embed_parts(self, texts: Sequence[str]) -> Result[list[list[Vector]], DomainError]:
+        return Success([[] for _ in texts])
+
 
 @define
 class ScopeRecordingIndex(InMemoryKeywordIndex):

@@ -43,6 +43,9 @@ class MeaningEmbedder:
     def embed_query(self, text: str) -> Result[Vector, DomainError]:
         return Success(MEANINGS[text])
 
+    def embed_parts(self, texts: Sequence[str]) -> Result[list[list[Vector]], DomainError]:
+        return Success([[] for _ in texts])
+
 
 def tea_drinker(clock: FixedClock, policy: SearchPolicy) -> MemoryService:
     """A service over the meanings above holding one memory."""

@@ -1,0 +1,134 @@
+"""Search's view of a store whose long memories have later parts: a dense hit on any part finds the memory once."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from attrs import frozen
+from returns.result import Result, Success
+
+from agent_memory.domain.errors import DomainError
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.model import Memory
+from agent_memory.domain.ports import PartVectors, Vector, VectorStore
+
+PART_REACH = 4  # memories with parts asked per memory the page holds
+
+
+@frozen
+class WithParts:
+    """A VectorStore for one search whose dense similarity of a memory is the best of its own vector (its first
+    window) and its later parts' (PartVectors); every other call goes to the store as it is.
+
+    `query` adds the memories whose parts are nearest, each once, kept only when `passing` keeps their id, read and
+    checked against the filter as keyword-only hits are (so namespaces, scopes, tags, expiry and soft deletion hold
+    for parts too); `similarities` (keyword-only hits, thread neighbours) takes the same maximum. A store without
+    long memories costs one lookup of its parts per call, which finds none.
+    """
+
+    store: VectorStore
+    parts: PartVectors
+    name: str
+
+    def query(
+        self, embedding: Vector, where: MemoryFilter, limit: int
+    ) -> Result[list[tuple[Memory, float]], DomainError]:
+        return self.store.query(embedding, where, limit).bind(
+            # deeper than the page: another namespace's long memories must not crowd this one's out (`passing` drops them)
+            lambda pairs: self.parts.nearest(self.name, embedding, limit * PART_REACH).bind(
+                lambda hits: self._merged(embedding, where, limit, pairs, hits)
+            )
+        )
+
+    def _merged(
+        self,
+        embedding: Vector,
+        where: MemoryFilter,
+        limit: int,
+        pairs: list[tuple[Memory, float]],
+        hits: list[tuple[str, float]],
+    ) -> Result[list[tuple[Memory, float]], DomainError]:
+        if not hits:
+            return Success(pairs)
+        part = dict(hits)
+        # a page the store filled: a part no nearer than its last memory cannot enter it
+        bar = pairs[-1][1] if len(pairs) >= limit else -2.0
+        own = {m.id for m, _ in pairs}
+        new = [i for i, score in hits if i not in own and score > bar]
+        scored = [(m, max(s, part.get(m.id, s))) for m, s in pairs]
+        if not new:
+            return Success(_best_first(scored, limit))
+        return self.store.passing(new, where).bind(
+            lambda passed: self._added(embedding, where, limit, scored, part, [i for i in new if i in passed])
+        )
+
+    def _added(
+        self,
+        embedding: Vector,
+        where: MemoryFilter,
+        limit: int,
+        scored: list[tuple[Memory, float]],
+        part: dict[str, float],
+        ids: list[str],
+    ) -> Result[list[tuple[Memory, float]], DomainError]:
+        if not ids:
+            return Success(_best_first(scored, limit))
+        return Result.do(
+            _best_first(
+                [
+                    *scored,
+                    *((m, max(part[m.id], own.get(m.id, -1.0))) for m in memories if m.id in part and where.matches(m)),
+                ],
+                limit,
+            )
+            for memories in self.store.get(ids)
+            for own in self.store.similarities(embedding, ids)
+        )
+
+    def similarities(self, embedding: Vector, ids: Sequence[str]) -> Result[dict[str, float], DomainError]:
+        return self.store.similarities(embedding, ids).bind(
+            lambda own: self.parts.similarities(self.name, embedding, ids).map(
+                lambda part: own | {i: max(s, own.get(i, s)) for i, s in part.items() if i in own}
+            )
+        )
+
+    # --- the rest of the store, as it is ------------------------------------------------------------------
+
+    def add(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
+        return self.store.add(memories, embeddings)
+
+    def get(self, ids: Sequence[str]) -> Result[list[Memory], DomainError]:
+        return self.store.get(ids)
+
+    def scan(self, where: MemoryFilter) -> Result[list[Memory], DomainError]:
+        return self.store.scan(where)
+
+    def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
+        return self.store.update_metadata(memories)
+
+    def replace(self, memory: Memory, embedding: Vector) -> Result[None, DomainError]:
+        return self.store.replace(memory, embedding)
+
+    def remove(self, ids: Sequence[str]) -> Result[None, DomainError]:
+        return self.store.remove(ids)
+
+    def count(self) -> Result[int, DomainError]:
+        return self.store.count()
+
+    def embedding_model(self) -> Result[str | None, DomainError]:
+        return self.store.embedding_model()
+
+    def problems(self) -> Result[tuple[str, ...], DomainError]:
+        return self.store.problems()
+
+    def passing(self, ids: Sequence[str], where: MemoryFilter) -> Result[set[str], DomainError]:
+        return self.store.passing(ids, where)
+
+    def rebuild(
+        self, memories: Sequence[Memory], embeddings: Sequence[Vector], embedding_model: str
+    ) -> Result[None, DomainError]:
+        return self.store.rebuild(memories, embeddings, embedding_model)
+
+
+def _best_first(pairs: list[tuple[Memory, float]], limit: int) -> list[tuple[Memory, float]]:
+    return sorted(pairs, key=lambda pair: -pair[1])[:limit]

@@ -1,0 +1,112 @@
+"""Long memories are searchable throughout (issue 28), with the shipped model on every embedded backend: the last
+sentence of a 1,500-word note is found by a paraphrase sharing none of its words, in semantic and hybrid mode, and
+the note's parts stay in step through update, export → import and reindex (in-process; unit tests cover the rest
+of the writes with the fakes: tests/unit/test_long_memories.py)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import attrs
+import pytest
+
+from agent_memory.adapters.qdrant.catalog import QdrantCatalog
+from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
+from agent_memory.domain.ports import Embedder
+from agent_memory.domain.search.tokens import query_terms
+from agent_memory.domain.service import MemoryService
+from agent_memory.entrypoints.bootstrap import build_embedder, build_service
+from agent_memory.entrypoints.settings import Settings, load_settings
+
+pytestmark = pytest.mark.slow  # loads the real MiniLM graph and embeds a few long notes
+
+SUBJECTS = ("The gardener", "Our neighbour", "A cyclist", "The baker", "My colleague", "The librarian", "A tourist")
+VERBS = ("repaired", "admired", "photographed", "described", "borrowed", "cleaned", "painted", "measured", "carried")
+OBJECTS = ("an old bicycle", "the broken fence", "a basket of apples", "the blue kettle", "a stack of novels",
+           "the garden shed", "a pair of boots", "the kitchen clock", "a wooden chair", "the rusty gate")  # fmt: skip
+WHEN = ("on Monday morning", "after lunch", "during the storm", "before the football match", "late at night",
+        "while it snowed", "at the market", "near the harbour", "after the concert")  # fmt: skip
+WHY = ("because the weather was mild", "although nobody asked", "to pass the time", "since the shop was closed",
+       "as the radio played jazz", "while the dog slept", "before the tea went cold")  # fmt: skip
+FACT = "My sister's wedding is planned in Lisbon for next April."
+QUERY = "Which town will host my sibling's marriage ceremony?"  # no content word of FACT (nor of the note)
+OTHER_FACT = "The quarterly tax return must be filed before the fifteenth of March."
+OTHER_QUERY = "When is the deadline for government paperwork?"
+DISTRACTORS = ("The printer needs new ink.", "The cat sleeps on the sofa.", "Tomatoes grow well in July.")
+
+
+ALICE = ("alice",)
+
+
+def note(last: str, seed: int = 7, words: int = 1500) -> str:
+    """About `words` words of varied diary sentences (none about the fact), then `last`."""
+    chosen = random.Random(seed)
+    sentences: list[str] = []
+    while sum(len(s.split()) for s in sentences) < words:
+        picks = (chosen.choice(group) for group in (SUBJECTS, VERBS, OBJECTS, WHEN, WHY))
+        sentences.append(" ".join(picks) + ".")
+    return " ".join([*sentences, last])
+
+
+def settings_for(data_dir: Path, backend: str) -> Settings:
+    return load_settings({"data_dir": str(data_dir), "backend": backend}, {"HOME": str(data_dir)}).unwrap()
+
+
+@pytest.fixture(scope="module")
+def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    return build_embedder(settings_for(tmp_path_factory.mktemp("unused"), "chroma")).unwrap()
+
+
+@contextmanager
+def opened(data_dir: Path, backend: str, embedder: Embedder) -> Iterator[MemoryService]:
+    service = build_service(settings_for(data_dir, backend), embedder=embedder).unwrap()
+    try:
+        yield service
+    finally:
+        if isinstance(service.catalog, QdrantCatalog):
+            service.catalog.close()  # qdrant local mode admits one client per folder
+
+
+def best(service: MemoryService, query: str, mode: str = "hybrid") -> str | None:
+    """The first hit's content: None when nothing reaches the default relevance floor."""
+    hits = service.search(SearchMemories(query=query, mode=mode)).unwrap().results
+    return hits[0].memory.content if hits else None
+
+
+@pytest.mark.parametrize("backend", ["chroma", "files", "qdrant"])
+def test_the_last_sentence_of_a_long_note_is_found_by_a_paraphrase_and_its_parts_stay_in_step(
+    tmp_path: Path, backend: str, embedder: Embedder
+) -> None:
+    long_note = note(FACT)
+    assert len(long_note.split()) > 1500 and not set(query_terms(QUERY)) & set(query_terms(long_note))
+    with opened(tmp_path / "source", backend, embedder) as service:
+        service.create_many([CreateMemory(content=text, namespace=("bob",)) for text in DISTRACTORS]).unwrap()
+        memory_id = service.create(CreateMemory(content=long_note, namespace=ALICE)).unwrap().memory.id
+        assert best(service, QUERY, "semantic") == long_note
+        bob = service.within(("bob",)).unwrap()  # a tenant never meets another's memory through its parts
+        assert best(bob, QUERY, "semantic") is None and best(bob, QUERY) is None
+        hybrid = service.search(SearchMemories(query=QUERY)).unwrap().results
+        assert [hit.memory.id for hit in hybrid].count(memory_id) == 1 and hybrid[0].memory.id == memory_id
+
+        without_parts = attrs.evolve(service, parts=None)  # the first window only, as before parts
+        assert best(without_parts, QUERY, "semantic") is None
+        assert best(without_parts, QUERY) is None
+
+        other_note = note(OTHER_FACT, seed=8)
+        service.update(UpdateMemory(ref=memory_id, content=other_note)).unwrap()
+        assert best(service, OTHER_QUERY, "semantic") == other_note
+        assert best(service, QUERY, "semantic") is None  # the old parts are gone
+        exported = service.export().unwrap()
+
+    with opened(tmp_path / "target", backend, embedder) as target:
+        target.import_memories(exported).unwrap()
+        assert best(target, OTHER_QUERY) == other_note
+        assert (tmp_path / "target" / f"{backend}-parts.sqlite3").is_file()
+        assert target.parts is not None
+        target.parts.rebuild("default", {}).unwrap()  # lost, or the store was written before parts existed
+        assert best(target, OTHER_QUERY, "semantic") is None
+        target.reindex().unwrap()
+        assert best(target, OTHER_QUERY, "semantic") == other_note
