@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from agent_memory.domain.progress import EMBED_SLICE
 from tests.e2e.conftest import MEMORY, MemoryCli
 
-COUNT = 70  # two slices of the domain's embedding (64): the bar is drawn twice
+COUNT = EMBED_SLICE + 6  # two slices of the domain's embedding: the bar is drawn twice
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from returns.result import Success
 from agent_memory.adapters.clock import FixedClock
 from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog
 from agent_memory.domain.commands import CreateMemory
-from agent_memory.domain.progress import EMBED_SLICE
+from agent_memory.domain.progress import EMBED_SLICE, Count, embedded
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.cli.direct import run
 from agent_memory.entrypoints.cli.progress_bar import ProgressBar
@@ -88,6 +88,13 @@ def test_a_progress_that_raises_leaves_nothing_written(clock: FixedClock) -> Non
     with pytest.raises(Stop):
         service.reindex(progress=stop)
     assert [m.id for m in service.export().unwrap()] == [kept.id]
+
+
+def test_slices_of_like_length_give_each_text_its_own_vector() -> None:
+    embedder, seen = HashingEmbedder(), Seen()
+    texts = [("word " * (i * 7 % 13)) + f"text {i}" for i in range(EMBED_SLICE + 40)]
+    assert embedded(embedder, texts, Count(len(texts), seen)).unwrap() == embedder.embed_documents(texts).unwrap()
+    assert_reported(seen.calls, [EMBED_SLICE, len(texts)])
 
 
 # --- the CLI's bar ---------------------------------------------------------------------------------------------
