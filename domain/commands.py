@@ -298,6 +298,9 @@ class ReindexStore(Asks[ReindexReport]):
     """Re-embed every memory of a store (after an embedding-model change or hand-edited files)."""
 
     store: str | None = _store()
+    progress: Progress = field(
+        default=quiet, eq=False, metadata=doc("Called with (done, total) after each slice embedded.")
+    )
 
 
 @frozen(kw_only=True)
@@ -355,10 +358,13 @@ class DeleteCategory(Asks[CategorySummary]):
 # --- batches, export and import (in-process: their fields are records, not a caller's words) ---------------------
 @frozen(kw_only=True)
 class CreateMemories(Asks[list[MemoryView]]):
-    """Many new memories in one batch: all validated before any is written, one embedding call per store, and each
+    """Many new memories in one batch: all validated before any is written, embedded a slice at a time, and each
     store's part written as one unit (a failure or a kill part-way leaves none of it)."""
 
     memories: tuple[CreateMemory, ...] = field(metadata=doc("The memories to create, each as `create` takes one."))
+    progress: Progress = field(
+        default=quiet, eq=False, metadata=doc("Called with (done, total) after each slice embedded.")
+    )
 
 
 @frozen(kw_only=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from attrs import evolve, frozen
-from returns.iterables import Fold
 from returns.result import Failure, Result, Success
 
 from agent_memory.domain.commands import PruneMemories, ReindexStore, StoreStatus
@@ -15,11 +14,10 @@ from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory, check_store_name
 from agent_memory.domain.paths import MemoryPath
 from agent_memory.domain.ports import PendingBatch, VectorStore
+from agent_memory.domain.progress import Count, embedded
 from agent_memory.domain.results import validated
 from agent_memory.domain.tenancy import Guard, guarded_only
-from agent_memory.domain.views import Census, PruneReport, ReindexReport, Status
-
-REINDEX_BATCH = 256
+from agent_memory.domain.views import Census, Progress, PruneReport, ReindexReport, Status
 
 
 def store_status(ctx: Context, command: StoreStatus) -> Result[Status, DomainError]:
@@ -64,12 +62,13 @@ def prune_memories(ctx: Context, command: PruneMemories) -> Result[PruneReport, 
 
 
 def reindex_store(ctx: Context, command: ReindexStore) -> Result[ReindexReport, DomainError]:
-    """Re-embed every memory of the store with the configured embedder, replacing the index at once."""
+    """Re-embed every memory of the store with the configured embedder, replacing the index at once. Progress
+    counts the memories embedded, a slice at a time; nothing is written before the last slice is embedded."""
     name, steps = command.store or ctx.policy.default_store, Maintenance(ctx)
 
     def scan_and_rebuild(opened: VectorStore) -> Result[ReindexReport, DomainError]:
         return opened.scan(MemoryFilter(include_deleted=True)).bind(
-            lambda memories: steps._rebuilt(name, opened, memories)
+            lambda memories: steps._rebuilt(name, opened, memories, command.progress)
         )
 
     return ctx.exclusive(
@@ -164,13 +163,14 @@ class Maintenance:
 
     # --- reindex ------------------------------------------------------------------------------
 
-    def _rebuilt(self, name: str, opened: VectorStore, found: list[Memory]) -> Result[ReindexReport, DomainError]:
+    def _rebuilt(
+        self, name: str, opened: VectorStore, found: list[Memory], progress: Progress
+    ) -> Result[ReindexReport, DomainError]:
         embedder = self.ctx.embedder
         memories, renamed = one_memory_per_path(found)
-        batches = [memories[i : i + REINDEX_BATCH] for i in range(0, len(memories), REINDEX_BATCH)]
-        vectors = Fold.collect([embedder.embed_documents([m.content for m in batch]) for batch in batches], Success(()))
+        vectors = embedded(embedder, [m.content for m in memories], Count(len(memories), progress))
         return (
-            vectors.bind(lambda parts: opened.rebuild(memories, [v for part in parts for v in part], embedder.name))
+            vectors.bind(lambda found_vectors: opened.rebuild(memories, found_vectors, embedder.name))
             .bind(lambda _: self._rebuild_keywords(name, memories))
             .bind(lambda _: self._rebuild_parts(name, memories))
             .map(lambda _: ReindexReport(name, len(memories), embedder.name, renamed))

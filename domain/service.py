@@ -102,9 +102,12 @@ class MemoryService:
         """Store a new memory (at its path, which must be free, when it has one)."""
         return dispatch(self, command)
 
-    def create_many(self, commands: Sequence[c.CreateMemory]) -> Result[builtins.list[MemoryView], DomainError]:
-        """Store a batch: all validated before any is written, each store's part as one unit."""
-        return dispatch(self, c.CreateMemories(memories=tuple(commands)))
+    def create_many(
+        self, commands: Sequence[c.CreateMemory], *, progress: Progress = quiet
+    ) -> Result[builtins.list[MemoryView], DomainError]:
+        """Store a batch: all validated before any is written, each store's part as one unit; `progress` hears
+        (embedded, total) after each slice."""
+        return dispatch(self, c.CreateMemories(memories=tuple(commands), progress=progress))
 
     def add(self, command: c.CreateMemory) -> Result[MemoryView, DomainError]:
         """Create a memory at its path, which must be given and free."""
@@ -216,8 +219,9 @@ class MemoryService:
     ) -> Result[PruneReport, DomainError]:
         return dispatch(self, c.PruneMemories(store=store, dry_run=dry_run, namespace=namespace))
 
-    def reindex(self, *, store: str | None = None) -> Result[ReindexReport, DomainError]:
-        return dispatch(self, c.ReindexStore(store=store))
+    def reindex(self, *, store: str | None = None, progress: Progress = quiet) -> Result[ReindexReport, DomainError]:
+        """Re-embed every memory of the store; `progress` hears (embedded, total) after each slice."""
+        return dispatch(self, c.ReindexStore(store=store, progress=progress))
 
     def export(self, *, stores: Sequence[str] | None = None) -> Result[builtins.list[Memory], DomainError]:
         """Every memory of the given stores (all when None), soft-deleted and expired ones too."""

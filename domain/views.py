@@ -107,11 +107,14 @@ class StoreSummary:
     expired_count: int = 0
 
 
-Progress = Callable[[int, int], None]  # (memories done, memories in all), called as an import goes
+# (memories done, memories in all), called after each batch of an import, a batch create or a reindex: the counts
+# only grow and the last call has done == total. A Progress must not raise (an import calls it inside its unit of
+# writes); the CLI's bar swallows a failed write to its terminal.
+Progress = Callable[[int, int], None]
 
 
 def quiet(_done: int, _total: int) -> None:
-    """The progress of an import nobody watches."""
+    """The progress of a batch nobody watches."""
     return None
 
 

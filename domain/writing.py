@@ -25,9 +25,10 @@ from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
 from agent_memory.domain.model import DecayPolicy, Memory, check_store_name, new_memory_id, parse_decay_policy
 from agent_memory.domain.paths import MemoryPath, parse_memory_path
 from agent_memory.domain.ports import PendingBatch, VectorStore
+from agent_memory.domain.progress import Count, embedded
 from agent_memory.domain.results import in_turn, validated
 from agent_memory.domain.tenancy import new_memory_namespace
-from agent_memory.domain.views import MemoryView
+from agent_memory.domain.views import MemoryView, Progress, quiet
 
 SCOPE_AND_CONTENT = ("content", "tags", "source", "citations", "agent", "personality", "project", "type", "global_")
 
@@ -51,14 +52,17 @@ def create_memory(ctx: Context, command: CreateMemory) -> Result[MemoryView, Dom
 
 
 def create_memories(ctx: Context, command: CreateMemories) -> Result[list[MemoryView], DomainError]:
-    """Store a batch with one embedding call per store; all are validated before any is written."""
-    return _create_many(ctx, command.memories)
+    """Store a batch, embedded a slice at a time (progress counts the memories embedded; a store's part is written
+    once all of it is embedded); all are validated before any is written."""
+    return _create_many(ctx, command.memories, command.progress)
 
 
-def _create_many(ctx: Context, commands: Sequence[CreateMemory]) -> Result[list[MemoryView], DomainError]:
+def _create_many(
+    ctx: Context, commands: Sequence[CreateMemory], progress: Progress = quiet
+) -> Result[list[MemoryView], DomainError]:
     steps, now = Writing(ctx), ctx.clock.now()
     built = Fold.collect([steps._new_memory(command, now) for command in commands], Success(()))
-    return built.bind(steps._write_batch)
+    return built.bind(lambda memories: steps._write_batch(memories, Count(len(memories), progress)))
 
 
 @frozen
@@ -101,27 +105,31 @@ class Writing:
             )
         )
 
-    def _write_batch(self, memories: tuple[Memory, ...]) -> Result[list[MemoryView], DomainError]:
+    def _write_batch(self, memories: tuple[Memory, ...], count: Count) -> Result[list[MemoryView], DomainError]:
         by_store: dict[str, list[Memory]] = {}
         for memory in memories:
             by_store.setdefault(memory.store, []).append(memory)
         written = in_turn(
-            by_store.items(), lambda item: self.ctx.exclusive(item[0], partial(self._write_new, item[0], item[1]))
+            by_store.items(),
+            lambda item: self.ctx.exclusive(item[0], partial(self._write_new, item[0], item[1], count)),
         )
         return written.map(lambda _: [self.ctx.view(memory) for memory in memories])
 
-    def _write_new(self, store_name: str, memories: list[Memory]) -> Result[None, DomainError]:
+    def _write_new(self, store_name: str, memories: list[Memory], count: Count) -> Result[None, DomainError]:
         return (
             self.ctx.open(store_name, create=True)
             .bind(self.ctx.check_model)
             .bind(lambda store: self.ctx.paths_free(store, memories))
-            .bind(lambda store: self._store_new(store, store_name, memories))
+            .bind(lambda store: self._store_new(store, store_name, memories, count))
         )
 
-    def _store_new(self, store: VectorStore, store_name: str, memories: list[Memory]) -> Result[None, DomainError]:
-        """Embed the batch, then add it and index its words as one unit: a failure or a kill part-way leaves none
-        of it (the journal records its ids before the first write; the next open takes a killed batch back out)."""
-        return self.ctx.embedder.embed_documents([m.content for m in memories]).bind(
+    def _store_new(
+        self, store: VectorStore, store_name: str, memories: list[Memory], count: Count
+    ) -> Result[None, DomainError]:
+        """Embed the batch (a slice at a time, each counted), then add it and index its words as one unit: a
+        failure or a kill part-way leaves none of it (the journal records its ids before the first write; the next
+        open takes a killed batch back out)."""
+        return embedded(self.ctx.embedder, [m.content for m in memories], count).bind(
             lambda vectors: self.ctx.whole(
                 store,
                 PendingBatch(store_name, tuple(m.id for m in memories)),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from cattrs import Converter
 
@@ -16,6 +16,7 @@ from agent_memory.domain.views import (
     CategorySummary,
     Listing,
     MemoryView,
+    Progress,
     PruneReport,
     ReindexReport,
     SearchResults,
@@ -46,7 +47,15 @@ def _make_converter() -> Converter:
     converter.register_structure_hook(datetime, lambda raw, _t: parse_iso(raw))
     converter.register_unstructure_hook(MemoryPath, str)
     converter.register_structure_hook(MemoryPath, lambda raw, _t: memory_path(str(raw)))
+    converter.register_structure_hook_func(lambda kind: kind == Progress, _progress)  # no door offers it
     return register_memory_shape(converter)  # the shape the storage converter has too: lists, "global"
+
+
+def _progress(raw: Any, _type: Any) -> Progress:
+    """A command's progress callback as it was handed over (a door that offered it would hand over a function)."""
+    if not callable(raw):
+        raise TypeError("progress is a callback, not a value")
+    return cast(Progress, raw)
 
 
 JSON = _make_converter()

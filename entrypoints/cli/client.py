@@ -1,7 +1,8 @@
 """The `memory` command's entry point: a thin client of the local memory server, in the standard library only.
 
 It parses the arguments, finds (or starts) the server of the data directory and backend, sends it the arguments,
-the settings' environment and stdin, and writes back the server's stdout, stderr and exit code byte for byte. It
+the settings' environment and stdin, and writes back the server's stdout, stderr and exit code byte for byte (a
+terminal's stderr as the server sends it, while the command runs: progress bars). It
 runs the command in this process instead (cli.py) when told to (--no-server, MEMORY_SERVER=off), for the
 long-running doors (`memory serve`, `memory mcp --transport http`), and whenever the server cannot be reached or
 started: then nothing is said, the command just takes its in-process time. A server that is alive but sends nothing
@@ -141,6 +142,8 @@ def _exchange(place: wire.Place, request: Mapping[str, Any], *, until_stream: bo
                     return Outcome("refused", accepted, message)
                 if message.get("accepted") is True:
                     accepted = True
+                elif wire.LIVE_STDERR in message:  # the terminal's stderr as the command writes it (a progress bar)
+                    _write(sys.stderr, message[wire.LIVE_STDERR])
                 elif until_stream and message.get("stream") is True:
                     keep = True
                     return Outcome("done", accepted, {"connection": connection, "reader": reader})

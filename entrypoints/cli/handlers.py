@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
+from attrs import evolve
 from returns.result import Failure, Result, Success
 
 from agent_memory.domain import commands as c
@@ -20,6 +21,7 @@ from agent_memory.domain.views import StoreOutline
 from agent_memory.entrypoints import json_codec as out
 from agent_memory.entrypoints.cli import text_format as text
 from agent_memory.entrypoints.cli.parser import manifest_entry
+from agent_memory.entrypoints.cli.progress_bar import progress_bar
 from agent_memory.entrypoints.door_spec import DoorSpec
 from agent_memory.entrypoints.door_spec import command_from as door_command_from
 from agent_memory.entrypoints.json_codec import JSON, has_lone_surrogate
@@ -114,13 +116,14 @@ def create(service: MemoryService, args: argparse.Namespace) -> Outcome:
 
 
 def _create_jsonl(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    """Many memories in one batch: one JSON object per line with the fields of `create`."""
+    """Many memories in one batch: one JSON object per line with the fields of `create`; a bar on a terminal."""
     source = _read_stdin("JSON Lines") if args.jsonl == "-" else _read_file(args.jsonl)
-    return (
-        source.bind(lambda body: _commands_from_jsonl(body, getattr(args, "store", None)))
-        .bind(lambda commands: dispatch(service, c.CreateMemories(memories=tuple(commands))))
-        .map(lambda views: {"created": [v.memory.id for v in views], "count": len(views)})
-    )
+    with progress_bar("create") as progress:
+        return (
+            source.bind(lambda body: _commands_from_jsonl(body, getattr(args, "store", None)))
+            .bind(lambda commands: dispatch(service, c.CreateMemories(memories=tuple(commands), progress=progress)))
+            .map(lambda views: {"created": [v.memory.id for v in views], "count": len(views)})
+        )
 
 
 # a JSON Lines record holds CreateMemory's fields (`global` for global_), so a new field is accepted with no edit
@@ -253,25 +256,24 @@ def _write_file(target: str, outlines: list[str], memories: list[str]) -> Outcom
 def import_(service: MemoryService, args: argparse.Namespace) -> Outcome:
     body = _read_stdin("JSON Lines") if args.input == "-" else _read_file(args.input)
     target = getattr(args, "store", None)
-    return (
-        body.bind(lambda text_: _records_from_jsonl(text_, target))
-        .bind(
-            lambda records: dispatch(
-                service,
-                c.ImportMemories(
-                    outlines=tuple(records[0]), memories=tuple(records[1]), progress=_progress_bar("imported")
-                ),
+    with progress_bar("import") as progress:
+        return (
+            body.bind(lambda text_: _records_from_jsonl(text_, target))
+            .bind(
+                lambda records: dispatch(
+                    service,
+                    c.ImportMemories(outlines=tuple(records[0]), memories=tuple(records[1]), progress=progress),
+                )
+            )
+            .map(
+                lambda report: {
+                    "created": report.created,
+                    "replaced": report.replaced,
+                    "count": report.created + report.replaced,
+                    "stores": report.stores,
+                }
             )
         )
-        .map(
-            lambda report: {
-                "created": report.created,
-                "replaced": report.replaced,
-                "count": report.created + report.replaced,
-                "stores": report.stores,
-            }
-        )
-    )
 
 
 STORE_LINE = "store"  # the "kind" of an export line that outlines a store; memory lines carry no kind
@@ -325,16 +327,12 @@ def _reason(error: BaseException) -> str:
     return str(error) or type(error).__name__
 
 
-def _progress_bar(verb: str) -> Callable[[int, int], None]:
-    """A one-line progress counter on stderr, only when stderr is a terminal."""
-    if not sys.stderr.isatty():
-        return lambda _done, _total: None
-
-    def show(done: int, total: int) -> None:
-        sys.stderr.write(f"\r{verb} {done}/{total}" + ("\n" if done >= total else ""))
-        sys.stderr.flush()
-
-    return show
+def reindex(service: MemoryService, args: argparse.Namespace) -> Outcome:
+    """Re-embed a store, with a bar named after it on a terminal (a reindex of each store in turn shows each)."""
+    name = getattr(args, "store", None) or service.policy.default_store
+    with progress_bar(f"reindex {name}") as progress:
+        made = command_from(c.ReindexStore, "reindex", args).map(lambda command: evolve(command, progress=progress))
+        return _run(service, made).map(out.reindex_json)
 
 
 def jsonl(payload: Payload) -> str:
@@ -377,7 +375,7 @@ HANDLERS: dict[str, tuple[Handler, Callable[[Payload], str]]] = {
     "list": (listing, text.listing),
     "recent": (_answered(c.RecentMemories, "recent", out.recent_json), text.recent),
     "prune": (_answered(c.PruneMemories, "prune", out.prune_json), text.prune),
-    "reindex": (_answered(c.ReindexStore, "reindex", out.reindex_json), text.generic),
+    "reindex": (reindex, text.generic),
     "status": (_answered(c.StoreStatus, "status", out.status_json), text.status),
     "store": (store, text.generic),
     "category": (category, text.generic),

@@ -204,6 +204,7 @@ SPECS: tuple[CliSpec, ...] = (
         name="reindex",
         help="re-embed every memory of the store (after a model change or hand edits)",
         command=c.ReindexStore,
+        omit={"progress": "a bar on stderr when it is a terminal"},
     ),
     CliSpec(
         name="status", help="check the backend and count memories", command=c.StoreStatus, omit={"namespace": _TENANT}
@@ -222,7 +223,7 @@ SPECS: tuple[CliSpec, ...] = (
         omit={
             "outlines": "read from the input's store lines",
             "memories": "read from the input's memory lines",
-            "progress": "a counter on stderr when it is a terminal",
+            "progress": "a bar on stderr when it is a terminal",
         },
         extra=(Option(name="input", nargs="?", default="-", help="file to read ('-' for stdin, the default)"),),
     ),

@@ -216,6 +216,7 @@ SPECS: tuple[ToolSpec, ...] = (
         render=_by(out.reindex_json),
         output="reindex",
         idempotent=True,
+        omit={"progress": "a callback: a tool call answers once, when the store is reindexed"},
     ),
     ToolSpec(
         name="list_stores",

@@ -2,7 +2,7 @@
 
 Started detached by the thin client (cli_client.py), it runs each request with the same code as the in-process
 command (cli.run_guarded), on the client's arguments, environment, cwd, umask and stdin, and sends back the exact
-bytes of stdout and stderr and the exit code. Its storage (catalog, embedder, keywords, locks) is opened once and
+bytes of stdout and stderr and the exit code (a terminal's stderr as it is written: a progress bar moves). Its storage (catalog, embedder, keywords, locks) is opened once and
 kept warm, one storage per storage setting a request names; every request gets a service with its own policy
 settings. Requests run one at a time (the doors' rule: read-check-write steps never interleave); each connection has
 its own thread, so status, heartbeats and new clients are answered meanwhile. It stops after an idle time, on
@@ -30,6 +30,7 @@ from typing import Any
 
 from agent_memory.entrypoints.cli.server import protocol as wire
 from agent_memory.entrypoints.cli.server import streams as routed
+from agent_memory.entrypoints.cli.server.streams import Sender
 
 # the settings that open the storage; the others (store, decay, limits) only shape each request's policy
 STORAGE_FIELDS: tuple[str, ...] = ("data_dir", "backend", "collection", "chroma_host", "chroma_port", "qdrant_url")
@@ -263,33 +264,36 @@ class MemoryServer:
     def _run(self, connection: socket.socket, request: dict[str, Any]) -> None:
         wire.send(connection, {"accepted": True})
         result: dict[str, Any] = {}
-        worker = threading.Thread(target=self._execute, args=(request, result, connection), daemon=True)
+        send_line = routed.locked_sender(connection)  # the heartbeat and a terminal's live stderr share it
+        worker = threading.Thread(target=self._execute, args=(request, result, connection, send_line), daemon=True)
         worker.start()
-        self._heartbeat(connection, worker, wire.heartbeat_for(request.get("silence_s")))
+        self._heartbeat(send_line, worker, wire.heartbeat_for(request.get("silence_s")))
         answer = result.get("answer") or {"refused": "internal", "message": result.get("crash", "no answer")}
         with self._state:
             self._last_work = time.monotonic()
         with contextlib.suppress(OSError):  # a client killed meanwhile: the command ran, nobody listens
-            wire.send(connection, answer)
+            send_line(wire.encode(answer))
 
-    def _heartbeat(self, connection: socket.socket, worker: threading.Thread, every: float) -> None:
+    def _heartbeat(self, send_line: Sender, worker: threading.Thread, every: float) -> None:
         alive = True
         while worker.is_alive():
             worker.join(every)
             if worker.is_alive() and alive:
                 try:
-                    connection.sendall(b"\n")
+                    send_line(b"\n")
                 except OSError:
                     alive = False  # keep waiting: the command must end before the server can
 
-    def _execute(self, request: dict[str, Any], result: dict[str, Any], connection: socket.socket) -> None:
+    def _execute(
+        self, request: dict[str, Any], result: dict[str, Any], connection: socket.socket, send: Sender
+    ) -> None:
         self._caller.connection = connection  # a batch commits only while its client is there to hear of it
         try:
-            self._execute_locked(request, result)
+            self._execute_locked(request, result, send)
         except BaseException as error:  # the worker must not die silently: the client then reports SERVER_LOST
             routed.log(f"request failed: {type(error).__name__}: {error}")
 
-    def _execute_locked(self, request: dict[str, Any], result: dict[str, Any]) -> None:
+    def _execute_locked(self, request: dict[str, Any], result: dict[str, Any], send_line: Sender) -> None:
         from agent_memory.entrypoints.cli.direct import run_guarded
 
         found = request.get("streams")
@@ -299,10 +303,8 @@ class MemoryServer:
         stdin = routed.client_text(
             routed.ClientBytes(base64.b64decode(raw_in or ""), tty=stdin_tty), streams.get("stdin"), "strict"
         )
-        out_bytes, err_bytes = (
-            routed.ClientBytes(),
-            routed.ClientBytes(tty=bool((streams.get("stderr") or [0, 0, False])[2])),
-        )
+        out_bytes = routed.ClientBytes()
+        err_bytes = routed.client_stderr(bool((streams.get("stderr") or [0, 0, False])[2]), send_line)
         stdout = routed.client_text(out_bytes, streams.get("stdout"), "strict")
         stderr = routed.client_text(err_bytes, streams.get("stderr"), "backslashreplace")
         argv, env = _arguments(request)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 PROTOCOL = 1
+LIVE_STDERR = "stderr_now"  # a line {"stderr_now": base64} while a request runs: bytes for the client's terminal now
 HEARTBEAT_S = 2.0  # the server writes a blank line this often while a request runs (more often for a short silence)
 SILENCE_S = 60.0  # a client gives up on a server that sent nothing for this long (setting server_timeout_seconds)
 CONNECT_S = 5.0

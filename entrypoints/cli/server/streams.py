@@ -6,13 +6,18 @@ proxies route each thread to its own client's streams, and everything else (libr
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import io
 import logging
+import socket
 import sys
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
+
+from agent_memory.entrypoints.cli.server.protocol import LIVE_STDERR, encode
 
 
 class PerThread:
@@ -41,6 +46,48 @@ class ClientBytes(io.BytesIO):
 
     def isatty(self) -> bool:
         return self._tty
+
+
+Sender = Callable[[bytes], None]  # writes bytes to a client's connection (OSError once it is gone)
+
+
+def locked_sender(connection: socket.socket) -> Sender:
+    """sendall on the connection under a lock: the heartbeat thread and the command's live stderr share it."""
+    sending = threading.Lock()
+
+    def send(data: bytes) -> None:
+        with sending:
+            connection.sendall(data)
+
+    return send
+
+
+def client_stderr(tty: bool, send: Sender) -> ClientBytes:
+    """A command's stderr: a terminal's goes to the client as it is written, as {"stderr_now": base64} lines (a
+    progress bar moving); a pipe's or a file's comes whole in the answer (its JSON error after the command's end)."""
+    if not tty:
+        return ClientBytes()
+    return LiveBytes(lambda data: send(encode({LIVE_STDERR: base64.b64encode(data).decode("ascii")})))
+
+
+class LiveBytes(ClientBytes):
+    """A client's terminal stderr: each write goes to the client as it is made (`send`, a progress bar drawn as it
+    moves), as the in-process command's would; once `send` fails (the client gone), the rest is kept like
+    ClientBytes keeps it. Only a terminal's stderr is live: a pipe's bytes all come in the answer, in order."""
+
+    def __init__(self, send: Callable[[bytes], None]) -> None:
+        super().__init__(tty=True)
+        self._send: Callable[[bytes], None] | None = send
+
+    def write(self, data: Any) -> int:
+        if self._send is None:
+            return super().write(data)
+        try:
+            self._send(bytes(data))
+        except OSError:
+            self._send = None
+            return super().write(data)
+        return len(data)
 
 
 def client_text(buffer: ClientBytes, facts: Any, default_errors: str) -> io.TextIOWrapper:
@@ -99,4 +146,16 @@ def log_library_events() -> None:
     logger.propagate = False  # once: the MCP SDK gives the root logger a handler of its own in a session
 
 
-__all__ = ["ClientBytes", "bind", "client_text", "install_streams", "log", "log_library_events", "unbind"]
+__all__ = [
+    "ClientBytes",
+    "LiveBytes",
+    "Sender",
+    "bind",
+    "client_stderr",
+    "client_text",
+    "install_streams",
+    "locked_sender",
+    "log",
+    "log_library_events",
+    "unbind",
+]
