@@ -317,8 +317,8 @@ def stage_times(data: Data, sample: int = 150) -> dict[str, float]:
 def keyword_times(conversations: list[dict[str, Any]], sample: int = 100) -> dict[str, float]:
     """Median ms of one keyword search (the product's SqliteKeywordIndex, one conversation's namespace) with and
     without the neighbour columns, and of a feedback-like search (10 words of the best five hits OR'd)."""
-    from agent_memory.adapters.shared.words import content_words
-    from agent_memory.domain.ports import thread_of
+    from agent_memory.domain.search.tokens import content_words
+    from agent_memory.domain.thread_keys import thread_of
 
     out = {}
     with tempfile.TemporaryDirectory() as work:
