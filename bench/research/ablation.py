@@ -17,7 +17,7 @@ removed or re-chosen:
   thread, facts are unchanged: they have none),
 - fusion: today's linear α 0.5 with the neighbours' cosine at 0.25, the same re-tuned (α, share), or RRF
   (k, dense weight, share),
-- the learnt second stage (ltr.py's logistic model over domain.reranking's 21 features and their products,
+- the learnt second stage (ltr.py's logistic model over domain.search.reranking's 20 features and their products,
   L2 100, dominance cap 0.2), refitted per fold.
 
 Every figure is leave-one-conversation-out: a configuration's free parameters (fusion weights) are chosen on
