@@ -1,11 +1,12 @@
-"""What a stage of hybrid search (keyword feedback, the second-stage ranker, the keyword side's deeper reach
-under filters, the keyword index's scope narrowing, or reading the keyword hits a tag filter rejects) costs
-a warm search, A/B in one process.
+"""What a stage of hybrid search (the second-stage ranker, the keyword side's deeper reach under filters, the
+keyword index's scope narrowing, or reading the keyword hits a tag filter rejects) costs a warm search, A/B in
+one process.
 
-    python bench/feedback_latency.py [--stage feedback|rerank|reach|scope|tags] [--size 10000] [--queries 100]
+    python bench/feedback_latency.py [--stage rerank|reach|scope|tags] [--size 10000] [--queries 100]
         [--rounds 3] [--share 0.03] [--no-mirror] [--oracle]
 
-The store is bench/perf.py's (LoCoMo turns saved without a thread, so feedback runs on every search).
+The store is bench/perf.py's (LoCoMo turns saved without a thread). (Named for its first stage, keyword
+feedback, which the product dropped on 2026-11-27: bench/research/JOURNAL.md.)
 Each question is searched with the stage on and off back to back, alternating which goes first, so the
 load of a shared machine weighs on both alike; the floor (query embedding + numpy brute-force cosine
 over the same vectors) is timed in the same loop. Filters as bench/perf.py's filtered search, except for
@@ -39,7 +40,7 @@ from perf import DATA, corpus, fill_store, service_for
 from agent_memory.adapters.chroma.store import ChromaVectorStore
 from agent_memory.domain.commands import SearchMemories
 from agent_memory.domain.filters import MemoryFilter
-from agent_memory.domain.search import feedback, searching
+from agent_memory.domain.search import searching
 from agent_memory.domain.thread_keys import KeywordScope, keyword_scope
 
 SCOPE = {"project": "p3", "namespace": ("user",)}
@@ -56,7 +57,7 @@ def never(where: MemoryFilter, reach: Any) -> bool:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--stage", choices=("feedback", "rerank", "reach", "scope", "tags"), default="feedback")
+    parser.add_argument("--stage", choices=("rerank", "reach", "scope", "tags"), default="rerank")
     parser.add_argument("--size", type=int, default=10000)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
@@ -100,9 +101,7 @@ def main() -> None:
                 order = ("on", "off") if (number + round_) % 2 == 0 else ("off", "on")
                 for side in order:
                     searcher = service
-                    if args.stage == "feedback":
-                        feedback.FEEDBACK_MEMORIES = 5 if side == "on" else 0
-                    elif args.stage == "rerank":
+                    if args.stage == "rerank":
                         searcher = service if side == "on" else first_stage
                     elif args.stage == "reach":  # off: the keyword index is asked DEPTH deep once, as before
                         searching.FILTERED_REACH = 16 if side == "on" else 1

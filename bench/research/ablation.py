@@ -11,12 +11,13 @@ removed or re-chosen:
 
 - keyword side (bm25 over the memory and its thread neighbours' words; without it the candidates are the
   dense top 50 alone),
-- keyword feedback for independent memories (facts; turns are threaded and never get it),
+- keyword feedback for independent memories (facts; turns are threaded and never get it): the product dropped it
+  on 2026-11-27 (it earned nothing here); `+ keyword feedback` puts it back in the first stage (fusion.expanded_keyword),
 - thread neighbours (the neighbours' keyword columns and cosine; without them the turns are indexed with no
   thread, facts are unchanged: they have none),
 - fusion: today's linear α 0.5 with the neighbours' cosine at 0.25, the same re-tuned (α, share), or RRF
   (k, dense weight, share),
-- the learnt second stage (ltr.py's logistic model over domain.reranking's 21 features and their products,
+- the learnt second stage (ltr.py's logistic model over domain.search.reranking's 20 features and their products,
   L2 100, dominance cap 0.2), refitted per fold.
 
 Every figure is leave-one-conversation-out: a configuration's free parameters (fusion weights) are chosen on
@@ -45,11 +46,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fusion
 import ltr
-from fusion import bootstrap, build, dense_with_links, expansion_terms, log, per_category, ranked
+from fusion import bootstrap, build, dense_with_links, expanded_keyword, expansion_terms, log, per_category, ranked
 from locomo import memories as protocol_memories
 
 from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
-from agent_memory.domain import feedback, reranking
+from agent_memory.domain.search import reranking
 from agent_memory.domain.context import keyword_entry
 from agent_memory.domain.model import Memory, new_memory_id
 
@@ -133,7 +134,7 @@ def first_stage(q: Query, cfg: dict[str, Any], params: dict[str, float]) -> tupl
             extra = q["search"](" ".join(terms)) if terms else {}
             TIMES.setdefault("feedback search", []).append(time.perf_counter() - started)
             independent = {i for i in cands if q["links"][i] == (-1, -1)}
-            kw = feedback.expanded_keyword(kw, extra, independent)  # type: ignore[arg-type]  # int ids here
+            kw = expanded_keyword(kw, extra, independent)
             scores = fused(q, kw, cfg["fusion"], params, keyword)
             order = ranked(scores)
     return order, scores, kw
@@ -141,7 +142,7 @@ def first_stage(q: Query, cfg: dict[str, Any], params: dict[str, float]) -> tupl
 
 def features(q: Query, cfg: dict[str, Any], params: dict[str, float]) -> tuple[list[int], np.ndarray]:
     """The product's feature rows (domain.reranking.features) over this configuration's first stage."""
-    order, scores, kw_after = first_stage(q, cfg, params)
+    order, scores, _ = first_stage(q, cfg, params)
     around = {n for i in order for n in q["links"][i] if n >= 0}
     every = set(order) | around
     found = reranking.Candidates(
@@ -150,7 +151,6 @@ def features(q: Query, cfg: dict[str, Any], params: dict[str, float]) -> tuple[l
         texts={str(i): q["texts"][i] for i in every},
         similarity={str(i): float(q["sims"][i]) for i in every},
         keyword={str(i): v for i, v in q["kw"].items()} if cfg["keyword"] else {},
-        keyword_after_feedback={str(i): v for i, v in kw_after.items()},
         links={str(i): tuple(str(n) if n >= 0 else None for n in q["links"][i]) for i in order},  # type: ignore[misc]
     )
     started = time.perf_counter()
@@ -250,31 +250,26 @@ def evaluate(data: Data, cfg: dict[str, Any], folds: list[int], l2: float) -> di
 
 
 def configurations(embedder: str) -> list[dict[str, Any]]:
-    """The full pipeline of today, each stage removed in turn, and the fusions re-chosen (± feedback, ± ranker)."""
-    full = {"keyword": True, "feedback": True, "neighbours": True, "fusion": "linear", "grid": "today", "ranker": True}
+    """The product's pipeline, each stage removed in turn (keyword feedback put back), and the fusions re-chosen."""
+    full = {"keyword": True, "feedback": False, "neighbours": True, "fusion": "linear", "grid": "today", "ranker": True}
 
     def c(name: str, **change: Any) -> dict[str, Any]:
         return dict(full, name=name, **change)
 
     return [
-        c("full pipeline of today (linear α 0.5, neighbours' cos 0.25, feedback, ranker)"),
-        c("semantic alone (own cosine)", keyword=False, feedback=False, neighbours=False, ranker=False, dense_only=True),
+        c("full pipeline (linear α 0.5, neighbours' cos 0.25, ranker; no feedback)"),
+        c("semantic alone (own cosine)", keyword=False, neighbours=False, ranker=False, dense_only=True),
         c("keyword alone (bm25 with neighbour columns)", keyword_only=True, ranker=False),
-        c("− ranker (today's first stage)", ranker=False),
-        c("− keyword feedback", feedback=False),
+        c("− ranker (the first stage)", ranker=False),
+        c("+ keyword feedback (first stage)", feedback=True),
         c("− thread neighbours", neighbours=False),
-        c("− keyword side (dense + neighbours' cos, ranker)", keyword=False, feedback=False),
+        c("− keyword side (dense + neighbours' cos, ranker)", keyword=False),
         c("fusion: linear re-tuned (α, share)", grid="linear"),
         c("fusion: RRF tuned (k, w, share)", fusion="rrf", grid="rrf"),
         c("linear re-tuned − ranker", grid="linear", ranker=False),
         c("RRF tuned − ranker", fusion="rrf", grid="rrf", ranker=False),
-        c("linear re-tuned − feedback", grid="linear", feedback=False),
-        c("RRF tuned − feedback", fusion="rrf", grid="rrf", feedback=False),
-        c("linear re-tuned − feedback − ranker", grid="linear", feedback=False, ranker=False),
-        c("RRF tuned − feedback − ranker", fusion="rrf", grid="rrf", feedback=False, ranker=False),
-        c("RRF tuned − feedback − ranker − neighbours", fusion="rrf", grid="rrf", feedback=False, ranker=False, neighbours=False),
-        c("linear re-tuned − feedback − ranker − neighbours", grid="linear", feedback=False, ranker=False, neighbours=False),
-        c("RRF tuned − feedback − neighbours (ranker)", fusion="rrf", grid="rrf", feedback=False, neighbours=False),
+        c("RRF tuned − ranker − neighbours", fusion="rrf", grid="rrf", ranker=False, neighbours=False),
+        c("RRF tuned − neighbours (ranker)", fusion="rrf", grid="rrf", neighbours=False),
     ]
 
 
@@ -308,7 +303,7 @@ def stage_times(data: Data, sample: int = 150) -> dict[str, float]:
             first_stage(q, dict(cfg, fusion="rrf"), {"k": 10, "w": 1.5, "share": 0.0})
             timed["fusion (RRF)"].append(time.perf_counter() - started)
             started = time.perf_counter()
-            order, x = features(q, dict(cfg, feedback=True), TODAY)
+            order, x = features(q, cfg, TODAY)
             rows = x.tolist()
             scores = [reranking.model_score(r) for r in rows]
             reranking.dominance_capped(scores, [reranking.signals(r) for r in rows], 0.2)
@@ -322,8 +317,8 @@ def stage_times(data: Data, sample: int = 150) -> dict[str, float]:
 def keyword_times(conversations: list[dict[str, Any]], sample: int = 100) -> dict[str, float]:
     """Median ms of one keyword search (the product's SqliteKeywordIndex, one conversation's namespace) with and
     without the neighbour columns, and of a feedback-like search (10 words of the best five hits OR'd)."""
-    from agent_memory.adapters.shared.words import content_words
-    from agent_memory.domain.ports import thread_of
+    from agent_memory.domain.search.tokens import content_words
+    from agent_memory.domain.thread_keys import thread_of
 
     out = {}
     with tempfile.TemporaryDirectory() as work:

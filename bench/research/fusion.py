@@ -402,6 +402,17 @@ def v_prf_and_round(q: dict[str, Any], w: float = 1.0, alpha: float = 0.5) -> li
     return v_second_round(dict(q, kw={i: v / best for i, v in merged.items()} if best > 0 else merged), w, alpha)
 
 
+def expanded_keyword(keyword: dict[int, float], expansion: dict[int, float], independent: set[int]) -> dict[int, float]:
+    """The keyword side with a feedback expansion, as the product merged it until 2026-11-27 (domain.search.feedback,
+    since removed): an independent memory's score plus the expansion's, every score then divided by the best."""
+    merged = dict(keyword)
+    for memory_id, score in expansion.items():
+        if memory_id in independent:
+            merged[memory_id] = merged.get(memory_id, 0.0) + score
+    best = max(merged.values(), default=0.0)
+    return {i: s / best for i, s in merged.items()} if best > 0 else merged
+
+
 def v_kw_prf_alone(
     q: dict[str, Any], m: int = 5, t: int = 10, lam: float = 1.0, pool: int = 0, add: int = 0, new: int = 1
 ) -> list[int]:

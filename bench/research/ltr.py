@@ -6,8 +6,8 @@
 Research code (not imported by the product). No cross-encoder installs offline from a package (BENCHMARKS.md,
 "Stronger dense side and cross-encoders"), so the second stage is a logistic model over the product's own
 features (domain/search/reranking.py: both sides' scores and ranks, thread neighbours, question coverage, …)
-and their pairwise products. Candidates and the first stage are the product's (fusion.py's `build`,
-keyword feedback for independent memories). The model is fitted on four conversations of both protocols
+and their pairwise products. Candidates and the first stage are the product's (fusion.py's `build`, the linear
+fusion; keyword feedback left the product on 2026-11-27, bench/research/JOURNAL.md). The model is fitted on four conversations of both protocols
 at once and scored on the fifth (LOCO), so one model must serve turns and facts; `--write` fits it on
 all five and writes domain/search/ranker_weights.json, the package data the product reads.
 """
@@ -32,17 +32,15 @@ from fusion import (
     build,
     candidates,
     dense_with_links,
-    expansion_terms,
     index_conversation,
     log,
     per_category,
     recall,
     v_current,
-    v_kw_prf_alone,
 )
 
 from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
-from agent_memory.domain.search import feedback, hybrid, ranker_weights, reranking
+from agent_memory.domain.search import hybrid, ranker_weights, reranking
 
 
 # research: LTR_FIRST=rrf makes the first stage the fusion re-chosen for nomic (RRF k 10, dense weight 1.5, no
@@ -52,39 +50,21 @@ RRF = {"k": 10.0, "w": 1.5, "share": 0.0}
 
 
 def today(q: dict[str, Any]) -> list[int]:
-    """The product's first stage: the fused recipe, keyword feedback for independent memories."""
+    """The product's first stage: the linear fusion of domain.search.hybrid."""
     if FIRST == "rrf":
         return fusion.v_rrf(q, **RRF)
-    return v_kw_prf_alone(q, m=5, t=10, lam=1.0, pool=1, new=0)
-
-
-def kw_after_feedback(q: dict[str, Any]) -> dict[int, float]:
-    """The keyword side as the product's feedback leaves it (fusion.v_kw_prf_alone, pool df, m 5, t 10, λ 1)."""
-    first = v_current(q)
-    alone = [i for i in first[:5] if q["links"][i] == (-1, -1)] if q.get("unit") == "facts" else []
-    if not alone:
-        return dict(q["kw"])
-    cands = candidates(q)
-    df: dict[str, int] = {}
-    for i in cands:
-        for term in set(q["words"][i]):
-            df[term] = df.get(term, 0) + 1
-    terms = expansion_terms(dict(q, df=df, texts=cands), alone, 10)
-    extra = q["search"](" ".join(terms)) if terms else {}
-    independent = {i for i in cands if q["links"][i] == (-1, -1)}
-    return feedback.expanded_keyword(q["kw"], extra, independent)  # type: ignore[arg-type]  # int ids here
+    return v_current(q)
 
 
 VECTOR_FEATURES: list[bool] = []  # --vectors: add cosine to the best memory and to the best five's mean
 
 
 def first_scores(q: dict[str, Any]) -> dict[int, float]:
-    """The first stage's fused score per candidate (after feedback), as the product's fuse gives it."""
+    """The first stage's fused score per candidate, as the product's fuse gives it."""
     if FIRST == "rrf":
         order = fusion.v_rrf(q, **RRF)
         return {i: 1.0 / (1 + r) for r, i in enumerate(order)}  # rank-based, like RRF's own score
-    kw = kw_after_feedback(q)
-    return {i: 0.5 * dense_with_links(q, i) + 0.5 * kw.get(i, 0.0) for i in candidates(q)}
+    return {i: 0.5 * dense_with_links(q, i) + 0.5 * q["kw"].get(i, 0.0) for i in candidates(q)}
 
 
 def features(q: dict[str, Any]) -> tuple[list[int], np.ndarray]:
@@ -99,7 +79,6 @@ def features(q: dict[str, Any]) -> tuple[list[int], np.ndarray]:
         texts={str(i): q["texts"][i] for i in every},
         similarity={str(i): float(q["sims"][i]) for i in every},
         keyword={str(i): v for i, v in q["kw"].items()},
-        keyword_after_feedback={str(i): v for i, v in kw_after_feedback(q).items()},
         links={str(i): tuple(str(n) if n >= 0 else None for n in q["links"][i]) for i in order},  # type: ignore[misc]
     )
     rows = np.array(reranking.features(found), dtype=np.float64)
@@ -142,7 +121,7 @@ Rows = list[tuple[list[int], np.ndarray, np.ndarray, dict[str, Any]]]
 def table_of(conversations: list[dict[str, Any]]) -> dict[str, dict[int, Rows]]:
     """Per protocol and conversation, each query's first-stage order, feature rows, labels and query data."""
     table: dict[str, dict[int, Rows]] = {}
-    work = tempfile.mkdtemp()  # the keyword index stays open: the first stage's feedback searches again
+    work = tempfile.mkdtemp()
     for unit in ("turns", "facts"):
         index = SqliteKeywordIndex(Path(work) / f"{unit}.sqlite3")
         saved = [index_conversation(c, unit, index, "default") for c in conversations]

@@ -5,8 +5,8 @@ games does Nate play?") away from the statements that answer it ("Nate plays Xen
 query text, embedded by the product's embedder (fusion.embed, cached under bench/results/cache), may sit nearer:
 - content words: the question's content words (domain.search.tokens.query_terms: question words, auxiliaries and stop
   words gone), e.g. "video games nate play";
-- feedback terms: the question plus the keyword feedback's expansion terms (the RM3 words ltr.kw_after_feedback
-  searches: independent memories among the first stage's top five, pool document frequencies, ten terms); where
+- feedback terms: the question plus the keyword feedback's expansion terms (the RM3 words the product's feedback
+  searched until 2026-11-27: independent memories among the first stage's top five, pool document frequencies, ten terms); where
   no feedback runs (memories with thread neighbours, or no independent memory in the top five) the fallback text:
   the question itself, or the content words.
 `columns` gives each candidate's cosine to the second phrasing and its gap to the best candidate's such cosine

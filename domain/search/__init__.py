@@ -1,1 +1,1 @@
-"""The search pipeline: plan, semantic and keyword sides, their fusion, keyword feedback and the learnt second stage."""
+"""The search pipeline: plan, semantic and keyword sides, their fusion and the learnt second stage."""

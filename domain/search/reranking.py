@@ -31,8 +31,7 @@ FEATURES = (
     "cos_gap",  # its cosine minus the best candidate's
     "neighbour_cos",  # the sum of its thread neighbours' cosines
     "keyword",  # bm25 / best, the question's words
-    "keyword_after_feedback",  # the same with keyword feedback (domain.search.feedback)
-    "fused",  # the first stage's fused score before feedback
+    "fused",  # the first stage's fused score
     "first_rank",  # 1 / (1 + rank) in the first stage's final ranking
     "dense_rank",  # 1 / (1 + rank) by cosine among the candidates
     "keyword_rank",  # 1 / (1 + rank) among the keyword hits (1/101 when not one)
@@ -49,9 +48,7 @@ FEATURES = (
     "shared_with_best",  # rarity-weighted share of its words the first ranking's best memory has (mean on ties)
     "shared_with_top5",  # the same, averaged over the first ranking's best five (ties at the cut come in)
 )
-_COS, _NEIGHBOUR_COS, _KEYWORD_AFTER_FEEDBACK = (
-    FEATURES.index(n) for n in ("cos", "neighbour_cos", "keyword_after_feedback")
-)
+_COS, _NEIGHBOUR_COS, _KEYWORD = (FEATURES.index(n) for n in ("cos", "neighbour_cos", "keyword"))
 DOMINANCE_MARGIN: float | None = 0.2  # how much better on both sides a dominator must be (None: no cap)
 MISSING_RANK = 100  # the rank a memory gets on a side that did not return it
 SCORE_DIGITS = 6  # scores equal to this many decimals share a rank (tied_ranks)
@@ -66,7 +63,6 @@ class Candidates:
     texts: Mapping[str, str]  # content per candidate
     similarity: Mapping[str, float]  # cosine per candidate and per thread neighbour
     keyword: Mapping[str, float]  # bm25 / best per keyword hit, the question's words
-    keyword_after_feedback: Mapping[str, float]  # the same after keyword feedback (= keyword when none ran)
     links: Mapping[str, tuple[str | None, str | None]]  # thread neighbours (before, after)
 
 
@@ -135,7 +131,6 @@ def features(found: Candidates) -> list[list[float]]:
                 cos[i] - best_cos,
                 neighbour_cos,
                 keyword,
-                found.keyword_after_feedback.get(i, 0.0),
                 DENSE_WEIGHT * (cos[i] + NEIGHBOUR_COSINE * neighbour_cos) + (1 - DENSE_WEIGHT) * keyword,
                 1.0 / (1 + first_rank[i]),
                 1.0 / (1 + dense_rank[i]),
@@ -191,7 +186,7 @@ def rerank(found: Candidates) -> list[tuple[str, float]]:
 
 def signals(row: Sequence[float]) -> tuple[float, float]:
     """A row's two first-stage signals: the dense score (own cosine + neighbours' share) and the keyword score."""
-    return row[_COS] + NEIGHBOUR_COSINE * row[_NEIGHBOUR_COS], row[_KEYWORD_AFTER_FEEDBACK]
+    return row[_COS] + NEIGHBOUR_COSINE * row[_NEIGHBOUR_COS], row[_KEYWORD]
 
 
 def dominance_capped(scores: Sequence[float], sides: Sequence[tuple[float, float]], margin: float = 0.0) -> list[float]:

@@ -17,7 +17,6 @@ from agent_memory.domain.paging import page_problem
 from agent_memory.domain.paths import CategoryPath
 from agent_memory.domain.ports import Vector, VectorStore
 from agent_memory.domain.results import validated
-from agent_memory.domain.search.feedback import expanded_keyword, expansion_query, feedback_ranks
 from agent_memory.domain.search.hybrid import DEPTH, SearchMode, fuse
 from agent_memory.domain.search.long_memories import WithParts
 from agent_memory.domain.search.reranking import Candidates, rerank
@@ -168,14 +167,14 @@ class Searching:
         gathered = Result.do(  # the dense side's records are read already: the keyword side does not read them again
             _Candidates(pairs, keyword)
             for pairs in dense
-            for keyword in self._keyword_side(store, plan, plan.query, depth, _Reach(1.0, tuple(m for m, _ in pairs)))
+            for keyword in self._keyword_side(store, plan, depth, _Reach(1.0, tuple(m for m, _ in pairs)))
         )
         return gathered.bind(lambda candidates: self._rank(store, vector, plan, depth, candidates))
 
     def _keyword_side(
-        self, store: VectorStore, plan: _SearchPlan, text: str, depth: int, reach: _Reach
+        self, store: VectorStore, plan: _SearchPlan, depth: int, reach: _Reach
     ) -> Result[_KeywordSide, DomainError]:
-        """The first `depth` keyword hits for `text` that pass every filter and the confidence floor, best
+        """The first `depth` keyword hits for the query that pass every filter and the confidence floor, best
         first, scored bm25 / the best of them: a scope filter or deleted memories never thin the keyword
         side's share of the pool, and a filtered search scores as if the store held only what passes.
 
@@ -184,7 +183,7 @@ class Searching:
         deep as the share that passed says it needs: at least four times deeper, at most DEPTH *
         FILTERED_REACH hits (or `depth`, when a page ranks deeper), the same bound for every page, so a deep
         page reads the same hits as the first. `reach` says how deep to ask first (hits asked per hit needed)
-        and which records were already read: keyword feedback's query starts where the question's ended."""
+        and which records were already read."""
         keywords = self.ctx.keywords
         assert keywords is not None  # _blend runs only with a keyword index
         deepest = max(depth, DEPTH * FILTERED_REACH)  # the same for every page up to that deep: one ranking
@@ -215,7 +214,7 @@ class Searching:
             if len(passing) < depth and len(hits) == asked and asked < deepest:
                 needed = math.ceil(depth * asked / max(len(passing), 1) * 1.25)
                 deeper = _Reach(min(deepest, max(asked * 4, needed)) / depth, read, rejected)
-                return self._keyword_side(store, plan, text, depth, deeper)
+                return self._keyword_side(store, plan, depth, deeper)
             ordered = [(i, score) for i, score in hits if i in passing][:depth]
             best = max((score for _, score in ordered), default=1.0) or 1.0
             window = {i for i, _ in hits[: DEPTH * FILTERED_REACH]}  # what any page's search reads
@@ -224,12 +223,11 @@ class Searching:
                     {i: score / best for i, score in ordered},
                     [passing[i] for i, _ in ordered],
                     [i for i, _ in ordered if i in window][:DEPTH],
-                    _Reach(asked / depth, read, rejected),
                 )
             )
 
         return keywords.search(
-            plan.store, text, asked, thread_prefix=plan.thread_prefix, scope=plan.keyword_scope
+            plan.store, plan.query, asked, thread_prefix=plan.thread_prefix, scope=plan.keyword_scope
         ).bind(kept)
 
     def _rank(
@@ -245,9 +243,8 @@ class Searching:
 
         def score(links: Links) -> Result[SearchResults, DomainError]:
             wanted = {n for i in candidates for n in links.get(i, (None, None)) if n} | set(candidates)
-            return store.similarities(vector, [i for i in wanted if i not in similarity]).bind(
+            return store.similarities(vector, [i for i in wanted if i not in similarity]).map(
                 lambda scored: self._ranked(
-                    store,
                     plan,
                     _Sides(memories, candidates, similarity | scored, found.keyword, links, pool),
                 )
@@ -258,31 +255,14 @@ class Searching:
             return self._blend(store, vector, plan, depth * 4)
         return keywords.neighbours(plan.store, candidates).bind(score)
 
-    def _ranked(self, store: VectorStore, plan: _SearchPlan, sides: _Sides) -> Result[SearchResults, DomainError]:
-        """Keyword: by bm25. Hybrid: fused, then fused again with keyword feedback when independent memories
-        are among the best (domain.search.feedback): the expansion's words, searched DEPTH deep like a query, add to
-        their keyword scores; the candidates stay the same (new ones never reached a top 10 on LoCoMo facts).
-        The pool and the expansion do not depend on how deep the page ranks, so neither does any score."""
+    def _ranked(self, plan: _SearchPlan, sides: _Sides) -> SearchResults:
+        """Keyword: by bm25. Hybrid: fused (domain.search.hybrid), then the learnt second stage. The pool does not
+        depend on how deep the page ranks, so neither does any score."""
         if plan.mode is SearchMode.KEYWORD:
             ranking = sorted(((i, sides.keyword.get(i, 0.0)) for i in sides.candidates), key=lambda p: (-p[1], p[0]))
-            return Success(self._results(plan, sides, ranking))
+            return self._results(plan, sides, ranking)
         ranking = fuse(sides.candidates, sides.similarity, sides.keyword, sides.links)
-        independent = {i for i in sides.candidates if not sides.memories[i].thread}
-        feedback = [(sides.memories[i].content, rank) for i, rank in feedback_ranks(ranking, independent)]
-        pool = [sides.memories[i].content for i in sides.pool]
-        expansion = expansion_query(plan.query, feedback, pool) if feedback else ""
-        keywords = self.ctx.keywords
-        if not expansion or keywords is None:
-            return Success(self._results(plan, sides, _second_stage(plan, sides, ranking, {}, independent)))
-
-        def finish(expanded: dict[str, float]) -> SearchResults:
-            first = fuse(
-                sides.candidates, sides.similarity, expanded_keyword(sides.keyword, expanded, independent), sides.links
-            )
-            return self._results(plan, sides, _second_stage(plan, sides, first, expanded, independent))
-
-        reach = sides.keyword_side.reach
-        return self._keyword_side(store, plan, expansion, DEPTH, reach).map(lambda side: finish(side.scores))
+        return self._results(plan, sides, _second_stage(plan, sides, ranking))
 
     def _results(self, plan: _SearchPlan, sides: _Sides, ranking: list[tuple[str, float]]) -> SearchResults:
         """The first `limit` of the ranking, or none when no candidate is related to the query (the relevance floor,
@@ -307,13 +287,7 @@ class Searching:
         )
 
 
-def _second_stage(
-    plan: _SearchPlan,
-    sides: _Sides,
-    first: list[tuple[str, float]],
-    expanded: dict[str, float],
-    independent: set[str],
-) -> list[tuple[str, float]]:
+def _second_stage(plan: _SearchPlan, sides: _Sides, first: list[tuple[str, float]]) -> list[tuple[str, float]]:
     """The pool (the first DEPTH of each side) reordered by the learnt ranker (domain.search.reranking), the deeper
     candidates after it in the first stage's order. The ranker sees the keyword side only DEPTH deep, as
     the pool was drawn, so how deep a page ranks changes no score."""
@@ -321,15 +295,13 @@ def _second_stage(
         return first
     pooled = set(sides.pool)
     shallow = {i: sides.keyword[i] for i in sides.keyword_side.pooled}
-    after = expanded_keyword(shallow, expanded, independent & pooled) if expanded else shallow
     head = rerank(
         Candidates(
             query=plan.query,
-            first=fuse(sides.pool, sides.similarity, after, sides.links),
+            first=fuse(sides.pool, sides.similarity, shallow, sides.links),
             texts={i: sides.memories[i].content for i in sides.pool},
             similarity=sides.similarity,
             keyword=shallow,
-            keyword_after_feedback=after,
             links=sides.links,
         )
     )
@@ -346,7 +318,7 @@ class _Sides:
     similarity: dict[str, float]
     keyword_side: _KeywordSide
     links: Links
-    pool: list[str]  # the candidates whose words set the rarity of feedback words (domain.search.feedback)
+    pool: list[str]  # the first DEPTH of each side: what the learnt second stage reorders
 
     @property
     def keyword(self) -> dict[str, float]:
@@ -387,7 +359,6 @@ class _KeywordSide:
     scores: dict[str, float]
     memories: list[Memory]
     pooled: list[str]  # the hits the pool takes: the first DEPTH among the first DEPTH * FILTERED_REACH hits
-    reach: _Reach
 
 
 @frozen(kw_only=True)
@@ -405,7 +376,7 @@ class _SearchPlan:
         """Whether a search has anything related to the query: the best candidate's similarity reaches the floor.
         The floor empties an answer, it never thins one: calibrated on the LoCoMo dev file
         (bench/research/relevance_floor.py), a floor on each hit cost recall on chat turns and dropped the
-        weakly similar hits that keyword feedback and thread neighbours rightly find."""
+        weakly similar hits that thread neighbours and the keyword side rightly find."""
         return self.relevance <= 0.0 or best >= self.relevance
 
     @property

@@ -10,11 +10,9 @@ import pytest
 from attrs import evolve
 
 from agent_memory.domain.commands import CreateMemory, SearchMemories
-from agent_memory.domain.search import feedback
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.bootstrap import build_service
 from agent_memory.entrypoints.settings import load_settings
-from tests.unit.test_hybrid import INSTRUMENT, VIOLIN
 
 pytestmark = pytest.mark.slow
 
@@ -106,29 +104,6 @@ def test_the_keyword_index_lives_beside_the_data(tmp_path: Path) -> None:
     service = build_service(settings).unwrap()
     service.create(CreateMemory(content="kept beside the vectors")).unwrap()
     assert (tmp_path / "chroma-keywords.sqlite3").is_file()
-
-
-def test_keyword_feedback_lifts_facts_and_leaves_a_thread_as_it_was(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Real model, SQLite FTS5: the best facts' word "violin" lifts a fact that never names Calvin; the
-    same memories saved in one thread rank exactly as with feedback switched off."""
-    settings = load_settings({"data_dir": str(tmp_path)}, {"HOME": str(tmp_path)}).unwrap()
-    service = build_service(settings).unwrap()
-    service.create_many([CreateMemory(content=text, project="filler") for text in FILLER]).unwrap()
-    service.create_many([CreateMemory(content=text, namespace=("facts",)) for text in VIOLIN]).unwrap()
-    service.create_many([CreateMemory(content=text, namespace=("chat",), thread="c") for text in VIOLIN]).unwrap()
-
-    def scores(namespace: str) -> list[tuple[str, float]]:
-        query = SearchMemories(query=INSTRUMENT, namespace=(namespace,), limit=8, min_confidence=0.0)
-        return [(hit.memory.content, hit.score) for hit in service.search(query).unwrap().results]
-
-    service = evolve(service, policy=evolve(service.policy, rerank=False))  # the first stage's scores, unranked
-    facts, chat = dict(scores("facts")), scores("chat")
-    monkeypatch.setattr(feedback, "FEEDBACK_MEMORIES", 0)
-    assert scores("chat") == chat
-    lessons = "Weekly violin lessons happen in Tokyo"
-    assert facts[lessons] > dict(scores("facts"))[lessons]
 
 
 def test_reranking_never_surfaces_a_filtered_deleted_or_expired_memory(service: MemoryService) -> None:

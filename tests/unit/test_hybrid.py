@@ -19,8 +19,6 @@ from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory
 from agent_memory.domain.ports import Vector
-from agent_memory.domain.search import feedback
-from agent_memory.domain.search.feedback import expansion_query, feedback_ranks
 from agent_memory.domain.search.hybrid import dense_score, fuse
 from agent_memory.domain.service import MemoryService
 from agent_memory.domain.thread_keys import KeywordScope
@@ -272,7 +270,7 @@ def test_independent_facts_rank_exactly_as_without_neighbours(hybrid: MemoryServ
     assert all(links == (None, None) for links in hybrid.keywords.neighbours("default", ids).unwrap().values())
 
 
-def test_a_conversation_thread_still_lends_context(hybrid: MemoryService, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_conversation_thread_still_lends_context(hybrid: MemoryService) -> None:
     """Turns saved in one thread borrow their neighbours' words and cosine; the same turns unthreaded do not."""
     turns = ["Caroline: What are you researching lately?", "Melanie: Adoption agencies, mostly.", "Caroline: Nice!"]
     hybrid.create_many([CreateMemory(content=t, namespace=("chat",), thread="s1") for t in turns]).unwrap()
@@ -281,7 +279,6 @@ def test_a_conversation_thread_still_lends_context(hybrid: MemoryService, monkey
     assert threaded == ["Caroline: What are you researching lately?", "Melanie: Adoption agencies, mostly."]
     assert [c for c, _, _ in ranking(hybrid, "researching", namespace=("facts",), mode="keyword")] == [turns[0]]
     lent = dict((c, s) for c, s, _ in ranking(hybrid, "researching", namespace=("chat",)))
-    monkeypatch.setattr(feedback, "FEEDBACK_MEMORIES", 0)  # facts' own keyword feedback is another matter
     own = dict((c, s) for c, s, _ in ranking(hybrid, "researching", namespace=("facts",)))
     assert lent[turns[1]] > own[turns[1]]  # the answer turn gains from the question before it
 
@@ -364,49 +361,8 @@ VIOLIN = [
 INSTRUMENT = "Which instrument does Calvin play?"
 
 
-def test_keyword_feedback_finds_an_independent_fact_by_the_best_hits_words(hybrid: MemoryService) -> None:
-    """Facts saved without a thread: the best hits' word "violin" is searched too and finds the lessons."""
-    hybrid.create_many([CreateMemory(content=fact) for fact in VIOLIN]).unwrap()
-    found = [content for content, _, _ in ranking(hybrid, INSTRUMENT, limit=6)]
-    assert "Weekly violin lessons happen in Tokyo" in found
-    assert "Dana adopted a grey cat" not in found
-
-
-@pytest.mark.parametrize("query", [INSTRUMENT, "violin lessons", "Dana's cat", "Where does Dana's sister live?"])
-def test_a_threaded_store_ranks_exactly_as_without_keyword_feedback(
-    hybrid: MemoryService, monkeypatch: pytest.MonkeyPatch, query: str
-) -> None:
-    """Memories of a thread borrow their neighbours' context instead: feedback never runs on them."""
-    hybrid.create_many([CreateMemory(content=fact, thread="chat") for fact in VIOLIN]).unwrap()
-    with_feedback = ranking(hybrid, query, limit=6)
-    monkeypatch.setattr(feedback, "FEEDBACK_MEMORIES", 0)  # no feedback memory: the ranking before the feature
-    assert ranking(hybrid, query, limit=6) == with_feedback
-
-
-def test_expansion_words_are_the_feedbacks_telling_words_not_the_querys() -> None:
-    pool = [*VIOLIN, "Calvin tunes the piano"]
-    words = expansion_query(INSTRUMENT, [(VIOLIN[0], 0), (VIOLIN[1], 1)], pool, count=3).split()
-    assert words[0] == "violin"  # in both feedback texts, rarer in the pool than "calvin"
-    assert "calvin" not in words and "instrument" not in words
-    assert expansion_query(INSTRUMENT, [], pool) == ""
-
-
-def test_feedback_reads_the_independent_best_hits_ties_whole_and_never_a_zero_score() -> None:
-    ranking = [("a", 0.9), ("t", 0.8), ("b", 0.7), ("c", 0.7), ("d", 0.6), ("e", 0.5), ("f", 0.5), ("g", 0.4)]
-    assert feedback_ranks(ranking, {"a", "b", "c", "d", "e", "f", "g"}) == [
-        ("a", 0),
-        ("b", 2),
-        ("c", 2),
-        ("d", 4),
-    ]
-    tied = [("a", 0.9), ("b", 0.1), ("c", 0.1), ("d", 0.1), ("e", 0.1), ("f", 0.1), ("g", 0.0)]
-    assert [i for i, _ in feedback_ranks(tied, set("abcdefg"))] == ["a", "b", "c", "d", "e", "f"]
-    assert feedback_ranks([("a", 0.0), ("b", 0.0)], {"a", "b"}) == []
-
-
-def test_keyword_feedback_ranks_a_deep_page_as_the_first_page(hybrid: MemoryService) -> None:
-    """Feedback reads the same words whatever the page asks for: the first 10 of a 100-deep ranking are
-    the first page."""
+def test_independent_memories_rank_a_deep_page_as_the_first_page(hybrid: MemoryService) -> None:
+    """Memories saved without a thread: the first 10 of a 100-deep ranking are the first page."""
     animals = ["cat", "dog", "owl", "fox", "elk", "yak", "emu", "bee"]
     facts = [f"Dana's {animals[n % 8]} number {n} likes the {animals[(n * 3) % 8]} park {n % 7}" for n in range(160)]
     hybrid.create_many([CreateMemory(content=fact) for fact in [*facts, *VIOLIN]]).unwrap()
