@@ -14,8 +14,8 @@ from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory, check_store_name
 from agent_memory.domain.paths import MemoryPath
 from agent_memory.domain.ports import PendingBatch, VectorStore
-from agent_memory.domain.progress import Count, embedded
-from agent_memory.domain.results import validated
+from agent_memory.domain.progress import EMBED_SLICE, Count, embedded
+from agent_memory.domain.results import in_turn, validated
 from agent_memory.domain.tenancy import Guard, guarded_only
 from agent_memory.domain.views import Census, Progress, PruneReport, ReindexReport, Status
 
@@ -192,11 +192,9 @@ class Maintenance:
         parts = self.ctx.parts
         if parts is None:
             return Success(None)
-        batches = [memories[i : i + REINDEX_BATCH] for i in range(0, len(memories), REINDEX_BATCH)]
-        embedded = Fold.collect(
-            [self.ctx.embedder.embed_parts([m.content for m in batch]) for batch in batches], Success(())
-        )
-        return embedded.bind(
+        batches = [memories[i : i + EMBED_SLICE] for i in range(0, len(memories), EMBED_SLICE)]
+        found_parts = in_turn(batches, lambda batch: self.ctx.embedder.embed_parts([m.content for m in batch]))
+        return found_parts.bind(
             lambda found: parts.rebuild(
                 store, {m.id: v for m, v in zip(memories, [v for group in found for v in group], strict=True) if v}
             )
