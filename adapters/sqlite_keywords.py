@@ -14,6 +14,7 @@ from returns.result import Failure, Result, Success
 
 from agent_memory.adapters.shared.disk import creatable, disk_hint
 from agent_memory.adapters.shared.private import private_directory, private_file
+from agent_memory.adapters.shared.sqlite_file import is_damaged, set_aside
 from agent_memory.adapters.shared.stall import stall_point
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.ports import KeywordEntry
@@ -318,17 +319,7 @@ class SqliteKeywordIndex:
         return self._run("rebuilding", replace, write=True).lash(afresh)
 
     def _damaged(self) -> bool:
-        """Whether the file itself is broken (not merely locked or unwritable)."""
-        try:
-            probe = sqlite3.connect(self.path, timeout=5)
-            try:
-                return bool(probe.execute("PRAGMA quick_check").fetchone()[0] != "ok")
-            finally:
-                probe.close()
-        except sqlite3.OperationalError:
-            return False  # locked, or the folder is unusable: not a damaged file
-        except sqlite3.DatabaseError:
-            return True  # "file is not a database", "database disk image is malformed"
+        return is_damaged(self.path)
 
     def _set_aside(self) -> None:
         with self._lock:
@@ -337,7 +328,4 @@ class SqliteKeywordIndex:
                     self._connection.close()
                 self._connection = None
             self._ready.clear()
-            for suffix in ("", "-wal", "-shm"):
-                damaged = self.path.with_name(self.path.name + suffix)
-                if damaged.exists():
-                    damaged.replace(damaged.with_name(damaged.name + ".damaged"))
+            set_aside(self.path)
