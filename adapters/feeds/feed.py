@@ -75,6 +75,7 @@ class ChangeFeed:
         self.marks = FeedMarks(path)
         self._apply = apply
         self._threads = threading.Lock()
+        self._seen: set[str] = set()  # stores this object has caught up on at least once
         self._processes = FileLock(str(path.with_name(path.name + ".feed.lock")), timeout=LOCK_WAIT)
 
     def key(self, store: str, seq: int) -> str:
@@ -148,8 +149,16 @@ class ChangeFeed:
 
     # --- reading ----------------------------------------------------------------------------
 
-    def catch_up(self, store: str) -> Result[None, DomainError]:
-        """Apply every record this node has not: one read of two keys in the engine when nothing is new."""
+    def catch_up(self, store: str, *, again: bool = True) -> Result[None, DomainError]:
+        """Apply every record this node has not: one read of two keys in the engine when nothing is new.
+
+        `again=False` (the reads that follow a search's first one: neighbours, similarities) skips it once this
+        object has caught up on the store: they answer as of this process's last catch-up or write."""
+        if not again and store in self._seen:
+            return Success(None)
+        return self._probe(store).map(lambda _: self._seen.add(store))
+
+    def _probe(self, store: str) -> Result[None, DomainError]:
         return self._local("reading its watermark", lambda: self.marks.get(store)).bind(
             lambda mark: self.ledger.read([self.key(store, mark + 1), self.pointer(store)]).bind(
                 lambda found: (

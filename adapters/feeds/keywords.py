@@ -50,7 +50,9 @@ class FedKeywordIndex:
             )
         return self.local.rebuild(store, entries) if change.op == REBUILD else self.local.upsert(store, entries)
 
-    def _read(self, store: str, read: Callable[[], Result[T, DomainError]]) -> Result[T, DomainError]:
+    def _read(
+        self, store: str, read: Callable[[], Result[T, DomainError]], *, again: bool = True
+    ) -> Result[T, DomainError]:
         """Catch up, then read; a damaged file is set aside and replayed from the feed, then read again."""
 
         def recover(error: DomainError) -> Result[T, DomainError]:
@@ -59,7 +61,7 @@ class FedKeywordIndex:
             # rebuilding a damaged file sets it aside with its watermarks: the whole feed is replayed into a new one
             return self.local.rebuild(store, []).bind(lambda _: self.feed.catch_up(store)).bind(lambda _: read())
 
-        return self.feed.catch_up(store).bind(lambda _: read()).lash(recover)
+        return self.feed.catch_up(store, again=again).bind(lambda _: read()).lash(recover)
 
     # --- the port ---------------------------------------------------------------------------
 
@@ -92,7 +94,7 @@ class FedKeywordIndex:
     def neighbours(
         self, store: str, ids: Sequence[str]
     ) -> Result[dict[str, tuple[str | None, str | None]], DomainError]:
-        return self._read(store, lambda: self.local.neighbours(store, ids))
+        return self._read(store, lambda: self.local.neighbours(store, ids), again=False)  # after a search's own
 
     def count(self, store: str) -> Result[int, DomainError]:
         return self._read(store, lambda: self.local.count(store))

@@ -62,7 +62,9 @@ class FedPartVectors:
             )
         return self.local.rebuild(store, parts) if change.op == REBUILD else self.local.put(store, parts)
 
-    def _read(self, store: str, read: Callable[[], Result[T, DomainError]]) -> Result[T, DomainError]:
+    def _read(
+        self, store: str, read: Callable[[], Result[T, DomainError]], *, again: bool = True
+    ) -> Result[T, DomainError]:
         """Catch up, then read; a damaged file is set aside and replayed from the feed, then read again."""
 
         def recover(error: DomainError) -> Result[T, DomainError]:
@@ -70,7 +72,7 @@ class FedPartVectors:
                 return Failure(error)
             return self.local.rebuild(store, {}).bind(lambda _: self.feed.catch_up(store)).bind(lambda _: read())
 
-        return self.feed.catch_up(store).bind(lambda _: read()).lash(recover)
+        return self.feed.catch_up(store, again=again).bind(lambda _: read()).lash(recover)
 
     def _forget(self, store: str, ids: Sequence[str]) -> Result[None, DomainError]:
         """A remove record only for the ids that have parts (most memories have none: no record, no round trip)."""
@@ -101,4 +103,4 @@ class FedPartVectors:
     def similarities(self, store: str, embedding: Vector, ids: Sequence[str]) -> Result[dict[str, float], DomainError]:
         if not ids:
             return Success({})
-        return self._read(store, lambda: self.local.similarities(store, embedding, ids))
+        return self._read(store, lambda: self.local.similarities(store, embedding, ids), again=False)
