@@ -3,6 +3,7 @@ held in a Ledger), where `reopen` is another node: a new cache file that only th
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from agent_memory.adapters.shared.ledger import InMemoryLedger, Ledger
 from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
 from agent_memory.adapters.sqlite_parts import SqlitePartVectors
 from agent_memory.domain.ports import KeywordIndex, PartVectors
+from tests.chroma_server import ChromaServer
 from tests.contract.keyword_index_contract import RankingKeywordIndexContract
 from tests.contract.part_vectors_contract import PartVectorsContract
 
@@ -43,3 +45,25 @@ class TestFedPartVectors(PartVectorsContract):
         assert isinstance(parts, FedPartVectors)
         ledger: Ledger = parts.feed.ledger
         return FedPartVectors(SqlitePartVectors(_next_node(parts.local.path)), ledger)
+
+
+def _chroma_ledger(server: ChromaServer) -> Ledger:
+    """The ledger of a new collection on the session's real `chroma run`."""
+    from agent_memory.adapters.chroma.catalog import ChromaCatalog
+    from agent_memory.adapters.chroma.ledger import ChromaLedger
+
+    collection = "fed" + uuid.uuid4().hex[:10]
+    catalog = ChromaCatalog(
+        path=None, host=server.host, port=server.port, collection=collection, embedder_name="none", dimension=3
+    )
+    return ChromaLedger.of(catalog)
+
+
+@pytest.mark.variant
+class TestFedPartVectorsOverAChromaServer(TestFedPartVectors):
+    """Over a real Chroma server's ledger (about a second a test: the keyword suite's 55 would take a minute of CI;
+    tests/integration/test_feeds_two_nodes.py runs the keyword side over one end to end)."""
+
+    @pytest.fixture
+    def parts(self, tmp_path: Path, chroma_server: ChromaServer) -> PartVectors:
+        return FedPartVectors(SqlitePartVectors(tmp_path / "a" / "parts.sqlite3"), _chroma_ledger(chroma_server))
