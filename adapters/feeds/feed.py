@@ -18,6 +18,7 @@ from returns.result import Failure, Result, Success
 from agent_memory.adapters.feeds.marks import FeedMarks
 from agent_memory.adapters.shared.disk import disk_hint
 from agent_memory.adapters.shared.ledger import Ledger, LedgerRecord
+from agent_memory.adapters.shared.private import PRIVATE_FILE, private_directory
 from agent_memory.domain.errors import DomainError, ErrorCode
 
 T = TypeVar("T")
@@ -76,7 +77,9 @@ class ChangeFeed:
         self._apply = apply
         self._threads = threading.Lock()
         self._seen: set[str] = set()  # stores this object has caught up on at least once
-        self._processes = FileLock(str(path.with_name(path.name + ".feed.lock")), timeout=LOCK_WAIT)
+        self._processes = FileLock(
+            str(path.with_name(path.name + ".feed.lock")), timeout=LOCK_WAIT, thread_local=False, mode=PRIVATE_FILE
+        )
 
     def key(self, store: str, seq: int) -> str:
         return f"change:{self.name}:{store}:{seq}"
@@ -105,7 +108,7 @@ class ChangeFeed:
     def _locked(self) -> Iterator[None]:
         """One replayer or writer at a time among this node's threads and processes (other nodes need none)."""
         with self._threads:
-            self.marks.path.parent.mkdir(parents=True, exist_ok=True)
+            private_directory(self.marks.path.parent)
             with self._processes:
                 yield
 
@@ -158,11 +161,22 @@ class ChangeFeed:
             return Success(None)
         return self._probe(store).map(lambda _: self._seen.add(store))
 
-    def _probe(self, store: str) -> Result[None, DomainError]:
+    def _probe(self, store: str, *, locked: bool = False) -> Result[None, DomainError]:
+        """Read the key after the watermark and the rebuild pointer; replay only when either says there is more
+        (taking this machine's lock for it unless `locked`: a writer holds it already)."""
+
+        def replay(found: dict[str, LedgerRecord]) -> Result[None, DomainError]:
+            pointer = found.get(self.pointer(store))
+            return (
+                self._replay(store, pointer)
+                if locked
+                else self._exclusive("replaying", lambda: self._replay(store, pointer))
+            )
+
         return self._local("reading its watermark", lambda: self.marks.get(store)).bind(
             lambda mark: self.ledger.read([self.key(store, mark + 1), self.pointer(store)]).bind(
                 lambda found: (
-                    self._exclusive("replaying", lambda: self._replay(store))
+                    replay(found)
                     if self.key(store, mark + 1) in found
                     or (self.pointer(store) in found and found[self.pointer(store)].seq > mark)
                     else Success(None)
@@ -170,14 +184,12 @@ class ChangeFeed:
             )
         )
 
-    def _replay(self, store: str) -> Result[None, DomainError]:
+    def _replay(self, store: str, pointer: LedgerRecord | None) -> Result[None, DomainError]:
         """Under the lock: every record after the watermark, from the last rebuild marker among them on."""
-        return Result.do(
-            done
-            for mark in self._local("reading its watermark", lambda: self.marks.get(store))
-            for found in self.ledger.read([self.pointer(store)])
-            for records in self.ledger.listed(store, self.kind, after=_start(mark, found.get(self.pointer(store))))
-            for done in self._replay_records(store, records)
+        return self._local("reading its watermark", lambda: self.marks.get(store)).bind(
+            lambda mark: self.ledger.listed(store, self.kind, after=_start(mark, pointer)).bind(
+                lambda records: self._replay_records(store, records)
+            )
         )
 
     def _replay_records(self, store: str, records: Sequence[LedgerRecord]) -> Result[None, DomainError]:
@@ -196,7 +208,7 @@ class ChangeFeed:
         and apply each locally in feed order, with whatever other nodes claimed in between."""
 
         def write() -> Result[None, DomainError]:
-            if isinstance(caught := self._replay(store), Failure):
+            if isinstance(caught := self._probe(store, locked=True), Failure):
                 return caught
             marker = -1
             for at, body in enumerate(bodies):
