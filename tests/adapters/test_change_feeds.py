@@ -139,3 +139,14 @@ def test_an_unreachable_engine_is_a_typed_failure(tmp_path: Path) -> None:
     index = keywords(tmp_path / "a", Down())
     failed_with(index.search(STORE, "lighthouse", 5), ErrorCode.BACKEND_UNAVAILABLE)
     failed_with(index.upsert(STORE, [entry("m1", "lighthouse")]), ErrorCode.BACKEND_UNAVAILABLE)
+
+
+def test_a_record_no_node_can_read_fails_typed_until_a_reindex_writes_the_feed_afresh(tmp_path: Path) -> None:
+    ledger = InMemoryLedger()
+    a, b = keywords(tmp_path / "a", ledger), keywords(tmp_path / "b", ledger)
+    ok(a.upsert(STORE, [entry("m1", "the lighthouse keeper"), *filler()]))
+    ok(ledger.claim(LedgerRecord(a.feed.key(STORE, 1), STORE, a.feed.kind, 1, {"op": "upsert"}, "{not json")))
+    failed_with(b.search(STORE, "lighthouse", 5), ErrorCode.STORAGE_ERROR)
+    ok(a.rebuild(STORE, [entry("m1", "the lighthouse keeper"), entry("m2", "a second lighthouse")]))
+    assert found(b, "lighthouse") == found(a, "lighthouse") == {"m1", "m2"}
+    assert [r.fields["op"] for r in changes(ledger)] == ["rebuild"]  # the unreadable record is gone with the rest
