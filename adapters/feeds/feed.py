@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import uuid
@@ -159,7 +160,14 @@ class ChangeFeed:
         object has caught up on the store: they answer as of this process's last catch-up or write."""
         if not again and store in self._seen:
             return Success(None)
-        return self._probe(store).map(lambda _: self._seen.add(store))
+        return self._probe(store).map(lambda _: self._seen.add(store)).lash(self._as_it_stands)
+
+    def _as_it_stands(self, error: DomainError) -> Result[None, DomainError]:
+        """On a disk that refuses writes the cache cannot follow the feed: it answers as it stands (as the SQLite
+        indexes do there), rather than failing every search."""
+        folder = self.marks.path.parent
+        writable = not folder.is_dir() or os.access(folder, os.W_OK)
+        return Failure(error) if error.code != ErrorCode.STORAGE_ERROR or writable else Success(None)
 
     def _probe(self, store: str, *, locked: bool = False) -> Result[None, DomainError]:
         """Read the key after the watermark and the rebuild pointer; replay only when either says there is more
