@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 import time
@@ -49,6 +50,7 @@ ENGINES = (
     ),
 )
 CLAIMED_PATHS = 25
+HANG_S = 300  # not a timing: only how long a node may stay silent before the test calls it hung
 
 
 def host_environment(home: Path) -> dict[str, str]:
@@ -77,8 +79,11 @@ class Racer:
         )
 
     def expect(self, word: str) -> str:
-        line = self.process.stdout.readline()  # type: ignore[union-attr]
+        """The node's next line, which must start with `word` (a node silent for HANG_S has hung: kill it)."""
+        said, _, _ = select.select([self.process.stdout], [], [], HANG_S)
+        line = self.process.stdout.readline() if said else "(nothing)"  # type: ignore[union-attr]
         if not line.startswith(word):
+            self.process.kill()
             self.process.wait(timeout=30)
             raise AssertionError(f"node {self.name} said {line!r}: {(self.log.parent / 'stderr.log').read_text()}")
         return line
