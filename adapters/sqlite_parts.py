@@ -201,6 +201,12 @@ class SqlitePartVectors:
         stale = self._run("looking up", lambda c: self._stale(c, store, ids), write=False)
         return stale.bind(lambda found: self._delete(store, sorted(found)) if found else Success(None))
 
+    def holding(self, store: str, ids: Sequence[str]) -> Result[set[str], DomainError]:
+        """Which of the ids have parts here (a lookup that creates nothing)."""
+        if not ids:
+            return Success(set())
+        return self._run("looking up", lambda c: self._stale(c, store, ids), write=False)
+
     def _delete(self, store: str, ids: Sequence[str]) -> Result[None, DomainError]:
         def delete(connection: sqlite3.Connection) -> None:
             table = self._ensure(connection, store)

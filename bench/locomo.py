@@ -2,7 +2,7 @@
 
     python bench/locomo.py --data PATH [--unit turns|facts] [--threads session|none] [--backend chroma]
                            [--modes hybrid,semantic,keyword] [--space store|project] [--min-similarity F]
-                           [--embedder minilm|MODEL_DIRECTORY]
+                           [--embedder minilm|MODEL_DIRECTORY] [--chroma-host HOST [--chroma-port PORT]]
 
 Each conversation goes into its own namespace of one store (or, with --space store, its own store), batch
 created (one embedding call per conversation). --unit turns (default): one memory per turn, in order, the
@@ -200,6 +200,12 @@ def main() -> None:
     parser.add_argument(
         "--embedder", default=None, help="the `embedder` setting: minilm (shipped) or a model directory's path"
     )
+    parser.add_argument(
+        "--chroma-host",
+        default=None,
+        help="a Chroma server (`chroma run`) instead of embedded Chroma: a new collection",
+    )
+    parser.add_argument("--chroma-port", type=int, default=8000)
     args = parser.parse_args()
     conversations = json.loads(args.data.read_text(encoding="utf-8"))
     with tempfile.TemporaryDirectory() as home:
@@ -208,6 +214,9 @@ def main() -> None:
             chosen["min_similarity"] = args.min_similarity
         if args.embedder is not None:
             chosen["embedder"] = args.embedder
+        if args.chroma_host is not None:  # its keyword index and parts: this data folder's caches, fed from the server
+            chosen |= {"chroma_host": args.chroma_host, "chroma_port": str(args.chroma_port)}
+            chosen["collection"] = f"locomo{int(time.time())}"
         settings = load_settings(chosen, {"HOME": home}).unwrap()
         service = build_service(settings).unwrap()
         per_second = ingest(service, conversations, args.space, args.unit, args.threads)
@@ -223,7 +232,7 @@ def main() -> None:
         "ingest_per_s": round(per_second, 1),
         "search_ms_p50": default["search_ms_p50"],
         "search_ms_p95": default["search_ms_p95"],
-        "backend": args.backend,
+        "backend": args.backend + ("-server" if args.chroma_host else ""),
         "space": args.space,
         "unit": args.unit,
         "threads": args.threads if args.unit == "turns" else "none",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from returns.result import Failure, Result, Success
 
@@ -19,6 +20,9 @@ from agent_memory.domain.ports import (
 )
 from agent_memory.domain.service import MemoryService, SearchPolicy
 from agent_memory.entrypoints.settings import Settings
+
+if TYPE_CHECKING:
+    from agent_memory.adapters.shared.ledger import Ledger
 
 
 def build_embedder(settings: Settings) -> Result[Embedder, DomainError]:
@@ -90,8 +94,26 @@ def build_catalog(settings: Settings, embedder: Embedder) -> Result[StoreCatalog
     return Failure(DomainError(ErrorCode.INVALID_INPUT, f"Unknown backend {settings.backend!r}."))
 
 
+def _feed_ledger(settings: Settings, catalog: StoreCatalog) -> Ledger | None:
+    """The ledger a server engine holds the side indexes' change feeds in; None on one machine's own data (embedded
+    Chroma or Qdrant, files), whose SQLite side indexes are the truth and need no feed."""
+    if settings.backend == "chroma" and settings.chroma_host:
+        from agent_memory.adapters.chroma.catalog import ChromaCatalog
+        from agent_memory.adapters.chroma.ledger import ChromaLedger
+
+        return ChromaLedger.of(catalog) if isinstance(catalog, ChromaCatalog) else None
+    if settings.backend == "qdrant" and settings.qdrant_url:
+        from agent_memory.adapters.qdrant.catalog import QdrantCatalog
+        from agent_memory.adapters.qdrant.ledger import QdrantLedger
+
+        return QdrantLedger.of(catalog) if isinstance(catalog, QdrantCatalog) else None
+    return None
+
+
 def build_keywords(settings: Settings, catalog: StoreCatalog) -> KeywordIndex:
-    """The keyword side: inside a Qdrant server (shared by every machine using it), else SQLite FTS5 beside the data."""
+    """The keyword side: inside a Qdrant server (shared by every machine using it); with a Chroma server, SQLite FTS5
+    beside the data fed from the server's change feed (so every machine finds what any wrote); else SQLite FTS5
+    beside the data."""
     if settings.backend == "qdrant" and settings.qdrant_url:
         from agent_memory.adapters.qdrant.catalog import QdrantCatalog
         from agent_memory.adapters.qdrant.keywords import keyword_index_for
@@ -101,15 +123,27 @@ def build_keywords(settings: Settings, catalog: StoreCatalog) -> KeywordIndex:
     from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
 
     # beside the data of the backend it indexes, so switching backends never mixes indexes
-    return SqliteKeywordIndex(settings.data_dir / f"{settings.backend}-keywords.sqlite3")
+    local = SqliteKeywordIndex(settings.data_dir / f"{settings.backend}-keywords.sqlite3")
+    ledger = _feed_ledger(settings, catalog)
+    if ledger is None:
+        return local
+    from agent_memory.adapters.feeds.keywords import FedKeywordIndex
+
+    return FedKeywordIndex(local, ledger)
 
 
-def build_parts(settings: Settings) -> PartVectors:
+def build_parts(settings: Settings, catalog: StoreCatalog | None = None) -> PartVectors:
     """Long memories' later parts: SQLite beside the data (on every backend: long memories are few, so a search
-    ranks their parts by brute force in this process)."""
+    ranks their parts by brute force in this process), fed from the engine's change feed on a server engine."""
     from agent_memory.adapters.sqlite_parts import SqlitePartVectors
 
-    return SqlitePartVectors(settings.data_dir / f"{settings.backend}-parts.sqlite3")
+    local = SqlitePartVectors(settings.data_dir / f"{settings.backend}-parts.sqlite3")
+    ledger = None if catalog is None else _feed_ledger(settings, catalog)
+    if ledger is None:
+        return local
+    from agent_memory.adapters.feeds.parts import FedPartVectors
+
+    return FedPartVectors(local, ledger)
 
 
 def build_journal(settings: Settings, *, still_wanted: Callable[[], bool] | None = None) -> BatchJournal:
@@ -142,7 +176,7 @@ def build_service(
             keywords=keywords,
             locks=locks,
             journal=journal or build_journal(settings),
-            parts=parts or build_parts(settings),
+            parts=parts,
         )
         for chosen_embedder in (build_embedder(settings) if embedder is None else Success(embedder))
         for chosen_catalog in (build_catalog(settings, chosen_embedder) if catalog is None else Success(catalog))
@@ -158,7 +192,7 @@ def _wire(
     keywords: KeywordIndex | None,
     locks: WriteLocks | None,
     journal: BatchJournal,
-    parts: PartVectors,
+    parts: PartVectors | None,
 ) -> MemoryService:
     """The service over a chosen embedder and catalog; the light adapters are built here unless overridden."""
     if clock is None:
@@ -174,6 +208,8 @@ def _wire(
     )
     if keywords is None:
         keywords = build_keywords(settings, catalog)
+    if parts is None:
+        parts = build_parts(settings, catalog)
     if locks is None:
         from agent_memory.adapters.write_locks import FileWriteLocks
 

@@ -7,11 +7,14 @@ from pathlib import Path
 import pytest
 
 from agent_memory.adapters.chroma.catalog import ChromaCatalog
+from agent_memory.adapters.feeds.keywords import FedKeywordIndex
+from agent_memory.adapters.feeds.parts import FedPartVectors
 from agent_memory.adapters.files.catalog import FilesCatalog
 from agent_memory.adapters.in_memory import HashingEmbedder
 from agent_memory.adapters.qdrant.catalog import QdrantCatalog
 from agent_memory.adapters.qdrant.keywords import QdrantKeywordIndex
 from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
+from agent_memory.adapters.sqlite_parts import SqlitePartVectors
 from agent_memory.entrypoints.bootstrap import build_service
 from agent_memory.entrypoints.settings import load_settings
 
@@ -32,6 +35,26 @@ def test_a_qdrant_server_keeps_keywords_in_its_own_sparse_vectors(tmp_path: Path
     service = service_with(tmp_path, backend="qdrant", qdrant_url="http://127.0.0.1:9")  # never contacted here
     assert isinstance(service.keywords, QdrantKeywordIndex)
     assert not list(tmp_path.glob("*.sqlite3"))
+
+
+@pytest.mark.parametrize("backend", ["chroma", "files", "qdrant"])
+def test_embedded_backends_keep_parts_in_sqlite_with_no_feed(tmp_path: Path, backend: str) -> None:
+    parts = service_with(tmp_path, backend=backend).parts
+    assert isinstance(parts, SqlitePartVectors)
+    assert parts.path == tmp_path / f"{backend}-parts.sqlite3"
+
+
+def test_a_chroma_server_feeds_the_local_keywords_and_parts_from_its_change_feeds(tmp_path: Path) -> None:
+    service = service_with(tmp_path, chroma_host="127.0.0.1", chroma_port="9")  # never contacted here
+    assert isinstance(service.keywords, FedKeywordIndex) and isinstance(service.parts, FedPartVectors)
+    assert service.keywords.local.path == tmp_path / "chroma-keywords.sqlite3"
+    assert service.parts.local.path == tmp_path / "chroma-parts.sqlite3"
+
+
+def test_a_qdrant_server_feeds_the_local_parts(tmp_path: Path) -> None:
+    service = service_with(tmp_path, backend="qdrant", qdrant_url="http://127.0.0.1:9")  # never contacted here
+    assert isinstance(service.parts, FedPartVectors)
+    assert service.parts.local.path == tmp_path / "qdrant-parts.sqlite3"
 
 
 def test_the_files_backend_indexes_with_embedded_chroma_by_default(tmp_path: Path) -> None:

@@ -1,0 +1,1 @@
+"""Side indexes fed from the engine: local caches that replay change records every node appends to a shared feed."""
