@@ -58,7 +58,7 @@ class FileBatchJournal:
             begun = evolve(batch, key=Path(temporary).name.rsplit("-", 1)[-1])
             try:
                 os.fchmod(descriptor, PRIVATE_FILE)
-                os.write(descriptor, json.dumps(_plain(begun)).encode("utf-8"))
+                os.write(descriptor, json.dumps(plain_batch(begun)).encode("utf-8"))
                 os.fsync(descriptor)
                 fcntl.flock(descriptor, fcntl.LOCK_EX)  # a fresh file: nobody else can hold it
                 os.replace(temporary, self._path(begun.key))
@@ -129,7 +129,7 @@ class FileBatchJournal:
         return as_result(call, (OSError,), translate)
 
 
-def _plain(batch: PendingBatch) -> dict[str, Any]:
+def plain_batch(batch: PendingBatch) -> dict[str, Any]:
     return {
         "store": batch.store,
         "created": list(batch.created),

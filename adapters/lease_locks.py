@@ -100,8 +100,9 @@ class LeaseWriteLocks:
 
     def exclusive(self, store: str, work: Callable[[], Result[T, DomainError]]) -> Result[T, DomainError]:
         with self._guard:
-            if self._owner.get(store) == threading.get_ident():
-                return work()
+            reentered = self._owner.get(store) == threading.get_ident()
+        if reentered:
+            return work()
         try:
             check_store_name(store)
         except InvalidValue as error:

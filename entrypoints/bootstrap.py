@@ -22,6 +22,7 @@ from agent_memory.domain.service import MemoryService, SearchPolicy
 from agent_memory.entrypoints.settings import Settings
 
 if TYPE_CHECKING:
+    from agent_memory.adapters.lease_locks import LeaseWriteLocks
     from agent_memory.adapters.shared.ledger import Ledger
 
 
@@ -146,9 +147,77 @@ def build_parts(settings: Settings, catalog: StoreCatalog | None = None) -> Part
     return FedPartVectors(local, ledger)
 
 
-def build_journal(settings: Settings, *, still_wanted: Callable[[], bool] | None = None) -> BatchJournal:
-    """The batch journal beside the data (one folder per backend, as the write locks); `still_wanted` is asked
-    before each commit (a server: is the client still there to read the acknowledgement?)."""
+def _file_locks(settings: Settings) -> WriteLocks:
+    from agent_memory.adapters.write_locks import FileWriteLocks
+
+    # every process of this machine that opens this data directory and backend takes the same locks
+    return FileWriteLocks(settings.data_dir / "locks" / settings.backend)
+
+
+_ENGINE_LOCKS: dict[tuple[object, ...], LeaseWriteLocks] = {}  # this process's engine-held locks, by storage settings
+
+
+def build_engine_locks(settings: Settings) -> LeaseWriteLocks | None:
+    """Write locks held in the storage engine (leases in its ledger, adapters/lease_locks.py) when the backend is a
+    Chroma or Qdrant server that other machines may share; None for the embedded engines and the files backend, whose
+    data lives on this machine (its file locks order every writer). One per process and storage settings, so the
+    batch journal sees the leases its writers hold; the engine's library is imported only here."""
+    if settings.backend == "chroma" and settings.chroma_host:
+        key: tuple[object, ...] = ("chroma", settings.chroma_host, settings.chroma_port, settings.collection)
+    elif settings.backend == "qdrant" and settings.qdrant_url and _missing_qdrant("The qdrant backend") is None:
+        key = ("qdrant", settings.qdrant_url, settings.collection)
+    else:
+        return None
+    key = (*key, str(settings.data_dir))
+    if key not in _ENGINE_LOCKS:
+        from agent_memory.adapters.lease_locks import LeaseWriteLocks
+
+        ledger: Ledger
+        if key[0] == "chroma":
+            from agent_memory.adapters.chroma.catalog import ChromaCatalog
+            from agent_memory.adapters.chroma.ledger import ChromaLedger
+
+            ledger = ChromaLedger.of(
+                ChromaCatalog(
+                    host=settings.chroma_host,
+                    port=settings.chroma_port,
+                    collection=settings.collection,
+                    embedder_name="",
+                    dimension=1,
+                )
+            )
+        else:
+            from agent_memory.adapters.qdrant.catalog import QdrantCatalog
+            from agent_memory.adapters.qdrant.ledger import QdrantLedger
+
+            # its own client: a lease's heartbeat never waits behind this process's long writes
+            ledger = QdrantLedger.of(
+                QdrantCatalog(
+                    url=settings.qdrant_url,
+                    api_key=settings.qdrant_api_key,
+                    collection=settings.collection,
+                    embedder_name="",
+                    dimension=1,
+                )
+            )
+        _ENGINE_LOCKS[key] = LeaseWriteLocks(ledger, local=_file_locks(settings))
+    return _ENGINE_LOCKS[key]
+
+
+def build_journal(
+    settings: Settings, *, still_wanted: Callable[[], bool] | None = None, engine: bool = True
+) -> BatchJournal:
+    """The batch journal: in the storage engine beside its write locks (build_engine_locks) for a server backend,
+    else beside the data (one folder per backend, as the file locks); `still_wanted` is asked before each commit (a
+    server: is the client still there to read the acknowledgement?). `engine=False`: the folder's, whatever the
+    backend (the caller brings write locks of its own)."""
+    leases = build_engine_locks(settings) if engine else None
+    if leases is not None:
+        from agent_memory.adapters.lease_journal import LeaseBatchJournal
+
+        return (
+            LeaseBatchJournal(leases) if still_wanted is None else LeaseBatchJournal(leases, still_wanted=still_wanted)
+        )
     from agent_memory.adapters.batch_journal import FileBatchJournal
 
     folder = settings.data_dir / "journals" / settings.backend
@@ -175,7 +244,7 @@ def build_service(
             clock=clock,
             keywords=keywords,
             locks=locks,
-            journal=journal or build_journal(settings),
+            journal=journal or build_journal(settings, engine=locks is None),
             parts=parts,
         )
         for chosen_embedder in (build_embedder(settings) if embedder is None else Success(embedder))
@@ -211,10 +280,7 @@ def _wire(
     if parts is None:
         parts = build_parts(settings, catalog)
     if locks is None:
-        from agent_memory.adapters.write_locks import FileWriteLocks
-
-        # every process of this machine that opens this data directory and backend takes the same locks
-        locks = FileWriteLocks(settings.data_dir / "locks" / settings.backend)
+        locks = build_engine_locks(settings) or _file_locks(settings)
     return MemoryService(
         catalog=catalog,
         embedder=embedder,

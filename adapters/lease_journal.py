@@ -1,0 +1,153 @@
+"""The BatchJournal port held in the storage engine: one Ledger record per running batch, tied to its writer's lease."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from attrs import evolve
+from returns.result import Failure, Result, Success
+
+from agent_memory.adapters.batch_journal import plain_batch
+from agent_memory.adapters.lease_locks import LeaseWriteLocks, released
+from agent_memory.adapters.shared.ledger import LedgerRecord
+from agent_memory.adapters.shared.plain import memory_from_plain
+from agent_memory.domain.errors import DomainError, ErrorCode
+from agent_memory.domain.ports import PendingBatch
+
+KIND = "batch"
+UNREADABLE = (ValueError, KeyError, TypeError)  # a record that is not a batch: left alone, never rolled back
+
+
+def _always() -> bool:
+    return True
+
+
+class LeaseBatchJournal:
+    """Ledger records of kind "batch": the pending batch as JSON text (FileBatchJournal's shape), seq = the epoch of
+    the store's lease its writer held when it began.
+
+    A batch is running while that lease is: `interrupted(store)` answers the batches whose lease was released or
+    has expired, and those released by their writer. Under the store's write lock (as the port asks) this is exact:
+    the caller holds epoch E, so a batch of an earlier epoch has no writer, and one of epoch E is this process's.
+    Outside it (a store being opened: is there anything to roll back?) it is a hint from the latest lease's record
+    (released, or not renewed for its ttl by the wall clock); the rollback itself runs under the lock and asks again.
+    `commit` refuses when the writer's lease may have been taken over (not renewed for 2/3 of its ttl): the caller
+    rolls the batch back rather than acknowledge writes a later holder may have raced.
+    """
+
+    def __init__(self, leases: LeaseWriteLocks, *, still_wanted: Callable[[], bool] = _always) -> None:
+        self.leases = leases
+        self.ledger = leases.ledger
+        self.still_wanted = still_wanted
+        self._begun: dict[str, LedgerRecord] = {}  # key → the record of a batch this process runs
+
+    def with_gate(self, still_wanted: Callable[[], bool]) -> LeaseBatchJournal:
+        """The same journal (same leases, same running batches) asking `still_wanted` before each commit."""
+        gated = LeaseBatchJournal(self.leases, still_wanted=still_wanted)
+        gated._begun = self._begun
+        return gated
+
+    def begin(self, batch: PendingBatch) -> Result[PendingBatch, DomainError]:
+        lease = self.leases.held(batch.store)
+        if lease is None:
+            return Failure(
+                DomainError(
+                    ErrorCode.STORAGE_ERROR,
+                    f"A batch of writes to store '{batch.store}' was begun without its write lock. Nothing was written.",
+                    path=batch.store,
+                )
+            )
+        begun = evolve(batch, key=uuid.uuid4().hex)
+        record = LedgerRecord(
+            key=_key(batch.store, begun.key),
+            store=batch.store,
+            kind=KIND,
+            seq=lease.epoch,
+            fields={"released": False},
+            text=json.dumps(plain_batch(begun)),
+        )
+        self._begun[record.key] = record
+        return self.ledger.put(record).map(lambda _: begun)
+
+    def commit(self, batch: PendingBatch) -> Result[None, DomainError]:
+        if not self.still_wanted():
+            return Failure(
+                DomainError(
+                    ErrorCode.STORAGE_ERROR,
+                    "The caller went away before the batch could be acknowledged, so it was not kept.",
+                    path=batch.store,
+                )
+            )
+        lease = self.leases.held(batch.store)
+        if lease is None or not lease.live():
+            return Failure(
+                DomainError(
+                    ErrorCode.STORAGE_ERROR,
+                    f"The write lock of store '{batch.store}' could not be renewed in time (the storage server was "
+                    "slow or unreachable), so another writer may have taken it: the batch was not kept. Try again.",
+                    path=batch.store,
+                )
+            )
+        return self.drop(batch)
+
+    def drop(self, batch: PendingBatch) -> Result[None, DomainError]:
+        key = _key(batch.store, batch.key)
+        return self.ledger.remove([key]).map(lambda _: self._begun.pop(key, None)).map(lambda _: None)
+
+    def release(self, batch: PendingBatch) -> Result[None, DomainError]:
+        record = self._begun.pop(_key(batch.store, batch.key), None)
+        if record is None:
+            return Success(None)
+        return self.ledger.put(evolve(record, fields={**record.fields, "released": True}))
+
+    def interrupted(self, store: str) -> Result[tuple[PendingBatch, ...], DomainError]:
+        def dead(found: list[LedgerRecord]) -> Result[tuple[PendingBatch, ...], DomainError]:
+            if not found:
+                return Success(())
+            held = self.leases.held(store)
+            if held is not None:
+                return Success(_batches(r for r in found if released(r) or r.seq < held.epoch))
+            return self.leases.latest(store).map(
+                lambda latest: _batches(r for r in found if released(r) or _lease_over(r.seq, latest))
+            )
+
+        return self.ledger.listed(store, KIND).bind(dead)
+
+
+def _key(store: str, key: str) -> str:
+    return f"{KIND}/{store}/{key}"
+
+
+def _lease_over(epoch: int, latest: LedgerRecord | None) -> bool:
+    """Whether the lease of `epoch` is over, judged without holding the lock: a later epoch exists, or it is the
+    latest and was released or not renewed for its ttl (by the wall clock: a hint; the rollback asks again)."""
+    if latest is None or epoch < latest.seq:
+        return True
+    if epoch > latest.seq:
+        return False
+    at = latest.fields.get("at", 0.0)
+    ttl = latest.fields.get("ttl", 0.0)
+    stale = isinstance(at, int | float) and isinstance(ttl, int | float) and time.time() - at > ttl
+    return released(latest) or stale
+
+
+def _batches(records: Any) -> tuple[PendingBatch, ...]:
+    found: list[PendingBatch] = []
+    for record in records:
+        try:
+            raw = json.loads(record.text)
+            found.append(
+                PendingBatch(
+                    str(raw["store"]),
+                    tuple(str(memory_id) for memory_id in raw["created"]),
+                    tuple(memory_from_plain(plain) for plain in raw["replaced"]),
+                    key=record.key.rsplit("/", 1)[-1],
+                )
+            )
+        except UNREADABLE:
+            continue
+    return tuple(found)

@@ -1,0 +1,111 @@
+"""The BatchJournal contract on batches held in the engine (in memory and on a `chroma run` server), tied to leases."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from returns.result import Success
+
+from agent_memory.adapters.chroma.catalog import ChromaCatalog
+from agent_memory.adapters.chroma.ledger import ChromaLedger
+from agent_memory.adapters.lease_journal import LeaseBatchJournal
+from agent_memory.adapters.lease_locks import LeaseWriteLocks
+from agent_memory.adapters.shared.ledger import InMemoryLedger, Ledger
+from agent_memory.domain.errors import ErrorCode
+from agent_memory.domain.ports import BatchJournal
+from tests.chroma_server import ChromaServer
+from tests.contract.batch_journal_contract import BATCH, BatchJournalContract
+from tests.contract.vector_store_contract import DIM, MODEL
+
+TTL = 1.0
+
+
+def _holder_died(journal: BatchJournal) -> None:
+    """Its machine stops: no more renewals, no release; the lease is over once a ttl has passed."""
+    assert isinstance(journal, LeaseBatchJournal)
+    lease = journal.leases.held("default")
+    assert lease is not None
+    lease.stop.set()
+    time.sleep(TTL * 1.5)
+
+
+class LeasedJournals(BatchJournalContract):
+    """`journal` writes while a thread of its process holds the store's lease; `another` is a second node."""
+
+    crash = staticmethod(_holder_died)
+
+    @pytest.fixture
+    def journal(self, ledger: Ledger) -> Iterator[BatchJournal]:
+        locks = LeaseWriteLocks(ledger, ttl=TTL)
+        holding, done = threading.Event(), threading.Event()
+
+        def hold() -> Success[None]:
+            holding.set()
+            done.wait(timeout=60)
+            return Success(None)
+
+        holder = threading.Thread(target=lambda: locks.exclusive("default", hold))
+        holder.start()
+        assert holding.wait(timeout=30)
+        yield LeaseBatchJournal(locks)
+        done.set()
+        holder.join(timeout=30)
+
+    @pytest.fixture
+    def another(self, ledger: Ledger) -> BatchJournal:
+        return LeaseBatchJournal(LeaseWriteLocks(ledger, ttl=TTL))
+
+
+class TestLeaseJournalInMemory(LeasedJournals):
+    @pytest.fixture
+    def ledger(self) -> Ledger:
+        return InMemoryLedger()
+
+
+@pytest.mark.server
+class TestLeaseJournalChromaServer(LeasedJournals):
+    @pytest.fixture
+    def ledger(self, chroma_server: ChromaServer) -> Ledger:
+        catalog = ChromaCatalog(
+            host=chroma_server.host,
+            port=chroma_server.port,
+            collection=f"t{uuid.uuid4().hex}",
+            embedder_name=MODEL,
+            dimension=DIM,
+        )
+        return ChromaLedger.of(catalog)
+
+
+def test_the_next_holder_sees_a_dead_writers_batch_as_interrupted_and_a_live_one_never() -> None:
+    ledger = InMemoryLedger()
+    first, second = LeaseWriteLocks(ledger, ttl=TTL), LeaseWriteLocks(ledger, ttl=TTL)
+    journal = LeaseBatchJournal(first)
+    lease = first._acquire("default").unwrap()  # a node that begins a batch and dies holding the lease
+    first._leases["default"] = lease
+    begun = journal.begin(BATCH).unwrap()
+    assert LeaseBatchJournal(second).interrupted("default").unwrap() == ()  # its lease was just written: live
+    found = second.exclusive("default", lambda: LeaseBatchJournal(second).interrupted("default"))
+    assert found.unwrap() == (begun,)  # the next holder took epoch 2 once epoch 1 expired
+
+
+def test_a_batch_begun_without_the_lock_or_committed_after_the_lease_lapsed_is_refused() -> None:
+    locks = LeaseWriteLocks(InMemoryLedger(), ttl=TTL)
+    journal = LeaseBatchJournal(locks)
+    assert journal.begin(BATCH).failure().code is ErrorCode.STORAGE_ERROR
+
+    def lapsed() -> Success[str]:
+        begun = journal.begin(BATCH).unwrap()
+        lease = locks.held("default")
+        assert lease is not None
+        lease.renewed -= TTL  # its renewals failed for a whole ttl (a stalled node, an unreachable server)
+        error = journal.commit(begun).failure()
+        assert error.code is ErrorCode.STORAGE_ERROR and "not kept" in error.message
+        journal.release(begun).unwrap()
+        return Success("ok")
+
+    assert locks.exclusive("default", lapsed) == Success("ok")
+    assert len(LeaseBatchJournal(LeaseWriteLocks(locks.ledger)).interrupted("default").unwrap()) == 1
