@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import uuid
@@ -159,7 +160,14 @@ class ChangeFeed:
         object has caught up on the store: they answer as of this process's last catch-up or write."""
         if not again and store in self._seen:
             return Success(None)
-        return self._probe(store).map(lambda _: self._seen.add(store))
+        return self._probe(store).map(lambda _: self._seen.add(store)).lash(self._as_it_stands)
+
+    def _as_it_stands(self, error: DomainError) -> Result[None, DomainError]:
+        """On a disk that refuses writes the cache cannot follow the feed: it answers as it stands (as the SQLite
+        indexes do there), rather than failing every search."""
+        folder = self.marks.path.parent
+        writable = not folder.is_dir() or os.access(folder, os.W_OK)
+        return Failure(error) if error.code != ErrorCode.STORAGE_ERROR or writable else Success(None)
 
     def _probe(self, store: str, *, locked: bool = False) -> Result[None, DomainError]:
         """Read the key after the watermark and the rebuild pointer; replay only when either says there is more
@@ -208,36 +216,58 @@ class ChangeFeed:
         and apply each locally in feed order, with whatever other nodes claimed in between."""
 
         def write() -> Result[None, DomainError]:
-            if isinstance(caught := self._probe(store, locked=True), Failure):
-                return caught
+            # a rebuild applies nothing from before its marker (the marker clears the cache): it only needs the head,
+            # so a feed holding a record this node cannot apply is still written afresh by a reindex
+            head = (
+                self._head(store)
+                if op == REBUILD
+                else self._probe(store, locked=True).bind(lambda _: self._mark(store))
+            )
+            match head:
+                case Success(last):
+                    following = int(last) + 1
+                case unknown:
+                    return Failure(unknown.failure())
             marker = -1
             for at, body in enumerate(bodies):
-                match self._claim(store, op if at == 0 else (then or op), body):
+                first = at == 0
+                this_op = op if first else (then or op)
+                match self._claim(store, this_op, body, following, apply_lost=not (first and op == REBUILD)):
                     case Success(seq):
-                        marker = seq if at == 0 else marker
+                        marker = seq if first else marker
+                        following = seq + 1
                     case failed:
                         return Failure(failed.failure())
             return self._compact(store, marker) if op == REBUILD else Success(None)
 
         return self._exclusive("writing", write)
 
-    def _claim(self, store: str, op: str, body: str) -> Result[int, DomainError]:
-        """Claim the next seq for this body, applying the records of other writers that won seqs meanwhile;
-        answers the seq claimed."""
+    def _mark(self, store: str) -> Result[int, DomainError]:
+        return self._local("reading its watermark", lambda: self.marks.get(store))
+
+    def _head(self, store: str) -> Result[int, DomainError]:
+        """The seq of the feed's last record (this node's watermark when it holds none beyond), nothing applied."""
+        return Result.do(
+            max([mark, *(record.seq for record in records)])
+            for mark in self._mark(store)
+            for found in self.ledger.read([self.pointer(store)])
+            for records in self.ledger.listed(store, self.kind, after=_start(mark, found.get(self.pointer(store))))
+        )
+
+    def _claim(self, store: str, op: str, body: str, seq: int, *, apply_lost: bool) -> Result[int, DomainError]:
+        """Claim `seq` for this body, or the first seq after it that no other writer won first; the records those
+        won are applied on the way (or only passed over, without `apply_lost`). Answers the seq claimed."""
         writer = uuid.uuid4().hex
         while True:
-            match self._local("reading its watermark", lambda: self.marks.get(store)):
-                case Success(mark):
-                    seq = int(mark) + 1
-                case unreadable:
-                    return Failure(unreadable.failure())
             mine = LedgerRecord(self.key(store, seq), store, self.kind, seq, {"op": op, "writer": writer}, body)
             match self.ledger.claim(mine):
                 case Success(record):
-                    if isinstance(applied := self._applied(store, record), Failure):
+                    won = record.fields.get("writer") == writer
+                    if (won or apply_lost) and isinstance(applied := self._applied(store, record), Failure):
                         return Failure(applied.failure())
-                    if record.fields.get("writer") == writer:
+                    if won:
                         return Success(seq)
+                    seq += 1
                 case refused:
                     return Failure(refused.failure())
 

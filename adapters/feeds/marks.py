@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -40,6 +41,12 @@ class FeedMarks:
         self.close()
         if identity is None and not create:
             return None
+        if identity is not None and not create and not os.access(self.path.parent, os.W_OK):
+            # a disk that refuses writes: read the marks as they stand (immutable: SQLite makes no journal files)
+            uri = f"file:{self.path}?mode=ro&immutable=1"
+            connection = sqlite3.connect(uri, uri=True, timeout=60, check_same_thread=False, isolation_level=None)
+            self._connection, self._identity = connection, identity
+            return connection
         private_file(private_directory(self.path.parent) / self.path.name)
         connection = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
         connection.execute("PRAGMA journal_mode=WAL")
@@ -50,7 +57,12 @@ class FeedMarks:
     def get(self, store: str) -> int:
         with self._lock:
             connection = self._open(create=False)
-            if connection is None:
+            if (
+                connection is None
+                or not connection.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (TABLE,)
+                ).fetchone()
+            ):
                 return -1
             row = connection.execute(f"SELECT seq FROM {TABLE} WHERE store = ?", (store,)).fetchone()
             return -1 if row is None else int(row[0])

@@ -5,6 +5,7 @@ cache comes back from the engine by itself."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -139,3 +140,37 @@ def test_an_unreachable_engine_is_a_typed_failure(tmp_path: Path) -> None:
     index = keywords(tmp_path / "a", Down())
     failed_with(index.search(STORE, "lighthouse", 5), ErrorCode.BACKEND_UNAVAILABLE)
     failed_with(index.upsert(STORE, [entry("m1", "lighthouse")]), ErrorCode.BACKEND_UNAVAILABLE)
+
+
+def test_a_record_no_node_can_read_fails_typed_until_a_reindex_writes_the_feed_afresh(tmp_path: Path) -> None:
+    ledger = InMemoryLedger()
+    a, b = keywords(tmp_path / "a", ledger), keywords(tmp_path / "b", ledger)
+    ok(a.upsert(STORE, [entry("m1", "the lighthouse keeper"), *filler()]))
+    ok(ledger.claim(LedgerRecord(a.feed.key(STORE, 1), STORE, a.feed.kind, 1, {"op": "upsert"}, "{not json")))
+    failed_with(b.search(STORE, "lighthouse", 5), ErrorCode.STORAGE_ERROR)
+    ok(a.rebuild(STORE, [entry("m1", "the lighthouse keeper"), entry("m2", "a second lighthouse")]))
+    assert found(b, "lighthouse") == found(a, "lighthouse") == {"m1", "m2"}
+    assert [r.fields["op"] for r in changes(ledger)] == ["rebuild"]  # the unreadable record is gone with the rest
+
+
+def test_on_a_disk_that_refuses_writes_the_cache_answers_as_it_stands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ledger = InMemoryLedger()
+    a, b = keywords(tmp_path / "a", ledger), keywords(tmp_path / "b", ledger)
+    ok(a.upsert(STORE, [entry("m1", "the lighthouse keeper"), *filler()]))
+    assert found(b, "lighthouse") == {"m1"}
+    b.feed.marks.close()  # B's process ends: its files are closed (SQLite folds the WAL into them)
+    assert b.local._connection is not None
+    b.local._connection.close()
+    real_access = os.access
+
+    def access(path: object, mode: int) -> bool:  # the folder refuses writes (root is let through by chmod)
+        if mode & os.W_OK and str(path).startswith(str(tmp_path / "b")):
+            return False
+        return real_access(path, mode)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "access", access)
+    ok(a.upsert(STORE, [entry("m2", "a second lighthouse", "t2")]))
+    again = keywords(tmp_path / "b", ledger)  # a process started on the read-only disk
+    assert found(again, "lighthouse") == {"m1"}  # as it stands: no error, the new record not applied
