@@ -129,8 +129,9 @@ class Node:
         elif roll < 0.80:
             path = self.shared()
             self.attempt("delete", lambda: self.service.delete(path), ref=path)
-        else:
-            source, destination = self.shared(), self.shared()
+        else:  # to another shared path (mostly taken) or to a path of its own (free unless another node took it)
+            source = self.shared()
+            destination = self.shared() if self.rng.random() < 0.5 else f"moved/{self.next_mark('m')}"
             self.attempt("move", lambda: self.service.move(source, destination), ref=source, to=destination)
 
     def add_at(self, path: str) -> None:
@@ -198,8 +199,6 @@ def main(config: dict[str, Any]) -> None:
     told = json.loads(sys.stdin.readline())  # the race begins and ends at the same wall-clock moments on every node
     begin, end = told["begin"], told["end"]
     reindex_at = [begin + fraction * (end - begin) for fraction in sorted(config.get("reindex_at", []))]
-    for i in range(config.get("claim", 0)):  # the two-machine race: the same paths from every node at once
-        node.add_at(f"claim/p{i}")
     while time.time() < end:
         if reindex_at and time.time() >= reindex_at[0]:
             reindex_at.pop(0)
