@@ -48,7 +48,7 @@ def short_text(mark: str, node: str, rng: random.Random, revision: int = 0) -> s
 
 
 def opening(mark: str) -> str:
-    """A long memory's first words: another word of its own (its mark is kept for the end)."""
+    """A long memory's first words: words of its own (its mark itself is kept for the end)."""
     first = mark.replace("qx", "qy", 1)
     return f"{first}one {first}two {first}three {first}four."
 
