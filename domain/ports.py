@@ -251,9 +251,9 @@ class WriteLocks(Protocol):
 
     Promises: `exclusive(store, work)` runs `work` while no other `exclusive` on the same store runs, in
     this process or (for a lock kept on disk) in any other process on this machine using the same lock
-    directory, and returns work's Result; it is reentrant within one thread; a lock not had within the
-    adapter's timeout is a STORAGE_ERROR failure saying the store is busy. Leaves out: readers (they
-    never wait) and other machines sharing a Chroma or Qdrant server.
+    directory, or (for a lease held in a Chroma or Qdrant server) on any machine using that server, and
+    returns work's Result; it is reentrant within one thread; a lock not had within the adapter's timeout is
+    a STORAGE_ERROR failure saying the store is busy. Leaves out: readers (they never wait).
     """
 
     def exclusive(self, store: str, work: Callable[[], Result[T, DomainError]]) -> Result[T, DomainError]: ...

@@ -70,3 +70,30 @@ def test_files_index_qdrant_puts_the_files_backends_index_in_qdrant(tmp_path: Pa
     served = service_with(tmp_path, backend="files", files_index="qdrant", qdrant_url="http://127.0.0.1:9").catalog
     assert isinstance(served, FilesCatalog) and isinstance(served.index, QdrantCatalog)
     assert served.index.path is None and served.index.url == "http://127.0.0.1:9"  # never contacted here
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        {"backend": "chroma", "chroma_host": "127.0.0.1", "chroma_port": "9"},
+        {"backend": "qdrant", "qdrant_url": "http://127.0.0.1:9"},
+    ],
+)
+def test_a_server_backend_holds_write_locks_and_journals_in_the_server(tmp_path: Path, flags: dict[str, str]) -> None:
+    from agent_memory.adapters.lease_journal import LeaseBatchJournal
+    from agent_memory.adapters.lease_locks import LeaseWriteLocks
+
+    service = service_with(tmp_path, **flags)  # never contacted here
+    assert isinstance(service.locks, LeaseWriteLocks) and isinstance(service.journal, LeaseBatchJournal)
+    assert service.journal.leases is service.locks  # the journal sees the leases its writers hold
+
+
+@pytest.mark.parametrize(
+    "flags", [{"backend": "chroma"}, {"backend": "files", "chroma_host": "127.0.0.1", "chroma_port": "9"}]
+)
+def test_data_on_this_machine_keeps_its_lock_files(tmp_path: Path, flags: dict[str, str]) -> None:
+    from agent_memory.adapters.batch_journal import FileBatchJournal
+    from agent_memory.adapters.write_locks import FileWriteLocks
+
+    service = service_with(tmp_path, **flags)
+    assert isinstance(service.locks, FileWriteLocks) and isinstance(service.journal, FileBatchJournal)
