@@ -4,6 +4,7 @@ held in a Ledger), where `reopen` is another node: a new cache file that only th
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,17 @@ class TestFedPartVectorsOverAChromaServer(TestFedPartVectors):
     @pytest.fixture
     def parts(self, tmp_path: Path, chroma_server: ChromaServer) -> PartVectors:
         return FedPartVectors(SqlitePartVectors(tmp_path / "a" / "parts.sqlite3"), _chroma_ledger(chroma_server))
+
+
+@pytest.mark.variant
+class TestFedPartVectorsOverQdrant(TestFedPartVectors):
+    """Over Qdrant's ledger (local mode here: the same client code a Qdrant server is driven by)."""
+
+    @pytest.fixture
+    def parts(self, tmp_path: Path) -> Iterator[PartVectors]:
+        from agent_memory.adapters.qdrant.catalog import QdrantCatalog
+        from agent_memory.adapters.qdrant.ledger import QdrantLedger
+
+        catalog = QdrantCatalog(path=tmp_path / "qdrant", embedder_name="none", dimension=3)
+        yield FedPartVectors(SqlitePartVectors(tmp_path / "a" / "parts.sqlite3"), QdrantLedger.of(catalog))
+        catalog.close()
