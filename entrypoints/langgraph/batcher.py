@@ -5,8 +5,9 @@ thread per call (6,000 concurrent calls were 6,000 jobs for the event loop's def
 every call on a pool of `max_concurrency` threads, and the single operations that arrive while those threads are
 busy (or in the same tick) wait together and run as one batch on one thread. That batch is deduplicated as
 LangGraph's own async stores do theirs (langgraph.store.base.batch): equal reads are read once, and of several
-puts of one key only the last is written, at the place of the first (calls made concurrently have no order among
-themselves, so this is one order they could have had). A batch of several operations given to `abatch` by one
+puts of one key only the last is written; and its puts run before its reads (calls made concurrently have no
+order among themselves, so this is one order they could have had), so that puts of new items are created
+together. A batch of several operations given to `abatch` by one
 caller keeps its order and runs as it is. Each single call gets its own result or its own exception.
 """
 
@@ -28,7 +29,10 @@ RunBatch = Callable[[list[Op]], list[OpResult]]
 
 
 def deduplicated(ops: Sequence[Op]) -> tuple[list[int], list[Op]]:
-    """The operations to run, and for each given one the index of the run operation whose result it takes."""
+    """The operations to run, puts first, and for each given one the index of the run operation whose result it
+    takes. Every operation of a batch was waiting when the batch began, so any order of them is one they could
+    have had: equal reads are read once, the last put of a key wins, and the puts (one per key) run before the
+    reads, so that the puts of new items form one run, created together."""
     runs: list[Op] = []
     listen: list[int] = []
     seen: dict[object, int] = {}
@@ -41,7 +45,9 @@ def deduplicated(ops: Sequence[Op]) -> tuple[list[int], list[Op]]:
         elif isinstance(op, PutOp):
             runs[at] = op  # the last put of a key wins
         listen.append(at)
-    return listen, runs
+    order = sorted(range(len(runs)), key=lambda at: not isinstance(runs[at], PutOp))  # stable: puts first
+    place = {old: new for new, old in enumerate(order)}
+    return [place[at] for at in listen], [runs[at] for at in order]
 
 
 class _LoopState:

@@ -41,6 +41,7 @@ from agent_memory.entrypoints.rest.memories import MEMORY_ROUTES
 from agent_memory.entrypoints.rest.replies import Door, Payload, error_body
 from agent_memory.entrypoints.rest.table import TABLE_ROUTES
 from agent_memory.entrypoints.rest.web_ui import UI_ROUTES
+from agent_memory.entrypoints.rest.workers import Asgi
 from agent_memory.entrypoints.settings import Settings
 from agent_memory.entrypoints.tenancy import UNAUTHORIZED, Tenancy
 
@@ -263,7 +264,7 @@ def _startup_failure(error: DomainError) -> int:
     return row(error).exit_code
 
 
-def serving_app(settings: Settings, host: str, api_token: str | None) -> Any:
+def serving_app(settings: Settings, host: str, api_token: str | None) -> Asgi | DomainError:
     """The app one serving process runs (its service built from the settings, its stores kept warm, every answer
     naming the process), or the DomainError that keeps it from starting."""
     from agent_memory.entrypoints.bootstrap import build_service
@@ -282,8 +283,9 @@ def serving_app(settings: Settings, host: str, api_token: str | None) -> Any:
             )
             return with_worker_header(app)
         case Failure(error):
-            return error
-    return None  # pragma: no cover - the match is exhaustive
+            failed: DomainError = error
+            return failed
+    raise AssertionError("a Result is a Success or a Failure")  # unreachable: for the type checker
 
 
 def run_rest(settings: Settings, host: str = "127.0.0.1", port: int = 8080, api_token: str | None = None) -> int:
@@ -332,7 +334,7 @@ def _run_workers(settings: Settings, host: str, port: int, api_token: str | None
     del checked
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:%(name)s: %(message)s")
     config = uvicorn.Config(
-        WorkerApp(settings, host, api_token),
+        WorkerApp(serving_app, settings, host, api_token),
         host=host,
         port=port,
         log_level="info",

@@ -28,6 +28,7 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 Asgi = Callable[..., Awaitable[None]]  # an ASGI app (Litestar types its scopes more narrowly)
+Build = Callable[[Settings, str, "str | None"], "Asgi | DomainError"]  # one process's app from the settings
 
 
 def shared_engine(settings: Settings) -> str | None:
@@ -76,23 +77,22 @@ def with_worker_header(app: Asgi) -> Asgi:
 
 
 class WorkerApp:
-    """The ASGI app a worker process runs: pickled to the worker with the settings, built there on first use."""
+    """The ASGI app a worker process runs: pickled to the worker with the settings and `build` (a module-level
+    function, pickled by name: rest/app.serving_app), built there on first use."""
 
-    def __init__(self, settings: Settings, host: str, api_token: str | None) -> None:
-        self._settings, self._host, self._api_token = settings, host, api_token
+    def __init__(self, build: Build, settings: Settings, host: str, api_token: str | None) -> None:
+        self._build, self._settings, self._host, self._api_token = build, settings, host, api_token
         self._app: Asgi | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"settings": self._settings, "host": self._host, "api_token": self._api_token}
+        return {"build": self._build, "settings": self._settings, "host": self._host, "api_token": self._api_token}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["settings"], state["host"], state["api_token"])  # type: ignore[misc]
+        self.__init__(state["build"], state["settings"], state["host"], state["api_token"])  # type: ignore[misc]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._app is None:  # the first call is the lifespan's start-up (the server runs with lifespan "on")
-            from agent_memory.entrypoints.rest.app import serving_app
-
-            built = serving_app(self._settings, self._host, self._api_token)
+            built = self._build(self._settings, self._host, self._api_token)
             if isinstance(built, DomainError):  # the parent built these settings a moment ago: the engine went since
                 await _refuse_start(built, scope, receive, send)
                 return

@@ -126,13 +126,14 @@ class FailingStore(MemoryStore):
 
 
 def test_a_failing_call_fails_alone_and_a_bad_setting_is_refused(service: MemoryService) -> None:
+    MemoryStore(service).put(NS, "bad", {"v": 0})  # an update, not a create: it runs on its own, and fails
     store = FailingStore(service)
 
     async def mixed() -> list[object]:
         return await asyncio.gather(
             store.aput(NS, "fine", {"v": 1}),
             store.aget(NS, "fine"),
-            store.aput(NS, "bad", {"v": 2}),  # not next to the other put: a run of puts is created together
+            store.aput(NS, "bad", {"v": 2}),
             return_exceptions=True,
         )
 
@@ -143,7 +144,8 @@ def test_a_failing_call_fails_alone_and_a_bad_setting_is_refused(service: Memory
         MemoryStore(service, max_concurrency=0)
 
 
-def test_deduplication_keeps_the_last_put_of_a_key_at_the_first_place() -> None:
-    ops: list[Op] = [PutOp(NS, "a", {"v": 1}), GetOp(NS, "a"), PutOp(NS, "a", None), GetOp(NS, "a")]
-    listen, runs = deduplicated(ops)
-    assert runs == [PutOp(NS, "a", None), GetOp(NS, "a")] and listen == [0, 1, 0, 1]
+def test_deduplication_keeps_the_last_put_of_a_key_and_runs_the_puts_first() -> None:
+    ops: list[Op] = [GetOp(NS, "b"), PutOp(NS, "a", {"v": 1}), GetOp(NS, "a"), PutOp(NS, "a", None), GetOp(NS, "a")]
+    listen, runs = deduplicated([*ops, PutOp(NS, "b", {"v": 2})])
+    assert runs == [PutOp(NS, "a", None), PutOp(NS, "b", {"v": 2}), GetOp(NS, "b"), GetOp(NS, "a")]
+    assert listen == [2, 0, 3, 0, 3, 1]
