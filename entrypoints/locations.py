@@ -37,6 +37,7 @@ ENVIRONMENT: Mapping[str, tuple[str, ...]] = {
     "server": ("MEMORY_SERVER",),
     "server_idle_seconds": ("MEMORY_SERVER_IDLE_SECONDS",),
     "server_timeout_seconds": ("MEMORY_SERVER_TIMEOUT_SECONDS",),
+    "serve_workers": ("MEMORY_SERVE_WORKERS",),
 }
 
 # variables that place the defaults (config file, data directory) rather than set one setting

@@ -78,6 +78,14 @@ def _port(_i: object, attribute: Any, value: int) -> None:
         raise InvalidValue(f"{attribute.name} must be a TCP port (1-65535), got {value}.")
 
 
+MAX_SERVE_WORKERS = 64
+
+
+def _workers(_i: object, attribute: Any, value: int) -> None:
+    if not 1 <= value <= MAX_SERVE_WORKERS:
+        raise InvalidValue(f"{attribute.name} must be a whole number from 1 to {MAX_SERVE_WORKERS}, got {value}.")
+
+
 def _store(_i: object, _a: object, value: str) -> None:
     check_store_name(value)
 
@@ -189,6 +197,8 @@ class Settings:
     server_idle_seconds: float = field(default=300.0, validator=_positive)
     # how long the `memory` command waits on a server that sends nothing (not even a heartbeat) before it says so
     server_timeout_seconds: float = field(default=60.0, validator=_finite_positive)
+    # `memory serve`: how many processes answer on its port (more than 1 only over a Chroma or Qdrant server)
+    serve_workers: int = field(default=1, validator=_workers)
 
     def __attrs_post_init__(self) -> None:
         for number, (_token, namespace) in enumerate(self.api_tokens, start=1):
@@ -207,6 +217,7 @@ _PARSERS: Mapping[str, Callable[[Any], Any]] = {
     "default_limit": int,
     "server_idle_seconds": float,
     "server_timeout_seconds": float,
+    "serve_workers": int,
 }
 
 

@@ -145,7 +145,7 @@ def _serve_rest(args: Any) -> int:
 
     token = args.api_token or os.environ.get("MEMORY_API_TOKEN") or None
     outcome: Result[int, int] = (
-        load_settings(_settings_flags(args))
+        load_settings({**_settings_flags(args), "serve_workers": args.workers})
         .alt(lambda error: _refuse(error))
         .map(lambda settings: run_rest(settings, host=args.host, port=args.port, api_token=token))
     )

@@ -263,6 +263,12 @@ SPECS: tuple[CliSpec, ...] = (
                 help="require 'Authorization: Bearer <token>' (default: $MEMORY_API_TOKEN; the variable keeps it "
                 "out of ps)",
             ),
+            Option(
+                name="--workers",
+                kind="int",
+                help="how many processes answer on the port (default: $MEMORY_SERVE_WORKERS, else 1); more than 1 "
+                "needs a Chroma or Qdrant server",
+            ),
         ),
     ),
     CliSpec(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from typing import Any
 
@@ -21,6 +22,10 @@ UNPARSABLE_REQUEST = (
 )
 
 
+# uvicorn's `http` setting as an import string (module attribute below): a worker process imports it by name
+JSON_400_PROTOCOL = "agent_memory.entrypoints.http.protocol:JsonErrorHttpToolsProtocol"
+
+
 class HeadTooLarge(Exception):
     """Raised inside httptools' callbacks: its parser turns it into the HttpParserError uvicorn answers 400."""
 
@@ -30,11 +35,19 @@ def json_400_body() -> bytes:
     return json.dumps({"error": UNPARSABLE_REQUEST, "code": ErrorCode.INVALID_INPUT.value}).encode()
 
 
+@functools.cache
 def json_400_protocol() -> type[asyncio.Protocol]:
     """uvicorn's httptools protocol (a declared dependency, the parser uvicorn picks when installed), answering in JSON."""
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
     return _httptools_protocol(HttpToolsProtocol)
+
+
+def __getattr__(name: str) -> Any:
+    """JsonErrorHttpToolsProtocol, made on first use (uvicorn is imported only by a server)."""
+    if name == "JsonErrorHttpToolsProtocol":
+        return json_400_protocol()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _answer_and_linger(transport: asyncio.Transport, answer: bytes) -> None:

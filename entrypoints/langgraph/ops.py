@@ -27,7 +27,14 @@ from agent_memory.domain.model import MAX_CONTENT_CHARS, Memory, check_namespace
 from agent_memory.domain.search.searching import MAX_SEARCH_LIMIT
 from agent_memory.entrypoints.agents.tool_errors import invalid
 from agent_memory.entrypoints.langgraph.filters import OPERATORS
-from agent_memory.entrypoints.langgraph.index import check_index_fields
+from agent_memory.entrypoints.langgraph.index import (
+    Fields,
+    VectorCache,
+    check_index_fields,
+    cosine,
+    field_texts,
+    tokenized,
+)
 from agent_memory.entrypoints.langgraph.labels import from_product, to_product, to_product_path
 
 SOURCE = "langgraph"  # the memories' source field: where they came from
@@ -222,3 +229,28 @@ __all__ = [
     "product_op",
     "search_item",
 ]
+
+
+def cosine_ranked(
+    op: SearchOp, listed: list[tuple[Memory, tuple[str, dict[str, Any]]]], vectors: VectorCache, config: Any
+) -> list[SearchItem]:
+    """LangGraph's vector search over the listed items: each scored by the best cosine of its indexed texts (its
+    put's `index`, False: none, else the store's configured fields), unindexed ones last."""
+    configured: Fields = (config or {}).get("__tokenized_fields", [])
+    texts: dict[int, list[str]] = {}
+    for memory, (_key, value) in listed:
+        chosen = envelope(memory).get("index")
+        fields = [] if chosen is False else tokenized(chosen) if chosen else configured
+        texts[id(memory)] = field_texts(value, fields)
+    known = vectors.vectors([text for each in texts.values() for text in each])
+    query = vectors.query(op.query or "")
+    scored, scoreless = [], []
+    for memory, (key, value) in listed:
+        mine = texts[id(memory)]
+        if not mine:
+            scoreless.append(search_item(memory, key, value, None))
+            continue
+        best = max(cosine(query, known[text]) for text in mine)
+        scored.append(search_item(memory, key, value, best))
+    scored.sort(key=lambda hit: (-(hit.score or 0.0), hit.key))  # ties by key: the same on every backend
+    return [*scored, *scoreless][op.offset : op.offset + op.limit]

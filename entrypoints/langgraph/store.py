@@ -33,6 +33,7 @@ from typing import Any
 from returns.result import Failure
 
 from agent_memory.domain.commands import (
+    CreateMemories,
     CreateMemory,
     GetMemory,
     ListMemories,
@@ -67,19 +68,22 @@ except ImportError as missing:  # say which extra to install, not just which mod
     absent = missing_extra("langgraph", "agent_memory's LangGraph store")
     raise ImportError(absent.message if absent is not None else str(missing)) from missing
 
-from agent_memory.entrypoints.langgraph.filters import matches, namespace_matches
-from agent_memory.entrypoints.langgraph.index import (
-    VectorCache,
-    cosine,
-    field_texts,
-    index_config,
-    tokenized,
+from agent_memory.entrypoints.langgraph.batcher import (
+    DEFAULT_CONCURRENCY,
+    AsyncRunner,
+    Outcome,
+    put_run,
+    stop_sweeping,
+    sweeping,
 )
+from agent_memory.entrypoints.langgraph.filters import matches, namespace_matches
+from agent_memory.entrypoints.langgraph.index import VectorCache, index_config
 from agent_memory.entrypoints.langgraph.labels import from_product, to_product
 from agent_memory.entrypoints.langgraph.ops import (
     SOURCE,
     check_op,
     checked_ttl,
+    cosine_ranked,
     encoded,
     envelope,
     item_of,
@@ -110,11 +114,13 @@ class MemoryStore(BaseStore):
     (default: the configured one), `decay_policy` the decay of new items (stable: they never fade).
     `index` is LangGraph's index configuration (langgraph_index.py): with it a query is scored by the cosine
     of its embeddings; without it by the product's hybrid search. `ttl` is LangGraph's TTLConfig: an item's
-    TTL (minutes) is its memory's expiry, renewed on read unless `refresh_on_read` is False.
+    TTL (minutes) is its memory's expiry, renewed on read unless `refresh_on_read` is False. The async calls run
+    on at most `max_concurrency` threads, single ones batched together (batcher.py).
     """
 
     supports_ttl = True
     __slots__ = (
+        "_async",
         "_category",
         "_decay_policy",
         "_service",
@@ -135,6 +141,7 @@ class MemoryStore(BaseStore):
         category: str = CATEGORY,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        max_concurrency: int = DEFAULT_CONCURRENCY,
     ) -> None:
         if not isinstance(service, MemoryService):
             raise TypeError(f"MemoryStore needs a MemoryService, got {type(service).__name__}.")
@@ -150,6 +157,10 @@ class MemoryStore(BaseStore):
         self._vectors = None if self.embeddings is None else VectorCache(self.embeddings)
         self.ttl_config = checked_ttl(ttl)
         self._sweeper: tuple[threading.Thread, threading.Event] | None = None
+        try:
+            self._async = AsyncRunner(self._outcomes, self.batch, max_concurrency)
+        except ValueError as error:
+            raise invalid(str(error)) from None
 
     @classmethod
     def from_settings(
@@ -161,13 +172,16 @@ class MemoryStore(BaseStore):
         decay_policy: str = "stable",
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        max_concurrency: int = DEFAULT_CONCURRENCY,
     ) -> MemoryStore:
         """A store over the service the composition root builds from the settings (as every door does)."""
         from agent_memory.entrypoints.bootstrap import build_service
         from agent_memory.entrypoints.settings import load_settings
 
         service = succeeded(load_settings(flags, env).bind(build_service))
-        return cls(service, store=store, decay_policy=decay_policy, index=index, ttl=ttl)
+        return cls(
+            service, store=store, decay_policy=decay_policy, index=index, ttl=ttl, max_concurrency=max_concurrency
+        )
 
     @property
     def service(self) -> MemoryService:
@@ -185,12 +199,69 @@ class MemoryStore(BaseStore):
         checked = list(ops)
         for op in checked:
             check_op(op)
-        return [self._run(product_op(op)) for op in checked]
+        outcomes = self._outcomes([product_op(op) for op in checked], stop=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return outcomes  # type: ignore[return-value]
 
     async def abatch(self, ops: Iterable[Op]) -> list[OpResult]:
-        """batch, in a worker thread: the service's backends block."""
+        """batch, on the store's bounded threads; a single operation (aget, aput, …) joins others (batcher.py)."""
         checked = list(ops)
-        return await asyncio.to_thread(self.batch, checked)
+        for op in checked:
+            check_op(op)
+        if len(checked) == 1:
+            return [await self._async.one(product_op(checked[0]))]
+        return await self._async.many(checked)
+
+    def _outcomes(self, ops: list[Op], *, stop: bool = False) -> list[Outcome]:
+        """Each operation's result or exception, in order (with `stop`, none after the first exception). Puts of
+        different keys in a row commute: those of new items are created as one batch, embedded together."""
+        outcomes: list[Outcome] = []
+        at = 0
+        while at < len(ops):
+            run: list[Op] = list(put_run(ops, at))
+            created = self._created_together(run)
+            for op in run or [ops[at]]:
+                if id(op) in created:
+                    outcomes.append(None)
+                    continue
+                try:
+                    outcomes.append(self._run(op))
+                except Exception as error:  # the caller's own failure: handed back with its operation
+                    outcomes.append(error)
+                    if stop:
+                        return outcomes
+            at += max(len(run), 1)
+        return outcomes
+
+    def _created_together(self, run: list[Op]) -> set[int]:
+        """Of a run of puts, those of items that do not exist yet, created in one batch: their ids (none when
+        fewer than two are new, or when the batch is refused, e.g. another writer created one meanwhile)."""
+        if len(run) < 2:
+            return set()
+        fresh = [
+            op
+            for op in run
+            if isinstance(op, PutOp) and op.value is not None and self._load(tuple(op.namespace), op.key) is None
+        ]
+        if len(fresh) < 2:
+            return set()
+        now = self._service.clock.now()
+        creates = tuple(
+            CreateMemory(
+                content=encoded(op.key, op.value, {"index": op.index, "ttl": op.ttl}),
+                namespace=tuple(op.namespace),
+                path=item_path(op.namespace, op.key, category=self._category),
+                store=self._store,
+                source=SOURCE,
+                decay_policy=self._decay_policy,
+                expires_at=None if op.ttl is None else now + timedelta(minutes=op.ttl),
+            )
+            for op in fresh
+        )
+        created = dispatch(self._service, CreateMemories(memories=creates))
+        return set() if isinstance(created, Failure) else {id(op) for op in fresh}
 
     def _run(self, op: Op) -> OpResult:
         if isinstance(op, GetOp):
@@ -304,7 +375,8 @@ class MemoryStore(BaseStore):
         if op.limit == 0:
             return []
         if op.query and self._vectors is not None:
-            return self._refreshing(op, self._by_cosine(op, prefix, self._vectors))
+            listed = [(memory, kv) for memory, kv in self._listed(prefix) if matches(kv[1], op.filter)]
+            return self._refreshing(op, cosine_ranked(op, listed, self._vectors, self.index_config))
         if op.query:
             return self._refreshing(op, self._ranked(op, prefix))
         listed = self._listed(prefix)
@@ -321,33 +393,6 @@ class MemoryStore(BaseStore):
                 if memory is not None:
                     self._refreshed(memory)
         return hits
-
-    def _by_cosine(self, op: SearchOp, prefix: tuple[str, ...], vectors: VectorCache) -> list[SearchItem]:
-        """LangGraph's vector search: each item scored by the best cosine of its indexed texts, unindexed last."""
-        listed = [(memory, kv) for memory, kv in self._listed(prefix) if matches(kv[1], op.filter)]
-        fields = self._fields_of([memory for memory, _ in listed])
-        texts = {id(memory): field_texts(kv[1], fields[id(memory)]) for memory, kv in listed}
-        known = vectors.vectors([text for each in texts.values() for text in each])
-        query = vectors.query(op.query or "")
-        scored, scoreless = [], []
-        for memory, (key, value) in listed:
-            mine = texts[id(memory)]
-            if not mine:
-                scoreless.append(search_item(memory, key, value, None))
-                continue
-            best = max(cosine(query, known[text]) for text in mine)
-            scored.append(search_item(memory, key, value, best))
-        scored.sort(key=lambda hit: (-(hit.score or 0.0), hit.key))  # ties by key: the same on every backend
-        return [*scored, *scoreless][op.offset : op.offset + op.limit]
-
-    def _fields_of(self, memories: list[Memory]) -> dict[int, list[tuple[str, Any]]]:
-        """Each item's indexed fields: its put's `index` (False: none), else the store's configured fields."""
-        configured: list[tuple[str, Any]] = (self.index_config or {}).get("__tokenized_fields", [])  # type: ignore[assignment]
-        fields: dict[int, list[tuple[str, Any]]] = {}
-        for memory in memories:
-            chosen = envelope(memory).get("index")
-            fields[id(memory)] = [] if chosen is False else tokenized(chosen) if chosen else configured
-        return fields
 
     # --- TTL sweeping ---------------------------------------------------------------------------------
 
@@ -375,26 +420,14 @@ class MemoryStore(BaseStore):
         minutes = sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes")
         if not minutes or self._sweeper is not None:
             return None if self._sweeper is None else self._sweeper[0]
-        stop = threading.Event()
-
-        def sweep() -> None:
-            while not stop.wait(minutes * 60):
-                self.sweep_ttl()
-
-        thread = threading.Thread(target=sweep, name="memory-store-ttl-sweeper", daemon=True)
-        self._sweeper = (thread, stop)
-        thread.start()
-        return thread
+        self._sweeper = sweeping(self.sweep_ttl, minutes)
+        return self._sweeper[0]
 
     def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
         """Stop the sweeper thread; whether it has stopped (True when none ran)."""
-        if self._sweeper is None:
-            return True
-        thread, stop = self._sweeper
-        stop.set()
-        thread.join(timeout)
-        self._sweeper = None if not thread.is_alive() else self._sweeper
-        return not thread.is_alive()
+        stopped = self._sweeper is None or stop_sweeping(self._sweeper, timeout)
+        self._sweeper = None if stopped else self._sweeper
+        return stopped
 
     def _listed(self, prefix: tuple[str, ...]) -> list[tuple[Memory, tuple[str, dict[str, Any]]]]:
         """Every item under the namespace prefix (in the product's namespaces below it too)."""

@@ -11,6 +11,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qsl
 
+import anyio
 from litestar import Litestar, Request, Response, Router
 from litestar.config.cors import CORSConfig
 from litestar.connection import ASGIConnection
@@ -40,6 +41,7 @@ from agent_memory.entrypoints.rest.memories import MEMORY_ROUTES
 from agent_memory.entrypoints.rest.replies import Door, Payload, error_body
 from agent_memory.entrypoints.rest.table import TABLE_ROUTES
 from agent_memory.entrypoints.rest.web_ui import UI_ROUTES
+from agent_memory.entrypoints.rest.workers import Asgi
 from agent_memory.entrypoints.settings import Settings
 from agent_memory.entrypoints.tenancy import UNAUTHORIZED, Tenancy
 
@@ -111,8 +113,8 @@ def _token_guard(tenancy: Tenancy) -> Guard:
 
 def _doors(service: MemoryService, tenancy: Tenancy) -> Callable[[Request[Any, Any, Any]], Door]:
     """The door of a request's caller: the service pinned to the namespace of its token (or of the server)."""
-    lock = threading.Lock()
-    doors = {pin: Door(pinned, lock) for pin, pinned in tenancy.services(service).unwrap().items()}
+    lock, slot = threading.Lock(), anyio.CapacityLimiter(1)
+    doors = {pin: Door(pinned, lock, slot) for pin, pinned in tenancy.services(service).unwrap().items()}
 
     def door(request: Request[Any, Any, Any]) -> Door:
         allowed, pin = tenancy.namespace_of(request.headers.get("authorization"))
@@ -262,21 +264,13 @@ def _startup_failure(error: DomainError) -> int:
     return row(error).exit_code
 
 
-def run_rest(settings: Settings, host: str = "127.0.0.1", port: int = 8080, api_token: str | None = None) -> int:
-    """Build the service from the settings and serve until interrupted; the exit code."""
-    import uvicorn
-
-    from agent_memory.adapters.shared.private import keep_owner_only
+def serving_app(settings: Settings, host: str, api_token: str | None) -> Asgi | DomainError:
+    """The app one serving process runs (its service built from the settings, its stores kept warm, every answer
+    naming the process), or the DomainError that keeps it from starting."""
     from agent_memory.entrypoints.bootstrap import build_service
-
-    keep_owner_only()  # what the server writes (the data, its libraries' files) is the user's alone
-    from agent_memory.entrypoints.http.protocol import json_400_protocol
+    from agent_memory.entrypoints.rest.workers import with_worker_header
 
     tenancy = Tenancy.of(settings, api_token)
-    # no token is a promise that only this machine's users reach the server: refused, not logged, elsewhere
-    refusal = refuse_open_bind(host, "token" if tenancy.secured else None, "the REST API")
-    if refusal is not None:
-        return _startup_failure(refusal)
     match build_service(settings).bind(lambda built: tenancy.services(built).map(lambda _: built)):
         case Success(service):
             service.catalog.keep_warm()  # a long-lived process: its stores' mirrors are read in the background
@@ -287,16 +281,67 @@ def run_rest(settings: Settings, host: str = "127.0.0.1", port: int = 8080, api_
                 allowed_origins=settings.allowed_origins,
                 tenancy=tenancy,
             )
+            return with_worker_header(app)
         case Failure(error):
-            return _startup_failure(error)
+            failed: DomainError = error
+            return failed
+    raise AssertionError("a Result is a Success or a Failure")  # unreachable: for the type checker
+
+
+def run_rest(settings: Settings, host: str = "127.0.0.1", port: int = 8080, api_token: str | None = None) -> int:
+    """Build the service from the settings and serve until interrupted (in `serve_workers` processes); the exit
+    code."""
+    import uvicorn
+
+    from agent_memory.adapters.shared.private import keep_owner_only
+    from agent_memory.entrypoints.rest.workers import workers_refusal
+
+    keep_owner_only()  # what the server writes (the data, its libraries' files) is the user's alone
+    from agent_memory.entrypoints.http.protocol import JSON_400_PROTOCOL
+
+    tenancy = Tenancy.of(settings, api_token)
+    # no token is a promise that only this machine's users reach the server: refused, not logged, elsewhere
+    refusal = refuse_open_bind(host, "token" if tenancy.secured else None, "the REST API") or workers_refusal(settings)
+    if refusal is not None:
+        return _startup_failure(refusal)
+    if settings.serve_workers > 1:
+        return _run_workers(settings, host, port, api_token)
+    app = serving_app(settings, host, api_token)
+    if isinstance(app, DomainError):
+        return _startup_failure(app)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:%(name)s: %(message)s")
     # on Ctrl-C uvicorn shuts down cleanly, then re-raises the signal (so SIGTERM ends the process as -15)
     with contextlib.suppress(KeyboardInterrupt):
-        uvicorn.run(
-            app,
-            host=host,
-            port=port,
-            log_level="info",
-            http=json_400_protocol(),
-        )
+        uvicorn.run(app, host=host, port=port, log_level="info", http=JSON_400_PROTOCOL)
+    return 0
+
+
+def _run_workers(settings: Settings, host: str, port: int, api_token: str | None) -> int:
+    """`serve_workers` processes on one socket under uvicorn's supervisor, which replaces a worker that dies and
+    stops them all on SIGTERM or Ctrl-C. The settings are checked here first (the service is built once and let
+    go: the workers build their own), so a mistake is one error on stderr, not one per worker."""
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    from agent_memory.entrypoints.bootstrap import build_service
+    from agent_memory.entrypoints.http.protocol import JSON_400_PROTOCOL
+    from agent_memory.entrypoints.rest.workers import WorkerApp
+
+    tenancy = Tenancy.of(settings, api_token)
+    checked = build_service(settings).bind(tenancy.services)
+    if isinstance(checked, Failure):
+        return _startup_failure(checked.failure())
+    del checked
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s:%(name)s: %(message)s")
+    config = uvicorn.Config(
+        WorkerApp(serving_app, settings, host, api_token),
+        host=host,
+        port=port,
+        log_level="info",
+        http=JSON_400_PROTOCOL,  # an import string: the config is pickled to each spawned worker
+        lifespan="on",  # each worker builds its service at start-up; a failure there stops the supervisor
+        workers=settings.serve_workers,
+    )
+    with contextlib.suppress(KeyboardInterrupt):
+        Multiprocess(config, sockets=[config.bind_socket()]).run()
     return 0

@@ -110,18 +110,23 @@ Use = Callable[[MemoryService], Result[T, DomainError]]
 class Door:
     """The service behind a lock, called in a worker thread: the event loop stays free (/health answers during a
     reindex) and read-check-write steps of concurrent requests never interleave. One door per caller namespace
-    (tenancy.py), all sharing the lock."""
+    (tenancy.py), all sharing the lock and the slot. The slot bounds the threads: a request waits for it in the
+    event loop, holding no thread, so a burst of callers costs one thread per process, not one each (more
+    processes answer at once: `memory serve --workers N` over a Chroma or Qdrant server)."""
 
-    def __init__(self, service: MemoryService, lock: threading.Lock | None = None) -> None:
+    def __init__(
+        self, service: MemoryService, lock: threading.Lock | None = None, slot: anyio.CapacityLimiter | None = None
+    ) -> None:
         self.service = service
         self._lock = lock or threading.Lock()
+        self._slot = slot or anyio.CapacityLimiter(1)
 
     def _locked(self, use: Use[T]) -> Result[T, DomainError]:
         with self._lock:
             return use(self.service)
 
     async def run(self, use: Use[T]) -> Result[T, DomainError]:
-        return await anyio.to_thread.run_sync(self._locked, use)
+        return await anyio.to_thread.run_sync(self._locked, use, limiter=self._slot)
 
     async def reply(
         self, use: Use[T], render: Callable[[T], Payload], status: int = 200, locate: Locate[T] | None = None
