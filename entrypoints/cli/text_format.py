@@ -50,6 +50,10 @@ def deleted(payload: dict[str, Any]) -> str:
     return f"Deleted memory {payload['id']}"
 
 
+def restored(m: dict[str, Any]) -> str:
+    return "Restored " + memory(m)[0].lower() + memory(m)[1:]
+
+
 def search(payload: dict[str, Any]) -> str:
     if not payload["results"]:
         return "No memories found."

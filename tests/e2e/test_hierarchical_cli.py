@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import MemoryCli
+from tests.e2e.conftest import MemoryCli, expired_line
 
 pytestmark = pytest.mark.slow
 
@@ -46,7 +46,7 @@ def test_add_auto_creates_store_and_category_with_optional_metadata(cli: MemoryC
 
 def test_get_missing_and_expired(cli: MemoryCli) -> None:
     assert cli.fails("get", "notes/missing") == {"error": "Memory not found", "code": "MEMORY_NOT_FOUND"}
-    cli.ok("add", "notes/old", "--content", "stale", "--expires-at", "2001-01-01T00:00:00Z")
+    cli.ok("import", stdin=expired_line("notes/old", "stale"))
     assert "expired" in cli.fails("get", "notes/old")["error"]
     assert cli.ok("get", "notes/old", "--include-expired")["content"] == "stale"
     assert cli.ok("get", "notes/old", "--include-expired")["citations"] == []
@@ -79,7 +79,7 @@ def test_remove_move_recent_prune(cli: MemoryCli) -> None:
     removed = cli.ok("remove", "archive/taken")
     assert removed["removed"] is True
     assert cli.fails("get", "archive/taken") == {"error": "Memory not found", "code": "MEMORY_NOT_FOUND"}
-    cli.ok("add", "tmp/old", "--content", "old", "--expires-at", "2001-01-01T00:00:00Z")
+    cli.ok("import", stdin=expired_line("tmp/old", "old"))
     dry = cli.ok("prune", "--dry-run")
     assert dry["dry_run"] is True and [p["path"] for p in dry["pruned"]] == ["tmp/old"]
     assert cli.ok("get", "tmp/old", "--include-expired")
@@ -91,13 +91,50 @@ def test_categories_and_stores(cli: MemoryCli) -> None:
     assert cli.ok("category", "create", "projects/empty", "--description", "nothing yet")["memory_count"] == 0
     assert cli.ok("category", "describe", "projects/empty", "Still empty")["description"] == "Still empty"
     assert "at most 500" in cli.fails("category", "create", "projects/x", "--description", "d" * 501)["error"]
-    assert "root category" in cli.fails("category", "delete", "projects")["error"]
     cli.ok("add", "projects/empty/one", "--content", "now it has one")
     assert cli.ok("category", "delete", "projects/empty")["deleted"] is True
     assert cli.fails("get", "projects/empty/one") == {"error": "Memory not found", "code": "MEMORY_NOT_FOUND"}
+    assert cli.ok("restore", "projects/empty/one")["content"] == "now it has one"
+    assert cli.ok("category", "delete", "projects")["memory_count"] == 1  # a root category, like any other
     assert cli.ok("store", "create", "team")["created"] is True
     assert "already exists" in cli.fails("store", "create", "team")["error"]
     assert "Invalid store name" in cli.fails("store", "create", "Team Notes")["error"]
+
+
+def test_a_category_delete_can_be_undone_and_only_purge_removes_for_good(cli: MemoryCli) -> None:
+    first = cli.ok(
+        "add", "work/notes/a", "--content", "Standup moved to 10:00", "--tag", "team", "--citation", "chat:42",
+        "--decay", "reinforceable", "--expires-at", "2099-01-01T00:00:00Z", "--source", "slack",
+    )  # fmt: skip
+    second = cli.ok("add", "work/notes/deep/b", "--content", "Retro every other Friday", "--type", "decision")
+    cli.ok("add", "work/keep", "--content", "Not under work/notes")
+
+    deleted = cli.ok("category", "delete", "work/notes")
+    assert deleted == {"path": "work/notes", "memory_count": 2, "description": "", "deleted": True, "restorable": True}
+    status = cli.ok("status")
+    assert (status["memory_count"], status["deleted_count"]) == (1, 2)
+    assert cli.fails("get", first["id"])["code"] == "MEMORY_NOT_FOUND"
+    listed = cli.ok("list", "work", "--include-deleted")["memories"]
+    assert {(m["path"], m["deleted"]) for m in listed} == {
+        ("work/notes/a", True),
+        ("work/notes/deep/b", True),
+        ("work/keep", False),
+    }
+    assert [m["path"] for m in cli.ok("list", "work")["memories"]] == ["work/keep"]
+
+    back = cli.ok("restore", first["id"])
+    assert back == first | {"confidence": back["confidence"]}  # the same id and every field as it was
+    assert cli.ok("get", "work/notes/a") == back
+    assert cli.fails("restore", first["id"])["code"] == "INVALID_OPERATION"  # not deleted (any more)
+    cli.ok("add", "work/notes/deep/b", "--content", "A new memory at the old path")
+    taken = cli.fails("restore", "work/notes/deep/b")
+    assert taken["code"] == "DESTINATION_EXISTS" and "move or delete that memory" in taken["error"]
+
+    purged = cli.ok("category", "delete", "work/notes", "--purge")  # soft-deleted b, live a and the new b
+    assert (purged["memory_count"], purged["restorable"]) == (3, False)
+    assert cli.fails("restore", second["id"])["code"] == "MEMORY_NOT_FOUND"
+    status = cli.ok("status")
+    assert (status["memory_count"], status["deleted_count"]) == (1, 0)
 
 
 def test_memories_from_either_door_reach_each_other(cli: MemoryCli) -> None:
