@@ -334,8 +334,8 @@ def remove_memory(ctx: Context, command: RemoveMemory) -> Result[Memory, DomainE
 
 def future_expiry(expires_at: datetime | None, now: datetime) -> Result[None, DomainError]:
     """INVALID_INPUT for an expiry already past: the memory would be hidden the moment it is written."""
-    if expires_at is None or expires_at > now:
-        return Success(None)
+    if expires_at is None or expires_at.tzinfo is None or expires_at > now:
+        return Success(None)  # a time without a zone is the memory's own check to refuse (it needs one)
     return Failure(
         invalid_input(
             f"expires_at {expires_at.isoformat()} is already past (it is now {now.isoformat()}): "
