@@ -373,9 +373,15 @@ def test_categories_are_created_described_and_deleted(mcp: Mcp) -> None:
     too_long = mcp.fails("set_category_description", {"path": f"{root}/sub", "description": "x" * 501})
     assert too_long.startswith("INVALID_INPUT:")
     mcp.ok("add_memory", {"path": f"{root}/sub/note", "content": "inside"})
-    assert mcp.ok("delete_category", {"path": f"{root}/sub"})["deleted"] is True
+    deleted = mcp.ok("delete_category", {"path": f"{root}/sub"})
+    assert (deleted["deleted"], deleted["memory_count"], deleted["restorable"]) == (True, 1, True)
     assert mcp.fails("get_memory", {"path_or_id": f"{root}/sub/note"}).startswith("MEMORY_NOT_FOUND:")
-    assert mcp.fails("delete_category", {"path": root}).startswith("INVALID_INPUT:")
+    listed = mcp.ok("list_memories", {"category": root, "include_deleted": True})["memories"]
+    assert [(m["path"], m["deleted"]) for m in listed] == [(f"{root}/sub/note", True)]
+    assert mcp.ok("restore_memory", {"path_or_id": f"{root}/sub/note"})["content"] == "inside"
+    purged = mcp.ok("delete_category", {"path": root, "purge": True})  # a root category, like any other
+    assert (purged["memory_count"], purged["restorable"]) == (1, False)
+    assert mcp.fails("restore_memory", {"path_or_id": f"{root}/sub/note"}).startswith("MEMORY_NOT_FOUND:")
     assert mcp.fails("delete_category", {"path": f"{root}/sub"}).startswith("CATEGORY_NOT_FOUND:")
     assert mcp.fails("set_category_description", {"path": unique("none"), "description": "d"}).startswith(
         "CATEGORY_NOT_FOUND:"
