@@ -91,50 +91,20 @@ def test_categories_and_stores(cli: MemoryCli) -> None:
     assert cli.ok("category", "create", "projects/empty", "--description", "nothing yet")["memory_count"] == 0
     assert cli.ok("category", "describe", "projects/empty", "Still empty")["description"] == "Still empty"
     assert "at most 500" in cli.fails("category", "create", "projects/x", "--description", "d" * 501)["error"]
-    cli.ok("add", "projects/empty/one", "--content", "now it has one")
-    assert cli.ok("category", "delete", "projects/empty")["deleted"] is True
+    one = cli.ok("add", "projects/empty/one", "--content", "now it has one", "--tag", "t", "--citation", "c.md:1")
+    deleted = cli.ok("category", "delete", "projects/empty")  # soft: restorable, counted as deleted
+    assert (deleted["deleted"], deleted["memory_count"], deleted["restorable"]) == (True, 1, True)
     assert cli.fails("get", "projects/empty/one") == {"error": "Memory not found", "code": "MEMORY_NOT_FOUND"}
-    assert cli.ok("restore", "projects/empty/one")["content"] == "now it has one"
-    assert cli.ok("category", "delete", "projects")["memory_count"] == 1  # a root category, like any other
+    status = cli.ok("status")
+    assert (status["memory_count"], status["deleted_count"]) == (0, 1)
+    assert cli.ok("restore", one["id"]) == one  # the same id and every field
+    purged = cli.ok("category", "delete", "projects", "--purge")  # a root category, like any other; for good
+    assert (purged["memory_count"], purged["restorable"]) == (1, False)
+    assert cli.fails("restore", one["id"])["code"] == "MEMORY_NOT_FOUND"
+    assert cli.ok("status")["deleted_count"] == 0
     assert cli.ok("store", "create", "team")["created"] is True
     assert "already exists" in cli.fails("store", "create", "team")["error"]
     assert "Invalid store name" in cli.fails("store", "create", "Team Notes")["error"]
-
-
-def test_a_category_delete_can_be_undone_and_only_purge_removes_for_good(cli: MemoryCli) -> None:
-    first = cli.ok(
-        "add", "work/notes/a", "--content", "Standup moved to 10:00", "--tag", "team", "--citation", "chat:42",
-        "--decay", "reinforceable", "--expires-at", "2099-01-01T00:00:00Z", "--source", "slack",
-    )  # fmt: skip
-    second = cli.ok("add", "work/notes/deep/b", "--content", "Retro every other Friday", "--type", "decision")
-    cli.ok("add", "work/keep", "--content", "Not under work/notes")
-
-    deleted = cli.ok("category", "delete", "work/notes")
-    assert deleted == {"path": "work/notes", "memory_count": 2, "description": "", "deleted": True, "restorable": True}
-    status = cli.ok("status")
-    assert (status["memory_count"], status["deleted_count"]) == (1, 2)
-    assert cli.fails("get", first["id"])["code"] == "MEMORY_NOT_FOUND"
-    listed = cli.ok("list", "work", "--include-deleted")["memories"]
-    assert {(m["path"], m["deleted"]) for m in listed} == {
-        ("work/notes/a", True),
-        ("work/notes/deep/b", True),
-        ("work/keep", False),
-    }
-    assert [m["path"] for m in cli.ok("list", "work")["memories"]] == ["work/keep"]
-
-    back = cli.ok("restore", first["id"])
-    assert back == first | {"confidence": back["confidence"]}  # the same id and every field as it was
-    assert cli.ok("get", "work/notes/a") == back
-    assert cli.fails("restore", first["id"])["code"] == "INVALID_OPERATION"  # not deleted (any more)
-    cli.ok("add", "work/notes/deep/b", "--content", "A new memory at the old path")
-    taken = cli.fails("restore", "work/notes/deep/b")
-    assert taken["code"] == "DESTINATION_EXISTS" and "move or delete that memory" in taken["error"]
-
-    purged = cli.ok("category", "delete", "work/notes", "--purge")  # soft-deleted b, live a and the new b
-    assert (purged["memory_count"], purged["restorable"]) == (3, False)
-    assert cli.fails("restore", second["id"])["code"] == "MEMORY_NOT_FOUND"
-    status = cli.ok("status")
-    assert (status["memory_count"], status["deleted_count"]) == (1, 0)
 
 
 def test_memories_from_either_door_reach_each_other(cli: MemoryCli) -> None:
