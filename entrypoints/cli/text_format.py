@@ -85,7 +85,8 @@ def listing(payload: dict[str, Any]) -> str:
         note = f" — {sub['description']}" if sub["description"] else ""
         lines.append(f"  {sub['path']}/  ({sub['memory_count']}){note}")
     for m in payload["memories"]:
-        lines.append(f"  {m['path'] or m['id']}: {_first_line(m['content'])}")
+        mark = " (deleted: `memory restore` brings it back)" if m.get("deleted") else ""
+        lines.append(f"  {m['path'] or m['id']}: {_first_line(m['content'])}{mark}")
     return "\n".join(lines)
 
 
