@@ -228,6 +228,9 @@ class ListMemories(Asks[Listing]):
     category: str | None = field(default=None, metadata=doc("The category to list; omit for the whole store."))
     store: str | None = _store()
     include_expired: bool = field(default=False, metadata=doc(_SEE_EXPIRED))
+    include_deleted: bool = field(
+        default=False, metadata=doc("Include soft-deleted memories (each marked deleted), which restore brings back.")
+    )
     namespace: tuple[str, ...] | None = _guard()
     limit: int | None = field(default=None, metadata=doc("Most memories to list.", least=1, most=MAX_PAGE))
     offset: int = field(default=0, metadata=doc("Memories to skip, for paging (see total).", least=0))
@@ -272,6 +275,20 @@ class DeleteMemory(Asks[Memory]):
     store: str | None = _store()
     namespace: tuple[str, ...] | None = _guard()
     include_expired: bool = field(default=False, metadata=doc(_ACT_ON_EXPIRED))
+
+
+@frozen(kw_only=True)
+class RestoreMemory(Asks[MemoryView]):
+    """Undo a soft delete: the memory comes back with its id and every field as they were; DESTINATION_EXISTS if a
+    live memory has taken its path since."""
+
+    ref: str = field(
+        metadata=doc(
+            "The soft-deleted memory's id (a UUID) or its path ('category/…/slug'); list it with include_deleted."
+        )
+    )
+    store: str | None = _store()
+    namespace: tuple[str, ...] | None = _guard()
 
 
 @frozen(kw_only=True)
@@ -348,9 +365,16 @@ class DescribeCategory(Asks[CategorySummary]):
 
 @frozen(kw_only=True)
 class DeleteCategory(Asks[CategorySummary]):
-    """Delete a non-root category with its subcategories and memories, for good."""
+    """Delete a category with its subcategories: its memories are soft-deleted (restorable, counted as deleted), or
+    with purge removed for good, soft-deleted ones too. memory_count says how many."""
 
     category: str = field(metadata=doc(_CATEGORY))
+    purge: bool = field(
+        default=False,
+        metadata=doc(
+            "Remove its memories for good, soft-deleted ones too (they cannot be restored); omit to soft-delete."
+        ),
+    )
     store: str | None = _store()
     namespace: tuple[str, ...] | None = _guard()
 

@@ -27,6 +27,7 @@ from agent_memory.domain.writing import (
     move_memory,
     reinforce_memory,
     remove_memory,
+    restore_memory,
     update_memory,
 )
 
@@ -46,6 +47,7 @@ HANDLERS: dict[type[c.Asks[Any]], Handler] = {
     c.MoveMemory: move_memory,
     c.ReinforceMemory: reinforce_memory,
     c.DeleteMemory: delete_memory,
+    c.RestoreMemory: restore_memory,
     c.RemoveMemory: remove_memory,
     c.PruneMemories: prune_memories,
     c.ReindexStore: reindex_store,

@@ -28,7 +28,7 @@ def get_memory(ctx: Context, command: GetMemory) -> Result[MemoryView, DomainErr
 
 def list_memories(ctx: Context, command: ListMemories) -> Result[Listing, DomainError]:
     """A category's memories (recursively; `limit` of them after `offset`, all by default) with their total,
-    and its direct subcategories with counts and descriptions.
+    and its direct subcategories with counts and descriptions; soft-deleted ones only with include_deleted.
 
     Under a namespace, only its memories and the categories their paths make (the store's registered
     categories and descriptions belong to no tenant, so they are not shown)."""
@@ -40,7 +40,12 @@ def list_memories(ctx: Context, command: ListMemories) -> Result[Listing, Domain
     return ctx.guard(command.namespace).bind(
         lambda guard: optional_category(command.category).bind(
             lambda parsed: Reading(ctx)._listing(
-                parsed, command.store, include_expired=command.include_expired, guard=guard, page=page
+                parsed,
+                command.store,
+                include_expired=command.include_expired,
+                guard=guard,
+                page=page,
+                include_deleted=command.include_deleted,
             )
         )
     )
@@ -75,10 +80,14 @@ class Reading:
         include_expired: bool,
         guard: Guard,
         page: slice = slice(None),
+        include_deleted: bool = False,
     ) -> Result[Listing, DomainError]:
         name = store or self.ctx.policy.default_store
         where = MemoryFilter(
-            path_prefix=category, alive_at=None if include_expired else self.ctx.clock.now(), namespace=guard
+            path_prefix=category,
+            alive_at=None if include_expired else self.ctx.clock.now(),
+            namespace=guard,
+            include_deleted=include_deleted,
         )
         scanned = self.ctx.open(name, create=False).bind(lambda opened: opened.scan(where))
         return scanned.bind(

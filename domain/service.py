@@ -152,6 +152,12 @@ class MemoryService:
             self, c.DeleteMemory(ref=ref, store=store, namespace=namespace, include_expired=include_expired)
         )
 
+    def restore(
+        self, ref: str, *, store: str | None = None, namespace: tuple[str, ...] | None = None
+    ) -> Result[MemoryView, DomainError]:
+        """Undo a soft delete: the memory (by id or path) is live again with its id and every field."""
+        return dispatch(self, c.RestoreMemory(ref=ref, store=store, namespace=namespace))
+
     def remove(
         self, ref: str, *, store: str | None = None, namespace: tuple[str, ...] | None = None
     ) -> Result[Memory, DomainError]:
@@ -205,9 +211,15 @@ class MemoryService:
         return dispatch(self, described)
 
     def delete_category(
-        self, category: str, *, store: str | None = None, namespace: tuple[str, ...] | None = None
+        self,
+        category: str,
+        *,
+        store: str | None = None,
+        namespace: tuple[str, ...] | None = None,
+        purge: bool = False,
     ) -> Result[CategorySummary, DomainError]:
-        return dispatch(self, c.DeleteCategory(category=category, store=store, namespace=namespace))
+        """Soft-delete a category's memories (restorable), or with purge remove them for good; memory_count: how many."""
+        return dispatch(self, c.DeleteCategory(category=category, store=store, namespace=namespace, purge=purge))
 
     def status(
         self, *, store: str | None = None, namespace: tuple[str, ...] | None = None
@@ -255,11 +267,13 @@ class MemoryService:
         namespace: tuple[str, ...] | None = None,
         limit: int | None = None,
         offset: int = 0,
+        include_deleted: bool = False,
     ) -> Result[Listing, DomainError]:
         listed = c.ListMemories(
             category=category,
             store=store,
             include_expired=include_expired,
+            include_deleted=include_deleted,
             namespace=namespace,
             limit=limit,
             offset=offset,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from attrs import frozen
+from attrs import evolve, frozen
 from returns.iterables import Fold
 from returns.result import Failure, Result, Success
 
@@ -83,13 +83,17 @@ def describe_category(ctx: Context, command: DescribeCategory) -> Result[Categor
 
 
 def delete_category(ctx: Context, command: DeleteCategory) -> Result[CategorySummary, DomainError]:
-    """Delete a non-root category with its subcategories and memories, for good.
+    """Delete a category (a root one too) with its subcategories: its memories are soft-deleted, restorable one by
+    one (RestoreMemory), or with purge removed for good, soft-deleted ones included. The registered categories and
+    their descriptions are forgotten either way. memory_count is how many memories were deleted (or removed).
 
     Under a namespace: only that namespace's memories under it, and never the store's registry."""
-    name = command.store or ctx.policy.default_store
+    name, purge = command.store or ctx.policy.default_store, command.purge
 
     def delete(guard: Guard) -> Result[CategorySummary, DomainError]:
-        return parse_category_path(command.category).bind(lambda path: Stores(ctx)._deleted(name, path, guard))
+        return parse_category_path(command.category).bind(
+            lambda path: Stores(ctx)._deleted(name, path, guard, purge=purge)
+        )
 
     return ctx.exclusive(name, lambda: ctx.guard(command.namespace).bind(delete))
 
@@ -118,26 +122,42 @@ class Stores:
 
     # --- categories ---------------------------------------------------------------------------
 
-    def _deleted(self, name: str, path: CategoryPath, guard: Guard) -> Result[CategorySummary, DomainError]:
-        if len(path.segments) == 1:
-            return Failure(
-                invalid_input(f"'{path}' is a root category and cannot be deleted; delete its subcategories.")
-            )
-        return self._category_exists(name, path, guard).bind(
+    def _deleted(
+        self, name: str, path: CategoryPath, guard: Guard, *, purge: bool
+    ) -> Result[CategorySummary, DomainError]:
+        return self._category_exists(name, path, guard, include_deleted=purge).bind(
             lambda summary: (
-                self._remove_memories_under(name, path, guard)
-                .bind(lambda _: self._forget_categories(name, path, guard))
-                .map(lambda _: summary)
+                self._delete_memories_under(name, path, guard, purge=purge)
+                .bind(lambda count: self._forget_categories(name, path, guard).map(lambda _: count))
+                .map(lambda count: evolve(summary, memory_count=count))
             )
         )
 
-    def _remove_memories_under(self, name: str, path: CategoryPath, guard: Guard) -> Result[None, DomainError]:
-        where = MemoryFilter(path_prefix=path, include_deleted=True, namespace=guard)
+    def _delete_memories_under(
+        self, name: str, path: CategoryPath, guard: Guard, *, purge: bool
+    ) -> Result[int, DomainError]:
+        """Soft-delete the live (and expired) memories under a category, or with purge remove every one for good;
+        how many."""
+        where = MemoryFilter(path_prefix=path, include_deleted=purge, namespace=guard)
 
-        def remove(opened: VectorStore) -> Result[None, DomainError]:
-            return opened.scan(where).bind(lambda memories: self._removed(opened, name, [m.id for m in memories]))
+        def delete(opened: VectorStore) -> Result[int, DomainError]:
+            scanned = opened.scan(where)
+            if purge:
+                return scanned.bind(
+                    lambda memories: self._removed(opened, name, [m.id for m in memories]).map(lambda _: len(memories))
+                )
+            return scanned.bind(lambda memories: self._marked_deleted(opened, memories))
 
-        return self.ctx.open(name, create=False).bind(remove)
+        return self.ctx.open(name, create=False).bind(delete)
+
+    def _marked_deleted(self, opened: VectorStore, memories: list[Memory]) -> Result[int, DomainError]:
+        """Mark memories deleted in one write, as a delete of each would (their keyword entries stay: search drops
+        deleted memories, and a restore finds them indexed)."""
+        if not memories:
+            return Success(0)
+        now = self.ctx.clock.now()
+        gone = [evolve(m, deleted=True, deleted_at=now) for m in memories]
+        return opened.update_metadata(gone).map(lambda _: len(gone))
 
     def _removed(self, opened: VectorStore, name: str, ids: list[str]) -> Result[None, DomainError]:
         return opened.remove(ids).bind(lambda _: self.ctx.unindex_keywords(name, ids))
@@ -172,9 +192,12 @@ class Stores:
             ),
         )
 
-    def _category_exists(self, store: str, path: CategoryPath, guard: Guard) -> Result[CategorySummary, DomainError]:
-        """The category's summary, or CATEGORY_NOT_FOUND when no memory is under it and it is not registered."""
-        where = MemoryFilter(path_prefix=path, namespace=guard)
+    def _category_exists(
+        self, store: str, path: CategoryPath, guard: Guard, *, include_deleted: bool = False
+    ) -> Result[CategorySummary, DomainError]:
+        """The category's summary, or CATEGORY_NOT_FOUND when no memory is under it (soft-deleted ones count only
+        with include_deleted) and it is not registered."""
+        where = MemoryFilter(path_prefix=path, namespace=guard, include_deleted=include_deleted)
         scanned = self.ctx.open(store, create=False).bind(lambda opened: opened.scan(where))
         return scanned.bind(
             lambda memories: self.ctx.descriptions(store, guard).bind(

@@ -1,4 +1,5 @@
-"""The handlers that write one memory or a batch: create (at a free path or not), update, move, reinforce, delete, remove."""
+"""The handlers that write one memory or a batch: create (at a free path or not), update, move, reinforce, delete,
+restore, remove."""
 
 from __future__ import annotations
 
@@ -18,16 +19,18 @@ from agent_memory.domain.commands import (
     MoveMemory,
     ReinforceMemory,
     RemoveMemory,
+    RestoreMemory,
     UpdateMemory,
 )
-from agent_memory.domain.context import Context, optional_path
-from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
+from agent_memory.domain.context import Context, is_memory_id, optional_path
+from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input, not_found
+from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import DecayPolicy, Memory, check_store_name, new_memory_id, parse_decay_policy
 from agent_memory.domain.paths import MemoryPath, parse_memory_path
 from agent_memory.domain.ports import PendingBatch, VectorStore
 from agent_memory.domain.progress import Count, embedded
 from agent_memory.domain.results import in_turn, validated
-from agent_memory.domain.tenancy import new_memory_namespace
+from agent_memory.domain.tenancy import Guard, new_memory_namespace, visible
 from agent_memory.domain.views import MemoryView, Progress, quiet
 
 SCOPE_AND_CONTENT = ("content", "tags", "source", "citations", "agent", "personality", "project", "type", "global_")
@@ -73,9 +76,13 @@ class Writing:
 
     def _new_memory(self, command: CreateMemory, now: datetime) -> Result[Memory, DomainError]:
         created = command.created_at or now
-        return new_memory_namespace(self.ctx.tenant, command.namespace).bind(
-            lambda namespace: optional_path(command.path).bind(
-                lambda path: self._built(command, created, namespace, path)
+        return (
+            future_expiry(command.expires_at, now)
+            .bind(lambda _: new_memory_namespace(self.ctx.tenant, command.namespace))
+            .bind(
+                lambda namespace: optional_path(command.path).bind(
+                    lambda path: self._built(command, created, namespace, path)
+                )
             )
         )
 
@@ -216,6 +223,33 @@ class Writing:
         gone = evolve(memory, deleted=True, deleted_at=self.ctx.clock.now())
         return self.ctx.save_metadata(gone).map(lambda _: gone)
 
+    def _deleted_at(self, ref: str, store: str | None, guard: Guard) -> Result[Memory, DomainError]:
+        """The soft-deleted memory a ref names: by id, or the one soft-deleted memory at a path."""
+        match parse_memory_path(ref) if ref.strip() and not is_memory_id(ref) else None:
+            case Success(path):
+                where = MemoryFilter(path=path, namespace=guard, include_deleted=True)
+                found = self.ctx.open(store, create=False).bind(lambda opened: opened.scan(where))
+                return found.bind(lambda memories: _one_deleted(str(path), [m for m in memories if visible(m, guard)]))
+            case _:  # an id, or a bad ref refused in the usual words
+                return self.ctx.load_ref(ref, store, namespace=guard)
+
+    def _restored(self, memory: Memory) -> Result[MemoryView, DomainError]:
+        if not memory.deleted:
+            return Failure(
+                DomainError(
+                    ErrorCode.INVALID_OPERATION,
+                    f"Memory {memory.id} is not deleted: nothing to restore.",
+                    path=memory.id,
+                )
+            )
+        back = evolve(memory, deleted=False, deleted_at=None)  # every other field as it was
+        return (
+            self.ctx.open(memory.store, create=False)
+            .bind(lambda opened: self.ctx.paths_free(opened, [back]).alt(_path_since_taken))
+            .bind(lambda opened: opened.update_metadata([back]))
+            .map(lambda _: self.ctx.view(back))
+        )
+
     def _removed(self, memory: Memory) -> Result[Memory, DomainError]:
         return (
             self.ctx.open(memory.store, create=False)
@@ -226,9 +260,12 @@ class Writing:
 
 
 def update_memory(ctx: Context, command: UpdateMemory) -> Result[MemoryView, DomainError]:
-    """Change content or metadata; content changes are re-embedded. Nothing to change is an error."""
-    return _changes(command).bind(
-        lambda fields: ctx.exclusive(command.store, lambda: Writing(ctx)._updated(command, fields))
+    """Change content or metadata; content changes are re-embedded. Nothing to change, or an expiry already past, is
+    an error."""
+    return (
+        future_expiry(command.expires_at, ctx.clock.now())
+        .bind(lambda _: _changes(command))
+        .bind(lambda fields: ctx.exclusive(command.store, lambda: Writing(ctx)._updated(command, fields)))
     )
 
 
@@ -271,11 +308,71 @@ def delete_memory(ctx: Context, command: DeleteMemory) -> Result[Memory, DomainE
     )
 
 
+def restore_memory(ctx: Context, command: RestoreMemory) -> Result[MemoryView, DomainError]:
+    """Undo a soft delete, by id or path: the memory is live again with its id and every field as they were.
+
+    DESTINATION_EXISTS if a live memory of its namespace holds its path now (move or delete that one first);
+    INVALID_OPERATION for a memory that is not deleted; a memory removed for good is MEMORY_NOT_FOUND."""
+    store, steps = command.store, Writing(ctx)
+    return ctx.exclusive(
+        store,
+        lambda: (
+            ctx.guard(command.namespace)
+            .bind(lambda guard: steps._deleted_at(command.ref, store, guard))
+            .bind(steps._restored)
+        ),
+    )
+
+
 def remove_memory(ctx: Context, command: RemoveMemory) -> Result[Memory, DomainError]:
     """Delete for good (MCP remove_memory), soft-deleted or not."""
     store = command.store
     return ctx.exclusive(
         store, lambda: ctx.load_ref(command.ref, store, namespace=command.namespace).bind(Writing(ctx)._removed)
+    )
+
+
+def future_expiry(expires_at: datetime | None, now: datetime) -> Result[None, DomainError]:
+    """INVALID_INPUT for an expiry already past: the memory would be hidden the moment it is written."""
+    if expires_at is None or expires_at.tzinfo is None or expires_at > now:
+        return Success(None)  # a time without a zone is the memory's own check to refuse (it needs one)
+    return Failure(
+        invalid_input(
+            f"expires_at {expires_at.isoformat()} is already past (it is now {now.isoformat()}): "
+            "give a time in the future, or leave expires_at out."
+        )
+    )
+
+
+def _one_deleted(path: str, found: list[Memory]) -> Result[Memory, DomainError]:
+    deleted = [m for m in found if m.deleted]
+    if len(deleted) == 1:
+        return Success(deleted[0])
+    if deleted:
+        ids = ", ".join(m.id for m in sorted(deleted, key=lambda m: m.deleted_at or m.updated_at, reverse=True))
+        return Failure(
+            DomainError(
+                ErrorCode.INVALID_INPUT,
+                f"Several deleted memories were at '{path}' ({ids}, most recently deleted first): restore one by id.",
+                path=path,
+            )
+        )
+    if found:
+        return Failure(
+            DomainError(
+                ErrorCode.INVALID_OPERATION, f"The memory at '{path}' is not deleted: nothing to restore.", path=path
+            )
+        )
+    return Failure(not_found(path, cause="no soft-deleted memory is at that path (removed for good, or never there)"))
+
+
+def _path_since_taken(error: DomainError) -> DomainError:
+    if error.code is not ErrorCode.DESTINATION_EXISTS:
+        return error
+    return DomainError(
+        ErrorCode.DESTINATION_EXISTS,
+        f"Path '{error.path}' is taken by a live memory since the delete: move or delete that memory, then restore.",
+        path=error.path,
     )
 
 

@@ -116,6 +116,11 @@ def category_json(summary: CategorySummary) -> dict[str, Any]:
     return {"path": summary.path, "memory_count": summary.memory_count, "description": summary.description}
 
 
+def category_deleted_json(summary: CategorySummary, *, purged: bool) -> dict[str, Any]:
+    """A category delete's answer: how many memories it deleted, and whether they can be restored (not once purged)."""
+    return {**category_json(summary), "deleted": True, "restorable": not purged}
+
+
 def listing_json(listing: Listing) -> dict[str, Any]:
     return {
         "category": listing.category,

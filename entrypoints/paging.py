@@ -56,12 +56,13 @@ def token_estimate(text: str) -> int:
 def compact_json(view: MemoryView) -> dict[str, Any]:
     """A memory in a listing: enough to pick it (path, id, size, freshness), its content left to get_memory."""
     memory = view.memory
-    return {
+    body = {
         "path": None if memory.path is None else str(memory.path),
         "id": memory.id,
         "tokens": token_estimate(memory.content),
         "updated_at": out.iso_z(memory.updated_at),
     }
+    return body | {"deleted": True} if memory.deleted else body  # listed with include_deleted: restorable
 
 
 def listing_page_json(listing: Listing, limit: int | None, offset: int, *, compact: bool) -> dict[str, Any]:

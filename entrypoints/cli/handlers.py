@@ -222,7 +222,7 @@ def category(service: MemoryService, args: argparse.Namespace) -> Outcome:
         described = command_from(c.DescribeCategory, "category describe", args)
         return _run(service, described).map(out.category_json)
     deleted = _run(service, command_from(c.DeleteCategory, "category delete", args))
-    return deleted.map(lambda summary: {**out.category_json(summary), "deleted": True})
+    return deleted.map(lambda summary: out.category_deleted_json(summary, purged=bool(args.purge)))
 
 
 def export(service: MemoryService, args: argparse.Namespace) -> Outcome:
@@ -369,6 +369,7 @@ HANDLERS: dict[str, tuple[Handler, Callable[[Payload], str]]] = {
     "get": (_answered(c.GetMemory, "get", out.view_json), text.memory),
     "reinforce": (_answered(c.ReinforceMemory, "reinforce", out.view_json), text.reinforced),
     "delete": (_answered(c.DeleteMemory, "delete", out.deleted_json), text.deleted),
+    "restore": (_answered(c.RestoreMemory, "restore", out.view_json), text.restored),
     "remove": (_answered(c.RemoveMemory, "remove", out.removed_json), text.removed),
     "update": (update, text.memory),
     "move": (_answered(c.MoveMemory, "move", out.view_json), text.memory),

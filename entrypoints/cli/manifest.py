@@ -154,6 +154,7 @@ SPECS: tuple[CliSpec, ...] = (
         c.DeleteMemory,
         wording={"include_expired": _ACT_ON_EXPIRED},
     ),
+    _on_one_memory("restore", "undo a soft delete: the memory comes back with its id and every field", c.RestoreMemory),
     _on_one_memory("remove", "delete a memory for good", c.RemoveMemory),
     CliSpec(
         name="update",
@@ -237,7 +238,11 @@ SPECS: tuple[CliSpec, ...] = (
     _on_category(
         "category describe", "set a category's description (≤ 500 characters)", c.DescribeCategory, "description"
     ),
-    _on_category("category delete", "delete a non-root category and everything under it", c.DeleteCategory),
+    _on_category(
+        "category delete",
+        "delete a category and everything under it: its memories are soft-deleted (restorable); --purge: for good",
+        c.DeleteCategory,
+    ),
     CliSpec(
         name="mcp",
         help="serve every memory tool to MCP clients (stdio by default)",

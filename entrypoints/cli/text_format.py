@@ -50,6 +50,10 @@ def deleted(payload: dict[str, Any]) -> str:
     return f"Deleted memory {payload['id']}"
 
 
+def restored(m: dict[str, Any]) -> str:
+    return "Restored " + memory(m)[0].lower() + memory(m)[1:]
+
+
 def search(payload: dict[str, Any]) -> str:
     if not payload["results"]:
         return "No memories found."
@@ -81,7 +85,8 @@ def listing(payload: dict[str, Any]) -> str:
         note = f" — {sub['description']}" if sub["description"] else ""
         lines.append(f"  {sub['path']}/  ({sub['memory_count']}){note}")
     for m in payload["memories"]:
-        lines.append(f"  {m['path'] or m['id']}: {_first_line(m['content'])}")
+        mark = " (deleted: `memory restore` brings it back)" if m.get("deleted") else ""
+        lines.append(f"  {m['path'] or m['id']}: {_first_line(m['content'])}{mark}")
     return "\n".join(lines)
 
 

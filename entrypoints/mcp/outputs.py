@@ -89,7 +89,10 @@ def _listed(key: str, item: Schema) -> Schema:
 
 _PATH = _nullable(_TEXT)
 _CATEGORY = _object({"path": _TEXT, "memory_count": _COUNT, "description": _nullable(_TEXT)})
-_COMPACT = _object({"path": _PATH, "id": _TEXT, "tokens": _COUNT, "updated_at": _TEXT})
+_COMPACT = _object(
+    {"path": _PATH, "id": _TEXT, "tokens": _COUNT, "updated_at": _TEXT, "deleted": _FLAG},
+    required=("path", "id", "tokens", "updated_at"),  # deleted: only on a soft-deleted one (include_deleted)
+)
 
 SCHEMAS: dict[str, Schema] = {  # the answer kinds the tools render (mcp_tools.ToolSpec.output names one)
     "any": {"type": "object"},  # a command with no ToolSpec: its answer's fields (json_codec.outcome_json)
@@ -147,7 +150,7 @@ SCHEMAS: dict[str, Schema] = {  # the answer kinds the tools render (mcp_tools.T
     ),
     "store_created": _object({"name": _TEXT, "memory_count": _COUNT, "created": _FLAG}),
     "category": _CATEGORY,
-    "category_deleted": _object({**_CATEGORY["properties"], "deleted": _FLAG}),
+    "category_deleted": _object({**_CATEGORY["properties"], "deleted": _FLAG, "restorable": _FLAG}),
     # the namespaced agent tools (spec 003): the sentence and what it names; the hits as objects
     "manage": _object(
         {"action": {"type": "string", "enum": ["create", "update", "delete"]}, "id": _TEXT, "result": _TEXT}

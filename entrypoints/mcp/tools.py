@@ -133,6 +133,17 @@ SPECS: tuple[ToolSpec, ...] = (
         alternates=_PATH_OR_ID_ALTERNATES,
     ),
     ToolSpec(
+        name="restore_memory",
+        command=c.RestoreMemory,
+        title="Restore a deleted memory",
+        description="Undo a soft delete (delete_memory, delete_category) by path or id: the memory comes back with "
+        "its id and every field. list_memories with include_deleted lists what can be restored. Fails with "
+        "DESTINATION_EXISTS if a live memory has taken its path since, and MEMORY_NOT_FOUND once removed for good.",
+        render=_view,
+        names=_PATH_OR_ID,
+        alternates=_PATH_OR_ID_ALTERNATES,
+    ),
+    ToolSpec(
         name="remove_memory",
         command=c.RemoveMemory,
         title="Remove a memory for good",
@@ -263,8 +274,9 @@ SPECS: tuple[ToolSpec, ...] = (
         name="delete_category",
         command=c.DeleteCategory,
         title="Delete a category",
-        description="Delete a non-root category with its subcategories and memories, for good.",
-        render=_by(lambda summary: {**out.category_json(summary), "deleted": True}),
+        description="Delete a category with its subcategories: its memories are soft-deleted (restore_memory brings "
+        "each back; memory_count says how many). purge removes them for good instead, soft-deleted ones too.",
+        render=lambda summary, command, _service: out.category_deleted_json(summary, purged=command.purge),
         names={"category": "path"},
         destructive=True,
         output="category_deleted",

@@ -8,7 +8,7 @@ from litestar import Request, Response, delete, get, post, put
 from litestar.di import NamedDependency
 from litestar.dto import DTOData
 from litestar.enums import OpenAPIMediaType
-from litestar.params import FromPath, JSONBody, PathParameter
+from litestar.params import FromPath, JSONBody, Parameter, PathParameter
 from returns.methods import unwrap_or_failure
 
 from agent_memory._version import __version__
@@ -132,17 +132,24 @@ async def describe_category(
 
 @delete("/categories/{path:path}", status_code=200, tags=["categories"], responses=failures(404, 422, 503))
 async def delete_category(
-    path: FromPath[str], door: NamedDependency[Door], store: StoreQuery = None, namespace: NamespaceQuery = None
+    path: FromPath[str],
+    door: NamedDependency[Door],
+    store: StoreQuery = None,
+    namespace: NamespaceQuery = None,
+    purge: Annotated[
+        bool, Parameter(description="Remove its memories for good, soft-deleted ones too, instead of soft-deleting.")
+    ] = False,
 ) -> Response[Payload]:
-    """Delete a non-root category with its subcategories and memories (under a namespace, only its own), for good."""
+    """Delete a category with its subcategories (under a namespace, only its own memories): its memories are
+    soft-deleted (POST /restore brings each back), or with ?purge=true removed for good. memory_count says how many."""
     return await door.reply(
         guarded(
             namespace,
             lambda service, guard: dispatch(
-                service, c.DeleteCategory(category=path_ref(path), store=store, namespace=guard)
+                service, c.DeleteCategory(category=path_ref(path), store=store, namespace=guard, purge=purge)
             ),
         ),
-        lambda summary: {**out.category_json(summary), "deleted": True},
+        lambda summary: out.category_deleted_json(summary, purged=purge),
     )
 
 

@@ -119,6 +119,10 @@ class MoveBody(AttrsDTO[c.MoveMemory]):
     config = _config("store", "namespace")
 
 
+class RestoreBody(AttrsDTO[c.RestoreMemory]):
+    config = _config("store", "namespace")
+
+
 @attrs.frozen(kw_only=True)
 class MoveRequest:
     """POST /memories/{ref}/move (deprecated: POST /move): the new path."""

@@ -1,4 +1,4 @@
-"""The REST door's memory routes: create, read, change, reinforce, move, delete, list, recent and search."""
+"""The REST door's memory routes: create, read, change, reinforce, move, delete, restore, list, recent and search."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from agent_memory.entrypoints.rest.bodies import (
     MoveRequest,
     NamespaceQuery,
     ReinforceBody,
+    RestoreBody,
     SearchBody,
     SearchRequest,
     StoreQuery,
@@ -167,6 +168,28 @@ async def move_memory(
 
 
 @post(
+    "/restore",
+    dto=RestoreBody,
+    return_dto=None,
+    status_code=200,
+    tags=["memories"],
+    responses=failures(400, 404, 409, 413, 415, 422, 503),
+)
+async def restore_memory(
+    data: JSONBody[DTOData[c.RestoreMemory]],
+    door: NamedDependency[Door],
+    store: StoreQuery = None,
+    namespace: NamespaceQuery = None,
+) -> Response[Payload]:
+    """Undo the soft delete of the memory named by `ref` (its id, or its path): it comes back with its id and every
+    field (409 DESTINATION_EXISTS if a live memory holds its path now, 409 INVALID_OPERATION if it is not deleted,
+    404 once removed for good). GET /memories?include_deleted=true lists the deleted ones."""
+    return await door.reply(
+        guarded_command(namespace, lambda guard: data.create_instance(store=store, namespace=guard)), out.view_json
+    )
+
+
+@post(
     "/memories/{ref:path}",
     status_code=200,
     tags=["memories"],
@@ -270,6 +293,7 @@ MEMORY_ROUTES = [
     delete_memory,
     reinforce_memory,
     move_memory,
+    restore_memory,
     memory_action,
     list_memories,
     recent_memories,

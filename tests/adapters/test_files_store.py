@@ -532,7 +532,11 @@ def test_category_descriptions_live_in_category_files(service: MemoryService, ro
 
     ok(service.create_category("projects/sub/deeper", description="deep"))
     ok(service.add(CreateMemory(content="x", path="projects/sub/note")))
-    ok(service.delete_category("projects/sub"))
+    ok(service.delete_category("projects/sub"))  # soft: the memory's file stays, marked deleted
+    (kept,) = (root / "default" / "projects" / "sub").glob("note.*.md")  # moved aside: <slug>.<id>.md
+    assert "deleted: true" in kept.read_text()
+    assert not (root / "default" / "projects" / "sub" / "deeper").exists()  # the category itself is gone
+    ok(service.delete_category("projects/sub", purge=True))  # for good: the folder goes too
     assert not (root / "default" / "projects" / "sub").exists()
     assert file.exists()
 

@@ -46,6 +46,24 @@ def server_processes(data_dir: Path) -> list[int]:
     return found
 
 
+PAST = "2001-01-01T00:00:00Z"
+
+
+def expired_line(path: str | None, content: str, *, expires_at: str = PAST, **fields: Any) -> str:
+    """One memory already expired, as `memory export` writes it. Creating one is refused (an expiry already past is
+    INVALID_INPUT), so a test that needs an expired memory imports it: `cli.ok("import", stdin=expired_line(…))`."""
+    record = {
+        "id": str(uuid.uuid4()),
+        "content": content,
+        "path": path,
+        "created_at": "2000-01-01T00:00:00Z",
+        "updated_at": "2000-01-01T00:00:00Z",
+        "expires_at": expires_at,
+        **fields,
+    }
+    return json.dumps(record) + "\n"
+
+
 @frozen
 class Ran:
     """One finished `memory` invocation."""
@@ -135,10 +153,12 @@ __all__ = [
     "CLI_VARIANTS",
     "MEMORY",
     "MODES",
+    "PAST",
     "TARGETS",
     "MemoryCli",
     "Ran",
     "chroma_server",
     "cli",
+    "expired_line",
     "server_processes",
 ]

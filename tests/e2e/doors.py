@@ -28,6 +28,7 @@ OPERATIONS = (
     "update",
     "move",
     "delete",
+    "restore",
     "remove",
     "list",
     "search",
@@ -71,6 +72,14 @@ class Category:
 
 
 @frozen
+class Deleted:
+    """A category delete's answer: how many memories it deleted, and whether they can be restored."""
+
+    memory_count: int
+    restorable: bool
+
+
+@frozen
 class Refused:
     """A failure, reduced to its error code."""
 
@@ -98,9 +107,16 @@ class Door(Protocol):
     def update(self, ref: str, *, content: str | None = None, tags: Sequence[str] | None = None) -> Shown | Refused: ...
     def move(self, ref: str, destination: str) -> Shown | Refused: ...
     def delete(self, ref: str) -> bool | Refused: ...
+    def restore(self, ref: str) -> Shown | Refused: ...
     def remove(self, ref: str) -> bool | Refused: ...
     def list(
-        self, category: str, *, limit: int | None = None, offset: int = 0, store: str | None = None
+        self,
+        category: str,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        store: str | None = None,
+        include_deleted: bool = False,
     ) -> Page | Refused: ...
     def search(self, query: str, *, limit: int, offset: int = 0) -> Page | Refused: ...
     def reinforce(self, ref: str) -> Shown | Refused: ...
@@ -110,7 +126,7 @@ class Door(Protocol):
     def create_store(self, name: str) -> str | Refused: ...
     def create_category(self, path: str, description: str = "") -> Category | Refused: ...
     def describe_category(self, path: str, description: str) -> Category | Refused: ...
-    def delete_category(self, path: str) -> bool | Refused: ...
+    def delete_category(self, path: str, *, purge: bool = False) -> Deleted | Refused: ...
 
 
 def shown(body: dict[str, Any]) -> Shown:
@@ -123,6 +139,11 @@ def paths_of(memories: Sequence[dict[str, Any]]) -> tuple[str | None, ...]:
 
 def category_of(body: dict[str, Any]) -> Category:
     return Category(body["path"], body["description"], body["memory_count"])
+
+
+def deleted_of(body: dict[str, Any]) -> Deleted:
+    assert body["deleted"] is True, body
+    return Deleted(body["memory_count"], body["restorable"])
 
 
 def store_names(body: dict[str, Any]) -> tuple[str, ...]:
@@ -195,13 +216,22 @@ class PythonDoor:
     def delete(self, ref: str) -> bool | Refused:
         return self._then(self.service.delete(ref), lambda _: True)
 
+    def restore(self, ref: str) -> Shown | Refused:
+        return self._view(self.service.restore(ref))
+
     def remove(self, ref: str) -> bool | Refused:
         return self._then(self.service.remove(ref), lambda _: True)
 
     def list(
-        self, category: str, *, limit: int | None = None, offset: int = 0, store: str | None = None
+        self,
+        category: str,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        store: str | None = None,
+        include_deleted: bool = False,
     ) -> Page | Refused:
-        listed = self.service.list(category, limit=limit, offset=offset, store=store)
+        listed = self.service.list(category, limit=limit, offset=offset, store=store, include_deleted=include_deleted)
         return self._then(listed, lambda got: Page(tuple(_path(v) for v in got.memories), got.total))
 
     def search(self, query: str, *, limit: int, offset: int = 0) -> Page | Refused:
@@ -243,8 +273,9 @@ class PythonDoor:
     def describe_category(self, path: str, description: str) -> Category | Refused:
         return self._then(self.service.describe_category(path, description), self._category)
 
-    def delete_category(self, path: str) -> bool | Refused:
-        return self._then(self.service.delete_category(path), lambda _: True)
+    def delete_category(self, path: str, *, purge: bool = False) -> Deleted | Refused:
+        deleted = self.service.delete_category(path, purge=purge)
+        return self._then(deleted, lambda summary: Deleted(summary.memory_count, restorable=not purge))
 
 
 # --- CLI -------------------------------------------------------------------------------------------
@@ -260,6 +291,7 @@ class CliDoor:
         "update": "update",
         "move": "move",
         "delete": "delete",
+        "restore": "restore",
         "remove": "remove",
         "list": "list",
         "search": "search",
@@ -329,14 +361,23 @@ class CliDoor:
     def delete(self, ref: str) -> bool | Refused:
         return self._then(lambda body: bool(body["deleted"]), "delete", ref)
 
+    def restore(self, ref: str) -> Shown | Refused:
+        return self._then(shown, "restore", ref)
+
     def remove(self, ref: str) -> bool | Refused:
         return self._then(lambda body: bool(body["removed"]), "remove", ref)
 
     def list(
-        self, category: str, *, limit: int | None = None, offset: int = 0, store: str | None = None
+        self,
+        category: str,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        store: str | None = None,
+        include_deleted: bool = False,
     ) -> Page | Refused:
         args = ["list", category, f"--offset={offset}"] + ([] if limit is None else [f"--limit={limit}"])
-        args += [] if store is None else [f"--store={store}"]
+        args += ([] if store is None else [f"--store={store}"]) + (["--include-deleted"] if include_deleted else [])
         return self._then(lambda body: Page(paths_of(body["memories"]), body["total"]), *args)
 
     def search(self, query: str, *, limit: int, offset: int = 0) -> Page | Refused:
@@ -368,5 +409,5 @@ class CliDoor:
     def describe_category(self, path: str, description: str) -> Category | Refused:
         return self._then(category_of, "category", "describe", path, "--", description)
 
-    def delete_category(self, path: str) -> bool | Refused:
-        return self._then(lambda body: bool(body["deleted"]), "category", "delete", path)
+    def delete_category(self, path: str, *, purge: bool = False) -> Deleted | Refused:
+        return self._then(deleted_of, "category", "delete", path, *(["--purge"] if purge else []))

@@ -11,10 +11,12 @@ import httpx
 
 from tests.e2e.doors import (
     Category,
+    Deleted,
     Page,
     Refused,
     Shown,
     category_of,
+    deleted_of,
     paths_of,
     shown,
     store_names,
@@ -34,6 +36,7 @@ class RestDoor:
         "update": ("patch", "/memories/{ref}"),
         "move": ("post", "/move"),
         "delete": ("delete", "/memories/{ref}"),
+        "restore": ("post", "/restore"),
         "remove": ("delete", "/memories/{ref}"),  # ?hard=true
         "list": ("get", "/memories"),
         "search": ("post", "/search"),
@@ -100,14 +103,25 @@ class RestDoor:
     def delete(self, ref: str) -> bool | Refused:
         return self._then(lambda body: bool(body["deleted"]), self.http.delete(f"/memories/{ref}"))
 
+    def restore(self, ref: str) -> Shown | Refused:
+        return self._then(shown, self.http.post("/restore", json={"ref": ref}))
+
     def remove(self, ref: str) -> bool | Refused:
         answer = self.http.delete(f"/memories/{ref}", params={"hard": "true"})
         return self._then(lambda body: bool(body["removed"]), answer)
 
     def list(
-        self, category: str, *, limit: int | None = None, offset: int = 0, store: str | None = None
+        self,
+        category: str,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        store: str | None = None,
+        include_deleted: bool = False,
     ) -> Page | Refused:
         params: dict[str, Any] = {"category": category, "offset": offset}
+        if include_deleted:
+            params["include_deleted"] = "true"
         if limit is not None:
             params["limit"] = limit
         if store is not None:
@@ -144,8 +158,9 @@ class RestDoor:
         answer = self.http.put(f"/categories/{path}/description", json={"description": description})
         return self._then(category_of, answer)
 
-    def delete_category(self, path: str) -> bool | Refused:
-        return self._then(lambda body: bool(body["deleted"]), self.http.delete(f"/categories/{path}"))
+    def delete_category(self, path: str, *, purge: bool = False) -> Deleted | Refused:
+        params = {"purge": "true"} if purge else {}
+        return self._then(deleted_of, self.http.delete(f"/categories/{path}", params=params))
 
 
 # --- MCP -------------------------------------------------------------------------------------------
@@ -166,6 +181,7 @@ class McpDoor:
         "update": "update_memory",
         "move": "move_memory",
         "delete": "delete_memory",
+        "restore": "restore_memory",
         "remove": "remove_memory",
         "list": "list_memories",
         "search": "search_memories",
@@ -226,13 +242,24 @@ class McpDoor:
     def delete(self, ref: str) -> bool | Refused:
         return self._then(lambda body: bool(body["deleted"]), "delete", {"path_or_id": ref})
 
+    def restore(self, ref: str) -> Shown | Refused:
+        return self._then(shown, "restore", {"path_or_id": ref})
+
     def remove(self, ref: str) -> bool | Refused:
         return self._then(lambda body: bool(body["removed"]), "remove", {"path_or_id": ref})
 
     def list(
-        self, category: str, *, limit: int | None = None, offset: int = 0, store: str | None = None
+        self,
+        category: str,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        store: str | None = None,
+        include_deleted: bool = False,
     ) -> Page | Refused:
         arguments: dict[str, Any] = {"category": category, "offset": offset}
+        if include_deleted:
+            arguments["include_deleted"] = True
         if limit is not None:
             arguments["limit"] = limit
         if store is not None:
@@ -265,5 +292,5 @@ class McpDoor:
     def describe_category(self, path: str, description: str) -> Category | Refused:
         return self._then(category_of, "describe_category", {"path": path, "description": description})
 
-    def delete_category(self, path: str) -> bool | Refused:
-        return self._then(lambda body: bool(body["deleted"]), "delete_category", {"path": path})
+    def delete_category(self, path: str, *, purge: bool = False) -> Deleted | Refused:
+        return self._then(deleted_of, "delete_category", {"path": path} | ({"purge": True} if purge else {}))

@@ -10,6 +10,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -17,10 +18,12 @@ import pytest
 from anyio.from_thread import start_blocking_portal
 from mcp.client.stdio import StdioServerParameters
 
-from agent_memory import build_service, load_settings
+from agent_memory import MemoryService, build_service, load_settings
 from agent_memory.domain.errors import ErrorCode
+from agent_memory.domain.model import Memory
+from agent_memory.domain.paths import parse_memory_path
 from tests.e2e.conftest import BACKENDS, MEMORY, MemoryCli
-from tests.e2e.doors import OPERATIONS, Category, CliDoor, Door, Page, PythonDoor, Refused, Shown
+from tests.e2e.doors import OPERATIONS, Category, CliDoor, Deleted, Door, Page, PythonDoor, Refused, Shown
 from tests.e2e.doors_remote import McpDoor, RestDoor
 from tests.e2e.test_mcp import Mcp, http_session, stdio_session
 from tests.e2e.test_mcp import server_env as mcp_env
@@ -45,6 +48,38 @@ NOT_PROVOKABLE = {
 }
 PAST = "2020-01-01T00:00:00+00:00"
 FUTURE = "2099-01-01T00:00:00+00:00"
+# the expired memories every door's store starts with (no door creates one: an expiry already past is refused, so
+# they are imported before the door opens), by id: one the refusals test acts on, one the prune test prunes (it
+# prunes every expired memory of the store, so it runs after the refusals test, as the file orders them)
+EXPIRED_FOR_REFUSALS = ("00000000-0000-4000-8000-00000000e001", "expired-refusals/over", "An offer that has ended.")
+EXPIRED_FOR_PRUNE = ("00000000-0000-4000-8000-00000000e002", "expired-prune/over", "The spring sale ended.")
+
+
+def seed_expired(service: MemoryService) -> None:
+    long_ago = datetime(2019, 1, 1, tzinfo=UTC)
+    seeded = [
+        Memory(
+            id=memory_id,
+            content=content,
+            path=parse_memory_path(path).unwrap(),
+            created_at=long_ago,
+            updated_at=long_ago,
+            expires_at=datetime.fromisoformat(PAST),
+        )
+        for memory_id, path, content in (EXPIRED_FOR_REFUSALS, EXPIRED_FOR_PRUNE)
+    ]
+    service.import_memories(seeded).unwrap()
+
+
+def seeded_before_opening(backend: str, home: Path) -> None:
+    """Seed a door's data directory in this process before the door's own process opens it (then let it go: a
+    Qdrant local folder has one owner at a time)."""
+    env = {"HOME": str(home), "MEMORY_CONFIG": empty_config(home)}
+    service = load_settings({"data_dir": str(home / "data"), "backend": backend}, env).bind(build_service).unwrap()
+    seed_expired(service)
+    close = getattr(service.catalog, "close", None)
+    if close is not None:
+        close()
 
 
 def _on(backend: str, env: dict[str, str]) -> dict[str, str]:
@@ -72,8 +107,9 @@ def opened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str, 
 
     def python(backend: str, home: Path) -> Door:
         env = {"HOME": str(home), "MEMORY_CONFIG": empty_config(home)}
-        settings = load_settings({"data_dir": str(home / "data"), "backend": backend}, env)
-        return PythonDoor(settings.bind(build_service).unwrap())
+        service = load_settings({"data_dir": str(home / "data"), "backend": backend}, env).bind(build_service).unwrap()
+        seed_expired(service)
+        return PythonDoor(service)
 
     def cli(backend: str, home: Path) -> Door:
         made = MemoryCli(home, backend, mode="served")
@@ -142,6 +178,8 @@ def opened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str, 
     def open_door(name: str, backend: str) -> Door:
         if (name, backend) not in doors:
             home = tmp_path_factory.mktemp(f"{name}-{backend}")
+            if name != "python":
+                seeded_before_opening(backend, home)
             doors[name, backend] = makers[name](backend, home)
         return doors[name, backend]
 
@@ -191,20 +229,28 @@ def test_a_memory_lives_and_dies_the_same_way_at_every_door(door: Door) -> None:
     assert door.list(where) == Refused("CATEGORY_NOT_FOUND")
 
 
-def test_a_soft_deleted_memory_is_hidden_everywhere_but_kept(door: Door) -> None:
+def test_a_soft_deleted_memory_is_hidden_everywhere_kept_and_restored_with_its_id(door: Door) -> None:
     where = category()
-    added = door.add(f"{where}/note", "Soft deletion keeps the quokka record hidden.")
+    added = door.add(f"{where}/note", "Soft deletion keeps the quokka record hidden.", ["zoo"])
     assert isinstance(added, Shown)
     assert door.delete(f"{where}/note") is True
     assert door.get(added.id) == Refused("MEMORY_NOT_FOUND")
     found = door.search("quokka record", limit=10)
     assert isinstance(found, Page) and f"{where}/note" not in found.paths
     assert door.delete(added.id) == Refused("INVALID_OPERATION")  # already deleted (REST: 409)
+    assert door.list(where) == Refused("CATEGORY_NOT_FOUND")
+    assert door.list(where, include_deleted=True) == Page((f"{where}/note",), total=1)  # listed when asked
+    assert door.restore(f"{where}/note") == added  # by path: the same memory, id and all
+    assert door.get(added.id) == added
+    assert door.restore(added.id) == Refused("INVALID_OPERATION")  # not deleted
+    assert door.delete(added.id) is True
     # the path is free again (README: a new memory at the path of a soft-deleted one takes it); the old one stays
     again = door.add(f"{where}/note", "A new note at the old path.")
     assert isinstance(again, Shown) and again.id != added.id
     assert door.get(f"{where}/note") == again
+    assert door.restore(added.id) == Refused("DESTINATION_EXISTS")  # never two live memories at one path
     assert door.remove(added.id) is True  # the hidden one is still stored, so it can be removed for good
+    assert door.restore(added.id) == Refused("MEMORY_NOT_FOUND")
     assert door.get(f"{where}/note") == again
 
 
@@ -213,8 +259,7 @@ def test_every_error_code_a_caller_can_provoke_is_the_same_at_every_door(door: D
     first = door.add(f"{where}/a", "first")
     assert isinstance(first, Shown)
     assert isinstance(door.add(f"{where}/b", "second"), Shown)
-    expired = door.add(f"{where}/over", "An offer that has ended.", expires_at=PAST)
-    assert isinstance(expired, Shown)
+    expired = EXPIRED_FOR_REFUSALS[0]
     store = f"s{uuid.uuid4().hex[:10]}"
     assert door.create_store(store) == store
     absent = f"absent-{uuid.uuid4().hex[:8]}"
@@ -227,11 +272,11 @@ def test_every_error_code_a_caller_can_provoke_is_the_same_at_every_door(door: D
         ("reinforce an unknown path", door.reinforce(f"{where}/missing"), ErrorCode.MEMORY_NOT_FOUND),
         ("reinforce an empty reference", door.reinforce(""), ErrorCode.INVALID_INPUT),  # 404 but on MCP
         ("get a blank reference", door.get("   "), ErrorCode.INVALID_INPUT),  # was MEMORY_NOT_FOUND
-        ("get an expired memory", door.get(expired.id), ErrorCode.MEMORY_EXPIRED),
-        ("update an expired memory", door.update(expired.id, content="x"), ErrorCode.MEMORY_EXPIRED),
-        ("move an expired memory", door.move(expired.id, f"{where}/later"), ErrorCode.MEMORY_EXPIRED),
-        ("delete an expired memory", door.delete(expired.id), ErrorCode.MEMORY_EXPIRED),
-        ("reinforce an expired memory", door.reinforce(expired.id), ErrorCode.MEMORY_EXPIRED),
+        ("get an expired memory", door.get(expired), ErrorCode.MEMORY_EXPIRED),
+        ("update an expired memory", door.update(expired, content="x"), ErrorCode.MEMORY_EXPIRED),
+        ("move an expired memory", door.move(expired, f"{where}/later"), ErrorCode.MEMORY_EXPIRED),
+        ("delete an expired memory", door.delete(expired), ErrorCode.MEMORY_EXPIRED),
+        ("reinforce an expired memory", door.reinforce(expired), ErrorCode.MEMORY_EXPIRED),
         ("add outside the tree", door.add("../outside", "x"), ErrorCode.INVALID_PATH),
         ("move outside the tree", door.move(f"{where}/a", "../../etc/x"), ErrorCode.INVALID_PATH),
         ("create a category outside the tree", door.create_category("../up"), ErrorCode.INVALID_PATH),
@@ -248,9 +293,11 @@ def test_every_error_code_a_caller_can_provoke_is_the_same_at_every_door(door: D
         ("recent with limit 0", door.recent(limit=0), ErrorCode.INVALID_INPUT),
         ("recent with limit 101", door.recent(limit=101), ErrorCode.INVALID_INPUT),
         ("describe in 501 characters", door.describe_category(where, "x" * 501), ErrorCode.INVALID_INPUT),
-        ("delete a root category", door.delete_category(where), ErrorCode.INVALID_INPUT),
+        ("add with an expiry already past", door.add(f"{where}/e", "x", expires_at=PAST), ErrorCode.INVALID_INPUT),
+        ("restore a live memory", door.restore(first.id), ErrorCode.INVALID_OPERATION),
         ("add at a taken path", door.add(f"{where}/a", "taken"), ErrorCode.DESTINATION_EXISTS),
         ("move onto a taken path", door.move(f"{where}/a", f"{where}/b"), ErrorCode.DESTINATION_EXISTS),
+        ("restore an unknown id", door.restore(str(uuid.uuid4())), ErrorCode.MEMORY_NOT_FOUND),
         ("create a store twice", door.create_store(store), ErrorCode.DESTINATION_EXISTS),
         ("create the default store", door.create_store("default"), ErrorCode.DESTINATION_EXISTS),
         ("get from an unknown store", door.get(f"{where}/a", store=absent), ErrorCode.STORE_NOT_FOUND),
@@ -342,23 +389,23 @@ def test_reinforce_and_recent_answer_the_same_at_every_door(door: Door) -> None:
 
 
 def test_expired_memories_are_hidden_then_pruned_the_same_way(door: Door) -> None:
-    where = category()
-    over = door.add(f"{where}/over", "The spring sale ended.", expires_at=PAST)
+    over_id, over_path, _ = EXPIRED_FOR_PRUNE
+    where = over_path.split("/")[0]
     running = door.add(f"{where}/running", "The winter sale runs until 2099.", expires_at=FUTURE)
-    assert isinstance(over, Shown) and isinstance(running, Shown)
+    assert isinstance(running, Shown)
 
-    assert door.get(over.id) == Refused("MEMORY_EXPIRED")
+    assert door.get(over_id) == Refused("MEMORY_EXPIRED")
     assert door.list(where) == Page((f"{where}/running",), total=1)
 
     planned = door.prune(dry_run=True)
-    assert isinstance(planned, Page) and f"{where}/over" in planned.paths and f"{where}/running" not in planned.paths
-    assert door.get(over.id) == Refused("MEMORY_EXPIRED")  # a dry run deletes nothing
+    assert isinstance(planned, Page) and over_path in planned.paths and f"{where}/running" not in planned.paths
+    assert door.get(over_id) == Refused("MEMORY_EXPIRED")  # a dry run deletes nothing
 
     pruned = door.prune(dry_run=False)
-    assert isinstance(pruned, Page) and f"{where}/over" in pruned.paths and f"{where}/running" not in pruned.paths
-    assert door.get(over.id) == Refused("MEMORY_NOT_FOUND")  # gone for good
+    assert isinstance(pruned, Page) and over_path in pruned.paths and f"{where}/running" not in pruned.paths
+    assert door.get(over_id) == Refused("MEMORY_NOT_FOUND")  # gone for good
     again = door.prune(dry_run=True)
-    assert isinstance(again, Page) and f"{where}/over" not in again.paths
+    assert isinstance(again, Page) and over_path not in again.paths
     assert door.get(running.id) == running
 
 
@@ -373,11 +420,15 @@ def test_stores_and_categories_are_made_and_unmade_the_same_way(door: Door) -> N
     made = door.create_category(f"{where}/trips", "Travel plans.")
     assert made == Category(f"{where}/trips", "Travel plans.", 0)
     assert door.create_category(f"{where}/trips") == made  # a no-op: it exists, its description stays
-    assert isinstance(door.add(f"{where}/trips/lisbon", "Lisbon in May, by train."), Shown)
+    lisbon = door.add(f"{where}/trips/lisbon", "Lisbon in May, by train.")
+    assert isinstance(lisbon, Shown)
     assert door.describe_category(f"{where}/trips", "Journeys.") == Category(f"{where}/trips", "Journeys.", 1)
     assert door.list(f"{where}/trips") == Page((f"{where}/trips/lisbon",), total=1)
 
-    assert door.delete_category(f"{where}/trips") is True
-    assert door.get(f"{where}/trips/lisbon") == Refused("MEMORY_NOT_FOUND")  # its memories went with it
+    assert door.delete_category(f"{where}/trips") == Deleted(1, restorable=True)
+    assert door.get(f"{where}/trips/lisbon") == Refused("MEMORY_NOT_FOUND")  # its memories went with it …
     assert door.list(f"{where}/trips") == Refused("CATEGORY_NOT_FOUND")
     assert door.delete_category(f"{where}/trips") == Refused("CATEGORY_NOT_FOUND")
+    assert door.restore(lisbon.id) == lisbon  # … soft-deleted: each comes back
+    assert door.delete_category(where, purge=True) == Deleted(1, restorable=False)  # a root category too
+    assert door.restore(lisbon.id) == Refused("MEMORY_NOT_FOUND")  # purged: gone for good

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import BACKENDS, MEMORY, MemoryCli
+from tests.e2e.conftest import BACKENDS, MEMORY, MemoryCli, expired_line
 
 pytestmark = pytest.mark.slow
 
@@ -61,7 +61,7 @@ def fill(cli: MemoryCli, backend: str) -> None:
     )
     gone = cli.ok("create", "soft deleted but kept", "--decay", "contextual", *flags)
     cli.ok("delete", gone["id"], *flags)
-    cli.ok("add", "tmp/expired", "--content", "already expired", "--expires-at", "2001-01-01T00:00:00Z", *flags)
+    cli.ok("import", *flags, stdin=expired_line("tmp/expired", "already expired"))  # creating one is refused
     cli.ok("category", "describe", "projects/agent-memory", "Everything about this project", "--store", "work", *flags)
     cli.ok("category", "create", "ideas/empty", "--description", "Nothing here yet", *flags)
     cli.ok("store", "create", "empty-store", *flags)

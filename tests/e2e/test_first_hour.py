@@ -13,12 +13,10 @@ import pytest
 from attrs import frozen
 
 from agent_memory.entrypoints.cli import direct as cli
-from tests.e2e.conftest import MEMORY
+from tests.e2e.conftest import MEMORY, expired_line
 from tests.isolation import empty_config
 
 pytestmark = pytest.mark.slow  # the real embedding model, in this process
-
-PAST = "2001-01-01T00:00:00Z"
 
 
 @frozen
@@ -52,6 +50,12 @@ class Memory:
         assert said.code == 0, said.err
         return said
 
+    def import_expired(self, path: str | None, content: str) -> None:
+        """An expired memory, imported (creating one is refused: its expiry is past)."""
+        line = self.data_dir.parent / "expired.jsonl"
+        line.write_text(expired_line(path, content), encoding="utf-8")
+        self.ok("import", str(line))
+
 
 def test_a_bare_memory_prints_its_usage(tmp_path: Path) -> None:
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "MEMORY_CONFIG": empty_config(tmp_path)}
@@ -63,14 +67,14 @@ def test_a_bare_memory_prints_its_usage(tmp_path: Path) -> None:
 
 def test_text_output_says_1_memory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     memory = Memory(tmp_path, capsys)
-    memory.ok("add", "notes/one", "--content", "the only one", "--expires-at", PAST)
+    memory.import_expired("notes/one", "the only one")
     assert memory.ok("list", "--format", "text", "--include-expired").out.startswith("(all categories): 1 memory\n")
     assert memory.ok("prune", "--dry-run", "--format", "text").out.startswith("Would prune 1 expired memory\n")
 
 
 def test_the_expired_error_names_the_command_line_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     memory = Memory(tmp_path, capsys)
-    memory.ok("add", "notes/old", "--content", "stale", "--expires-at", PAST)
+    memory.import_expired("notes/old", "stale")
     refused = memory("update", "notes/old", "--content", "fresh")
     assert refused.code == 1
     assert json.loads(refused.err) == {
@@ -83,7 +87,7 @@ def test_store_list_counts_as_status_does(tmp_path: Path, capsys: pytest.Capture
     memory = Memory(tmp_path, capsys)
     memory.ok("create", "live")
     memory.ok("delete", json.loads(memory.ok("create", "soft-deleted").out)["id"])
-    memory.ok("create", "expired", "--expires-at", PAST)
+    memory.import_expired(None, "expired")
     status = json.loads(memory.ok("status").out)
     listed = json.loads(memory.ok("store", "list").out)["stores"]
     counts = ("memory_count", "deleted_count", "expired_count")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import MemoryCli
+from tests.e2e.conftest import MemoryCli, expired_line
 
 pytestmark = pytest.mark.slow
 
@@ -46,7 +46,7 @@ def test_add_auto_creates_store_and_category_with_optional_metadata(cli: MemoryC
 
 def test_get_missing_and_expired(cli: MemoryCli) -> None:
     assert cli.fails("get", "notes/missing") == {"error": "Memory not found", "code": "MEMORY_NOT_FOUND"}
-    cli.ok("add", "notes/old", "--content", "stale", "--expires-at", "2001-01-01T00:00:00Z")
+    cli.ok("import", stdin=expired_line("notes/old", "stale"))
     assert "expired" in cli.fails("get", "notes/old")["error"]
     assert cli.ok("get", "notes/old", "--include-expired")["content"] == "stale"
     assert cli.ok("get", "notes/old", "--include-expired")["citations"] == []
@@ -79,7 +79,7 @@ def test_remove_move_recent_prune(cli: MemoryCli) -> None:
     removed = cli.ok("remove", "archive/taken")
     assert removed["removed"] is True
     assert cli.fails("get", "archive/taken") == {"error": "Memory not found", "code": "MEMORY_NOT_FOUND"}
-    cli.ok("add", "tmp/old", "--content", "old", "--expires-at", "2001-01-01T00:00:00Z")
+    cli.ok("import", stdin=expired_line("tmp/old", "old"))
     dry = cli.ok("prune", "--dry-run")
     assert dry["dry_run"] is True and [p["path"] for p in dry["pruned"]] == ["tmp/old"]
     assert cli.ok("get", "tmp/old", "--include-expired")
@@ -91,10 +91,17 @@ def test_categories_and_stores(cli: MemoryCli) -> None:
     assert cli.ok("category", "create", "projects/empty", "--description", "nothing yet")["memory_count"] == 0
     assert cli.ok("category", "describe", "projects/empty", "Still empty")["description"] == "Still empty"
     assert "at most 500" in cli.fails("category", "create", "projects/x", "--description", "d" * 501)["error"]
-    assert "root category" in cli.fails("category", "delete", "projects")["error"]
-    cli.ok("add", "projects/empty/one", "--content", "now it has one")
-    assert cli.ok("category", "delete", "projects/empty")["deleted"] is True
+    one = cli.ok("add", "projects/empty/one", "--content", "now it has one", "--tag", "t", "--citation", "c.md:1")
+    deleted = cli.ok("category", "delete", "projects/empty")  # soft: restorable, counted as deleted
+    assert (deleted["deleted"], deleted["memory_count"], deleted["restorable"]) == (True, 1, True)
     assert cli.fails("get", "projects/empty/one") == {"error": "Memory not found", "code": "MEMORY_NOT_FOUND"}
+    status = cli.ok("status")
+    assert (status["memory_count"], status["deleted_count"]) == (0, 1)
+    assert cli.ok("restore", one["id"]) == one  # the same id and every field
+    purged = cli.ok("category", "delete", "projects", "--purge")  # a root category, like any other; for good
+    assert (purged["memory_count"], purged["restorable"]) == (1, False)
+    assert cli.fails("restore", one["id"])["code"] == "MEMORY_NOT_FOUND"
+    assert cli.ok("status")["deleted_count"] == 0
     assert cli.ok("store", "create", "team")["created"] is True
     assert "already exists" in cli.fails("store", "create", "team")["error"]
     assert "Invalid store name" in cli.fails("store", "create", "Team Notes")["error"]

@@ -22,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import CallToolResult
 
-from tests.e2e.conftest import MEMORY, MODES, MemoryCli
+from tests.e2e.conftest import MEMORY, MODES, MemoryCli, expired_line
 from tests.http_raw import UNPARSABLE_REQUESTS, unparsable_answers
 from tests.isolation import empty_config
 
@@ -33,6 +33,7 @@ EVERY_TOOL = {
     "get_memory",
     "update_memory",
     "delete_memory",
+    "restore_memory",
     "remove_memory",
     "move_memory",
     "reinforce_memory",
@@ -66,9 +67,10 @@ def server_env(home: Path, mode: str = "direct") -> dict[str, str]:
 class Mcp:
     """A connected MCP client session, called synchronously through a blocking portal."""
 
-    def __init__(self, portal: BlockingPortal, session: ClientSession) -> None:
+    def __init__(self, portal: BlockingPortal, session: ClientSession, cli: MemoryCli | None = None) -> None:
         self.portal = portal
         self.session = session
+        self.cli = cli  # the `memory` command on the same data directory (for what no tool does: import)
 
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> CallToolResult:
         return self.portal.call(lambda: self.session.call_tool(name, arguments or {}, read_timeout_seconds=120))
@@ -107,7 +109,7 @@ def mcp(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         start_blocking_portal() as portal,
         portal.wrap_async_context_manager(stdio_session(params, errlog)) as session,
     ):
-        yield Mcp(portal, session)
+        yield Mcp(portal, session, MemoryCli(home, "chroma", mode=request.param))
     assert "Traceback" not in (home / "server.log").read_text()
     if request.param == "served":
         MemoryCli(home, "chroma", mode="served").stop_servers()
@@ -253,7 +255,10 @@ def test_get_without_citations_has_an_empty_list_and_missing_is_memory_not_found
 
 def test_expired_memories_are_hidden_unless_asked(mcp: Mcp) -> None:
     path = f"{unique('expiry')}/gone"
-    mcp.ok("add_memory", {"path": path, "content": "old news", "expires_at": "2000-01-01T00:00:00Z"})
+    refused = mcp.fails("add_memory", {"path": path, "content": "old news", "expires_at": "2000-01-01T00:00:00Z"})
+    assert refused.startswith("INVALID_INPUT: expires_at 2000-01-01T00:00:00+00:00 is already past")
+    assert mcp.cli is not None  # an expired memory comes only from an import (as an export holds it)
+    mcp.cli.ok("import", stdin=expired_line(path, "old news"))
     assert mcp.fails("get_memory", {"path_or_id": path}).startswith("MEMORY_EXPIRED:")
     assert mcp.ok("get_memory", {"path_or_id": path, "include_expired": True})["content"] == "old news"
 
@@ -333,10 +338,9 @@ def test_search_memories_finds_by_meaning_and_applies_filters(mcp: Mcp) -> None:
 
 def test_prune_lists_then_removes_expired_memories(mcp: Mcp) -> None:
     store = unique("prune")
-    mcp.ok(
-        "add_memory", {"path": "old/one", "content": "expired", "expires_at": "2001-01-01T00:00:00Z", "store": store}
-    )
     mcp.ok("add_memory", {"path": "new/one", "content": "fresh", "store": store})
+    assert mcp.cli is not None
+    mcp.cli.ok("import", "--store", store, stdin=expired_line("old/one", "expired"))
     dry = mcp.ok("prune_memories", {"dry_run": True, "store": store})
     assert dry["dry_run"] is True and [p["path"] for p in dry["pruned"]] == ["old/one"]
     assert mcp.ok("list_memories", {"store": store, "include_expired": True})["count"] == 2
@@ -369,9 +373,15 @@ def test_categories_are_created_described_and_deleted(mcp: Mcp) -> None:
     too_long = mcp.fails("set_category_description", {"path": f"{root}/sub", "description": "x" * 501})
     assert too_long.startswith("INVALID_INPUT:")
     mcp.ok("add_memory", {"path": f"{root}/sub/note", "content": "inside"})
-    assert mcp.ok("delete_category", {"path": f"{root}/sub"})["deleted"] is True
+    deleted = mcp.ok("delete_category", {"path": f"{root}/sub"})
+    assert (deleted["deleted"], deleted["memory_count"], deleted["restorable"]) == (True, 1, True)
     assert mcp.fails("get_memory", {"path_or_id": f"{root}/sub/note"}).startswith("MEMORY_NOT_FOUND:")
-    assert mcp.fails("delete_category", {"path": root}).startswith("INVALID_INPUT:")
+    listed = mcp.ok("list_memories", {"category": root, "include_deleted": True})["memories"]
+    assert [(m["path"], m["deleted"]) for m in listed] == [(f"{root}/sub/note", True)]
+    assert mcp.ok("restore_memory", {"path_or_id": f"{root}/sub/note"})["content"] == "inside"
+    purged = mcp.ok("delete_category", {"path": root, "purge": True})  # a root category, like any other
+    assert (purged["memory_count"], purged["restorable"]) == (1, False)
+    assert mcp.fails("restore_memory", {"path_or_id": f"{root}/sub/note"}).startswith("MEMORY_NOT_FOUND:")
     assert mcp.fails("delete_category", {"path": f"{root}/sub"}).startswith("CATEGORY_NOT_FOUND:")
     assert mcp.fails("set_category_description", {"path": unique("none"), "description": "d"}).startswith(
         "CATEGORY_NOT_FOUND:"

@@ -8,15 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import MemoryCli
+from tests.e2e.conftest import PAST, MemoryCli, expired_line
 
 pytestmark = pytest.mark.slow
 
-PAST = "2001-01-01T00:00:00Z"
-
 
 def test_update_move_and_delete_refuse_an_expired_memory_unless_told(cli: MemoryCli) -> None:
-    cli.ok("add", "notes/old", "--content", "stale", "--expires-at", PAST)
+    cli.ok("import", stdin=expired_line("notes/old", "stale"))
     for command, verb in (
         (["update", "notes/old", "--content", "fresh"], "update"),
         (["move", "notes/old", "notes/older"], "move"),
@@ -31,7 +29,7 @@ def test_update_move_and_delete_refuse_an_expired_memory_unless_told(cli: Memory
     assert cli.ok("update", "notes/old", "--content", "fresh", "--include-expired")["content"] == "fresh"
     assert cli.ok("move", "notes/old", "notes/older", "--include-expired")["path"] == "notes/older"
     assert cli.ok("delete", "notes/older", "--include-expired")["deleted"] is True
-    cli.ok("add", "notes/gone", "--content", "removed for good", "--expires-at", PAST)
+    cli.ok("import", stdin=expired_line("notes/gone", "removed for good"))
     assert cli.ok("remove", "notes/gone")["removed"] is True  # remove and prune exist for expired memories
 
 
@@ -39,7 +37,9 @@ def test_status_counts_live_memories_with_deleted_and_expired_beside_them(cli: M
     cli.ok("create", "live one")
     cli.ok("create", "live two")
     cli.ok("delete", cli.ok("create", "soft-deleted")["id"])
-    cli.ok("create", "expired", "--expires-at", PAST)
+    refused = cli.fails("create", "expired", "--expires-at", PAST)  # it would be hidden the moment it is stored
+    assert refused["code"] == "INVALID_INPUT" and "already past" in refused["error"]
+    cli.ok("import", stdin=expired_line(None, "expired"))  # an export's expired memory still imports
     status = cli.ok("status")
     assert (status["memory_count"], status["deleted_count"], status["expired_count"]) == (2, 1, 1)
     assert status["status"] == "healthy"

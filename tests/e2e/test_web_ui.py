@@ -9,13 +9,14 @@ import os
 import re
 import subprocess
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.e2e.conftest import MEMORY
+from tests.e2e.conftest import MEMORY, MemoryCli, expired_line
 from tests.e2e.test_rest import free_port, server_env, wait_until_healthy
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
@@ -91,6 +92,12 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "MEMORY_API_TOKENS": f"{ALICE_TOKEN}=user/alice,{BOB_TOKEN}=user/bob",
     }
     env.pop("MEMORY_API_TOKEN")
+    # an expired memory of Alice's, imported as an export holds it (no door creates one: its expiry is past)
+    later = (datetime.now(UTC) + timedelta(days=1)).isoformat()  # updated after the seeds: listed first
+    reminder = expired_line(
+        "notes/old/reminder", "An expired reminder", namespace=["user", "alice"], updated_at=later, created_at=later
+    )
+    MemoryCli(home, "files").ok("import", stdin=reminder)
     with log.open("wb") as output:
         process = subprocess.Popen([str(MEMORY), "serve", "--port", str(port)], env=env, stdout=output, stderr=output)
         url = f"http://127.0.0.1:{port}"
@@ -109,12 +116,6 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                         },
                     )
                     assert made.status_code == 201, made.text
-                gone = {
-                    "content": "An expired reminder",
-                    "path": "notes/old/reminder",
-                    "expires_at": "2020-01-01T00:00:00Z",
-                }
-                assert client.post("/memories", json=gone).status_code == 201
             yield url
         finally:
             process.terminate()
@@ -265,6 +266,7 @@ def test_detail_edit_move_and_reinforce(page: Any, base: str) -> None:
 
 def test_delete_restore_and_remove_for_good(page: Any, base: str) -> None:
     signed_in(page)
+    before = rest(base, "GET", "/memories/people/manager").json()
     go(page, "#/memory/people%2Fmanager", "detail")
     page.click("#delete")
     page.wait_for_selector("body[data-ready=browse]")
@@ -275,8 +277,16 @@ def test_delete_restore_and_remove_for_good(page: Any, base: str) -> None:
     page.wait_for_selector("body[data-ready=detail]")
     assert "Restored people/manager" in status_text(page)
     restored = rest(base, "GET", "/memories/people/manager").json()
-    assert restored["content"] == "The user's manager is Dana; weekly one-to-one on Tuesdays."
-    assert restored["namespace"] == ["user", "alice"]
+    assert restored | {"confidence": None} == before | {"confidence": None}  # the same id, every field
+    with_deleted = rest(base, "GET", "/memories", params={"include_deleted": "true"}).json()["total"]
+    assert with_deleted == rest(base, "GET", "/memories").json()["total"]  # no deleted copy left behind
+    # deleted elsewhere (here over REST), it is listed with "Show deleted" and restored from the list
+    assert rest(base, "DELETE", "/memories/people/manager").status_code == 200
+    go(page, "#/?category=people&deleted=1", "browse")  # "Show deleted": the category's deleted memories too
+    assert page.inner_text("#toggle-deleted") == "Hide deleted"
+    page.click("#memory-list >> text=Restore people/manager")
+    page.wait_for_selector("body[data-ready=detail]")
+    assert rest(base, "GET", "/memories/people/manager").json()["id"] == before["id"]
     page.click("#remove")
     assert page.is_visible("#confirm-remove")
     page.keyboard.press("Escape")  # a change of mind: nothing removed, the focus back on the button

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from attrs import evolve
 
 from agent_memory.domain.commands import CreateMemory, SearchMemories
+from agent_memory.domain.model import Memory
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.bootstrap import build_service
 from agent_memory.entrypoints.settings import load_settings
@@ -28,6 +31,15 @@ FILLER = [
     "The design review was postponed by a week",
     "Parking permits must be renewed in January",
 ]
+
+
+def expired(service: MemoryService, content: str, expires_at: datetime, **fields: Any) -> None:
+    """A memory whose expiry has passed, imported as an export holds it (creating one is refused)."""
+    made = expires_at - timedelta(hours=1)
+    memory = Memory(
+        id=str(uuid.uuid4()), content=content, created_at=made, updated_at=made, expires_at=expires_at, **fields
+    )
+    service.import_memories([memory]).unwrap()
 
 
 @pytest.fixture(scope="module")
@@ -85,14 +97,13 @@ def test_filters_namespaces_deletion_and_expiry_hold_on_both_sides(service: Memo
         CreateMemory(content="The tenant's favourite colour is teal", namespace=("t", "a"), tags=(tag,))
     ).unwrap()
     service.delete(gone.memory.id).unwrap()
-    service.create(
-        CreateMemory(
-            content="The tenant's favourite colour is teal",
-            namespace=("t", "a"),
-            tags=(tag,),
-            expires_at=now - timedelta(seconds=1) + timedelta(microseconds=1),
-        )
-    ).unwrap()
+    expired(
+        service,
+        "The tenant's favourite colour is teal",
+        now - timedelta(seconds=1) + timedelta(microseconds=1),
+        namespace=("t", "a"),
+        tags=(tag,),
+    )
     results = service.search(
         SearchMemories(query="favourite colour teal", mode=mode, namespace=("t", "a"), tags=(tag,))
     ).unwrap()
@@ -126,9 +137,7 @@ def test_reranking_never_surfaces_a_filtered_deleted_or_expired_memory(service: 
     service.create(CreateMemory(content=exact, namespace=("rr", "mine"), project="work")).unwrap()
     gone = service.create(CreateMemory(content=exact, **scope)).unwrap()  # type: ignore[arg-type]
     service.delete(gone.memory.id).unwrap()
-    service.create(
-        CreateMemory(content=exact, expires_at=now - timedelta(seconds=1), **scope)  # type: ignore[arg-type]
-    ).unwrap()
+    expired(service, exact, now - timedelta(seconds=1), **scope)
 
     def ids(limit: int, offset: int = 0, searcher: MemoryService = service) -> list[str]:
         query = SearchMemories(query=question, limit=limit, offset=offset, min_confidence=0.0, **scope)  # type: ignore[arg-type]

@@ -17,6 +17,7 @@ from agent_memory.domain.dispatch import commands
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.cli import handlers as cli_handlers
 from agent_memory.entrypoints.cli import manifest as cli_manifest
+from agent_memory.entrypoints.cli import text_format
 from agent_memory.entrypoints.cli.manifest import COMMON_FIELDS, SPECS, CliSpec
 from agent_memory.entrypoints.cli.parser import MANIFEST, build_parser, load_manifest
 
@@ -127,3 +128,9 @@ def test_update_clears_tags_and_citations(service: MemoryService) -> None:
     args = build_parser().parse_args(["update", made.memory.id, "--clear-tags", "--clear-citations"])
     cleared = cli_handlers.update(service, args).unwrap()
     assert (cleared["tags"], cleared["citations"]) == ([], [])
+
+
+def test_a_text_listing_marks_a_deleted_memory_and_says_how_to_bring_it_back() -> None:
+    memory = {"path": "work/a", "id": "x", "content": "hello\nmore", "deleted": True}
+    payload = {"category": None, "description": "", "count": 1, "subcategories": [], "memories": [memory]}
+    assert text_format.listing(payload).splitlines()[1] == "  work/a: hello (deleted: `memory restore` brings it back)"

@@ -57,6 +57,7 @@ def test_every_command_reaches_its_use_case(service: MemoryService, clock: Fixed
         c.ReindexStore(),
         c.PruneMemories(dry_run=True),
         c.DeleteMemory(ref="prefs/indent"),
+        c.RestoreMemory(ref="prefs/indent"),
         c.RemoveMemory(ref=memory_id),
         c.ExportMemories(),
         c.ImportMemories(outlines=(StoreOutline("moved", {"notes": "Notes"}),)),
@@ -75,6 +76,7 @@ def test_every_command_reaches_its_use_case(service: MemoryService, clock: Fixed
     assert str(outcomes[c.MoveMemory].memory.path) == "prefs/indent"
     assert [store.name for store in outcomes[c.ListStores]] == ["default", "work"]
     assert outcomes[c.DescribeCategory].description == "The alpha project"
+    assert outcomes[c.RestoreMemory].memory == outcomes[c.MoveMemory].memory  # the same memory, every field
     gone = dispatch(service, c.GetMemory(ref=memory_id))
     assert isinstance(gone, Failure) and gone.failure().code is ErrorCode.MEMORY_NOT_FOUND
 

@@ -56,6 +56,37 @@ def test_expired_memories_need_include_expired(service: MemoryService, clock: Fi
     assert service.get("notes/soon", include_expired=True).unwrap().memory.path is not None
 
 
+def test_an_expiry_already_past_is_refused_on_create_batch_and_update(service: MemoryService) -> None:
+    past, now = T0 - timedelta(seconds=1), T0
+    for refused in (
+        service.add(CreateMemory(content="x", path="notes/late", expires_at=past)),
+        service.create(CreateMemory(content="x", expires_at=now)),  # expiring now is past too: hidden at once
+        service.create_many([CreateMemory(content="fine"), CreateMemory(content="x", expires_at=past)]),
+        service.update(UpdateMemory(ref=add(service, "notes/live"), expires_at=past)),
+    ):
+        assert isinstance(refused, Failure) and refused.failure().code is ErrorCode.INVALID_INPUT
+        assert "already past" in refused.failure().message
+    assert service.status().unwrap().memory_count == 1  # nothing refused was written
+    naive = service.create(CreateMemory(content="x", expires_at=T0.replace(tzinfo=None) + timedelta(days=1)))
+    assert code_of(naive) is ErrorCode.INVALID_INPUT  # the memory's own check: a time needs its zone
+
+
+def test_restore_by_path_takes_the_one_deleted_memory_there_or_asks_for_the_id(service: MemoryService) -> None:
+    first = add(service, "notes/plan", "first plan")
+    service.delete(first).unwrap()
+    second = add(service, "notes/plan", "second plan")
+    service.delete(second).unwrap()
+    several = service.restore("notes/plan")
+    assert code_of(several) is ErrorCode.INVALID_INPUT and first in several.failure().message  # type: ignore[union-attr]
+    assert service.restore(second).unwrap().memory.content == "second plan"
+    assert code_of(service.restore(first)) is ErrorCode.DESTINATION_EXISTS  # the path is the second's now
+    assert code_of(service.restore("notes/plan")) is ErrorCode.DESTINATION_EXISTS  # the first, deleted, is there
+    add(service, "notes/only")
+    assert code_of(service.restore("notes/only")) is ErrorCode.INVALID_OPERATION  # the memory there is live
+    assert code_of(service.restore("notes/nothing")) is ErrorCode.MEMORY_NOT_FOUND
+    assert code_of(service.restore("../up")) is ErrorCode.INVALID_PATH
+
+
 def test_memories_created_by_id_are_listed_and_memories_added_by_path_found_by_id(service: MemoryService) -> None:
     scoped = service.create(CreateMemory(content="scoped one")).unwrap().memory.id
     pathed = add(service, "notes/pathed")
@@ -218,7 +249,8 @@ def test_categories_can_exist_empty_be_described_and_deleted(service: MemoryServ
     assert code_of(service.get("projects/empty/inside")) is ErrorCode.MEMORY_NOT_FOUND
     assert service.get("projects/keep/other").unwrap()
     assert code_of(service.list("projects/empty")) is ErrorCode.CATEGORY_NOT_FOUND
-    assert code_of(service.delete_category("projects")) is ErrorCode.INVALID_INPUT
+    assert service.delete_category("projects").unwrap().memory_count == 1  # a root category, like any other
+    assert code_of(service.get("projects/keep/other")) is ErrorCode.MEMORY_NOT_FOUND
     assert code_of(service.delete_category("projects/nope")) is ErrorCode.CATEGORY_NOT_FOUND
     assert code_of(service.create_category("../x")) is ErrorCode.INVALID_PATH
 

@@ -5,7 +5,9 @@ argument names (get_memory / update_memory with a path) work beside path_or_id."
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +19,13 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, Tool
 
 from agent_memory.adapters.in_memory import HashingEmbedder
+from agent_memory.domain.model import Memory
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.bootstrap import build_service
 from agent_memory.entrypoints.mcp.server import TOOL_NAMES, build_mcp_server
 from agent_memory.entrypoints.settings import load_settings
+
+LONG_AGO = datetime(2001, 1, 1, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -53,7 +58,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
         },
     ),
     ("add_memory", {"path": "notes/spare", "content": "spare"}),
-    ("add_memory", {"path": "notes/old", "content": "stale", "expires_at": "2020-01-01T00:00:00Z"}),
+    ("add_memory", {"path": "notes/later", "content": "for a while", "expires_at": "2099-01-01T00:00:00Z"}),
     ("get_memory", {"path_or_id": "notes/editor"}),
     ("update_memory", {"path_or_id": "notes/editor", "content": "prefers neovim"}),
     ("reinforce_memory", {"id": "notes/editor"}),
@@ -62,6 +67,8 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("search_memories", {"query": "neovim"}),
     ("move_memory", {"from": "notes/editor", "to": "notes/ide"}),
     ("delete_memory", {"path_or_id": "notes/ide"}),
+    ("list_memories", {"include_deleted": True}),
+    ("restore_memory", {"path_or_id": "notes/ide"}),
     ("remove_memory", {"path_or_id": "notes/spare"}),
     ("prune_memories", {"dry_run": True}),
     ("reindex_store", {}),
@@ -82,9 +89,11 @@ def test_every_tool_declares_an_output_schema_and_answers_structured_content_tha
         answers = [(name, await client.call_tool(name, arguments)) for name, arguments in CALLS]
         return tools, answers
 
+    stale = Memory(id=str(uuid.uuid4()), content="stale", created_at=LONG_AGO, updated_at=LONG_AGO, expires_at=LONG_AGO)
+    files_service.import_memories([stale]).unwrap()  # expired already: prune lists it (no door creates one so)
     tools, answers = with_client(files_service, scenario)
     schemas = {tool.name: tool.output_schema for tool in tools}
-    assert sorted(schemas) == sorted(TOOL_NAMES) and len(schemas) == 19
+    assert sorted(schemas) == sorted(TOOL_NAMES) and len(schemas) == 20
     assert all(schema is not None and schema["type"] == "object" for schema in schemas.values())
     assert {name for name, _ in CALLS} == set(TOOL_NAMES)
     for name, answer in answers:
@@ -93,6 +102,12 @@ def test_every_tool_declares_an_output_schema_and_answers_structured_content_tha
         assert isinstance(answer.structured_content, dict), name
         jsonschema.validate(answer.structured_content, schemas[name])  # type: ignore[arg-type]
     by_name = dict(answers)
+    assert by_name["prune_memories"].structured_content["count"] == 1  # type: ignore[index]
+    with_deleted = answers[CALLS.index(("list_memories", {"include_deleted": True}))][1].structured_content
+    assert (
+        with_deleted is not None
+        and {"path": "notes/ide", "deleted": True}.items() <= with_deleted["memories"][0].items()
+    )
     manage = by_name["manage_memory"].structured_content
     assert manage is not None and manage["action"] == "create" and manage["result"].endswith(manage["id"])
     search = by_name["search_memory"]

@@ -536,9 +536,42 @@ def test_category_failures(client: TestClient[Any]) -> None:
     fails(client.put("/categories/projects/a", json={"description": "x"}), 404, "NOT_FOUND")
     fails(client.put("/categories/projects/a/description", json={"description": "x" * 501}), 422, "INVALID_INPUT")
     fails(client.put("/categories/projects/a/description", json={}), 400, "INVALID_INPUT")
-    fails(client.delete("/categories/projects"), 422, "INVALID_INPUT")
     fails(client.delete("/categories/projects/zzz"), 404, "CATEGORY_NOT_FOUND")
     fails(client.post("/categories", json={"path": "../x"}), 422, "INVALID_PATH")
+
+
+def test_a_category_delete_is_soft_restore_undoes_it_and_purge_is_for_good(client: TestClient[Any]) -> None:
+    kept = create(client, path="work/notes/a", tags=["team"], citations=["chat:1"], source="slack", type="fact")
+    create(client, path="work/notes/b")
+    deleted = client.delete("/categories/work/notes").json()
+    assert (deleted["memory_count"], deleted["deleted"], deleted["restorable"]) == (2, True, True)
+    assert client.get("/status").json()["deleted_count"] == 2
+    listed = client.get("/memories", params={"include_deleted": "true"}).json()["memories"]
+    assert {(m["path"], m["deleted"]) for m in listed} == {("work/notes/a", True), ("work/notes/b", True)}
+    assert client.get("/memories").json()["total"] == 0
+
+    back = client.post("/restore", json={"ref": kept["id"]})
+    assert back.status_code == 200 and back.json() == kept  # the same id and every field
+    fails(client.post("/restore", json={"ref": kept["id"]}), 409, "INVALID_OPERATION")  # not deleted any more
+    create(client, path="work/notes/b", content="taken since")
+    fails(client.post("/restore", json={"ref": "work/notes/b"}), 409, "DESTINATION_EXISTS")
+    fails(client.post("/restore", json={}), 400, "INVALID_INPUT")
+
+    purged = client.delete("/categories/work", params={"purge": "true"}).json()
+    assert (purged["memory_count"], purged["restorable"]) == (3, False)
+    fails(client.post("/restore", json={"ref": kept["id"]}), 404, "MEMORY_NOT_FOUND")
+    assert client.get("/status").json()["deleted_count"] == 0
+
+
+def test_an_expiry_already_past_is_refused_saying_so(client: TestClient[Any]) -> None:
+    refused = fails(
+        client.post("/memories", json={"content": "x", "expires_at": "2025-12-31T00:00:00Z"}), 422, "INVALID_INPUT"
+    )
+    assert "already past" in refused["error"]
+    made = create(client, path="notes/soon", expires_at="2026-02-01T00:00:00Z")
+    changed = client.patch("/memories/notes/soon", json={"expires_at": "2020-01-01T00:00:00Z"})
+    assert "already past" in fails(changed, 422, "INVALID_INPUT")["error"]
+    assert client.get("/memories/notes/soon").json() == made  # nothing changed
 
 
 # --- status, health, backend failures, bugs -------------------------------------------------------------------
@@ -917,6 +950,7 @@ def test_openapi_json_describes_every_route_with_attrs_bodies(client: TestClient
         "/search",
         "/reinforce",
         "/move",
+        "/restore",
         "/prune",
         "/reindex",
         "/stores",

@@ -41,11 +41,11 @@ def fill(service: MemoryService, clock: FixedClock) -> None:
             expires_at=T0 + timedelta(days=3),
         )
     ).unwrap()
+    service.create(CreateMemory(content="expired", expires_at=T0 + timedelta(minutes=1))).unwrap()  # an hour later
     clock.advance(hours=1)
     service.reinforce("a/b/c", store="work").unwrap()
     gone = service.create(CreateMemory(content="soft deleted")).unwrap().memory.id
     service.delete(gone).unwrap()
-    service.create(CreateMemory(content="expired", expires_at=T0 + timedelta(minutes=1))).unwrap()
     service.update(UpdateMemory(ref="a/b/c", store="work", content="full memory, edited")).unwrap()
 
 

@@ -61,9 +61,10 @@
     const category = params.get("category") || "";
     const offset = Number(params.get("offset") || 0);
     const expired = params.get("expired") === "1";
+    const deleted = params.get("deleted") === "1";  // soft-deleted memories listed too, each with its restore
     const listing = await api(
       "GET",
-      `/memories${query({ store, category, limit: PAGE, offset: offset || "", include_expired: expired ? "true" : "" })}`,
+      `/memories${query({ store, category, limit: PAGE, offset: offset || "", include_expired: expired ? "true" : "", include_deleted: deleted ? "true" : "" })}`,
     );
     const stores = api("GET", "/stores");
     const cats = listing.subcategories.map((sub) =>
@@ -80,10 +81,17 @@
       "div",
       { class: "pager" },
       el("span", {}, listing.total ? `${offset + 1}–${last} of ${listing.total}` : "No memories here."),
-      offset > 0 ? link(browseHref(store, category, Math.max(0, offset - PAGE), expired), "← Newer") : null,
-      last < listing.total ? link(browseHref(store, category, offset + PAGE, expired), "Older →") : null,
-      link(browseHref(store, category, 0, !expired), expired ? "Hide expired" : "Show expired", { id: "toggle-expired" }),
+      offset > 0 ? link(browseHref(store, category, Math.max(0, offset - PAGE), expired, deleted), "← Newer") : null,
+      last < listing.total ? link(browseHref(store, category, offset + PAGE, expired, deleted), "Older →") : null,
+      link(browseHref(store, category, 0, !expired, deleted), expired ? "Hide expired" : "Show expired", { id: "toggle-expired" }),
+      link(browseHref(store, category, 0, expired, !deleted), deleted ? "Hide deleted" : "Show deleted", { id: "toggle-deleted" }),
     );
+    const card = (memory) => {
+      if (!memory.deleted) return memoryCard(memory);
+      const shown = memoryCard(memory, [], el("li", { class: "expired" }, "deleted"));
+      shown.append(el("button", { type: "button", class: "restore", onclick: () => restore(memory) }, `Restore ${memory.path || "memory"}`));
+      return shown;
+    };
     const storeList = el("ul", { class: "stores", "aria-label": "Stores" }, el("li", { class: "muted" }, store || "default"));
     show(
       el("h1", {}, category ? `Category ${category}` : "Memories"),
@@ -93,7 +101,7 @@
       listing.description ? el("p", { class: "muted" }, listing.description) : null,
       cats.length ? el("ul", { class: "cats", "aria-label": "Categories" }, cats) : null,
       pager,
-      el("ul", { class: "memories", id: "memory-list" }, listing.memories.map((m) => memoryCard(m))),
+      el("ul", { class: "memories", id: "memory-list" }, listing.memories.map(card)),
       listing.total > PAGE ? pager.cloneNode(true) : null,
       deletedPanel(),
     );

@@ -198,8 +198,8 @@
 
 
   // --- shared by the views ---------------------------------------------------------------------------------
-  function browseHref(store, category, offset, expired) {
-    return `#/${query({ store, category, offset: offset || "", expired: expired ? "1" : "" })}`;
+  function browseHref(store, category, offset, expired, deleted) {
+    return `#/${query({ store, category, offset: offset || "", expired: expired ? "1" : "", deleted: deleted ? "1" : "" })}`;
   }
 
   function scoreLine(hit) {

@@ -135,24 +135,14 @@
     );
   }
 
-  // the REST API has no un-delete: restore stores the memory again at its path with its fields and creation time
+  // undo the soft delete (POST /restore): the same memory comes back, with its id and every field
   async function restore(memory) {
-    const body = { content: memory.content };
-    for (const name of ["type", "source", "agent", "personality", "project", "thread", "decay_policy"]) {
-      if (memory[name]) body[name] = memory[name];
-    }
-    for (const name of ["tags", "citations"]) if ((memory[name] || []).length) body[name] = memory[name];
-    if (memory.global) body.global = true;
-    if (memory.path) body.path = memory.path;
-    if (memory.expires_at) body.expires_at = memory.expires_at;
-    body.created_at = memory.created_at;
     const where = query({ store: memory.store === "default" ? "" : memory.store });
     try {
-      if (memory.namespace.length) body.namespace = memory.namespace;  // within the token's own, as it was read
-      const made = await api("POST", `/memories${where}`, body);
+      const back = await api("POST", `/restore${where}`, { ref: memory.id });
       forgetDeleted(memory.id);
-      say(`Restored ${made.path || made.id}.`);
-      navigate(memoryHref(made));
+      say(`Restored ${back.path || back.id}.`);
+      navigate(memoryHref(back));
     } catch (error) {
       failed(error, route);
     }
