@@ -9,8 +9,9 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from attrs import define, evolve, field
-from returns.result import Failure, Result, Success
+from returns.result import Failure, Result
 
+from agent_memory.adapters.shared.boundary import Abort, as_result, value_of
 from agent_memory.adapters.shared.ledger import Ledger, LedgerRecord
 from agent_memory.adapters.write_locks import DEFAULT_TIMEOUT_S
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
@@ -125,10 +126,10 @@ class LeaseWriteLocks:
     # --- taking, keeping and giving back a lease
 
     def _leased(self, store: str, work: Callable[[], Result[T, DomainError]]) -> Result[T, DomainError]:
-        taken = self._acquire(store)
-        if isinstance(taken, Failure):
-            return taken
-        lease = taken.unwrap()
+        return self._acquire(store).bind(lambda lease: self._holding(store, lease, work))
+
+    def _holding(self, store: str, lease: Lease, work: Callable[[], Result[T, DomainError]]) -> Result[T, DomainError]:
+        """Run `work` under a lease just taken, renewing it meanwhile, and give it back after."""
         with self._guard:
             self._leases[store] = lease
             self._owner[store] = threading.get_ident()
@@ -146,15 +147,16 @@ class LeaseWriteLocks:
             self.ledger.put(evolve(lease.record, fields={**lease.record.fields, "released": True}))
 
     def _acquire(self, store: str) -> Result[Lease, DomainError]:
+        return as_result(lambda: self._acquired(store))
+
+    def _acquired(self, store: str) -> Lease:
+        """Wait for the store's lease to be free and claim its next epoch (a ledger failure aborts with its error)."""
         deadline = time.monotonic() + self.timeout
         pause = 0.02
         token = uuid.uuid4().hex
         newest: LedgerRecord | None = None  # the highest epoch seen since this call began
         while True:
-            listed = self.ledger.listed(store, KIND)
-            if isinstance(listed, Failure):
-                return listed
-            found = listed.unwrap()
+            found = value_of(self.ledger.listed(store, KIND))
             latest = max([*found[-1:], *([newest] if newest else [])], key=lambda record: record.seq, default=None)
             if latest is None or released(latest) or self._expired(latest):
                 epoch = (latest.seq if latest else 0) + 1
@@ -166,23 +168,18 @@ class LeaseWriteLocks:
                     fields={"holder": token, "beat": 0, "ttl": self.ttl, "at": time.time(), "released": False},
                 )
                 began = time.monotonic()
-                claimed = self.ledger.claim(mine)
-                if isinstance(claimed, Failure):
-                    return claimed
-                if claimed.unwrap().fields.get("holder") != token:
+                if value_of(self.ledger.claim(mine)).fields.get("holder") != token:
                     continue  # another writer took this epoch first: wait for it like for any holder
                 later = self.ledger.listed(store, KIND, after=epoch)
-                if isinstance(later, Failure) or later.unwrap():
+                if later.map(bool).value_or(True):
                     # a claim from a stale view: its epoch had been pruned and a later one is live; step back
                     self.ledger.put(evolve(mine, fields={**mine.fields, "released": True}))
-                    if isinstance(later, Failure):
-                        return later
-                    newest = later.unwrap()[-1]
+                    newest = value_of(later)[-1]
                     continue
                 self._prune(found)
-                return Success(Lease(record=mine, ttl=self.ttl, renewed=began))
+                return Lease(record=mine, ttl=self.ttl, renewed=began)
             if time.monotonic() >= deadline:
-                return Failure(self._busy(store))
+                raise Abort(self._busy(store))
             time.sleep(min(pause, max(deadline - time.monotonic(), 0.0)))
             pause = min(pause * 1.5, MAX_POLL_S, self.ttl / 10)
 
@@ -204,7 +201,7 @@ class LeaseWriteLocks:
             beat = int(lease.record.fields.get("beat", 0)) + 1
             sent = time.monotonic()
             renewed = evolve(lease.record, fields={**lease.record.fields, "beat": beat, "at": time.time()})
-            if isinstance(self.ledger.put(renewed), Success):
+            if self.ledger.put(renewed).map(lambda _: True).value_or(False):
                 lease.record, lease.renewed = renewed, sent
 
     def _prune(self, found: list[LedgerRecord]) -> None:

@@ -21,6 +21,7 @@ from agent_memory.adapters.shared.disk import disk_hint
 from agent_memory.adapters.shared.ledger import Ledger, LedgerRecord
 from agent_memory.adapters.shared.private import PRIVATE_FILE, private_directory
 from agent_memory.domain.errors import DomainError, ErrorCode
+from agent_memory.domain.results import in_turn
 
 T = TypeVar("T")
 REBUILD = "rebuild"  # the op of a rebuild's first record: a node that replays it clears its cache of the store first
@@ -202,10 +203,9 @@ class ChangeFeed:
 
     def _replay_records(self, store: str, records: Sequence[LedgerRecord]) -> Result[None, DomainError]:
         rebuilds = [at for at, record in enumerate(records) if record.fields.get("op") == REBUILD]
-        for record in records[rebuilds[-1] if rebuilds else 0 :]:
-            if isinstance(applied := self._applied(store, record), Failure):
-                return applied
-        return Success(None)
+        return in_turn(records[rebuilds[-1] if rebuilds else 0 :], lambda record: self._applied(store, record)).map(
+            lambda _: None
+        )
 
     # --- writing ----------------------------------------------------------------------------
 
@@ -263,25 +263,30 @@ class ChangeFeed:
             match self.ledger.claim(mine):
                 case Success(record):
                     won = record.fields.get("writer") == writer
-                    if (won or apply_lost) and isinstance(applied := self._applied(store, record), Failure):
-                        return Failure(applied.failure())
-                    if won:
-                        return Success(seq)
-                    seq += 1
+                    match self._applied(store, record) if won or apply_lost else Success(None):
+                        case Success(_) if won:
+                            return Success(seq)
+                        case Success(_):
+                            seq += 1
+                        case failed:
+                            return Failure(failed.failure())
                 case refused:
                     return Failure(refused.failure())
 
     def _compact(self, store: str, marker: int) -> Result[None, DomainError]:
         """Point at the rebuild marker, then forget the records before it (best effort: a failure leaves them,
         which costs a new node's replay time, never correctness)."""
-        pointed = self.ledger.put(LedgerRecord(self.pointer(store), store, f"{self.name}-rebuilt", marker))
-        if isinstance(pointed, Failure):
-            return pointed
-        older = self.ledger.listed(store, self.kind, after=-1).map(
-            lambda records: [record.key for record in records if record.seq < marker]
+
+        def forget_older(_: None) -> Result[None, DomainError]:
+            older = self.ledger.listed(store, self.kind, after=-1).map(
+                lambda records: [record.key for record in records if record.seq < marker]
+            )
+            older.bind(lambda keys: self.ledger.remove(keys) if keys else Success(None))
+            return Success(None)
+
+        return self.ledger.put(LedgerRecord(self.pointer(store), store, f"{self.name}-rebuilt", marker)).bind(
+            forget_older
         )
-        older.bind(lambda keys: self.ledger.remove(keys) if keys else Success(None))
-        return Success(None)
 
 
 def _start(mark: int, pointer: LedgerRecord | None) -> int:
