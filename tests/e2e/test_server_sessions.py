@@ -71,6 +71,20 @@ def test_cli_calls_from_other_environments_leave_a_live_mcp_session_and_its_serv
                 assert found.code == 0, found.stderr
                 assert found.json["content"] == "written over MCP"
                 assert server_processes(shells.data_dir) == [server]
+            # the same build however it is started: `python -m`, `python3 -m`, the venv's python under each of its
+            # names, and `memory` again, all reach the session's server (issue 43)
+            for python in sorted(MEMORY.parent.glob("python*")):
+                ran = subprocess.run(
+                    [str(python), "-m", "agent_memory", "get", "notes/from-mcp"],
+                    env=shells.env,
+                    capture_output=True,
+                    text=True,
+                    timeout=180,
+                    check=False,
+                )
+                assert ran.returncode == 0 and "written over MCP" in ran.stdout, (python, ran.stderr)
+                assert server_processes(shells.data_dir) == [server], python
+            assert shells("get", "notes/from-mcp").code == 0 and server_processes(shells.data_dir) == [server]
             hits = mcp.ok("search_memories", {"query": "shell", "limit": 10, "min_confidence": 0})  # type: ignore[attr-defined]
             assert {m["content"] for m in hits["results"]} >= {"shell 0", "shell 1", "shell 2"}
             log = Path(str(shells.ok("server", "status")["log"]))
