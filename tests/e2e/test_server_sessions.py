@@ -140,6 +140,30 @@ def test_another_build_starts_beside_a_live_session_and_the_old_server_drains(tm
         shells.stop_servers()
 
 
+def test_another_build_beside_a_session_on_qdrant_local_mode_is_never_refused(tmp_path: Path) -> None:
+    """Qdrant's local mode admits one process: while a session holds it, the old server runs the newer build's
+    commands itself (a successor could open nothing), then leaves the place once the session ends (issue 43)."""
+    shells = MemoryCli(tmp_path, "qdrant", mode="served")
+    try:
+        with mcp_session(shells, tmp_path / "mcp.log") as mcp:
+            mcp.ok("add_memory", {"path": "notes/before", "content": "before the upgrade"})  # type: ignore[attr-defined]
+            old = pid_of(shells)
+            with another_build():
+                for n in range(2):
+                    created = shells("create", f"written by the new build {n}")
+                    assert created.code == 0, created.stderr
+                assert shells.ok("get", "notes/before")["content"] == "before the upgrade"
+                assert server_processes(shells.data_dir) == [old]
+                mcp.ok("add_memory", {"path": "notes/during", "content": "written over MCP meanwhile"})  # type: ignore[attr-defined]
+                assert shells.ok("get", "notes/during")["content"] == "written over MCP meanwhile"
+        with another_build():
+            wait_until(lambda: gone(old), "the old server leaving once its session ended")
+            assert len(shells.ok("list", "--limit", "10")["memories"]) == 4
+            assert pid_of(shells) != old and len(server_processes(shells.data_dir)) == 1
+    finally:
+        shells.stop_servers()
+
+
 def test_stop_all_also_ends_a_draining_server_of_this_data_directory(tmp_path: Path) -> None:
     from agent_memory.entrypoints.cli import client as cli_client
 
