@@ -121,6 +121,28 @@ def keyword_entry(memory: Memory) -> KeywordEntry:
     return KeywordEntry(memory.id, text, thread_key(memory), alone=not memory.thread)
 
 
+def _left_over(store: VectorStore, batch: PendingBatch) -> str:
+    """What a failed batch whose rollback failed too (a full disk, say) left in the store, read back: often nothing
+    (the write failed before anything was stored), else exactly how much, which the next open takes back out."""
+    replaced = {memory.id: memory for memory in batch.replaced}
+    match store.get([*batch.created, *replaced]):
+        case Success(found):
+            now = {memory.id: memory for memory in found}
+        case _:
+            return " Part of the batch may be stored until the store is next opened, which takes it back out."
+    created = [memory_id for memory_id in batch.created if memory_id in now]
+    changed = [memory_id for memory_id, before in replaced.items() if now.get(memory_id) != before]
+    if not created and not changed:
+        return " Nothing was stored."
+    said = []
+    if created:
+        shown = ", ".join(created[:5]) + (", …" if len(created) > 5 else "")
+        said.append(f"{len(created)} of its {len(batch.created)} new memories ({shown}) are stored")
+    if changed:
+        said.append(f"{len(changed)} of the {len(replaced)} memories it replaces are changed")
+    return f" {' and '.join(said)} until the store is next opened, which takes the batch back out."
+
+
 @frozen(kw_only=True)
 class SearchPolicy:
     """The tunable rules of search and decay (decisions 5 and 7)."""
@@ -184,15 +206,19 @@ class Context:
     ) -> Result[T, DomainError]:
         """Run a batch's writes to one store as one unit: journaled before the first write, committed after the
         last; a failure (or a refused commit) rolls back what was written. Call it under the store's write lock."""
-        return self.journal.begin(pending).bind(
-            lambda begun: (
-                write()
-                .lash(lambda error: self._undone(store, begun, error))
-                .bind(
-                    lambda value: (
-                        self.journal.commit(begun)
-                        .map(lambda _: value)
-                        .lash(lambda error: self._undone(store, begun, error))
+        return (
+            self.journal.begin(pending)
+            .lash(lambda error: Failure(evolve(error, message=f"{error.message} Nothing was stored.")))  # not begun
+            .bind(
+                lambda begun: (
+                    write()
+                    .lash(lambda error: self._undone(store, begun, error))
+                    .bind(
+                        lambda value: (
+                            self.journal.commit(begun)
+                            .map(lambda _: value)
+                            .lash(lambda error: self._undone(store, begun, error))
+                        )
                     )
                 )
             )
@@ -200,9 +226,7 @@ class Context:
 
     def _undone(self, store: VectorStore, batch: PendingBatch, error: DomainError) -> Result[T, DomainError]:
         undone = self.roll_back(store, batch)
-        said = undone.map(lambda _: " Nothing was stored.").value_or(
-            " Part of the batch may be stored until the store is next opened, which takes it back out."
-        )
+        said = undone.map(lambda _: " Nothing was stored.").value_or(_left_over(store, batch))
         return Failure(evolve(error, message=f"{error.message}{said}"))
 
     def roll_back(self, store: VectorStore, batch: PendingBatch) -> Result[None, DomainError]:

@@ -57,6 +57,9 @@ class EmptyStore:
     def problems(self) -> Result[tuple[str, ...], DomainError]:
         return Success(())
 
+    def advisories(self) -> Result[tuple[str, ...], DomainError]:
+        return Success(())
+
     def embedding_model(self) -> Result[str | None, DomainError]:
         return Success(None)
 

@@ -22,22 +22,28 @@ from agent_memory.domain.views import Census, Progress, PruneReport, ReindexRepo
 
 def store_status(ctx: Context, command: StoreStatus) -> Result[Status, DomainError]:
     """Reach the backend, count the store's live memories (and its soft-deleted and expired ones beside
-    them) and verify the indexes.
+    them) and verify the indexes: what keeps the store from fully working is a problem, what works but wants a
+    command run (an index that lags, a batch rolled back just now) a warning.
 
     Under a namespace only its memories are counted, and the store-wide checks (whose findings name other
     tenants' files and counts) are left to the operator."""
     name, steps = command.store or ctx.policy.default_store, Maintenance(ctx)
-    return ctx.guard(command.namespace).bind(
-        lambda guard: (
-            steps._recovered(name)
-            .lash(lambda error: Success((f"An interrupted batch could not be rolled back yet: {error.message}",)))
-            .bind(
-                lambda said: steps._status_of(name, guard).map(
-                    lambda status: evolve(status, problems=(*said, *status.problems))
-                )
-            )
-        )
-    )
+
+    def told(status: Status, recovered: Result[tuple[str, ...], DomainError]) -> Status:
+        """A batch rolled back just now is a warning (the store works); one that cannot be yet, a problem."""
+        match recovered:
+            case Success(said):
+                return evolve(status, warnings=(*said, *status.warnings))
+            case Failure(error):
+                stuck = f"An interrupted batch could not be rolled back yet: {error.message}"
+                return evolve(status, problems=(stuck, *status.problems))
+        return status  # pragma: no cover - a Result is a Success or a Failure
+
+    def checked(guard: Guard) -> Result[Status, DomainError]:
+        recovered = steps._recovered(name)  # first: the status then counts the store as the rollback left it
+        return steps._status_of(name, guard).map(lambda status: told(status, recovered))
+
+    return ctx.guard(command.namespace).bind(checked)
 
 
 def prune_memories(ctx: Context, command: PruneMemories) -> Result[PruneReport, DomainError]:
@@ -118,34 +124,50 @@ class Maintenance:
     def _verified(self, opened: VectorStore, name: str, location: Mapping[str, str]) -> Result[Status, DomainError]:
         """The store's status; with damage found, counts cannot agree until it is fixed, so only the damage is said."""
         return Result.do(
-            _status(self.ctx.catalog.backend, name, census, location, damage or self._problems(name, count, model))
+            evolve(
+                _status(self.ctx.catalog.backend, name, census, location, damage or self._problems(name, model)),
+                warnings=advice if damage else (*advice, *self._lagging(name, count)),
+            )
             for count in opened.count()
             for census in self._census(opened, None)
             for model in opened.embedding_model()
             for damage in opened.problems()
+            for advice in opened.advisories()
         )
 
     def _census(self, opened: VectorStore, guard: Guard) -> Result[Census, DomainError]:
         return self.ctx.census(opened, guard)
 
-    def _problems(self, store: str, count: int, model: str | None) -> tuple[str, ...]:
-        """What is out of step in a readable store, each with what to run."""
+    def _repair(self, store: str) -> str:
+        default = store == self.ctx.policy.default_store
+        return "run `memory reindex`" if default else f"run `memory reindex --store {store}`"
+
+    def _problems(self, store: str, model: str | None) -> tuple[str, ...]:
+        """What keeps a readable store from fully working (writes refused, keyword search failing), with what to run."""
         embedder, keywords = self.ctx.embedder, self.ctx.keywords
-        repair = (
-            f"run `memory reindex --store {store}`"
-            if store != self.ctx.policy.default_store
-            else "run `memory reindex`"
-        )
         found: list[str] = []
         if model is not None and model != embedder.name:
-            found.append(f"The store was embedded with '{model}' but '{embedder.name}' is configured: {repair}.")
+            found.append(
+                f"The store was embedded with '{model}' but '{embedder.name}' is configured: {self._repair(store)}."
+            )
         if keywords is not None:
             match keywords.count(store):
-                case Success(indexed) if indexed != count:
-                    found.append(f"The keyword index holds {indexed} of the {count} memories: {repair}.")
                 case Failure(error):
-                    found.append(f"The keyword index cannot be read ({error.cause or error.message}): {repair}.")
+                    found.append(
+                        f"The keyword index cannot be read ({error.cause or error.message}): {self._repair(store)}."
+                    )
         return tuple(found)
+
+    def _lagging(self, store: str, count: int) -> tuple[str, ...]:
+        """A keyword index that works but holds another number of memories than the store (a crash between the two
+        writes): search still works, and misses or keeps a few until a reindex."""
+        keywords = self.ctx.keywords
+        if keywords is None:
+            return ()
+        match keywords.count(store):
+            case Success(indexed) if indexed != count:
+                return (f"The keyword index holds {indexed} of the {count} memories: {self._repair(store)}.",)
+        return ()
 
     # --- prune --------------------------------------------------------------------------------
 

@@ -88,6 +88,12 @@ class VectorStore(Protocol):
         saying how to repair it; () when there is none. `memory status` reports them."""
         ...
 
+    def advisories(self) -> Result[tuple[str, ...], DomainError]:
+        """What works but wants a `memory reindex` (an index that lags its records, a hand-placed or copied file
+        read under a name of its own until then), each saying what to run; () when there is none. `memory
+        status` lists them as warnings: the store is still healthy."""
+        ...
+
     def passing(self, ids: Sequence[str], where: MemoryFilter) -> Result[set[str], DomainError]:
         """Which of these ids name a stored memory that `where` keeps (every condition, as `query` applies
         them), without reading the records: the search reads only the keyword hits a filter keeps.

@@ -37,7 +37,8 @@ class SearchResults:
 @frozen
 class Status:
     """A reachable backend: its name, how many live memories the store holds (and how many soft-deleted and
-    expired ones beside them), where it lives, and what is out of step."""
+    expired ones beside them), where it lives, what keeps it from fully working (problems: degraded) and what
+    works but wants attention (warnings: still healthy)."""
 
     backend: str
     store: str
@@ -46,6 +47,7 @@ class Status:
     problems: tuple[str, ...] = ()  # what verification found out of step, each with the command that repairs it
     deleted_count: int = 0
     expired_count: int = 0  # expired and not soft-deleted (a soft-deleted one counts as deleted only)
+    warnings: tuple[str, ...] = ()  # advisories (an index that lags, a batch rolled back), each saying what to run
 
 
 @frozen

@@ -87,8 +87,9 @@ def search_json(results: SearchResults) -> dict[str, Any]:
 
 
 def status_json(status: Status) -> dict[str, Any]:
-    """healthy, or degraded with the problems verification found (each saying what to run)."""
-    body = {
+    """healthy, or degraded with the problems verification found (each saying what to run); a store that works
+    but wants something run is healthy, with its `warnings` (present only when there are some, as `problems`)."""
+    body: dict[str, Any] = {
         "status": "degraded" if status.problems else "healthy",
         "backend": status.backend,
         **dict(status.location),
@@ -97,7 +98,11 @@ def status_json(status: Status) -> dict[str, Any]:
         "deleted_count": status.deleted_count,
         "expired_count": status.expired_count,
     }
-    return body | {"problems": list(status.problems)} if status.problems else body
+    if status.problems:
+        body["problems"] = list(status.problems)
+    if status.warnings:
+        body["warnings"] = list(status.warnings)
+    return body
 
 
 def outcome_json(outcome: Any) -> dict[str, Any]:

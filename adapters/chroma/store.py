@@ -329,6 +329,9 @@ class ChromaVectorStore:
 
         return self.boundary.result(problems)
 
+    def advisories(self) -> Result[tuple[str, ...], DomainError]:
+        return Success(())
+
     def embedding_model(self) -> Result[str | None, DomainError]:
         return self._result("read the embedding model", lambda _: self.model)
 

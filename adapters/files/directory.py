@@ -29,6 +29,7 @@ from agent_memory.adapters.files.layout import (
     UNFILED,
     Parts,
     bad_file,
+    candidate_parts,
     check_found_parts,
     check_writable_parts,
     default_memory_id,
@@ -44,6 +45,7 @@ from agent_memory.adapters.shared.durable import fsync_directory, write_atomical
 from agent_memory.adapters.shared.private import private_directory
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.model import Memory
+from agent_memory.domain.paths import MemoryPath
 
 T = TypeVar("T")
 
@@ -115,6 +117,9 @@ class StoreFiles:
     damaged: dict[Parts, str] = field(factory=dict)  # files the last walks could not read, with why
     # copies: a file holding the id of another (older) file, by place: (the id it holds, the older file's place)
     copies: dict[Parts, tuple[str, Parts]] = field(factory=dict)
+    # newcomers: a file whose name normalises to the path of a memory file that has that path's own name (a
+    # hand-placed `café.md` beside `cafe.md`), by place: (the path, the memory file's place, the path it is read at)
+    newcomers: dict[Parts, tuple[MemoryPath, Parts, MemoryPath]] = field(factory=dict)
     on_disk: ReadCache | None = None  # the cache file, during the first full walk (the cold start) only
     walked: bool = False
 
@@ -305,6 +310,7 @@ class StoreFiles:
         if select is None:
             self.damaged.clear()
             self.copies.clear()
+            self.newcomers.clear()
         for parts in self.memory_files(select):
             try:
                 record = self.read_record(parts)
@@ -328,7 +334,33 @@ class StoreFiles:
                 self.copies[copy.parts] = (copy.memory.id, keeper.parts)
                 record = self._as_copy(copy)
             records[record.memory.id] = record
-        return records, copied
+        return self._newcomers_aside(records), copied
+
+    def _newcomers_aside(self, records: dict[str, Record]) -> dict[str, Record]:
+        """An acknowledged memory keeps its path against a hand-placed file however the file's name is normalised:
+        where live memories of one namespace share a path and one file bears the path's own name (`cafe.md`, or
+        `cafe.<id>.md`), each file that does not (`café.md`, NFC or NFD) is read at `<slug>-<id prefix>`, which
+        `reindex` gives it, whatever its created_at (`status` names it). Where none or several bear the path's name,
+        `reindex` settles them (domain.maintenance.one_memory_per_path: the oldest keeps it)."""
+        sharing: dict[tuple[tuple[str, ...], MemoryPath], list[Record]] = {}
+        for record in records.values():
+            memory = record.memory
+            if memory.path is not None and not memory.deleted:
+                sharing.setdefault((memory.namespace, memory.path), []).append(record)
+        for (_, path), group in sharing.items():
+            if len(group) < 2:
+                continue
+            named = [record for record in group if record.parts in candidate_parts(record.memory.id, path)]
+            if len(named) != 1:
+                continue
+            for record in group:
+                if record is named[0]:
+                    continue
+                memory = record.memory
+                aside = MemoryPath((*path.segments[:-1], f"{path.slug[:100]}-{memory.id[:8]}"))
+                records[memory.id] = evolve(record, memory=evolve(memory, path=aside))
+                self.newcomers[record.parts] = (path, named[0].parts, aside)
+        return records
 
     def _as_copy(self, record: Record) -> Record:
         """A copied file's record under the id of its own place (see `copy_id`)."""
@@ -340,12 +372,17 @@ class StoreFiles:
         return default_memory_id(self.name, f"{relative_path(parts)}#copy-of-{held}")
 
     def conflicts(self) -> list[str]:
-        """The copies the last full walk met, each saying what is read and what to run."""
+        """The copies and newcomers the last full walk met, each saying what is read and what to run."""
         return [
             f"The file '{relative_path(parts)}' in store '{self.name}' holds memory {held}, like the older "
             f"'{relative_path(keeper)}': it is read as memory {self.copy_id(parts, held)}. Run `memory reindex` "
             "to write that id into it (or delete the copy)."
             for parts, (held, keeper) in sorted(self.copies.items())
+        ] + [
+            f"The file '{relative_path(parts)}' in store '{self.name}' names the path '{path}' of the memory file "
+            f"'{relative_path(holder)}': it is read at '{aside}'. Run `memory reindex` to move it there (or rename "
+            "it)."
+            for parts, (path, holder, aside) in sorted(self.newcomers.items())
         ]
 
 

@@ -410,19 +410,27 @@ class FilesVectorStore:
         return self.index.embedding_model()
 
     def problems(self) -> Result[tuple[str, ...], DomainError]:
-        """The files a full walk had to skip (each with what is wrong and how to fix it), or else an index
-        that does not hold every file."""
+        """The files a full walk had to skip, each with what is wrong and how to fix it."""
+
+        def walk() -> tuple[str, ...]:
+            self.files.records()
+            return tuple(
+                f"{why} (skipped until fixed; then run `memory reindex`)"
+                for _, why in sorted(self.files.damaged.items())
+            )
+
+        return self.files.guard("read the memory files", walk)
+
+    def advisories(self) -> Result[tuple[str, ...], DomainError]:
+        """Files read under a name of their own until `reindex` (copies, newcomers at a taken path), else a search
+        index that does not hold every file (the files are the record: it finds nothing for the ones it lost)."""
 
         def walk() -> tuple[str, ...]:
             records = self.files.records()
-            skipped = tuple(
-                f"{why} (skipped until fixed; then run `memory reindex`)"
-                for _, why in sorted(self.files.damaged.items())
-            ) + tuple(self.files.conflicts())
+            renamed = tuple(self.files.conflicts())
             indexed = value_of(self.index.count())
-            if skipped or indexed == len(records):
-                return skipped
-            # the files are the record; an index that lost some (or was deleted) finds nothing for them
+            if renamed or self.files.damaged or indexed == len(records):
+                return renamed  # with files skipped or read under other names, the counts cannot agree yet
             return (f"The search index holds {indexed} of the {len(records)} memory files: run `memory reindex`.",)
 
         return self.files.guard("read the memory files", walk)

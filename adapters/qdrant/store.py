@@ -188,6 +188,9 @@ class QdrantVectorStore:
     def problems(self) -> Result[tuple[str, ...], DomainError]:
         return Success(())
 
+    def advisories(self) -> Result[tuple[str, ...], DomainError]:
+        return Success(())
+
     def embedding_model(self) -> Result[str | None, DomainError]:
         return Success(self.model)
 

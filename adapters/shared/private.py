@@ -76,24 +76,35 @@ def keep_owner_only() -> None:
 
 
 def exposed_paths(directory: Path, *, limit: int = 5) -> list[Path]:
-    """Up to `limit` paths at or under `directory` that group or others can read or enter (symlinks not followed)."""
+    """Up to `limit` paths under `directory` through which group or others can read memory data: a file they may
+    read or write, or a folder below `directory` they may list (its names are memory paths), reached through
+    folders they may enter (symlinks not followed). `directory` itself may be the user's own 0755 folder: what it
+    lists is the product's own file names, no memory data."""
     found: list[Path] = []
     try:
-        if directory.stat().st_mode & 0o077 == 0:
+        if directory.stat().st_mode & 0o011 == 0:
             return found  # nobody but the owner can enter it: whatever is inside is out of reach
     except OSError:
         return found
     for root, folders, files in os.walk(directory):
-        for path in [Path(root), *(Path(root) / name for name in files)]:
+        for path in (Path(root) / name for name in [*files, *folders]):
             if path.is_symlink():
                 continue
             try:
                 mode = path.stat().st_mode
             except OSError:
                 continue
-            if mode & 0o077 and path not in found:
+            if mode & (0o044 if path.is_dir() else 0o066) and path not in found:
                 found.append(path)
                 if len(found) >= limit:
                     return found
-        folders[:] = [name for name in folders if not (Path(root) / name).is_symlink()]
+        # a folder others may not enter keeps whatever is below it out of their reach
+        folders[:] = [name for name in folders if _enterable(Path(root) / name)]
     return found
+
+
+def _enterable(folder: Path) -> bool:
+    try:
+        return not folder.is_symlink() and bool(folder.stat().st_mode & 0o011)
+    except OSError:
+        return False

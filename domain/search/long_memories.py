@@ -121,6 +121,9 @@ class WithParts:
     def problems(self) -> Result[tuple[str, ...], DomainError]:
         return self.store.problems()
 
+    def advisories(self) -> Result[tuple[str, ...], DomainError]:
+        return self.store.advisories()
+
     def passing(self, ids: Sequence[str], where: MemoryFilter) -> Result[set[str], DomainError]:
         return self.store.passing(ids, where)
 

@@ -230,7 +230,8 @@ def _status_body(error: DomainError, settings: Any) -> dict[str, Any]:
 
 
 def _exposure(payload: Any, settings: Settings) -> Any:
-    """`status` on a data directory other users can read: degraded, saying what to run."""
+    """`status` on a data directory where other users can read memory data: a warning saying what to run (every
+    command still works: the store stays healthy)."""
     from agent_memory.adapters.shared.private import exposed_paths
 
     exposed = exposed_paths(settings.data_dir) if isinstance(payload, dict) else []
@@ -241,7 +242,7 @@ def _exposure(payload: Any, settings: Settings) -> Any:
         f"Other users of this machine can read the data directory {settings.data_dir} (e.g. {shown}): "
         f"run `chmod -R go-rwx {settings.data_dir}` to keep the memories yours alone."
     )
-    return payload | {"status": "degraded", "problems": [*payload.get("problems", []), problem]}
+    return payload | {"warnings": [*payload.get("warnings", []), problem]}
 
 
 def run_guarded(argv: Sequence[str], *, env: Mapping[str, str] | None = None, services: Services | None = None) -> int:

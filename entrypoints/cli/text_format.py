@@ -67,9 +67,10 @@ def search(payload: dict[str, Any]) -> str:
 
 
 def status(payload: dict[str, Any]) -> str:
-    details = "  ".join(f"{k}: {v}" for k, v in payload.items() if k not in ("status", "problems"))
+    details = "  ".join(f"{k}: {v}" for k, v in payload.items() if k not in ("status", "problems", "warnings"))
     problems = "".join(f"\n  - {problem}" for problem in payload.get("problems", []))
-    return f"agent-memory is {payload['status']}  {details}{problems}"
+    warnings = "".join(f"\n  warning: {warning}" for warning in payload.get("warnings", []))
+    return f"agent-memory is {payload['status']}  {details}{problems}{warnings}"
 
 
 def removed(payload: dict[str, Any]) -> str:

@@ -154,10 +154,11 @@ async def delete_category(
 
 
 def _status_json(found: Status) -> Payload:
-    """The status JSON with each problem's advice worded for REST callers."""
+    """The status JSON with each problem's and warning's advice worded for REST callers."""
     body = out.status_json(found)
-    if "problems" in body:
-        body["problems"] = [worded(problem, "rest") for problem in body["problems"]]
+    for key in ("problems", "warnings"):
+        if key in body:
+            body[key] = [worded(said, "rest") for said in body[key]]
     return body
 
 

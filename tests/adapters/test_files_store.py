@@ -381,7 +381,7 @@ def test_two_files_with_one_id_never_fail_the_store(service: MemoryService, root
     listed = ok(service.list()).memories  # type: ignore[attr-defined]
     assert sorted(str(m.memory.path) for m in listed) == ["notes/copy", "notes/original"]
     assert len({m.memory.id for m in listed}) == 2
-    problems = ok(service.status()).problems  # type: ignore[attr-defined]
+    problems = ok(service.status()).warnings  # type: ignore[attr-defined]
     assert any("'notes/copy.md'" in p and "'notes/original.md'" in p for p in problems)
 
 

@@ -107,6 +107,8 @@ def _fill_with_creates_then_read_and_write_again(small_disk: Path, backend: str,
                 break
     assert errors, "the disk never filled"
     assert all("the disk is full at" in message for message in errors), errors
+    # a create the full disk refused stored nothing, and says so (not "part of it may be stored")
+    assert all("Nothing was stored" in message and "may be stored" not in message for message in errors), errors
     # the failed writes left no lock: another process's lock on the store, and on Chroma's folder, is taken at once
     other = FileWriteLocks(small_disk / "data" / "locks" / backend, timeout=1)
     assert isinstance(other.exclusive("default", lambda: Success(None)), Success)

@@ -89,8 +89,29 @@ def test_status_says_what_to_run_when_others_can_read_the_data(
     data.chmod(0o755)
     (data / "files-keywords.sqlite3").chmod(0o644)
     body = json.loads(_cli(env, capsys, "status"))
-    assert body["status"] == "degraded"
-    assert any(f"chmod -R go-rwx {data}" in problem for problem in body["problems"])
+    assert body["status"] == "healthy" and "problems" not in body  # every command works: it is advice
+    assert any(f"chmod -R go-rwx {data}" in warning for warning in body["warnings"])
+    assert "warning: Other users of this machine can read" in _cli(env, capsys, "status", "--format", "text")
+
+
+def test_a_data_directory_the_user_made_0755_is_healthy_when_what_is_inside_is_private(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`mkdir -p ~/memories` (0755 under the usual umask): the product makes all it writes inside 0700/0600, so
+    nobody else can read memory data and no warning is given; a file made readable by hand is named."""
+    env = _env(tmp_path, "files")
+    data = tmp_path / "data"
+    data.mkdir(mode=0o755)
+    data.chmod(0o755)
+    _cli(env, capsys, "add", "notes/door", "--content", "the door PIN is 4711")
+    body = json.loads(_cli(env, capsys, "status"))
+    assert body["status"] == "healthy" and "warnings" not in body, body
+    leaked = next(path for path in data.rglob("door.md"))
+    leaked.chmod(0o644)
+    for folder in [path for path in leaked.parents if path.is_relative_to(data)]:
+        folder.chmod(0o755)  # others reach it
+    body = json.loads(_cli(env, capsys, "status"))
+    assert body["status"] == "healthy" and any("door.md" in warning for warning in body["warnings"]), body
 
 
 def test_a_file_written_where_a_symlink_sat_is_private(tmp_path: Path) -> None:

@@ -71,6 +71,20 @@ def test_cli_calls_from_other_environments_leave_a_live_mcp_session_and_its_serv
                 assert found.code == 0, found.stderr
                 assert found.json["content"] == "written over MCP"
                 assert server_processes(shells.data_dir) == [server]
+            # the same build however it is started: `python -m`, `python3 -m`, the venv's python under each of its
+            # names, and `memory` again, all reach the session's server (issue 43)
+            for python in sorted(MEMORY.parent.glob("python*")):
+                ran = subprocess.run(
+                    [str(python), "-m", "agent_memory", "get", "notes/from-mcp"],
+                    env=shells.env,
+                    capture_output=True,
+                    text=True,
+                    timeout=180,
+                    check=False,
+                )
+                assert ran.returncode == 0 and "written over MCP" in ran.stdout, (python, ran.stderr)
+                assert server_processes(shells.data_dir) == [server], python
+            assert shells("get", "notes/from-mcp").code == 0 and server_processes(shells.data_dir) == [server]
             hits = mcp.ok("search_memories", {"query": "shell", "limit": 10, "min_confidence": 0})  # type: ignore[attr-defined]
             assert {m["content"] for m in hits["results"]} >= {"shell 0", "shell 1", "shell 2"}
             log = Path(str(shells.ok("server", "status")["log"]))
@@ -122,6 +136,30 @@ def test_another_build_starts_beside_a_live_session_and_the_old_server_drains(tm
         wait_until(lambda: gone(old), "the drained server exited when its last session ended")
         assert "SERVER_LOST" not in (tmp_path / "mcp.log").read_text()
         assert server_processes(shells.data_dir) == [new]
+    finally:
+        shells.stop_servers()
+
+
+def test_another_build_beside_a_session_on_qdrant_local_mode_is_never_refused(tmp_path: Path) -> None:
+    """Qdrant's local mode admits one process: while a session holds it, the old server runs the newer build's
+    commands itself (a successor could open nothing), then leaves the place once the session ends (issue 43)."""
+    shells = MemoryCli(tmp_path, "qdrant", mode="served")
+    try:
+        with mcp_session(shells, tmp_path / "mcp.log") as mcp:
+            mcp.ok("add_memory", {"path": "notes/before", "content": "before the upgrade"})  # type: ignore[attr-defined]
+            old = pid_of(shells)
+            with another_build():
+                for n in range(2):
+                    created = shells("create", f"written by the new build {n}")
+                    assert created.code == 0, created.stderr
+                assert shells.ok("get", "notes/before")["content"] == "before the upgrade"
+                assert server_processes(shells.data_dir) == [old]
+                mcp.ok("add_memory", {"path": "notes/during", "content": "written over MCP meanwhile"})  # type: ignore[attr-defined]
+                assert shells.ok("get", "notes/during")["content"] == "written over MCP meanwhile"
+        with another_build():
+            wait_until(lambda: gone(old), "the old server leaving once its session ended")
+            assert len(shells.ok("list", "--limit", "10")["memories"]) == 4
+            assert pid_of(shells) != old and len(server_processes(shells.data_dir)) == 1
     finally:
         shells.stop_servers()
 

@@ -11,6 +11,14 @@ from tests.e2e.conftest import MemoryCli
 
 pytestmark = pytest.mark.slow
 
+
+@pytest.fixture(autouse=True)
+def data_dir_the_user_made(cli: MemoryCli) -> None:
+    """Every scenario runs in a data directory the user made first, as `mkdir -p ~/memories` does (0755)."""
+    cli.data_dir.mkdir(mode=0o755, parents=True, exist_ok=True)
+    cli.data_dir.chmod(0o755)
+
+
 MEMORY_FIELDS = {
     "id",
     "content",
@@ -152,6 +160,7 @@ def test_status_healthy(cli: MemoryCli) -> None:
     cli.ok("create", "one")
     status = cli.ok("status")
     assert status["status"] == "healthy" and status["memory_count"] == 1
+    assert "warnings" not in status and "problems" not in status, status  # the 0755 folder holds nothing readable
     if cli.backend == "chroma":
         assert status["collection"] == cli.env.get("MEMORY_COLLECTION", "memories") and status["chromadb_host"]
         if "CHROMADB_HOST" in cli.env:

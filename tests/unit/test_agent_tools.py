@@ -445,7 +445,9 @@ def test_to_langchain_tools_without_langchain_says_what_to_install(
 ) -> None:
     for module in ("langchain_core", "langchain_core.tools", "langchain_core.runnables"):
         monkeypatch.setitem(sys.modules, module, None)
-    with pytest.raises(ImportError, match=r"pip install 'agent-memory\[langchain\]'"):
+    from agent_memory.entrypoints.extras import install_command
+
+    with pytest.raises(ImportError, match=re.escape(install_command("langchain"))):  # right for this install
         to_langchain_tools(manage)
 
 

@@ -9,12 +9,18 @@ from attrs import define, evolve
 from returns.result import Failure, Result, Success
 
 from agent_memory.adapters.clock import FixedClock
-from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog, InMemoryKeywordIndex, KillableJournal
+from agent_memory.adapters.in_memory import (
+    HashingEmbedder,
+    InMemoryCatalog,
+    InMemoryKeywordIndex,
+    InMemoryVectorStore,
+    KillableJournal,
+)
 from agent_memory.domain.commands import CreateMemory
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory
-from agent_memory.domain.ports import KeywordEntry, PendingBatch
+from agent_memory.domain.ports import KeywordEntry, PendingBatch, Vector
 from agent_memory.domain.service import MemoryService
 from tests.unit.conftest import T0
 
@@ -35,6 +41,24 @@ class Words(InMemoryKeywordIndex):
         if self.then == "fail":
             return Failure(DomainError(ErrorCode.STORAGE_ERROR, "The keyword index failed."))
         return super().upsert(store, entries)
+
+
+@define
+class FullDisk(InMemoryVectorStore):
+    """The fake store on a full disk: removing fails, and so does adding unless `adds` says it still works."""
+
+    adds: bool = False
+    full: bool = True
+
+    def add(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
+        if self.full and not self.adds:
+            return Failure(DomainError(ErrorCode.STORAGE_ERROR, "The disk is full."))
+        return super().add(memories, embeddings)
+
+    def remove(self, ids: Sequence[str]) -> Result[None, DomainError]:
+        if self.full:
+            return Failure(DomainError(ErrorCode.STORAGE_ERROR, "The disk is full."))
+        return super().remove(ids)
 
 
 class RefusingJournal(KillableJournal):
@@ -76,6 +100,30 @@ def test_a_batch_that_fails_part_way_is_taken_back_out_at_once(service: MemorySe
     assert service.journal.interrupted("default").unwrap() == ()
 
 
+def test_a_batch_the_full_disk_refused_whole_says_nothing_was_stored_though_its_rollback_failed(
+    service: MemoryService, catalog: InMemoryCatalog
+) -> None:
+    catalog.stores["default"] = FullDisk(model=catalog.embedder_name)
+    error = service.create_many(BATCH).failure()
+    assert error.message == "The disk is full. Nothing was stored.", error.message
+    assert stored(service) == []
+
+
+def test_a_batch_left_in_the_store_by_a_failed_rollback_says_exactly_what_is_stored(
+    service: MemoryService, catalog: InMemoryCatalog, words: Words
+) -> None:
+    disk = catalog.stores["default"] = FullDisk(model=catalog.embedder_name, adds=True)
+    words.then = "fail"  # the store took the batch, the keyword index did not, and taking it back out fails
+    error = service.create_many(BATCH).failure()
+    ids = sorted(m.id for m in stored(service))
+    assert len(ids) == 5 and "5 of its 5 new memories" in error.message, error.message
+    assert all(memory_id in error.message for memory_id in ids) and "until the store is next opened" in error.message
+    disk.full = False  # room again: the next open takes the batch back out, as the message said
+    words.then = "index"
+    assert service.list(None).unwrap().total == 0
+    assert stored(service) == []
+
+
 def test_a_killed_batch_is_rolled_back_at_the_next_open_and_a_retry_stores_each_once(
     service: MemoryService, words: Words, journal: KillableJournal
 ) -> None:
@@ -87,7 +135,7 @@ def test_a_killed_batch_is_rolled_back_at_the_next_open_and_a_retry_stores_each_
     journal.writer_died()
     words.then = "index"
     status = service.status().unwrap()  # the next open rolls it back, and status says so
-    assert status.memory_count == 1 and "A batch of 5 memories was interrupted" in status.problems[0]
+    assert status.memory_count == 1 and "A batch of 5 memories was interrupted" in status.warnings[0]
     assert service.status().unwrap().problems == ()
     service.create_many(BATCH).unwrap()
     assert contents(service) == sorted(["kept from before", *(c.content for c in BATCH)])

@@ -127,5 +127,40 @@ def test_a_missing_extra_is_a_json_error_naming_the_extra(
 
     assert cli.run(argv) == 1
     error = json.loads(capsys.readouterr().err)["error"]
-    assert f"pip install 'agent-memory[{extra}]'" in error
+    assert f"run `{extras.install_command(extra)}`" in error  # the command right for this install (below)
     assert not (tmp_path / "qdrant").exists()
+
+
+@pytest.mark.parametrize(
+    ("recorded", "command"),
+    [
+        (
+            {"url": "file:///home/me/agent-memory", "dir_info": {"editable": True}},
+            "pip install -e '/home/me/agent-memory[rest]'",
+        ),
+        ({"url": "file:///home/me/agent-memory", "dir_info": {}}, "pip install '/home/me/agent-memory[rest]'"),
+        (
+            {"url": "file:///tmp/dl/agent_memory-0.2.0-py3-none-any.whl", "archive_info": {}},
+            "pip install '/tmp/dl/agent_memory-0.2.0-py3-none-any.whl[rest]'",
+        ),
+        (
+            {"url": "https://example.org/agent_memory-0.2.0.tar.gz", "archive_info": {}},
+            "pip install 'agent-memory[rest]'",
+        ),
+    ],
+)
+def test_the_install_hint_fits_how_the_package_was_installed(
+    monkeypatch: pytest.MonkeyPatch, recorded: dict[str, object], command: str
+) -> None:
+    """A checkout's `pip install -e .` (the README's first command) cannot take `agent-memory[rest]` from an index
+    that may not have it: the hint names the folder or file pip installed from (PEP 610's direct_url.json)."""
+    monkeypatch.setattr(extras, "_direct_url", lambda: recorded)
+    assert extras.install_command("rest") == command
+
+
+def test_the_install_hint_of_a_checkout_names_the_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(extras, "_direct_url", lambda: None)  # run from the checkout, or from the index
+    checkout = PACKAGE_ROOT.resolve().parents[1]
+    from_checkout = (checkout / "pyproject.toml").is_file()  # else these tests run on an installed wheel
+    expected = f"pip install -e '{checkout}[rest]'" if from_checkout else "pip install 'agent-memory[rest]'"
+    assert extras.install_command("rest") == expected

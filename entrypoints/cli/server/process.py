@@ -8,7 +8,8 @@ settings. Requests run one at a time (the doors' rule: read-check-write steps ne
 its own thread, so status, heartbeats and new clients are answered meanwhile. It stops after an idle time, on
 `memory server stop` or SIGTERM. A client of another build (an upgrade, another interpreter) makes it retire: it hands
 its place to the successor that client starts and drains, keeping every live session (an MCP stdio session, a long
-command) until it ends, then exits. The environment of a client never replaces it (server_protocol.build_identity).
+command) until it ends, then exits (on Qdrant local mode it runs the other build's commands while a session holds the
+data, and leaves when the sessions end). The environment of a client never replaces it (server_protocol.build_identity).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from agent_memory.entrypoints.cli.server.streams import Sender
 STORAGE_FIELDS: tuple[str, ...] = ("data_dir", "backend", "collection", "chroma_host", "chroma_port", "qdrant_url")
 STORAGE_FIELDS += ("qdrant_api_key", "embedder", "files_index")
 _EMBEDDER = STORAGE_FIELDS.index("embedder")
+_BACKEND, _QDRANT_URL = STORAGE_FIELDS.index("backend"), STORAGE_FIELDS.index("qdrant_url")
 
 
 def storage_key(settings: Any) -> tuple[object, ...]:
@@ -77,6 +79,7 @@ class MemoryServer:
         self._inode: int | None = None
         self._place_lock: int | None = None  # the pid file's descriptor, locked while this server takes the place
         self._retiring = False
+        self._successor_wanted = False  # another build asked while this one could not hand its storage on
         self._entry: int | None = None  # this server's locked entry among the user's servers (server_protocol)
         self._facts: dict[str, Any] = {}
         self._caller = threading.local()  # the connection of the command this thread runs (its batches' gate)
@@ -134,8 +137,11 @@ class MemoryServer:
             except TimeoutError:
                 with self._state:
                     idle = self._active == 0 and time.monotonic() - self._last > self.idle_seconds
-                if idle:
-                    routed.log(f"idle for {self.idle_seconds:g} s")
+                    handed_on = self._active == 0 and self._successor_wanted
+                if idle or handed_on:
+                    routed.log(
+                        "sessions ended: over to the newer build" if handed_on else f"idle for {self.idle_seconds:g} s"
+                    )
                     return
                 continue
             except OSError as error:
@@ -229,7 +235,7 @@ class MemoryServer:
             wire.send(connection, {"stopping": True, "pid": os.getpid()})
             routed.log("asked to stop")
             return self.stop()
-        if request.get("build") != self.build:
+        if request.get("build") != self.build and not self._serves_another_build():
             return self._refuse(connection, Refusal("build", f"this server is build {self.build}", replace=True))
         if request.get("data_dir") != str(self.place.data_dir) or request.get("backend") != self.place.backend:
             return self._refuse(
@@ -240,6 +246,15 @@ class MemoryServer:
         if op == "mcp":
             return self._mcp(connection, reader, request)
         return self._refuse(connection, Refusal("op", f"unknown op {op!r}", replace=False))
+
+    def _serves_another_build(self) -> bool:
+        """Whether to run another build's command here: only while a live session holds Qdrant local data (one
+        process at a time: a successor could open nothing); it then leaves once nothing runs (`_successor_wanted`)."""
+        with self._state:
+            exclusive = any(key[_BACKEND] == "qdrant" and not key[_QDRANT_URL] for key in self._storages)
+            wanted = exclusive and bool(self._sessions) and not self._retiring
+            self._successor_wanted |= wanted
+            return wanted
 
     def _refuse(self, connection: socket.socket, refusal: Refusal) -> None:
         wire.send(connection, self._refusal(refusal))

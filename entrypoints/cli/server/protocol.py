@@ -138,14 +138,19 @@ def _source_stamp() -> str:
 def build_identity() -> str:
     """Who a server is: its protocol, version and code (where the package is, its modules' newest change, the
     interpreter, the file-system encoding). A client of another identity gets a server of its own beside this one,
-    which drains (cli_server.MemoryServer.retire); nothing in the environment is part of it (see NETWORK_VARIABLES)."""
+    which drains (cli_server.MemoryServer.retire); nothing in the environment is part of it (see NETWORK_VARIABLES).
+
+    The interpreter is the build, not the name it was started by: `memory`, `python -m agent_memory`, `python3 -m
+    agent_memory` and the venv's `python3.11` are one program (the binary the names lead to, in one environment:
+    sys.prefix is the venv whichever of its names started it, and another venv's libraries are another build)."""
     import agent_memory
     from agent_memory._version import __version__
 
     # the locale's lasting effect on a process: how it turns str paths into bytes (set once, at its start)
     encodings = [sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()]
     where = os.path.dirname(os.path.abspath(agent_memory.__file__))
-    facts = json.dumps([PROTOCOL, __version__, _source_stamp(), where, sys.executable, encodings])
+    interpreter = [os.path.realpath(sys.executable), os.path.realpath(sys.prefix), sys.version]
+    facts = json.dumps([PROTOCOL, __version__, _source_stamp(), where, interpreter, encodings])
     return f"{__version__}+{hashlib.sha256(facts.encode('utf-8', 'surrogateescape')).hexdigest()[:16]}"
 
 
