@@ -216,7 +216,8 @@ def test_search_ranks_highlights_and_filters(page: Any) -> None:
     first = page.locator("#results > li").first
     assert first.locator("a.path").inner_text().startswith("preferences/editor")
     assert "tabs" in [m.lower() for m in first.locator("mark").all_inner_texts()]
-    assert re.search(r"score \d\.\d\d · similarity \d+%", first.inner_text())
+    assert re.search(r"relevance \d+%", first.inner_text()) and "score" not in first.inner_text()
+    assert "Best first" in page.inner_text("#order")  # the page says why the order is not the figure's
     shoot(page, "search")
     page.fill("#search-q", "the user's tastes")  # tabs and spaces say nothing of food: the relevance floor empties that
     page.fill("#search-form input[name=tags]", "food")
