@@ -270,7 +270,7 @@ class Searching:
         return self._results(plan, sides, _second_stage(plan, sides, ranking))
 
     def _results(self, plan: _SearchPlan, sides: _Sides, ranking: list[tuple[str, float]]) -> SearchResults:
-        """The first `limit` of the ranking's related hits (decision 23): a hit is related when its own similarity
+        """The first `limit` of the ranking's related hits (decision 24): a hit is related when its own similarity
         or a thread neighbour's (a reply is as related as what it answers) reaches the model's line
         (`RelevanceRule.line`, from the best of them); none is when the best is under the relevance floor
         (`_SearchPlan.related`). The candidates and their similarities do not depend on the page, so every page
@@ -408,7 +408,7 @@ class _SearchPlan:
 
     def related(self, best: float) -> bool:
         """Whether a search has anything related to the query: the best candidate's similarity (or a thread
-        neighbour's) reaches the floor and the model's keep line (decision 23)."""
+        neighbour's) reaches the floor and the model's keep line (decision 24)."""
         return not self.judged or best >= max(self.relevance, self.rule.floor, self.rule.keep)
 
     def line(self, best: float) -> float:
