@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from attrs import field, frozen
 
 from agent_memory.domain.search.tokens import content_words
@@ -97,7 +99,10 @@ class RelevanceRule:
         return round(min(max((similarity - self.unrelated) / width, 0.0), 1.0), 4)
 
     def line(self, best: float) -> float:
-        """The similarity a hit needs in an answer whose best hit has `best`."""
+        """The similarity a hit needs in an answer whose best hit has `best` (a rule that keeps every similarity
+        and has no spread cuts nothing, not even a negative cosine: UNCALIBRATED thins no answer)."""
+        if self.keep <= 0.0 and self.spread is None:
+            return -math.inf
         return self.keep if self.spread is None else max(self.keep, best - self.spread)
 
 

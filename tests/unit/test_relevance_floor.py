@@ -222,3 +222,10 @@ def test_a_question_is_broad_when_it_names_no_subject(question: str, broad: bool
 def test_a_rule_holds_similarities_between_0_and_1(bad: dict[str, float]) -> None:
     with pytest.raises(ValueError, match="between 0 and 1"):
         RelevanceRule(**{"unrelated": 0.1, "keep": 0.3, "related": 0.8, **bad})  # type: ignore[arg-type]
+
+
+def test_the_line_a_hit_needs_is_keep_or_the_spread_under_the_best_and_nothing_uncalibrated() -> None:
+    spread = RelevanceRule(unrelated=0.1, keep=0.25, related=0.6, spread=0.3)
+    assert spread.line(0.9) == pytest.approx(0.6) and spread.line(0.4) == 0.25
+    assert RULE.line(0.9) == 0.3  # no spread: keep alone
+    assert UNCALIBRATED.line(0.9) == float("-inf")  # a model without a rule thins no answer
