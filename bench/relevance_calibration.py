@@ -1,7 +1,7 @@
 """Calibrates a model's relevance rule on recorded rankings and writes it into the model directory (issue 40).
 
     python bench/relevance_calibration.py RECORDED.json [RECORDED.json ...] [--write MODEL_DIRECTORY]
-                                          [--max-loss 0.005]
+                                          [--max-loss 0.005] [--today-floor 0.2]
 
 Each RECORDED file comes from bench/research/relevance_record.py (the asking set and both LoCoMo protocols, asked
 with the model being calibrated). The rule (domain/search/relevance.py) is four similarities of this model and a
@@ -10,8 +10,10 @@ spread: `floor` (an answer whose best hit is under it is empty), `keep` (a hit u
 best similarity of questions nothing answers: relevance 0) and `related` (the median similarity of a hit that
 answers its question: relevance 1). A chat turn counts as related when a neighbouring turn of its session that
 the ranking holds is, as the search does with thread neighbours. The replay tries every floor, keep and spread of
-a small grid and takes, among the rules that cost at most --max-loss of recall@10 on every LoCoMo file, the one
-with the fewest errors on the asking set, where a missed answer (recall@5) weighs twice an answer padded with an
+a small grid and takes, among the rules that cost at most --max-loss of recall@10 on every LoCoMo file and lose no
+recall@5 on the asking set against the rule before per-hit relevance (an answer emptied when its best hit is under
+--today-floor, nothing thinned: an agent that is told nothing concludes it knows nothing, so thinning may not hide
+what it found before), the one with the fewest errors on the asking set, where a missed answer (recall@5) weighs twice an answer padded with an
 unrelated hit or an unrelated question answered: an answer that hides what is known is worse than one that says
 too much. --write puts the rule in the model directory's relevance.json, which the embedder adapter reads
 (docs/configuration.md, "Your own embedding model").
@@ -113,6 +115,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("recorded", nargs="+", type=Path)
     parser.add_argument("--max-loss", type=float, default=0.005)
+    parser.add_argument("--today-floor", type=float, default=0.2, help="the floor before per-hit relevance (decision 21)")
     parser.add_argument("--write", type=Path, help="a model directory: write its relevance.json there")
     args = parser.parse_args()
     sets = [json.loads(path.read_text(encoding="utf-8")) for path in args.recorded]
@@ -128,12 +131,15 @@ def main() -> None:
                 rows.append(
                     {"floor": floor, "keep": keep, "spread": spread, "locomo_loss": losses, **asking(asked, rule)}
                 )
-    allowed = [r for r in rows if all(loss <= args.max_loss for loss in r["locomo_loss"].values())]
+    today = asking(asked, (args.today_floor, args.today_floor, None))["recall@5"]
+    allowed = [
+        r for r in rows if all(loss <= args.max_loss for loss in r["locomo_loss"].values()) and r["recall@5"] >= today
+    ]
     chosen = min(allowed, key=errors)
     unrelated, related = scale(sets)
     rule = {"unrelated": unrelated, "floor": chosen["floor"], "keep": chosen["keep"], "spread": chosen["spread"]}
     rule["related"] = related
-    before = {"locomo_recall@10": base, **asking(asked, (0.0, 0.0, None))}
+    before = {"locomo_recall@10": base, **asking(asked, (0.0, 0.0, None)), "today_recall@5": today}
     print(json.dumps({"before": before, "chosen": chosen, "rule": rule, "curve": rows}, indent=1))
     if args.write is not None:
         written = {**rule, "about": "this model's relevance rule, written by bench/relevance_calibration.py"}
