@@ -7,14 +7,18 @@ import json
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
+from attrs import evolve, frozen
 from returns.result import Failure, Result, Success
 
 from agent_memory.domain.errors import DomainError, ErrorCode
+from agent_memory.domain.search.relevance import RelevanceRule
 
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
 CONFIG_FILE = "embedding.json"
+# optional: the model's relevance rule, written by bench/relevance_calibration.py (without it: UNCALIBRATED)
+RELEVANCE_FILE = "relevance.json"
+RELEVANCE_KEYS = ("unrelated", "keep", "related", "floor", "spread")
 POOLINGS = ("mean", "cls")
 # every key of embedding.json, with its default (None: required)
 CONFIG_KEYS: dict[str, object] = {
@@ -56,6 +60,7 @@ class ModelSpec:
     query_prefix: str = ""
     document_prefix: str = ""
     remedy: str = SHIPPED_REMEDY
+    relevance: RelevanceRule | None = None  # the directory's relevance.json; None: it has none (UNCALIBRATED)
 
 
 def shipped_spec(model_path: Path | None = None, tokenizer_path: Path | None = None) -> ModelSpec:
@@ -65,7 +70,14 @@ def shipped_spec(model_path: Path | None = None, tokenizer_path: Path | None = N
         model_path=model_path or SHIPPED_DIRECTORY / MODEL_FILE,
         tokenizer_path=tokenizer_path or SHIPPED_DIRECTORY / TOKENIZER_FILE,
         dimension=SHIPPED_DIMENSION,
+        relevance=_shipped_relevance(),
     )
+
+
+def _shipped_relevance() -> RelevanceRule | None:
+    """The shipped model's relevance rule (package data, written by bench/relevance_calibration.py --write)."""
+    rule: RelevanceRule | None = read_relevance(SHIPPED_DIRECTORY).value_or(None)
+    return rule
 
 
 def looks_like_directory(value: str) -> bool:
@@ -96,7 +108,48 @@ def read_model_directory(directory: Path) -> Result[ModelSpec, DomainError]:
     for required in (MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE):
         if not (directory / required).is_file():
             return Failure(_directory_error(directory, f"has no {required}: put it there"))
-    return _read_config(directory).bind(lambda config: _identified(directory, config))
+    return _read_config(directory).bind(
+        lambda config: _identified(directory, config).bind(
+            lambda spec: read_relevance(directory).map(lambda rule: evolve(spec, relevance=rule))
+        )
+    )
+
+
+def read_relevance(directory: Path) -> Result[RelevanceRule | None, DomainError]:
+    """The directory's relevance rule (relevance.json: unrelated, keep, related, floor — similarities 0 to 1 — and
+    spread, a similarity or null), None when it has none, or an INVALID_INPUT error saying what to fix."""
+    path = directory / RELEVANCE_FILE
+    if not path.is_file():
+        return Success(None)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        return Failure(_directory_error(directory, f"has an unreadable {RELEVANCE_FILE}: make it a JSON object", error))
+    if not isinstance(raw, dict) or any(
+        not isinstance(raw.get(key), int | float) or isinstance(raw.get(key), bool) for key in RELEVANCE_KEYS[:4]
+    ):
+        return Failure(
+            _directory_error(
+                directory,
+                f"has a bad {RELEVANCE_FILE}: it needs numbers unrelated, keep, related and floor (and spread, a "
+                "number or null); write it with bench/relevance_calibration.py --write, or delete it",
+            )
+        )
+    spread = raw.get("spread")
+    try:
+        return Success(
+            RelevanceRule(
+                unrelated=float(raw["unrelated"]),
+                keep=float(raw["keep"]),
+                related=float(raw["related"]),
+                floor=float(raw["floor"]),
+                spread=None if spread is None else float(spread),
+            )
+        )
+    except (TypeError, ValueError) as error:
+        return Failure(
+            _directory_error(directory, f"has a bad {RELEVANCE_FILE}: every number is a similarity, 0 to 1", error)
+        )
 
 
 def _read_config(directory: Path) -> Result[dict[str, Any], DomainError]:

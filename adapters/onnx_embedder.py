@@ -21,6 +21,7 @@ from agent_memory.adapters.model_directory import (
     shipped_spec,
 )
 from agent_memory.domain.errors import DomainError, ErrorCode
+from agent_memory.domain.search.relevance import UNCALIBRATED, RelevanceRule
 
 if TYPE_CHECKING:
     import numpy as np
@@ -228,6 +229,11 @@ class OnnxEmbedder:
     @property
     def dimension(self) -> int:
         return self._spec.dimension
+
+    @property
+    def relevance_rule(self) -> RelevanceRule:
+        """The model's relevance rule (its directory's relevance.json), UNCALIBRATED when it carries none."""
+        return self._spec.relevance or UNCALIBRATED
 
     @property
     def is_loaded(self) -> bool:

@@ -168,7 +168,8 @@ class SearchMemories(Asks[SearchResults]):
         default=None,
         metadata=doc(
             "Relevance floor, 0 to 1: when no hit's similarity reaches it, nothing is related and the search "
-            "finds nothing; default: the min_similarity setting (0.2; 0: off, the nearest memories however unrelated).",
+            "finds nothing (the model's own rule also drops unrelated hits); default: the min_similarity setting "
+            "(0.2; 0: every relevance judgement off, the nearest memories however unrelated).",
             least=0.0,
             most=1.0,
         ),

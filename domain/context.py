@@ -30,6 +30,7 @@ from agent_memory.domain.ports import (
     WriteLocks,
 )
 from agent_memory.domain.results import in_turn, validated
+from agent_memory.domain.search.relevance import UNCALIBRATED, RelevanceRule
 from agent_memory.domain.tenancy import Guard, narrow, visible
 from agent_memory.domain.thread_keys import thread_key
 from agent_memory.domain.views import Census, MemoryView
@@ -152,6 +153,9 @@ class SearchPolicy:
     # the relevance floor (domain.search.searching): 0, none, unless the composition root sets the one calibrated for its
     # model (settings' min_similarity, hybrid.MIN_SIMILARITY): a similarity's scale is the embedder's own
     min_similarity: float = 0.0
+    # the embedder's own relevance rule (domain.search.relevance): which hits an answer keeps and the figure each
+    # shows; the composition root hands over the model directory's, UNCALIBRATED when it carries none
+    relevance: RelevanceRule = UNCALIBRATED
     default_limit: int = 10
     default_store: str = DEFAULT_STORE
     # hybrid search's learnt second stage (domain.search.reranking); False: the first stage's ranking, as it was

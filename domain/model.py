@@ -168,12 +168,16 @@ class Memory:
 
 @frozen
 class ScoredMemory:
-    """A search hit: the memory, its similarity (1 − cosine distance) and rank score (hybrid: the second stage's probability)."""
+    """A search hit: the memory, its similarity (1 − cosine distance), its rank score (the ranker's own: hybrid, the
+    second stage's probability; keyword, bm25 / the best) and its relevance, the one figure a person reads: the
+    similarity on the model's calibrated scale, 0 (as close as unrelated text gets) to 1 (as close as what answers
+    a question; domain.search.relevance)."""
 
     memory: Memory
     similarity: float
     confidence: float
     score: float
+    relevance: float
 
 
 def check_namespace(raw: object) -> tuple[str, ...]:

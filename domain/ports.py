@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
 from attrs import frozen
 from returns.result import Result
@@ -13,6 +13,7 @@ from agent_memory.domain.errors import DomainError
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory
 from agent_memory.domain.paths import CategoryPath
+from agent_memory.domain.search.relevance import RelevanceRule
 from agent_memory.domain.thread_keys import KeywordScope
 
 Vector = Sequence[float]
@@ -50,6 +51,18 @@ class Embedder(Protocol):
         Promises: the same text gives the same parts; a text within the window costs no model run. Leaves out:
         how windows are cut (tokens, words) and how much they overlap."""
         ...
+
+
+@runtime_checkable
+class CalibratedEmbedder(Protocol):
+    """An embedder whose model carries its own relevance rule (domain.search.relevance), which the composition
+    root hands to the domain in SearchPolicy.relevance.
+
+    Promises: the rule reads this model's similarities (each model has its own scale), UNCALIBRATED when the
+    model carries none. Leaves out: where the numbers are kept (a model directory's relevance.json)."""
+
+    @property
+    def relevance_rule(self) -> RelevanceRule: ...
 
 
 class VectorStore(Protocol):

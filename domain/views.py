@@ -23,11 +23,14 @@ class SearchResults:
 
     A search ranks everything that passes its filters, so a total would cost ranking the whole store on every
     call; `has_more` is what paging needs. `limit` is the most hits the page could hold: the command's limit, or
-    the policy's default when it gave none (a door shows it without knowing the policy)."""
+    the policy's default when it gave none (a door shows it without knowing the policy). `broad`: the question
+    named no subject of its own and nothing was related to it, so the hits are the scope's memories ranked by
+    what matters (confidence, then the latest touched), not by relevance (domain.search.relevance)."""
 
     results: tuple[ScoredMemory, ...]
     has_more: bool = False
     limit: int = field(kw_only=True)
+    broad: bool = field(default=False, kw_only=True)
 
     @property
     def count(self) -> int:

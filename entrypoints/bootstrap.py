@@ -11,6 +11,7 @@ from returns.result import Failure, Result, Success
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.ports import (
     BatchJournal,
+    CalibratedEmbedder,
     Clock,
     Embedder,
     KeywordIndex,
@@ -18,6 +19,7 @@ from agent_memory.domain.ports import (
     StoreCatalog,
     WriteLocks,
 )
+from agent_memory.domain.search.relevance import UNCALIBRATED
 from agent_memory.domain.service import MemoryService, SearchPolicy
 from agent_memory.entrypoints.settings import Settings
 
@@ -272,6 +274,7 @@ def _wire(
         decay_window_hours=settings.decay_hours,
         min_confidence=settings.min_confidence,
         min_similarity=settings.min_similarity,
+        relevance=embedder.relevance_rule if isinstance(embedder, CalibratedEmbedder) else UNCALIBRATED,
         default_limit=settings.default_limit,
         default_store=settings.store,
     )

@@ -74,16 +74,22 @@ def view_json(view: MemoryView) -> dict[str, Any]:
 
 
 def scored_json(hit: ScoredMemory) -> dict[str, Any]:
+    """A hit: its memory, confidence, relevance (the one figure to read, 0 to 1 on the model's calibrated scale),
+    similarity (the raw cosine) and score (the ranker's own, for its order only)."""
     return {
         **memory_json(hit.memory),
         "confidence": hit.confidence,
+        "relevance": hit.relevance,
         "similarity": hit.similarity,
         "score": hit.score,
     }
 
 
 def search_json(results: SearchResults) -> dict[str, Any]:
-    return {"results": [scored_json(hit) for hit in results.results], "count": results.count}
+    """Spec 000's {"results", "count"}, and `"broad": true` when the hits answer a question that named no subject
+    (the scope's memories by what matters; absent otherwise, so spec 000's answers keep their exact shape)."""
+    found = {"results": [scored_json(hit) for hit in results.results], "count": results.count}
+    return found | {"broad": True} if results.broad else found
 
 
 def status_json(status: Status) -> dict[str, Any]:

@@ -24,6 +24,7 @@ class SearchPage:
     limit: int
     offset: int
     has_more: bool
+    broad: bool = False  # the question named no subject: the scope's memories by what matters (SearchResults.broad)
 
 
 def search_page(service: MemoryService, command: SearchMemories) -> Result[SearchPage, DomainError]:
@@ -34,17 +35,19 @@ def search_page(service: MemoryService, command: SearchMemories) -> Result[Searc
 def page_of(command: SearchMemories, found: SearchResults) -> SearchPage:
     """The page a search answered, with the limit it used (the search says which: the policy's default when the
     command gave none)."""
-    return SearchPage(found.results, found.limit, command.offset, found.has_more)
+    return SearchPage(found.results, found.limit, command.offset, found.has_more, found.broad)
 
 
 def search_page_json(page: SearchPage) -> dict[str, Any]:
-    """The search JSON (results with similarity, confidence and score; count) plus the page's place."""
+    """The search JSON (results with relevance, similarity, confidence and score; count; broad) plus the page's
+    place."""
     return {
         "results": [out.scored_json(hit) for hit in page.results],
         "count": len(page.results),
         "limit": page.limit,
         "offset": page.offset,
         "has_more": page.has_more,
+        "broad": page.broad,
     }
 
 

@@ -19,6 +19,7 @@ from agent_memory.domain.ports import Vector, VectorStore
 from agent_memory.domain.results import validated
 from agent_memory.domain.search.hybrid import DEPTH, SearchMode, fuse
 from agent_memory.domain.search.long_memories import WithParts
+from agent_memory.domain.search.relevance import UNCALIBRATED, RelevanceRule, is_broad
 from agent_memory.domain.search.reranking import Candidates, rerank
 from agent_memory.domain.tenancy import Guard
 from agent_memory.domain.thread_keys import KeywordScope, keyword_scope, thread_of
@@ -71,7 +72,7 @@ class Searching:
             .bind(self._run)
             .map(
                 lambda found: SearchResults(
-                    found.results[command.offset : window], len(found.results) > window, limit=limit
+                    found.results[command.offset : window], len(found.results) > window, limit=limit, broad=found.broad
                 )
             )
         )
@@ -91,6 +92,7 @@ class Searching:
                 lambda: evolve(
                     self._planned(command, guard, limit, floor, prefix),
                     relevance=relevance,
+                    rule=self.ctx.policy.relevance,
                     rerank=self.ctx.policy.rerank,
                 )
             )
@@ -142,15 +144,18 @@ class Searching:
 
         def qualify(pairs: list[tuple[Memory, float]]) -> Result[SearchResults, DomainError]:
             qualified = [
-                ScoredMemory(memory, round(similarity, 4), conf, round(similarity, 4))
+                self._hit(plan, memory, similarity, similarity)
                 for memory, similarity in pairs
-                if (conf := self.ctx.confidence_now(memory)) >= plan.floor
+                if self.ctx.confidence_now(memory) >= plan.floor
             ]
             # nearest first: when the nearest that qualifies is unrelated, so is every memory deeper
             if qualified and not plan.related(qualified[0].similarity):
-                return Success(SearchResults((), limit=plan.limit))
-            if len(qualified) >= plan.limit or len(pairs) < want:
-                return Success(SearchResults(tuple(qualified[: plan.limit]), limit=plan.limit))
+                return Success(self._broad(plan, qualified))
+            line = plan.line(qualified[0].similarity) if qualified else -math.inf
+            related = [hit for hit in qualified if hit.similarity >= line]
+            thinned = len(related) < len(qualified)  # the rest of the store is further still: no deeper fetch
+            if thinned or len(qualified) >= plan.limit or len(pairs) < want:
+                return Success(SearchResults(tuple(related[: plan.limit]), limit=plan.limit))
             return self._fetch(store, vector, plan, want * 4)
 
         return store.query(vector, plan.where, want).bind(qualify)
@@ -265,26 +270,44 @@ class Searching:
         return self._results(plan, sides, _second_stage(plan, sides, ranking))
 
     def _results(self, plan: _SearchPlan, sides: _Sides, ranking: list[tuple[str, float]]) -> SearchResults:
-        """The first `limit` of the ranking, or none when no candidate is related to the query (the relevance floor,
-        `_SearchPlan.related`), by its own similarity or a thread neighbour's (a reply is as related as what it
-        answers). The floor judges the answer, never thins it: every page of one search sees the same candidates.
-        A keyword search is words only: every hit shares a word with the query and stays."""
-        near = {n for i in sides.candidates for n in (i, *sides.links.get(i, (None, None))) if n}
-        best = max((sides.similarity.get(n, 0.0) for n in near), default=0.0)
-        if plan.mode is not SearchMode.KEYWORD and not plan.related(best):
-            ranking = []
-        return SearchResults(
-            tuple(
-                ScoredMemory(
-                    sides.memories[i],
-                    round(sides.similarity.get(i, 0.0), 4),
-                    self.ctx.confidence_now(sides.memories[i]),
-                    round(score, 4),
-                )
-                for i, score in ranking[: plan.limit]
-            ),
-            limit=plan.limit,
-        )
+        """The first `limit` of the ranking's related hits (decision 24): a hit is related when its own similarity
+        or a thread neighbour's (a reply is as related as what it answers) reaches the model's line
+        (`RelevanceRule.line`, from the best of them); none is when the best is under the relevance floor
+        (`_SearchPlan.related`). The candidates and their similarities do not depend on the page, so every page
+        of one search keeps the same hits. A keyword search is words only: every hit shares a word with the
+        query and stays. A broad question with nothing related answers the scope's memories (`_broad`)."""
+        hits = [self._hit(plan, sides.memories[i], sides.similarity.get(i, 0.0), score) for i, score in ranking]
+        if plan.mode is SearchMode.KEYWORD or not plan.judged:
+            return SearchResults(tuple(hits[: plan.limit]), limit=plan.limit)
+        near = {
+            i: max(sides.similarity.get(n, 0.0) for n in (i, *sides.links.get(i, (None, None))) if n)
+            for i, _ in ranking
+        }
+        best = max(near.values(), default=0.0)
+        if not plan.related(best):
+            return self._broad(plan, hits)
+        line = plan.line(best)
+        related = [hit for hit in hits if near[hit.memory.id] >= line]
+        return SearchResults(tuple(related[: plan.limit]), limit=plan.limit)
+
+    def _hit(self, plan: _SearchPlan, memory: Memory, similarity: float, score: float) -> ScoredMemory:
+        """One hit with its similarity, confidence now, rank score and relevance (the model's reading of it)."""
+        relevance = plan.rule.relevance(similarity)
+        return ScoredMemory(memory, round(similarity, 4), self.ctx.confidence_now(memory), round(score, 4), relevance)
+
+    def _broad(self, plan: _SearchPlan, hits: list[ScoredMemory]) -> SearchResults:
+        """Nothing is related to the question: a broad one ("what do you know about me?") answers the candidates
+        (the scope's memories nearest to it, every filter passed) ranked by what matters: confidence now (freshness,
+        reinforcement), then the latest touched; any other question answers nothing."""
+        if not plan.broad or not hits:
+            return SearchResults((), limit=plan.limit)
+
+        def touched(hit: ScoredMemory) -> float:
+            memory = hit.memory
+            return max(memory.updated_at, memory.last_reinforced_at or memory.updated_at).timestamp()
+
+        ranked = sorted(hits, key=lambda hit: (-hit.confidence, -touched(hit), hit.memory.id))
+        return SearchResults(tuple(ranked[: plan.limit]), limit=plan.limit, broad=True)
 
 
 def _second_stage(plan: _SearchPlan, sides: _Sides, first: list[tuple[str, float]]) -> list[tuple[str, float]]:
@@ -369,15 +392,28 @@ class _SearchPlan:
     limit: int
     floor: float
     where: MemoryFilter
-    relevance: float = 0.0  # the relevance floor: the similarity the best candidate needs (0: off)
+    relevance: float = 0.0  # the relevance floor: the similarity the best candidate needs (0: off, no judging)
+    rule: RelevanceRule = UNCALIBRATED  # the model's own (SearchPolicy.relevance)
     rerank: bool = True  # hybrid and keyword rankings go through the learnt second stage (SearchPolicy.rerank)
 
+    @property
+    def judged(self) -> bool:
+        """Whether hits are judged for relevance at all: a relevance floor of 0 turns it off (every candidate)."""
+        return self.relevance > 0.0
+
+    @property
+    def broad(self) -> bool:
+        """Whether the question names no subject of its own (domain.search.relevance.is_broad)."""
+        return is_broad(self.query)
+
     def related(self, best: float) -> bool:
-        """Whether a search has anything related to the query: the best candidate's similarity reaches the floor.
-        The floor empties an answer, it never thins one: calibrated on the LoCoMo dev file
-        (bench/research/relevance_floor.py), a floor on each hit cost recall on chat turns and dropped the
-        weakly similar hits that thread neighbours and the keyword side rightly find."""
-        return self.relevance <= 0.0 or best >= self.relevance
+        """Whether a search has anything related to the query: the best candidate's similarity (or a thread
+        neighbour's) reaches the floor and the model's keep line (decision 24)."""
+        return not self.judged or best >= max(self.relevance, self.rule.floor, self.rule.keep)
+
+    def line(self, best: float) -> float:
+        """The similarity each hit (or its thread neighbour) needs when the best has `best` (0: judging off)."""
+        return self.rule.line(best) if self.judged else -math.inf
 
     @property
     def thread_prefix(self) -> str | None:

@@ -43,6 +43,7 @@ _FIELDS: dict[str, tuple[Callable[[ScoredMemory], Any], str]] = {
     "expires_at": (_memory_field("expires_at"), _TIME),
     "last_reinforced_at": (_memory_field("last_reinforced_at"), _TIME),
     "confidence": (lambda hit: hit.confidence, _NUMBER),
+    "relevance": (lambda hit: hit.relevance, _NUMBER),
     "similarity": (lambda hit: hit.similarity, _NUMBER),
     "score": (lambda hit: hit.score, _NUMBER),
 }

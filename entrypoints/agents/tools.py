@@ -208,7 +208,7 @@ def fact_json(hit: ScoredMemory) -> dict[str, Any]:
     top = {key: data.pop(key) for key in ("namespace", "id", "content", "created_at", "updated_at")}
     for hidden in ("deleted", "deleted_at"):
         data.pop(hidden, None)
-    metadata = {**data, "confidence": hit.confidence, "similarity": hit.similarity}
+    metadata = {**data, "confidence": hit.confidence, "relevance": hit.relevance, "similarity": hit.similarity}
     content: Any = hit.memory.content
     if hit.memory.source == STRUCTURED_SOURCE:
         with contextlib.suppress(ValueError):  # hand-edited since: shown as the text it is

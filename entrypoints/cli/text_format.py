@@ -57,11 +57,14 @@ def restored(m: dict[str, Any]) -> str:
 def search(payload: dict[str, Any]) -> str:
     if not payload["results"]:
         return "No memories found."
-    lines = [f"{_memories(payload['count'])} found:"]
+    if payload.get("broad"):  # the question named no subject: the scope's memories, by what matters
+        lines = [f"{_memories(payload['count'])}, by confidence then the latest (the question names no subject):"]
+    else:  # the ranker's order weighs words as well as meaning: relevance is the meaning's part, 0 to 1
+        lines = [f"{_memories(payload['count'])} found, best first (relevance: 0 unrelated, 1 answers it):"]
     for rank, hit in enumerate(payload["results"], start=1):
         lines.append(f"{rank}. {hit['content']}")
         lines.append(
-            f"   similarity {hit['similarity']:.4f}  confidence {hit['confidence']}  {_scope(hit)}  id {hit['id']}"
+            f"   relevance {hit['relevance']:.2f}  confidence {hit['confidence']}  {_scope(hit)}  id {hit['id']}"
         )
     return "\n".join(lines)
 

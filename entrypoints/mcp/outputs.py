@@ -116,12 +116,13 @@ SCHEMAS: dict[str, Schema] = {  # the answer kinds the tools render (mcp_tools.T
         {
             "results": {
                 "type": "array",
-                "items": _memory_with(confidence=_NUMBER, similarity=_NUMBER, score=_NUMBER),
+                "items": _memory_with(confidence=_NUMBER, relevance=_NUMBER, similarity=_NUMBER, score=_NUMBER),
             },
             "count": _COUNT,
             "limit": _COUNT,
             "offset": _COUNT,
             "has_more": _FLAG,
+            "broad": _FLAG,
         }
     ),
     "prune": _object(

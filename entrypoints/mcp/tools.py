@@ -201,8 +201,10 @@ SPECS: tuple[ToolSpec, ...] = (
         command=c.SearchMemories,
         title="Search memories",
         description="Find memories by meaning and keywords, best first, with optional filters "
-        "(agent, project, type, global, tags, namespace, category). Each hit has similarity, confidence and score; "
-        "page with limit and offset (has_more says whether more follow).",
+        "(agent, project, type, global, tags, namespace, category); only related hits are kept. Each hit has relevance "
+        "(0 to 1, the number to read), similarity, confidence and score (the ranker's own); broad says a question "
+        "that named no subject got the scope's memories by what matters. Page with limit and offset (has_more says "
+        "whether more follow).",
         render=_search,
         names={"path_prefix": "category", "global_": "global"},
         read_only=True,

@@ -243,8 +243,10 @@ async def memory_action(
 async def search_memories(
     data: JSONBody[DTOData[SearchRequest]], door: NamedDependency[Door], store: StoreQuery = None
 ) -> Response[Payload]:
-    """Find memories by meaning, best first, under the filters; each hit has similarity, confidence and score.
-    `limit` (1–1000, default 10) and `offset` page through the hits; `has_more` says whether more follow."""
+    """Find memories by meaning, best first, under the filters; only related hits are kept, each with relevance (0 to
+    1 on the model's calibrated scale: the number to read), similarity, confidence and score (the ranker's own);
+    `broad` says a question that named no subject got the scope's memories by what matters. `limit` (1–1000,
+    default 10) and `offset` page through the hits; `has_more` says whether more follow."""
     request = data.create_instance(store=store)
     check_page("limit", request.limit, 1, MAX_SEARCH_LIMIT, "body")
     check_page("offset", request.offset, 0, MAX_SEARCH_LIMIT - 1, "body")

@@ -14,6 +14,7 @@ from agent_memory.adapters.in_memory import HashingEmbedder
 from agent_memory.adapters.model_directory import SHIPPED_DIRECTORY, ModelSpec, read_model_directory
 from agent_memory.adapters.onnx_embedder import OnnxEmbedder, make_embedder
 from agent_memory.domain.errors import DomainError, ErrorCode
+from agent_memory.domain.search.relevance import UNCALIBRATED, RelevanceRule
 from agent_memory.entrypoints.bootstrap import build_service
 from agent_memory.entrypoints.settings import load_settings
 
@@ -168,3 +169,42 @@ def test_prefixes_go_where_declared_and_a_wrong_dimension_says_which_to_declare(
     failed = wide.embed_query(text)
     assert isinstance(failed, Failure) and failed.failure().code is ErrorCode.EMBEDDING_ERROR
     assert '"dimension": 384' in failed.failure().message and str(tmp_path / "w") in failed.failure().message
+
+
+# --- the model's relevance rule (issue 40) ---------------------------------------------------------------------
+
+
+def test_a_directory_without_relevance_json_is_uncalibrated_and_the_shipped_model_carries_its_own(
+    tmp_path: Path,
+) -> None:
+    assert spec_of(directory(tmp_path / "m")).relevance is None
+    assert OnnxEmbedder(spec_of(directory(tmp_path / "n"))).relevance_rule == UNCALIBRATED
+    shipped = json.loads((SHIPPED_DIRECTORY / "relevance.json").read_text(encoding="utf-8"))
+    rule = OnnxEmbedder().relevance_rule
+    assert (rule.unrelated, rule.keep, rule.related, rule.floor, rule.spread) == tuple(
+        shipped[key] for key in ("unrelated", "keep", "related", "floor", "spread")
+    )
+
+
+def test_a_directory_carries_its_relevance_rule_to_the_search_policy(tmp_path: Path) -> None:
+    root = directory(tmp_path / "m")
+    numbers = {"unrelated": 0.5, "keep": 0.6, "related": 0.8, "floor": 0.65, "spread": None}
+    (root / "relevance.json").write_text(json.dumps(numbers), encoding="utf-8")
+    assert spec_of(root).relevance == RelevanceRule(**numbers)  # type: ignore[arg-type]
+    settings = load_settings({"data_dir": str(tmp_path), "embedder": str(root)}, {"HOME": str(tmp_path)}).unwrap()
+    service = build_service(settings).unwrap()
+    assert service.policy.relevance == RelevanceRule(**numbers)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("{", "unreadable relevance.json"),
+        (json.dumps({"unrelated": 0.1, "keep": 0.3}), "needs numbers unrelated, keep, related and floor"),
+        (json.dumps({"unrelated": 0.1, "keep": 0.3, "related": 2, "floor": 0.3}), "0 to 1"),
+    ],
+)
+def test_a_bad_relevance_json_says_what_to_fix(tmp_path: Path, text: str, said: str) -> None:
+    root = directory(tmp_path / "m")
+    (root / "relevance.json").write_text(text, encoding="utf-8")
+    assert said in refusal(root).message

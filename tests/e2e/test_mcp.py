@@ -327,7 +327,15 @@ def test_search_memories_finds_by_meaning_and_applies_filters(mcp: Mcp) -> None:
     mcp.ok("add_memory", {"path": f"{category}/city", "content": "The user lives in Lisbon", "tags": ["home"]})
     found = mcp.ok("search_memories", {"query": "which colour theme does the user like?", "category": category})
     assert found["results"][0]["path"] == f"{category}/editor"
-    assert {"similarity", "confidence", "score"} <= set(found["results"][0])
+    assert {"relevance", "similarity", "confidence", "score"} <= set(found["results"][0])
+    assert found["broad"] is False and all(0.0 <= hit["relevance"] <= 1.0 for hit in found["results"])
+    # issue 40: the lives-in-Lisbon memory has nothing to do with colour themes: the answer keeps only the editor
+    assert [r["path"] for r in found["results"]] == [f"{category}/editor"]
+    broad = mcp.ok("search_memories", {"query": "what do you know about me?", "category": category})
+    assert broad["broad"] is True and {r["path"] for r in broad["results"]} == {
+        f"{category}/editor",
+        f"{category}/city",
+    }
     tagged = mcp.ok("search_memories", {"query": "where does the user live", "tags": ["home"], "global": False})
     assert [r["path"] for r in tagged["results"]] == [f"{category}/city"]
     keyword = mcp.ok("search_memories", {"query": "Lisbon", "mode": "keyword", "category": category})

@@ -118,6 +118,14 @@ def test_search_with_no_results_is_an_empty_list(cli: MemoryCli) -> None:
     assert cli.ok("search", "nonexistent topic") == {"results": [], "count": 0}
     related = cli.ok("search", "which programming language does the user like?")["results"]
     assert related[0]["content"] == "User prefers Python for scripting" and 0 < related[0]["similarity"] <= 1
+    # issue 40: the answer keeps what is related (the coffee machine leaves it), with its relevance, 0 to 1
+    assert [hit["content"] for hit in related] == ["User prefers Python for scripting"]
+    assert 0.5 < related[0]["relevance"] <= 1
+    broad = cli.ok("search", "what do you know about me?")  # names no subject: the store's memories, marked
+    assert broad["broad"] is True and broad["count"] == 2
+    text = cli("search", "which programming language does the user like?", "--format", "text").stdout
+    assert "relevance 0." in text or "relevance 1.00" in text
+    assert "similarity" not in text and "score" not in text  # one number a person reads
     assert cli.ok("search", "nonexistent topic", "--min-similarity", "0")["count"] == 2  # off: the nearest memories
 
 

@@ -173,7 +173,8 @@ def test_search_returns_a_json_list_of_facts(manage: MemoryTool, search: MemoryT
     assert best["id"] == memory_id and best["namespace"] == ["user", "u-1"]
     assert best["content"] == "User has a preference for dark mode"
     assert best["created_at"].endswith("Z") and isinstance(best["score"], float)
-    assert {"type", "tags", "citations", "path", "confidence"} <= set(best["metadata"])
+    assert {"type", "tags", "citations", "path", "confidence", "relevance"} <= set(best["metadata"])
+    assert 0.0 <= best["metadata"]["relevance"] <= 1.0
     assert facts[0]["score"] >= facts[1]["score"]
 
 

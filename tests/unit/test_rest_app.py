@@ -434,7 +434,8 @@ def test_search_finds_by_words_with_filters(client: TestClient[Any]) -> None:
     assert hits.status_code == 200, hits.text
     body = hits.json()
     assert body["count"] == 1 and body["results"][0]["content"] == "The user prefers vim as editor."
-    assert {"similarity", "confidence", "score"} <= set(body["results"][0])
+    assert {"relevance", "similarity", "confidence", "score"} <= set(body["results"][0])
+    assert 0.0 <= body["results"][0]["relevance"] <= 1.0 and body["broad"] is False
 
 
 def test_search_accepts_a_mode_when_the_command_has_one(client: TestClient[Any]) -> None:

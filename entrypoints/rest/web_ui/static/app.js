@@ -200,6 +200,15 @@
         offset > 0 ? link(pageHref(Math.max(0, offset - PAGE)), "← Better") : null,
         found.has_more ? link(pageHref(offset + PAGE), "More →") : null,
       ),
+      found.count
+        ? el(
+            "p",
+            { class: "hint", id: "order" },
+            found.broad
+              ? "Your question names no subject: these are the memories that matter most here, by confidence, then the latest."
+              : "Best first: the ranking weighs the question's words as well as meaning, so a hit can show less relevance than one below it.",
+          )
+        : null,
       el("ul", { class: "memories", id: "results" }, found.results.map((hit) => memoryCard(hit, queryWords, scoreLine(hit)))),
     );
   }

@@ -205,8 +205,11 @@
   function scoreLine(hit) {
     return el(
       "li",
-      { class: "score", title: "score: the rank; similarity: closeness in meaning; confidence: freshness" },
-      `score ${hit.score.toFixed(2)} · similarity ${percent(hit.similarity)}`,
+      {
+        class: "score",
+        title: "relevance: how close in meaning to the question, on the model's calibrated scale (0 % as close as unrelated text gets, 100 % as close as what answers a question)",
+      },
+      `relevance ${percent(hit.relevance)}`,
     );
   }
 
