@@ -25,7 +25,7 @@ from agent_memory.domain.model import (
     MAX_STORE_NAME,
     STORE_NAME,
 )
-from agent_memory.domain.paths import MAX_DEPTH, MAX_PATH_LENGTH
+from agent_memory.domain.paths import MAX_PATH_LENGTH
 from agent_memory.domain.search.searching import MAX_SEARCH_LIMIT
 
 Schema = dict[str, Any]
@@ -38,15 +38,17 @@ _CONTROL = r"\x00-\x1f"
 _KEPT = r"[^\s\x1c-\x1f\x85" + _CONTROL + r"]"
 _TEXT = rf"^[^{_CONTROL}]*$"  # a scope or label: any text without control characters
 _NON_BLANK = r"[^\s\x1c-\x1f\x85]"  # found anywhere in the text: it is not blank
-# a path segment: ASCII letters, digits, ' ', '.', '_' and '-', with a letter or digit, at most 119 characters, so it
-# is never empty, '.' or '..' once normalised to a slug, nor longer than a slug may be
-_SEGMENT = r"[ ._-]{0,59}[A-Za-z0-9][A-Za-z0-9 ._-]{0,59}"
+# a path segment: ASCII letters, digits, ' ', '.', '_' and '-', with a letter or digit, at most 60 characters, so it
+# is never empty, '.' or '..' once normalised to a slug, nor longer than a slug may be; a path of at most 8 of them
+# (the server takes 32 of up to 120), so that every string the pattern admits is within the path's length too
+_SEGMENT = r"[ ._-]{0,9}[A-Za-z0-9][A-Za-z0-9 ._-]{0,50}"
+_DEPTH = (MAX_PATH_LENGTH // 61) - 1
 _LABEL = rf"[^/{_CONTROL}]*[^/\s\x1c-\x1f\x85{_CONTROL}][^/{_CONTROL}]*"  # a namespace label: no '/', not blank
 # labels short enough that the most of them fit the namespace's length in all
 _LABEL_CHARS = MAX_NAMESPACE_CHARS // MAX_NAMESPACE_DEPTH - 1
 
-_PATH = rf"{_SEGMENT}(?:/{_SEGMENT}){{1,{MAX_DEPTH - 1}}}"  # 'category/…/slug'
-_CATEGORY = rf"{_SEGMENT}(?:/{_SEGMENT}){{0,{MAX_DEPTH - 1}}}"
+_PATH = rf"{_SEGMENT}(?:/{_SEGMENT}){{1,{_DEPTH}}}"  # 'category/…/slug'
+_CATEGORY = rf"{_SEGMENT}(?:/{_SEGMENT}){{0,{_DEPTH}}}"
 _UUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
 
 STORE: Schema = {"pattern": STORE_NAME.pattern, "maxLength": MAX_STORE_NAME, "examples": ["work-notes"]}
@@ -131,15 +133,21 @@ def _openapi_path(path: str) -> str:
     return re.sub(r"\{(\w+):\w+\}", r"{\1}", path)
 
 
+_VALUES = [OpenAPIType.STRING, OpenAPIType.NUMBER, OpenAPIType.BOOLEAN, OpenAPIType.ARRAY, OpenAPIType.OBJECT]
+
+
 def _given(name: str) -> OpenAPISchema:
-    """An object whose `name` is given and not null."""
-    return OpenAPISchema(
-        required=[name], properties={name: OpenAPISchema(schema_not=OpenAPISchema(type=OpenAPIType.NULL))}
-    )
+    """An object whose `name` is given and not null (said without `not`, which makes generators slow)."""
+    return OpenAPISchema(required=[name], properties={name: OpenAPISchema(type=_VALUES)})
 
 
 def _true(name: str) -> OpenAPISchema:
     return OpenAPISchema(required=[name], properties={name: OpenAPISchema(const=True)})
+
+
+def _absent(name: str, value: Any = None) -> OpenAPISchema:
+    """An object whose `name` is absent or `value` (null by default)."""
+    return OpenAPISchema(properties={name: OpenAPISchema(const=value)})
 
 
 def _search_pages() -> list[OpenAPISchema]:
@@ -157,13 +165,16 @@ def _whole_body_rules(command: type[Any], body: OpenAPISchema) -> None:
     """The rules on a body as a whole: an update changes something and does not both set and clear the expiry;
     a filter is given under one of its names (`category`, or `path_prefix`, its deprecated old name)."""
     names = sorted(body.properties or {})
+    rules: list[OpenAPISchema] = []
     if issubclass(command, c.UpdateMemory):
-        body.any_of = [_true(name) if name == "clear_expiry" else _given(name) for name in names]
-        body.schema_not = OpenAPISchema(all_of=[_given("expires_at"), _true("clear_expiry")])
+        rules.append(OpenAPISchema(any_of=[_true(name) if name == "clear_expiry" else _given(name) for name in names]))
+        rules.append(OpenAPISchema(any_of=[_absent("expires_at"), _absent("clear_expiry", False)]))
     if issubclass(command, c.SearchMemories):
-        body.any_of = _search_pages()
+        rules.append(OpenAPISchema(any_of=_search_pages()))
     if {"category", "path_prefix"} <= set(names):
-        body.schema_not = OpenAPISchema(all_of=[_given("category"), _given("path_prefix")])
+        rules.append(OpenAPISchema(any_of=[_absent("category"), _absent("path_prefix")]))
+    if rules:
+        body.all_of = rules
 
 
 def exact_bodies(app: Litestar) -> None:
