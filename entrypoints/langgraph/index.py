@@ -3,7 +3,7 @@ and the cosine scores a query gets from them, as LangGraph's own stores compute 
 
 With an `index` (`{"dims": …, "embed": …, "fields": [...]}`), an item's score for a query is the highest cosine
 between the query's embedding and the embeddings of its indexed field texts (`fields`, default the whole value
-`"$"`; a put's `index=[...]` replaces them for that item, `index=False` leaves it unscored). `embed` is a LangChain
+`"$"`; SqliteStore's `text_fields` is read as `fields`; a put's `index=[...]` replaces them for that item, `index=False` leaves it unscored). `embed` is a LangChain
 `Embeddings`, a function of a list of texts, or a provider string: `"agent-memory"` is this product's own
 embedder (offline); any other string goes to LangChain's `init_embeddings` (langchain and the provider's package).
 The texts' vectors are computed when an item is searched and kept in this process, by text, for later searches.
@@ -56,14 +56,29 @@ def index_config(raw: Mapping[str, Any] | None, service: MemoryService) -> tuple
     dims = raw.get("dims")
     if dims is not None and (isinstance(dims, bool) or not isinstance(dims, int) or dims < 1):
         raise invalid(f"index dims must be a whole number of at least 1, got {dims!r}.")
-    fields = raw.get("fields") or ["$"]
+    fields = _fields(raw)
     if isinstance(fields, str) or not all(isinstance(path, str) and path for path in fields):
         raise invalid(f"index fields must be a list of field paths like ['text', 'meta.title'], got {fields!r}.")
     embed = raw["embed"]
     embeddings = ServiceEmbeddings(service) if embed == OWN_EMBEDDER else ensure_embeddings(embed)
     config: dict[str, Any] = dict(raw)
+    if "text_fields" in config:  # kept as LangGraph's stores keep it: under `fields`
+        config["fields"] = fields
+        del config["text_fields"]
     config["__tokenized_fields"] = tokenized(fields)
     return config, embeddings  # type: ignore[return-value]
+
+
+def _fields(raw: Mapping[str, Any]) -> Any:
+    """The fields to embed: `fields`, or `text_fields` (SqliteStore's name for them) read as `fields`; both differing
+    is refused, since one of them would be silently dropped."""
+    fields, text_fields = raw.get("fields"), raw.get("text_fields")
+    if fields is not None and text_fields is not None and fields != text_fields:
+        raise invalid(
+            f"index has both fields={fields!r} and text_fields={text_fields!r}: give `fields` only "
+            "(text_fields is SqliteStore's name for it)."
+        )
+    return fields or text_fields or ["$"]
 
 
 def tokenized(fields: Sequence[str]) -> Fields:

@@ -39,9 +39,10 @@ class Callers:
 
 
 def unknown_arguments(tool: str, arguments: Mapping[str, Any], schema: Mapping[str, Any] | None) -> str | None:
-    """'INVALID_INPUT: …' naming each argument the tool does not take and the nearest it does; None if all fit."""
+    """'INVALID_INPUT: …' naming each argument the tool does not take and the nearest it does; None if all fit.
+    A tool that does not exist (no schema) is a JSON-RPC error, -32602, as MCP asks (not a result with isError)."""
     if schema is None:
-        return None
+        raise MCPError(INVALID_PARAMS, f"INVALID_INPUT: no tool is called {tool!r}; tools/list names every tool.")
     known = sorted(schema.get("properties", {}))
     unknown = [name for name in arguments if name not in known]
     if not unknown:

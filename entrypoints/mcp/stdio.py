@@ -1,4 +1,5 @@
-"""MCP over stdio that answers every request: lines the SDK would drop unanswered become INVALID_INPUT tool errors."""
+"""MCP over stdio that answers every request: lines the SDK would drop unanswered become INVALID_INPUT tool errors,
+or the JSON-RPC error the spec names (-32700, -32600) when no request can be read from them."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
+from mcp.shared.message import SessionMessage
+from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
 
 from agent_memory.entrypoints.http.safety import MAX_JSON_DEPTH, json_depth
 from agent_memory.entrypoints.json_codec import has_lone_surrogate
@@ -74,6 +77,40 @@ def request_id(line: str) -> Any:
         return None
 
 
+def _rpc_error(code: int, message: str) -> JSONRPCError:
+    return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=code, message=message))
+
+
+def _bad_id(message: dict[str, Any]) -> bool:
+    """A request whose id no answer could carry: an object, an array, a fraction or a boolean (null is left to the
+    SDK, as a notification's missing id is)."""
+    identifier = message.get("id")
+    return (
+        "method" in message
+        and identifier is not None
+        and (isinstance(identifier, bool) or not isinstance(identifier, int | str))
+    )
+
+
+def protocol_error(line: str) -> JSONRPCError | None:
+    """The JSON-RPC error a line gets before the SDK sees it, or None: -32700 for a line that is not JSON, -32600
+    for JSON that is no request object (a batch array, a bare value, an id no answer could carry); both with id
+    null, as JSON-RPC 2.0 asks when the request's id cannot be read. Blank lines and refused requests: None."""
+    if not line.strip() or refusal(line) is not None:
+        return None
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return _rpc_error(PARSE_ERROR, "Parse error: the line is not JSON. Send one JSON-RPC 2.0 request per line.")
+    if isinstance(message, list):
+        return _rpc_error(INVALID_REQUEST, "Invalid Request: batches are not supported; send one request per line.")
+    if not isinstance(message, dict):
+        return _rpc_error(INVALID_REQUEST, 'Invalid Request: a request is a JSON object with "jsonrpc": "2.0".')
+    if _bad_id(message):
+        return _rpc_error(INVALID_REQUEST, "Invalid Request: a request's id is a string or an integer.")
+    return None
+
+
 def rewrite(line: str) -> str | None:
     """The line as the SDK should see it: unchanged, a call of the refusal tool with the reason, or None (drop a
     refused notification: it expects no answer)."""
@@ -88,14 +125,27 @@ def rewrite(line: str) -> str | None:
 
 
 class _Lines:
-    """stdin as the SDK reads it (an async iterator of text lines), with refused requests rewritten."""
+    """stdin as the SDK reads it (an async iterator of text lines), with refused requests rewritten, blank lines
+    skipped and unreadable ones answered at once on the SDK's write stream (`answer_on`)."""
 
     def __init__(self, source: Any) -> None:
         self._source = source
+        self._answers: Any = None
+        self._ready = anyio.Event()
+
+    def answer_on(self, write: Any) -> None:
+        """Where the JSON-RPC errors go: the session's write stream, once the SDK has made it."""
+        self._answers = write
+        self._ready.set()
 
     async def __aiter__(self) -> AsyncIterator[str]:
         async for line in self._source:
-            rewritten = rewrite(line)
+            error = protocol_error(line)
+            if error is not None:
+                await self._ready.wait()
+                await self._answers.send(SessionMessage(error))
+                continue
+            rewritten = rewrite(line) if line.strip() else None
             if rewritten is not None:
                 yield rewritten
 
@@ -111,7 +161,9 @@ def run_stdio(server: Any, streams: tuple[Any, Any] | None = None) -> None:
         output = None
         if streams is not None:
             output = anyio.wrap_file(io.TextIOWrapper(streams[1], encoding="utf-8", write_through=True))
-        async with stdio_server(stdin=_Lines(anyio.wrap_file(text)), stdout=output) as (read, write):  # type: ignore[arg-type]
+        lines = _Lines(anyio.wrap_file(text))
+        async with stdio_server(stdin=lines, stdout=output) as (read, write):  # type: ignore[arg-type]
+            lines.answer_on(write)
             low = server._lowlevel_server
             await low.run(read, write, low.create_initialization_options())
 

@@ -8,7 +8,7 @@ from litestar import Request, Response, delete, get, post, put
 from litestar.di import NamedDependency
 from litestar.dto import DTOData
 from litestar.enums import OpenAPIMediaType
-from litestar.params import FromPath, JSONBody, Parameter, PathParameter
+from litestar.params import JSONBody, Parameter, PathParameter
 from returns.methods import unwrap_or_failure
 
 from agent_memory._version import __version__
@@ -27,9 +27,15 @@ from agent_memory.entrypoints.rest.bodies import (
     StoreQuery,
     path_ref,
 )
+from agent_memory.entrypoints.rest.contract import CATEGORY, DESCRIBED_CATEGORY
 from agent_memory.entrypoints.rest.replies import Door, Payload, error_body, failures, guarded, no_route, with_store
 
 # --- maintenance, stores, categories, health ------------------------------------------------------
+
+# any category, a root one too (its memories are soft-deleted like any other's): the document says so with the pattern
+CategoryPath = Annotated[
+    str, PathParameter(description="A category, e.g. 'projects' or 'projects/old'.", schema_extra=CATEGORY)
+]
 
 
 @post("/prune", status_code=200, tags=["maintenance"], responses=failures(400, 404, 422, 503))
@@ -115,7 +121,9 @@ async def create_category(
     responses=failures(400, 404, 409, 413, 415, 422, 503),
 )
 async def describe_category(
-    path: Annotated[str, PathParameter(description="The category path, then '/description'.")],
+    path: Annotated[
+        str, PathParameter(description="The category path, then '/description'.", schema_extra=DESCRIBED_CATEGORY)
+    ],
     data: JSONBody[DTOData[c.DescribeCategory]],
     door: NamedDependency[Door],
     store: StoreQuery = None,
@@ -132,7 +140,7 @@ async def describe_category(
 
 @delete("/categories/{path:path}", status_code=200, tags=["categories"], responses=failures(404, 422, 503))
 async def delete_category(
-    path: FromPath[str],
+    path: CategoryPath,
     door: NamedDependency[Door],
     store: StoreQuery = None,
     namespace: NamespaceQuery = None,

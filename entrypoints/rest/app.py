@@ -36,6 +36,7 @@ from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.error_table import row
 from agent_memory.entrypoints.http.safety import HttpPolicy, json_body_problem, media_type_problem, refuse_open_bind
 from agent_memory.entrypoints.rest.admin import ADMIN_ROUTES
+from agent_memory.entrypoints.rest.contract import AllowedMethods, allowed_methods, exact_bodies, options_answer
 from agent_memory.entrypoints.rest.docs import OfflineDocsPlugin
 from agent_memory.entrypoints.rest.memories import MEMORY_ROUTES
 from agent_memory.entrypoints.rest.replies import Door, Payload, error_body
@@ -172,17 +173,20 @@ def _has_body(request: Request[Any, Any, Any]) -> bool:
     return request.headers.get("content-length", "0").strip() != "0" or "transfer-encoding" in request.headers
 
 
-def _request_checks(declared: QueryNames) -> Callable[[Request[Any, Any, Any]], Awaitable[None]]:
-    """Before any parsing: the query names, then JSON-only bodies that are UTF-8 and at most 64 levels deep."""
+def _request_checks(
+    declared: QueryNames, allowed: AllowedMethods
+) -> Callable[[Request[Any, Any, Any]], Awaitable[Response[None] | None]]:
+    """Before any parsing: OPTIONS answered with every method of the path, the query names, then JSON-only bodies
+    that are UTF-8 and at most 64 levels deep."""
 
-    async def check(request: Request[Any, Any, Any]) -> None:
+    async def check(request: Request[Any, Any, Any]) -> Response[None] | None:
         if request.method == "OPTIONS":
-            return
+            return options_answer(request, allowed)
         problem = _query_problem(request, declared)
         if problem:
             raise ClientException(problem)
         if request.method not in BODY_METHODS:
-            return
+            return None
         has_body = _has_body(request)
         unsupported = media_type_problem(request.headers.get("content-type"), has_body)
         if unsupported:
@@ -191,6 +195,7 @@ def _request_checks(declared: QueryNames) -> Callable[[Request[Any, Any, Any]], 
             malformed = json_body_problem(await request.body())
             if malformed:
                 raise ClientException(malformed)
+        return None
 
     return check
 
@@ -239,11 +244,12 @@ def build_app(
     tenancy = tenancy or Tenancy(api_token=api_token)
     policy = HttpPolicy(bind_host=host, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
     declared: QueryNames = {}
+    allowed: AllowedMethods = {}
     app = Litestar(
         route_handlers=HANDLERS,
         dependencies={"door": Provide(_doors(service, tenancy), sync_to_thread=False)},
         guards=[_caller_guard(policy), *([_token_guard(tenancy)] if tenancy.secured else [])],
-        before_request=_request_checks(declared),
+        before_request=_request_checks(declared, allowed),
         cors_config=_cors(policy),
         exception_handlers={HTTPException: _http_error, Exception: _unexpected},
         openapi_config=_openapi(tenancy.secured),
@@ -253,6 +259,8 @@ def build_app(
         debug=False,
     )
     declared.update(_declared_queries(app))
+    allowed.update(allowed_methods(app))
+    exact_bodies(app)
     return app
 
 

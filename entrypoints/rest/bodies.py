@@ -11,7 +11,7 @@ import attrs
 from litestar.dto import AbstractDTO, DTOConfig, DTOField
 from litestar.dto.data_structures import DTOFieldDefinition
 from litestar.exceptions import ValidationException
-from litestar.params import KwargDefinition, Parameter
+from litestar.params import KwargDefinition, Parameter, PathParameter
 from litestar.types.empty import Empty
 from litestar.typing import FieldDefinition
 from returns.result import Failure, Result, Success
@@ -20,6 +20,7 @@ from agent_memory.domain import commands as c
 from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory, doc, field_doc
 from agent_memory.domain.errors import DomainError, invalid_input
 from agent_memory.entrypoints.json_codec import parse_iso
+from agent_memory.entrypoints.rest.contract import CATEGORY, NAMESPACE_TEXT, REF, STORE, field_schema
 from agent_memory.entrypoints.timestamps import not_a_timestamp
 
 T = TypeVar("T")
@@ -46,7 +47,9 @@ class AttrsDTO(AbstractDTO[T], Generic[T]):
             plain = attribute.default is attrs.NOTHING or factory is not None
             yield replace(
                 DTOFieldDefinition.from_field_definition(
-                    field_definition=_documented(hints[attribute.name], attribute, attribute.name in cls.deprecated),
+                    field_definition=_documented(
+                        hints[attribute.name], model_type, attribute, attribute.name in cls.deprecated
+                    ),
                     model_name=model_type.__name__,
                     default_factory=factory,
                     dto_field=DTOField(),
@@ -63,13 +66,16 @@ class AttrsDTO(AbstractDTO[T], Generic[T]):
         return isinstance(annotation, type) and attrs.has(annotation)
 
 
-def _documented(definition: FieldDefinition, attribute: attrs.Attribute[Any], deprecated: bool) -> FieldDefinition:
-    """A body field with its command's description (domain.commands) for the OpenAPI. Bounds and choices are in
-    the sentence and checked by the use case, whose errors say what to do (the DTO's own would not)."""
+def _documented(
+    definition: FieldDefinition, command: type[Any], attribute: attrs.Attribute[Any], deprecated: bool
+) -> FieldDefinition:
+    """A body field with its command's description (domain.commands) and constraints (rest/contract.py) for the
+    OpenAPI. The constraints are the document's only: the use case checks the values, and its errors say what to
+    do (the DTO's own would not)."""
     described = field_doc(attribute)
     if not described.text:
         return definition
-    extra = {"deprecated": True} if deprecated else None
+    extra = field_schema(command, attribute, definition.annotation) | ({"deprecated": True} if deprecated else {})
     return replace(definition, kwarg_definition=KwargDefinition(description=described.text, schema_extra=extra))
 
 
@@ -152,16 +158,27 @@ class DescriptionBody(AttrsDTO[c.DescribeCategory]):
 
 # --- query parameters ------------------------------------------------------------------------------
 
-StoreQuery = Annotated[str | None, Parameter(description="The store to use; omit for the configured default.")]
+StoreQuery = Annotated[
+    str | None, Parameter(description="The store to use; omit for the configured default.", schema_extra=STORE)
+]
 NamespaceQuery = Annotated[
     str | None,
-    Parameter(description="Tenant guard: only act on memories in this namespace or below it, e.g. 'user/u-123'."),
+    Parameter(
+        description="Tenant guard: only act on memories in this namespace or below it, e.g. 'user/u-123'.",
+        schema_extra=NAMESPACE_TEXT,
+    ),
 ]
 IncludeExpired = Annotated[bool, Parameter(description="Also return memories whose expiry has passed.")]
 ActOnExpired = Annotated[
     bool, Parameter(description="Act on the memory even if its expiry has passed (410 MEMORY_EXPIRED otherwise).")
 ]
-CategoryQuery = Annotated[str | None, Parameter(description="Only memories under this category path.")]
+# a memory named in the URL: by id or path (a path's '/' is part of the parameter)
+RefPath = Annotated[
+    str, PathParameter(description="The memory's path ('category/…/slug') or its id (a UUID).", schema_extra=REF)
+]
+CategoryQuery = Annotated[
+    str | None, Parameter(description="Only memories under this category path.", schema_extra=CATEGORY)
+]
 
 
 def path_ref(raw: str) -> str:

@@ -7,7 +7,7 @@ from typing import Annotated
 from litestar import Response, delete, patch, post
 from litestar.di import NamedDependency
 from litestar.dto import DTOData
-from litestar.params import FromPath, JSONBody, Parameter, PathParameter
+from litestar.params import JSONBody, Parameter, PathParameter
 from returns.result import Result
 
 from agent_memory.domain import commands as c
@@ -26,6 +26,7 @@ from agent_memory.entrypoints.rest.bodies import (
     MoveBody,
     MoveRequest,
     NamespaceQuery,
+    RefPath,
     ReinforceBody,
     RestoreBody,
     SearchBody,
@@ -82,7 +83,7 @@ async def create_memory(
     responses=failures(400, 404, 409, 410, 413, 415, 422, 503),
 )
 async def update_memory(
-    ref: FromPath[str],
+    ref: RefPath,
     data: JSONBody[DTOData[UpdateMemory]],
     door: NamedDependency[Door],
     store: StoreQuery = None,
@@ -100,7 +101,7 @@ async def update_memory(
 
 @delete("/memories/{ref:path}", status_code=200, tags=["memories"], responses=failures(400, 404, 409, 410, 422, 503))
 async def delete_memory(
-    ref: FromPath[str],
+    ref: RefPath,
     door: NamedDependency[Door],
     store: StoreQuery = None,
     namespace: NamespaceQuery = None,

@@ -19,7 +19,9 @@ from agent_memory.domain import commands as c
 from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.service import MemoryService
+from agent_memory.entrypoints.rest import contract
 from agent_memory.entrypoints.rest.bodies import path_ref
+from agent_memory.entrypoints.rest.contract import field_schema
 from agent_memory.entrypoints.rest.replies import Door, Payload, failures, guarded
 
 Given = Mapping[str, Any]
@@ -60,16 +62,26 @@ def _parameters(route: QueryRoute) -> list[inspect.Parameter]:
     made = [inspect.Parameter("door", inspect.Parameter.KEYWORD_ONLY, annotation=NamedDependency[Door])]
     for attribute in c.command_fields(route.command):
         name, described = attribute.name, c.field_doc(attribute)
+        # what the use case refuses, in the document only (rest/contract.py); the bounds Litestar checks itself
+        constraints = {
+            key: value
+            for key, value in field_schema(route.command, attribute, hints[name]).items()
+            if key not in ("minimum", "maximum")
+        }
         if name == route.in_path:
-            annotation: Any = Annotated[str, PathParameter(description=described.text)]
+            annotation: Any = Annotated[str, PathParameter(description=described.text, schema_extra=constraints)]
             default: Any = inspect.Parameter.empty
         elif name == "namespace":
-            annotation, default = Annotated[str | None, Parameter(description=NAMESPACE_TEXT)], None
+            guard = Parameter(description=NAMESPACE_TEXT, schema_extra=contract.NAMESPACE_TEXT)
+            annotation, default = Annotated[str | None, guard], None
         else:
             default = route.defaults.get(name, attribute.default)
             hint = hints[name] if default is None else _without_none(hints[name])
             bounds = Parameter(
-                description=described.text, ge=_bound(described.least, hint), le=_bound(described.most, hint)
+                description=described.text,
+                ge=_bound(described.least, hint),
+                le=_bound(described.most, hint),
+                schema_extra=constraints,
             )
             annotation = Annotated[hint, bounds]
         made.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default))

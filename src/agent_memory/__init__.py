@@ -43,6 +43,14 @@ if TYPE_CHECKING:
     from agent_memory.domain.views import MemoryView, SearchResults
     from agent_memory.entrypoints.bootstrap import build_service
     from agent_memory.entrypoints.settings import Settings, load_settings
+    from agent_memory.langgraph import MemoryStore
+    from agent_memory.tools import (
+        MemoryTool,
+        MemoryToolError,
+        create_manage_memory_tool,
+        create_search_memory_tool,
+        to_langchain_tools,
+    )
 
 # public name -> the module that defines it
 _EXPORTS = {
@@ -81,6 +89,12 @@ _EXPORTS = {
     "build_service": "agent_memory.entrypoints.bootstrap",
     "Settings": "agent_memory.entrypoints.settings",
     "load_settings": "agent_memory.entrypoints.settings",
+    "MemoryTool": "agent_memory.tools",
+    "MemoryToolError": "agent_memory.tools",
+    "create_manage_memory_tool": "agent_memory.tools",
+    "create_search_memory_tool": "agent_memory.tools",
+    "to_langchain_tools": "agent_memory.tools",
+    "MemoryStore": "agent_memory.langgraph",
 }
 
 __all__ = [
@@ -101,6 +115,9 @@ __all__ = [
     "ListStores",
     "Memory",
     "MemoryService",
+    "MemoryStore",
+    "MemoryTool",
+    "MemoryToolError",
     "MemoryView",
     "MoveMemory",
     "PruneMemories",
@@ -118,8 +135,11 @@ __all__ = [
     "UpdateMemory",
     "__version__",
     "build_service",
+    "create_manage_memory_tool",
+    "create_search_memory_tool",
     "dispatch",
     "load_settings",
+    "to_langchain_tools",
 ]
 
 

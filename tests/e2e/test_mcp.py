@@ -414,7 +414,6 @@ def test_categories_are_created_described_and_deleted(mcp: Mcp) -> None:
         ("search_memories", {"query": "x", "mode": "fuzzy"}, "INVALID_INPUT: mode"),
         ("manage_memory", {"action": "explode", "user_id": "u"}, "INVALID_INPUT: action"),
         ("search_memory", {"query": "x", "user_id": "u", "filter": {"colour": "red"}}, "INVALID_INPUT: Unknown filter"),
-        ("no_such_tool", {}, "Unknown tool"),
     ],
 )
 def test_bad_arguments_are_tool_errors_and_the_server_keeps_answering(

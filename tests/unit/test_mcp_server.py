@@ -10,7 +10,8 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp.types import CallToolResult
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, CallToolResult
 from returns.result import Failure
 from starlette.testclient import TestClient
 
@@ -73,6 +74,13 @@ def test_validation_failures_are_invalid_input_tool_errors(mcp: Server) -> None:
     text = mcp.text("move_memory", {"to": "a/b"}, error=True)
     assert text.startswith("INVALID_INPUT: from: Field required")
     assert "global" in mcp.text("search_memories", {"query": "q", "global": "maybe"}, error=True)
+
+
+def test_an_unknown_tool_is_a_json_rpc_invalid_params_error(mcp: Server) -> None:
+    with pytest.raises(MCPError) as raised:
+        mcp.call("list_store", {})
+    assert raised.value.error.code == INVALID_PARAMS
+    assert raised.value.error.message == "INVALID_INPUT: no tool is called 'list_store'; tools/list names every tool."
 
 
 def test_move_and_search_take_their_keyword_named_arguments(mcp: Server) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from mcp.types import INVALID_REQUEST, PARSE_ERROR
 
-from agent_memory.entrypoints.mcp.stdio import REFUSED_TOOL, rewrite
+from agent_memory.entrypoints.mcp.stdio import REFUSED_TOOL, protocol_error, rewrite
 
 
 @pytest.mark.parametrize(
@@ -43,3 +44,35 @@ def test_a_request_that_is_not_valid_json_rpc_is_answered_with_its_id(request_li
 def test_valid_messages_and_messages_without_an_id_go_through_unchanged(line: dict[str, object]) -> None:
     text = json.dumps(line) + "\n"
     assert rewrite(text) == text
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [
+        ("not json", PARSE_ERROR),
+        ('{"jsonrpc": "2.0", "id": 1, "method": "ping"', PARSE_ERROR),
+        ('[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]', INVALID_REQUEST),
+        ("[]", INVALID_REQUEST),
+        ('"ping"', INVALID_REQUEST),
+        ('{"jsonrpc": "2.0", "id": {"n": 1}, "method": "ping"}', INVALID_REQUEST),
+        ('{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}', INVALID_REQUEST),
+        ('{"jsonrpc": "2.0", "id": true, "method": "ping"}', INVALID_REQUEST),
+    ],
+)
+def test_a_line_with_no_readable_request_gets_the_json_rpc_error_with_id_null(line: str, code: int) -> None:
+    error = protocol_error(line + "\n")
+    assert error is not None and error.id is None and error.error.code == code
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "",
+        "   ",
+        '{"jsonrpc": "2.0", "id": 7, "method": "ping"}',
+        '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": 5}',  # answered through the refusal tool
+        '{"jsonrpc": "2.0", "id": null, "method": "ping"}',
+    ],
+)
+def test_blank_lines_requests_and_refused_requests_get_no_protocol_error(line: str) -> None:
+    assert protocol_error(line + "\n") is None
