@@ -140,7 +140,10 @@ def test_reranking_never_surfaces_a_filtered_deleted_or_expired_memory(service: 
     expired(service, exact, now - timedelta(seconds=1), **scope)
 
     def ids(limit: int, offset: int = 0, searcher: MemoryService = service) -> list[str]:
-        query = SearchMemories(query=question, limit=limit, offset=offset, min_confidence=0.0, **scope)  # type: ignore[arg-type]
+        # relevance judging off (decision 24): every candidate that passes the filters, related or not
+        query = SearchMemories(
+            query=question, limit=limit, offset=offset, min_confidence=0.0, min_similarity=0.0, **scope
+        )  # type: ignore[arg-type]
         return [hit.memory.id for hit in searcher.search(query).unwrap().results]
 
     everything = ids(20)
