@@ -20,6 +20,7 @@ from agent_memory.adapters.feeds.marks import FeedMarks
 from agent_memory.adapters.shared.disk import disk_hint
 from agent_memory.adapters.shared.ledger import Ledger, LedgerRecord
 from agent_memory.adapters.shared.private import PRIVATE_FILE, private_directory
+from agent_memory.adapters.shared.sqlite_file import is_damaged
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.results import in_turn
 
@@ -75,6 +76,7 @@ class ChangeFeed:
         self.ledger = ledger
         self.name = name
         self.kind = f"{name}-change"
+        self.path = path
         self.marks = FeedMarks(path)
         self._apply = apply
         self._threads = threading.Lock()
@@ -153,6 +155,24 @@ class ChangeFeed:
         )
 
     # --- reading ----------------------------------------------------------------------------
+
+    def read(
+        self,
+        store: str,
+        read: Callable[[], Result[T, DomainError]],
+        set_aside: Callable[[], Result[None, DomainError]],
+        *,
+        again: bool = True,
+    ) -> Result[T, DomainError]:
+        """Catch up, then `read` the cache; a damaged cache file is set aside (`set_aside`: the local index rebuilt
+        empty, which moves the file away with its watermarks), the whole feed replayed into a new one, and read again."""
+
+        def recover(error: DomainError) -> Result[T, DomainError]:
+            if error.code != ErrorCode.STORAGE_ERROR or not is_damaged(self.path):
+                return Failure(error)
+            return set_aside().bind(lambda _: self.catch_up(store)).bind(lambda _: read())
+
+        return self.catch_up(store, again=again).bind(lambda _: read()).lash(recover)
 
     def catch_up(self, store: str, *, again: bool = True) -> Result[None, DomainError]:
         """Apply every record this node has not: one read of two keys in the engine when nothing is new.

@@ -12,7 +12,6 @@ from returns.result import Failure, Result, Success
 
 from agent_memory.adapters.feeds.feed import REBUILD, Change, ChangeFeed, chunked
 from agent_memory.adapters.shared.ledger import Ledger
-from agent_memory.adapters.shared.sqlite_file import is_damaged
 from agent_memory.adapters.sqlite_parts import SqlitePartVectors
 from agent_memory.domain.errors import DomainError, ErrorCode
 
@@ -65,14 +64,8 @@ class FedPartVectors:
     def _read(
         self, store: str, read: Callable[[], Result[T, DomainError]], *, again: bool = True
     ) -> Result[T, DomainError]:
-        """Catch up, then read; a damaged file is set aside and replayed from the feed, then read again."""
-
-        def recover(error: DomainError) -> Result[T, DomainError]:
-            if error.code != ErrorCode.STORAGE_ERROR or not is_damaged(self.local.path):
-                return Failure(error)
-            return self.local.rebuild(store, {}).bind(lambda _: self.feed.catch_up(store)).bind(lambda _: read())
-
-        return self.feed.catch_up(store, again=again).bind(lambda _: read()).lash(recover)
+        """Catch up, then read (ChangeFeed.read: a damaged file is set aside and replayed from the feed)."""
+        return self.feed.read(store, read, lambda: self.local.rebuild(store, {}), again=again)
 
     def _forget(self, store: str, ids: Sequence[str]) -> Result[None, DomainError]:
         """A remove record only for the ids that have parts (most memories have none: no record, no round trip)."""
