@@ -11,6 +11,7 @@ from attrs import evolve
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agent_memory.adapters.clock import SystemClock
 from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog
 from agent_memory.domain.model import Memory
 from agent_memory.domain.service import MemoryService
@@ -76,6 +77,8 @@ def test_every_field_survives_export_and_import(tmp_path: Path, backend: str) ->
     first.import_memories([memory]).unwrap()
     _outlines, parsed = _records_from_jsonl(as_jsonl(first), None).unwrap()
     assert parsed == [memory]
-    fakes = MemoryService(catalog=InMemoryCatalog(embedder_name="hashing-bow"), embedder=HashingEmbedder())
+    fakes = MemoryService(
+        catalog=InMemoryCatalog(embedder_name="hashing-bow"), embedder=HashingEmbedder(), clock=SystemClock()
+    )
     fakes.import_memories(parsed).unwrap()
     assert fakes.export().unwrap() == [memory]
