@@ -18,7 +18,7 @@ from agent_memory.domain import commands as c
 from agent_memory.domain.model import Memory, stored_rule
 from agent_memory.domain.paths import MemoryPath
 from agent_memory.domain.service import MemoryService
-from tests.field_examples import every_field_set, fields_at_default
+from tests.field_examples import every_field_set, fields_at_default, non_default_example
 from tests.unit.conftest import T0
 
 GUARDS = {"store", "namespace"}  # an update's store and namespace say where to look, not what to change
@@ -76,3 +76,15 @@ def test_an_empty_update_names_what_it_could_change(service: MemoryService) -> N
     error = service.update(c.UpdateMemory(ref=made.id)).failure()
     assert error.message.startswith("Nothing to update: give content, tags, source, citations, expires_at")
     assert all(flag in error.message for flag in CLEARS)
+
+
+@attrs.frozen
+class _Odd:
+    """A model with a field of a type the examples have no rule for."""
+
+    ratio: complex = 0j
+
+
+def test_a_field_without_an_example_says_what_to_do() -> None:
+    with pytest.raises(AssertionError, match="give field ratio a non-default example"):
+        non_default_example(attrs.fields(_Odd).ratio)
