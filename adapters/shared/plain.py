@@ -18,9 +18,10 @@ from agent_memory.domain.paths import MemoryPath
 Plain = dict[str, Any]
 
 # The plain shape of a Memory: its fields in declaration order, `global_` spelled "global", tuples as lists,
-# the path and timestamps as text and an absent one (or an absent number) as "" (store metadata cannot hold null),
-# the decay policy as its value. Structuring is as strict as a hand-written reader: a value of the wrong type is a ValueError
-# or TypeError (never coerced), a missing required key a KeyError, and the Memory validators still run.
+# the path and timestamps as text and an absent one (or an absent number) as "" (store metadata cannot hold
+# null), numbers as numbers, the decay policy as its value. Structuring is as strict as a hand-written reader: a
+# value of the wrong type is a ValueError or TypeError (never coerced), a missing required key a KeyError, and
+# the Memory validators still run.
 
 
 def _text(raw: object, _type: object = str) -> str:

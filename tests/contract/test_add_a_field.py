@@ -9,6 +9,7 @@ package folder whose domain/, adapters/ and entrypoints/ link to the copy's. The
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -136,7 +137,6 @@ def test_a_field_added_to_model_and_commands_passes_the_field_and_contract_tests
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(site), str(copy)]),
         "PYTHONDONTWRITEBYTECODE": "1",
-        "HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "default"),
     }
     probe = (
         "import attrs, agent_memory.domain.model as m; print(m.__file__, hasattr(attrs.fields(m.Memory), 'priority'))"
@@ -152,4 +152,5 @@ def test_a_field_added_to_model_and_commands_passes_the_field_and_contract_tests
         timeout=300,
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
-    assert " passed" in run.stdout and " failed" not in run.stdout
+    passed = re.search(r"(\d+) passed", run.stdout)
+    assert passed is not None and int(passed.group(1)) >= 50, run.stdout[-2000:]  # the selection ran, not a part
