@@ -127,6 +127,40 @@ def _tuple(value: Iterable[str] | str) -> tuple[str, ...]:
     return tuple(value)
 
 
+# --- what storage and updates need to know of a field beyond its type ----------------------------------------
+
+
+@frozen
+class Stored:
+    """How a Memory field is kept and changed, beyond its type and default (attrs metadata under STORED).
+
+    Every backend's record, the file format, export/import and the contract suite's examples are derived from
+    `attrs.fields(Memory)`; this says the two things a type cannot. `optional_in_old_records`: records written
+    before the field existed have no value for it and read as its default (a field added after the first release
+    says so, or those records stop loading). `clear_with`: the UpdateMemory flag that resets the field to its
+    default, for a field whose empty value an update cannot give (None: an update sets it, or gives its empty
+    value, like tags=[]).
+    """
+
+    optional_in_old_records: bool = False
+    clear_with: str | None = None
+
+
+STORED = "stored"
+_ALWAYS_STORED = Stored()
+
+
+def stored(*, optional_in_old_records: bool = False, clear_with: str | None = None) -> dict[str, Stored]:
+    """A Memory field's metadata: `field(default=…, metadata=stored(optional_in_old_records=True))`."""
+    return {STORED: Stored(optional_in_old_records, clear_with)}
+
+
+def stored_rule(attribute: Any) -> Stored:
+    """What a Memory attribute's metadata says of its storage (the plain rule when it says nothing)."""
+    rule = attribute.metadata.get(STORED, _ALWAYS_STORED)
+    return rule if isinstance(rule, Stored) else _ALWAYS_STORED
+
+
 @frozen(kw_only=True)
 class Memory:
     """One memory. Confidence is not a field: it is computed on every read (domain.decay)."""
@@ -148,10 +182,10 @@ class Memory:
     citations: tuple[str, ...] = field(default=(), converter=_tuple, validator=_labels)
     # the conversation or session the caller wrote it in ("" = an independent memory): search lets only
     # memories of one thread (and one scope) lend each other context, as the turns of a dialogue do
-    thread: str = field(default="", validator=_label)
+    thread: str = field(default="", validator=_label, metadata=stored(optional_in_old_records=True))
     decay_policy: DecayPolicy = DecayPolicy.STABLE
     last_reinforced_at: datetime | None = field(default=None, validator=_aware)
-    expires_at: datetime | None = field(default=None, validator=_aware)
+    expires_at: datetime | None = field(default=None, validator=_aware, metadata=stored(clear_with="clear_expiry"))
     deleted: bool = False
     deleted_at: datetime | None = field(default=None, validator=_aware)
 

@@ -8,6 +8,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
+import attrs
 from attrs import evolve, frozen
 from returns.iterables import Fold
 from returns.result import Failure, Result, Success
@@ -25,7 +26,14 @@ from agent_memory.domain.commands import (
 from agent_memory.domain.context import Context, is_memory_id, optional_path
 from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input, not_found
 from agent_memory.domain.filters import MemoryFilter
-from agent_memory.domain.model import DecayPolicy, Memory, check_store_name, new_memory_id, parse_decay_policy
+from agent_memory.domain.model import (
+    DecayPolicy,
+    Memory,
+    check_store_name,
+    new_memory_id,
+    parse_decay_policy,
+    stored_rule,
+)
 from agent_memory.domain.paths import MemoryPath, parse_memory_path
 from agent_memory.domain.ports import PendingBatch, VectorStore
 from agent_memory.domain.progress import Count, embedded
@@ -33,7 +41,21 @@ from agent_memory.domain.results import in_turn, validated
 from agent_memory.domain.tenancy import Guard, new_memory_namespace, visible
 from agent_memory.domain.views import MemoryView, Progress, quiet
 
-SCOPE_AND_CONTENT = ("content", "tags", "source", "citations", "agent", "personality", "project", "type", "global_")
+# A command field that names a Memory field sets it as given, but for those read first (the store by name, the
+# namespace and path checked, the decay policy parsed, the time the memory's own) and the update's guards.
+_CREATE_READS = frozenset({"store", "namespace", "path", "global_", "decay_policy", "created_at"})
+_UPDATE_READS = frozenset({"store", "namespace", "decay_policy"})
+_MEMORY_FIELDS = attrs.fields(Memory)
+_CREATE_COPIES = tuple(
+    a.name for a in attrs.fields(CreateMemory) if hasattr(_MEMORY_FIELDS, a.name) and a.name not in _CREATE_READS
+)
+_UPDATE_SETS = tuple(
+    a.name for a in attrs.fields(UpdateMemory) if hasattr(_MEMORY_FIELDS, a.name) and a.name not in _UPDATE_READS
+)
+_SCOPE = frozenset({"agent", "personality", "project", "type", "global_"})  # named together in an empty update's error
+_UPDATE_CLEARS = {  # the Memory field each clearing flag of UpdateMemory resets to its default
+    flag: a for a in _MEMORY_FIELDS if (flag := stored_rule(a).clear_with) is not None
+}
 
 
 def create_memory(ctx: Context, command: CreateMemory) -> Result[MemoryView, DomainError]:
@@ -92,23 +114,14 @@ class Writing:
         return validated(
             lambda: Memory(
                 id=new_memory_id(),
-                content=command.content,
                 created_at=created,
                 updated_at=created,
                 store=check_store_name(command.store or self.ctx.policy.default_store),
                 namespace=namespace,
                 path=path,
-                agent=command.agent,
-                personality=command.personality,
-                project=command.project,
-                type=command.type,
                 global_=bool(command.global_),
-                tags=command.tags,
-                source=command.source,
-                citations=command.citations,
-                thread=command.thread,
                 decay_policy=parse_decay_policy(command.decay_policy),
-                expires_at=command.expires_at,
+                **{name: getattr(command, name) for name in _CREATE_COPIES},
             )
         )
 
@@ -378,23 +391,22 @@ def _path_since_taken(error: DomainError) -> DomainError:
 
 def _changes(command: UpdateMemory) -> Result[dict[str, Any], DomainError]:
     """The fields an update sets, checked: INVALID_INPUT for contradictory options or nothing to change."""
-    if command.expires_at is not None and command.clear_expiry:
-        return Failure(invalid_input("Give either expires_at or clear_expiry, not both."))
     fields: dict[str, Any] = {
-        name: getattr(command, name) for name in SCOPE_AND_CONTENT if getattr(command, name) is not None
+        name: getattr(command, name) for name in _UPDATE_SETS if getattr(command, name) is not None
     }
-    if command.expires_at is not None:
-        fields["expires_at"] = command.expires_at
-    if command.clear_expiry:
-        fields["expires_at"] = None
+    for flag, attribute in _UPDATE_CLEARS.items():
+        if getattr(command, flag, False):
+            if attribute.name in fields:
+                return Failure(invalid_input(f"Give either {attribute.name} or {flag}, not both."))
+            fields[attribute.name] = attribute.default
     raw_policy = command.decay_policy
     if raw_policy is not None:
         return validated(lambda: parse_decay_policy(raw_policy)).map(lambda policy: fields | {"decay_policy": policy})
     if not fields:
+        settable = [name for name in _UPDATE_SETS if name not in _SCOPE]
         return Failure(
             invalid_input(
-                "Nothing to update: give content, tags, source, citations, expires_at or clear_expiry "
-                "(or a scope field)."
+                f"Nothing to update: give {', '.join(settable)} or {' or '.join(_UPDATE_CLEARS)} (or a scope field)."
             )
         )
     return Success(fields)

@@ -8,12 +8,13 @@ from typing import Any
 
 from agent_memory.adapters.shared import prefixes
 from agent_memory.adapters.shared.boundary import Abort
+from agent_memory.adapters.shared.memory_fields import is_timestamp, memory_fields
 from agent_memory.adapters.shared.plain import memory_from_plain, plain_memory
 from agent_memory.adapters.shared.prefixes import NAMESPACE_JOIN, path_prefixes
 from agent_memory.adapters.shared.record_time import NEVER_EXPIRES_US, micros
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
-from agent_memory.domain.model import DecayPolicy, Memory
+from agent_memory.domain.model import DecayPolicy, Memory, stored_rule
 
 RECORD_KEY = "record"  # the JSON string holding every field no `where` needs
 RECORD_VERSION = 1
@@ -33,12 +34,15 @@ METADATA_KEYS = (
     *("namespace_prefixes", "path", "path_prefixes", "agent", "personality", "project", "type", "global", "tags"),
     *("decay_policy", "deleted", "expires_us", "anchor_us", RECORD_KEY),
 )
-# the plain memory's fields the JSON `record` holds, in its order (the id and content are the record's own)
-RECORD_FIELDS = (
-    *("store", "namespace", "tags", "source", "citations", "thread"),
-    *("created_at", "updated_at", "last_reinforced_at", "expires_at", "deleted_at"),
+# the plain memory's fields the JSON `record` holds: every field of a Memory but the record's own (id, content) and
+# the top-level keys `where` needs (tags is both), in declaration order with the timestamps last
+_TOP_LEVEL_ONLY = frozenset({"id", "content", *METADATA_KEYS} - {"tags"})
+_RECORD_ATTRIBUTES = sorted(
+    ((key, a) for key, a in memory_fields() if key not in _TOP_LEVEL_ONLY), key=lambda f: is_timestamp(f[1])
 )
-_OPTIONAL_RECORD_FIELDS = frozenset({"thread"})  # records written before threads have none
+RECORD_FIELDS = tuple(key for key, _ in _RECORD_ATTRIBUTES)
+# the fields records written before them do not have (they read as the field's default)
+_OPTIONAL_RECORD_FIELDS = frozenset(key for key, a in _RECORD_ATTRIBUTES if stored_rule(a).optional_in_old_records)
 
 
 def memory_metadata(memory: Memory) -> MetadataDict:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime
+from enum import Enum
 from typing import Any
 
 import attrs
@@ -32,6 +33,7 @@ from agent_memory.adapters.files.format import (
     format_timestamp,
     read_block,
 )
+from agent_memory.adapters.shared.memory_fields import is_timestamp, memory_fields
 from agent_memory.domain.errors import InvalidValue
 from agent_memory.domain.model import (
     DEFAULT_STORE,
@@ -54,18 +56,15 @@ class ParsedMemory:
 
 # --- keys ---------------------------------------------------------------------------------------
 
-_TIMESTAMP_KEYS = ("created_at", "updated_at", "last_reinforced_at", "expires_at", "deleted_at")
-_LABEL_KEYS = ("agent", "personality", "project", "type", "thread")
-_BOOL_KEYS = {"global": "global_", "deleted": "deleted"}
-_IGNORED_KEYS = frozenset({"store"})
-KNOWN_KEYS = frozenset(
-    {"id", "path", "tags", "source", "citations", "namespace", "decay_policy"}
-    | set(_TIMESTAMP_KEYS)
-    | set(_LABEL_KEYS)
-    | set(_BOOL_KEYS)
-    | _IGNORED_KEYS
-)
-_KEY_OF_ATTRIBUTE = {"global_": "global"}
+# A key per Memory field (its plain name: `global_` is `global`), but the content, which is the text after the
+# block. The leading keys are written first, in this order, for people; every other field follows in declaration
+# order when it differs from its default, and is read by its type (fields added later need no edit here).
+_LEADING_KEYS = ("id", "path", "created_at", "updated_at", "expires_at", "tags", "source", "citations")
+_FIELDS = tuple((key, a) for key, a in memory_fields() if key != "content")
+_OTHER_FIELDS = tuple((key, a) for key, a in _FIELDS if key not in _LEADING_KEYS and key != "store")
+_TIMESTAMP_KEYS = tuple(key for key, a in _FIELDS if is_timestamp(a))
+KNOWN_KEYS = frozenset(key for key, _ in _FIELDS)  # `store` among them: it is where the file lives, never read
+_KEY_OF_ATTRIBUTE = {a.name: key for key, a in memory_fields()}
 _CODE_OF_KEY = {
     "tags": FrontmatterErrorCode.INVALID_TAGS,
     "source": FrontmatterErrorCode.INVALID_SOURCE,
@@ -90,22 +89,22 @@ def _known_fields(memory: Memory) -> dict[str, object]:
     fields["tags"] = list(memory.tags)
     fields["source"] = memory.source
     fields["citations"] = list(memory.citations)
-    if memory.namespace:
-        fields["namespace"] = list(memory.namespace)
-    for key in _LABEL_KEYS:
-        if getattr(memory, key):
-            fields[key] = getattr(memory, key)
-    if memory.global_:
-        fields["global"] = True
-    if memory.decay_policy is not DecayPolicy.STABLE:
-        fields["decay_policy"] = memory.decay_policy.value
-    if memory.last_reinforced_at is not None:
-        fields["last_reinforced_at"] = UtcTimestamp(format_timestamp(memory.last_reinforced_at))
-    if memory.deleted:
-        fields["deleted"] = True
-    if memory.deleted_at is not None:
-        fields["deleted_at"] = UtcTimestamp(format_timestamp(memory.deleted_at))
+    for key, attribute in _OTHER_FIELDS:
+        value = getattr(memory, attribute.name)
+        if value != attribute.default:
+            fields[key] = _yaml_value(value)
     return fields
+
+
+def _yaml_value(value: object) -> object:
+    """A field's value as the block writes it: a timestamp in UTC with a Z, a list, an enum as its value."""
+    if isinstance(value, datetime):
+        return UtcTimestamp(format_timestamp(value))
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, Enum):
+        return value.value
+    return value
 
 
 def serialize_frontmatter(memory: Memory, extra: Mapping[str, object] | None = None) -> str:
@@ -271,19 +270,65 @@ def _memory_values(
         "store": store,
         "path": _location(data, path),
         **_times(data, default_time),
+        "expires_at": _optional_timestamp("expires_at", data.get("expires_at")),
         "tags": _strings("tags", data.get("tags"), "[python, testing]"),
         "source": _text("source", data.get("source")),
         "citations": _strings("citations", data.get("citations"), '["src/app.py:12", "https://example.com"]'),
-        "namespace": _checked("namespace", check_namespace, data.get("namespace")),
-        "decay_policy": _decay_policy(data.get("decay_policy")),
     }
-    for key in _LABEL_KEYS:
-        values[key] = _text(key, data.get(key))
-    for key, attribute in _BOOL_KEYS.items():
-        values[attribute] = _flag(key, data.get(key))
-    for key in ("last_reinforced_at", "expires_at", "deleted_at"):
-        values[key] = _optional_timestamp(key, data.get(key))
+    for key, attribute in _OTHER_FIELDS:  # a missing (or null) key is the field's default
+        raw = data.get(key)
+        values[attribute.name] = attribute.default if raw is None else _READERS[key](key, raw)
     return values
+
+
+def _whole(key: str, raw: object) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        raise _problem(key, f"`{key}` is {raw!r}, not a whole number: write it like `{key}: 3`.")
+    return raw
+
+
+def _real(key: str, raw: object) -> float:
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
+        raise _problem(key, f"`{key}` is {raw!r}, not a number: write it like `{key}: 0.5`.")
+    return float(raw)
+
+
+def _choice(kind: type[Enum]) -> Callable[[str, object], Enum]:
+    def read(key: str, raw: object) -> Enum:
+        try:
+            return kind(str(raw).strip().lower())
+        except ValueError:
+            names = ", ".join(str(member.value) for member in kind)
+            raise _problem(key, f"`{key}` is {raw!r}: use one of {names}.") from None
+
+    return read
+
+
+def _reader(key: str, attribute: attrs.Attribute[Any]) -> Callable[[str, object], Any]:
+    """How the value of a field's key is read, by the field's type (a few keys by their own rule)."""
+    if key == "namespace":
+        return lambda key, raw: _checked(key, check_namespace, raw)
+    if key == "decay_policy":
+        return lambda _key, raw: _decay_policy(raw)
+    kind = attribute.type
+    by_type: dict[object, Callable[[str, object], Any]] = {
+        str: _text,
+        bool: _flag,
+        datetime | None: _optional_timestamp,
+        tuple[str, ...]: lambda key, raw: _strings(key, raw, "[a, b]"),
+        int: _whole,
+        int | None: _whole,
+        float: _real,
+        float | None: _real,
+    }
+    if kind in by_type:
+        return by_type[kind]
+    if isinstance(kind, type) and issubclass(kind, Enum):
+        return _choice(kind)
+    raise TypeError(f"the file format has no reader for the Memory field {key!r} of type {kind}: add one here")
+
+
+_READERS = {key: _reader(key, attribute) for key, attribute in _OTHER_FIELDS}
 
 
 def _decay_policy(raw: object) -> DecayPolicy:
@@ -298,7 +343,7 @@ def _failing_key(values: Mapping[str, Any]) -> str | None:
         try:
             attribute.validator(None, attribute, values[attribute.name])
         except InvalidValue:
-            return _KEY_OF_ATTRIBUTE.get(attribute.name, attribute.name)
+            return _KEY_OF_ATTRIBUTE[attribute.name]
     return None
 
 

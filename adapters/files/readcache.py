@@ -18,21 +18,21 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import attrs
 from attrs import define, field
 
 from agent_memory.adapters.shared.durable import write_atomically
+from agent_memory.adapters.shared.memory_fields import is_timestamp, memory_fields
 from agent_memory.domain.errors import InvalidValue
 from agent_memory.domain.model import DecayPolicy, Memory
 from agent_memory.domain.paths import MemoryPath, memory_path
 
 CACHE_FILE = ".read-cache"
 FORMAT = 1  # bump when reading a file could give a different memory (the parser's rules changed)
-_TIMESTAMPS = frozenset({"created_at", "updated_at", "last_reinforced_at", "expires_at", "deleted_at"})
-_LISTS = frozenset({"namespace", "tags", "citations"})
-_FLAGS = frozenset({"global_", "deleted"})
 _NOT_KEPT = frozenset({"content", "store"})  # the content is the file's tail; the store is where it lies
-_FIELDS = tuple(a.name for a in attrs.fields(Memory) if a.name not in _NOT_KEPT)
+_FIELDS = tuple(a.name for _, a in memory_fields() if a.name not in _NOT_KEPT)
+_TIMESTAMPS = frozenset(a.name for _, a in memory_fields() if is_timestamp(a))
+_LISTS = frozenset(a.name for _, a in memory_fields() if a.type == tuple[str, ...])
+_FLAGS = frozenset(a.name for _, a in memory_fields() if a.type is bool)
 
 Entry = tuple[str, dict[str, Any]]  # the file's digest, and its memory's fields
 

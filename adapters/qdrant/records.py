@@ -9,6 +9,7 @@ from typing import Any
 from qdrant_client import models
 
 from agent_memory.adapters.shared.boundary import Abort
+from agent_memory.adapters.shared.memory_fields import is_timestamp, memory_fields
 from agent_memory.adapters.shared.plain import memory_from_plain, plain_memory
 from agent_memory.adapters.shared.prefixes import NAMESPACE_JOIN, namespace_prefixes, path_prefixes
 from agent_memory.adapters.shared.record_time import NEVER_EXPIRES_US, micros
@@ -40,13 +41,18 @@ INTEGER_FIELDS = ("created_us", "anchor_us", "expires_us")
 # --- Memory <-> Qdrant point ------------------------------------------------------------------
 
 
-# the payload's keys in the order they are written: the plain memory's (all but the id, the point's own) and the
-# derived keys filters match on, each beside the field it comes from
+# the keys derived from a field, written right after it, and those written after every field (the moments as numbers)
+_DERIVED_AFTER = {"namespace": ("namespace_prefixes",), "path": ("path_prefixes",)}
+_DERIVED_LAST = ("created_us", "anchor_us", "expires_us")
+# the payload's keys in the order they are written: the plain memory's (all but the id, the point's own) in declaration
+# order with the timestamps last, each followed by the keys derived from it, then the moments filters compare
 PAYLOAD_KEYS = (
-    *("content", "store", "namespace", "namespace_prefixes", "path", "path_prefixes"),
-    *("agent", "personality", "project", "type", "global", "tags", "source", "citations", "thread", "decay_policy"),
-    *("created_at", "updated_at", "last_reinforced_at", "expires_at", "deleted", "deleted_at"),
-    *("created_us", "anchor_us", "expires_us"),
+    *(
+        written
+        for key, _ in sorted((f for f in memory_fields() if f[0] != "id"), key=lambda f: is_timestamp(f[1]))
+        for written in (key, *_DERIVED_AFTER.get(key, ()))
+    ),
+    *_DERIVED_LAST,
 )
 
 

@@ -10,6 +10,7 @@ from cattrs import Converter
 from cattrs.errors import BaseValidationError
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from agent_memory.adapters.shared.memory_fields import RENAMED
 from agent_memory.adapters.shared.record_time import iso, parse_iso, required_iso
 from agent_memory.domain.model import DecayPolicy, Memory
 from agent_memory.domain.paths import MemoryPath
@@ -17,9 +18,10 @@ from agent_memory.domain.paths import MemoryPath
 Plain = dict[str, Any]
 
 # The plain shape of a Memory: its fields in declaration order, `global_` spelled "global", tuples as lists,
-# the path and timestamps as text and an absent one as "" (store metadata cannot hold null), the decay policy
-# as its value. Structuring is as strict as a hand-written reader: a value of the wrong type is a ValueError
-# or TypeError (never coerced), a missing required key a KeyError, and the Memory validators still run.
+# the path and timestamps as text and an absent one (or an absent number) as "" (store metadata cannot hold
+# null), numbers as numbers, the decay policy as its value. Structuring is as strict as a hand-written reader: a
+# value of the wrong type is a ValueError or TypeError (never coerced), a missing required key a KeyError, and
+# the Memory validators still run.
 
 
 def _text(raw: object, _type: object = str) -> str:
@@ -54,6 +56,27 @@ def _is_optional(wanted: type) -> Any:
     return lambda candidate: candidate == wanted | None
 
 
+def _whole(raw: object, _type: object = int) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        raise TypeError(f"expected a whole number, got {raw!r:.80}")
+    return raw
+
+
+def _real(raw: object, _type: object = float) -> float:
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
+        raise TypeError(f"expected a number, got {raw!r:.80}")
+    return float(raw)
+
+
+def _absent_as_text(value: object) -> object:
+    """An optional number as stored: itself, or "" for none (as an absent path or timestamp)."""
+    return "" if value is None else value
+
+
+def _or_absent(read: Any) -> Any:
+    return lambda raw, _type: None if raw == "" else read(raw)
+
+
 def register_memory_shape(converter: Converter) -> Converter:
     """What every Memory format shares: tuples as lists, the decay policy as its value, `global_` spelled "global".
 
@@ -62,12 +85,9 @@ def register_memory_shape(converter: Converter) -> Converter:
     converter.register_unstructure_hook(tuple, list)
     converter.register_unstructure_hook(DecayPolicy, lambda policy: policy.value)
     converter.register_structure_hook(DecayPolicy, lambda raw, _t: DecayPolicy(raw))
-    converter.register_unstructure_hook(
-        Memory, make_dict_unstructure_fn(Memory, converter, global_=override(rename="global"))
-    )
-    converter.register_structure_hook(
-        Memory, make_dict_structure_fn(Memory, converter, global_=override(rename="global"))
-    )
+    renames: dict[str, Any] = {name: override(rename=key) for name, key in RENAMED.items()}
+    converter.register_unstructure_hook(Memory, make_dict_unstructure_fn(Memory, converter, **renames))
+    converter.register_structure_hook(Memory, make_dict_structure_fn(Memory, converter, **renames))
     return converter
 
 
@@ -83,6 +103,10 @@ def make_converter() -> Converter:
     converter.register_structure_hook(str, _text)
     converter.register_structure_hook(bool, _flag)
     converter.register_structure_hook_func(lambda candidate: candidate == tuple[str, ...], _strings)
+    for number, read in ((int, _whole), (float, _real)):  # numbers are never coerced: not from text, not from bools
+        converter.register_structure_hook(number, read)
+        converter.register_unstructure_hook_func(_is_optional(number), _absent_as_text)
+        converter.register_structure_hook_func(_is_optional(number), _or_absent(read))
     return register_memory_shape(converter)
 
 

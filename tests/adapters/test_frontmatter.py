@@ -14,8 +14,9 @@ from returns.result import Failure, Success
 from agent_memory.adapters.files.format import FrontmatterError, FrontmatterErrorCode, to_domain_error
 from agent_memory.adapters.files.frontmatter import KNOWN_KEYS, ParsedMemory, parse_frontmatter, serialize_frontmatter
 from agent_memory.domain.errors import ErrorCode
-from agent_memory.domain.model import DecayPolicy, Memory
+from agent_memory.domain.model import Memory
 from agent_memory.domain.paths import MemoryPath
+from tests import field_examples
 
 ID = "3f2b6a2e-0d8e-4a8b-9c1e-1a2b3c4d5e6f"
 T0 = datetime(2026, 11, 22, 4, 13, 35, tzinfo=UTC)
@@ -76,30 +77,17 @@ yaml_values = st.recursive(
 extras = st.dictionaries(st.text(max_size=12).filter(lambda k: k not in KNOWN_KEYS), yaml_values, max_size=4)
 
 
-@st.composite
-def memories(draw: st.DrawFn) -> Memory:
-    return Memory(
-        id=str(draw(st.uuids(version=4))),
-        content=draw(contents),
-        created_at=draw(utc_datetimes),
-        updated_at=draw(utc_datetimes),
-        store=draw(stores),
-        namespace=tuple(draw(st.lists(namespace_labels, max_size=3))),
-        path=draw(paths),
-        agent=draw(label_or_empty),
-        personality=draw(label_or_empty),
-        project=draw(label_or_empty),
-        type=draw(label_or_empty),
-        global_=draw(st.booleans()),
-        tags=tuple(draw(st.lists(labels, max_size=4))),
-        source=draw(label_or_empty),
-        citations=tuple(draw(st.lists(labels, max_size=3))),
-        thread=draw(label_or_empty),
-        decay_policy=draw(st.sampled_from(DecayPolicy)),
-        last_reinforced_at=draw(st.none() | utc_datetimes),
-        expires_at=draw(st.none() | utc_datetimes),
-        deleted=draw(st.booleans()),
-        deleted_at=draw(st.none() | utc_datetimes),
+def memories() -> st.SearchStrategy[Memory]:
+    """Every field drawn (tests/field_examples.py), with contents and labels that test the block's syntax."""
+    return field_examples.memories(
+        content=contents,
+        created_at=utc_datetimes,
+        updated_at=utc_datetimes,
+        store=stores,
+        path=paths,
+        **{name: label_or_empty for name in ("agent", "personality", "project", "type", "source", "thread")},
+        tags=st.lists(labels, max_size=4).map(tuple),
+        citations=st.lists(labels, max_size=3).map(tuple),
     )
 
 

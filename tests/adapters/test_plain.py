@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from attrs import frozen
 
-from agent_memory.adapters.shared.plain import memory_from_plain, plain_memory
+from agent_memory.adapters.shared.plain import make_converter, memory_from_plain, plain_memory
 from tests.contract.vector_store_contract import full_memory
 
 
@@ -50,3 +51,36 @@ def test_a_missing_required_key_is_a_key_error() -> None:
     del plain["created_at"]
     with pytest.raises(KeyError):
         memory_from_plain(plain)
+
+
+@frozen(kw_only=True)
+class Numbers:
+    """Stand-ins for number fields a Memory may gain: the shared rule covers them before any field exists."""
+
+    count: int = 0
+    priority: int | None = None
+    weight: float | None = None
+
+
+NUMBERS = make_converter()
+
+
+@pytest.mark.parametrize(
+    ("value", "plain"),
+    [
+        (Numbers(), {"count": 0, "priority": "", "weight": ""}),
+        (Numbers(count=-3, priority=7, weight=0.25), {"count": -3, "priority": 7, "weight": 0.25}),
+        (Numbers(priority=0, weight=0.0), {"count": 0, "priority": 0, "weight": 0.0}),
+    ],
+)
+def test_an_optional_number_is_itself_or_empty_text(value: Numbers, plain: dict[str, object]) -> None:
+    assert NUMBERS.unstructure(value) == plain
+    assert NUMBERS.structure(plain, Numbers) == value
+
+
+@pytest.mark.parametrize(
+    "raw", [{"priority": "7"}, {"priority": True}, {"priority": 1.5}, {"count": None}, {"weight": "x"}]
+)
+def test_a_number_is_never_coerced(raw: dict[str, object]) -> None:
+    with pytest.raises(TypeError):
+        NUMBERS.structure(raw, Numbers)

@@ -24,6 +24,8 @@ from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import DecayPolicy, Memory
 from agent_memory.domain.paths import CategoryPath, MemoryPath
 from agent_memory.domain.ports import CategoryRegistry, StoreCatalog, VectorStore
+from tests import field_examples
+from tests.field_examples import every_field_set, fields_at_default
 
 DIM = 8
 MODEL = "contract-embedder"
@@ -80,32 +82,34 @@ def path_of(raw: str | None) -> MemoryPath | None:
     return None if raw is None else MemoryPath(tuple(raw.split("/")))
 
 
+# every field of full_memory: these values (tricky text, microseconds, unicode labels), and a derived example for any
+# field they leave out (tests/field_examples.py), so a field added to Memory is in every round trip below
+_FULL_VALUES: dict[str, object] = {
+    "id": "6f1c1f0e-3b8e-4d7a-9d43-2b1e5c0a7f10",
+    "content": "  Ünïcödé content — 日本語, emoji 🧠, quotes \" ' and a newline\nsecond line  ",
+    "created_at": datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC),
+    "updated_at": datetime(2024, 5, 7, 7, 8, 9, 654321, tzinfo=UTC),
+    "store": "default",
+    "namespace": ("user", "u-123", "é"),
+    "path": MemoryPath(("projects", "agent-memory", "design")),
+    "agent": "agent-1",
+    "personality": "concise",
+    "project": "agent-memory",
+    "type": "preference",
+    "tags": ("python", "日本", "with space"),
+    "source": "chat:2024-05-06",
+    "citations": ("https://example.org/a", "doc 2, page 3"),
+    "thread": "chat 2024-05-06 #7",
+    "decay_policy": DecayPolicy.REINFORCEABLE,
+    "last_reinforced_at": datetime(2024, 6, 1, 0, 0, 0, 1, tzinfo=UTC),
+    "expires_at": datetime(2030, 1, 1, 23, 59, 59, 999999, tzinfo=UTC),
+    "deleted_at": datetime(2024, 6, 2, 3, 4, 5, 600000, tzinfo=UTC),
+}
+
+
 def full_memory(**changes: object) -> Memory:
-    """A memory with every field set to something other than its default."""
-    memory = Memory(
-        id="6f1c1f0e-3b8e-4d7a-9d43-2b1e5c0a7f10",
-        content="  Ünïcödé content — 日本語, emoji 🧠, quotes \" ' and a newline\nsecond line  ",
-        created_at=datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC),
-        updated_at=datetime(2024, 5, 7, 7, 8, 9, 654321, tzinfo=UTC),
-        store="default",
-        namespace=("user", "u-123", "é"),
-        path=MemoryPath(("projects", "agent-memory", "design")),
-        agent="agent-1",
-        personality="concise",
-        project="agent-memory",
-        type="preference",
-        global_=True,
-        tags=("python", "日本", "with space"),
-        source="chat:2024-05-06",
-        citations=("https://example.org/a", "doc 2, page 3"),
-        thread="chat 2024-05-06 #7",
-        decay_policy=DecayPolicy.REINFORCEABLE,
-        last_reinforced_at=datetime(2024, 6, 1, 0, 0, 0, 1, tzinfo=UTC),
-        expires_at=datetime(2030, 1, 1, 23, 59, 59, 999999, tzinfo=UTC),
-        deleted=True,
-        deleted_at=datetime(2024, 6, 2, 3, 4, 5, 600000, tzinfo=UTC),
-    )
-    return evolve(memory, **changes)  # type: ignore[arg-type]
+    """A memory with every field set to something other than its default, but its store (the contract's "default")."""
+    return evolve(every_field_set(_FULL_VALUES), **changes)  # type: ignore[arg-type]
 
 
 def sample(count: int = 40, *, seed: int = 20250301, store: str = "default") -> list[tuple[Memory, list[float]]]:
@@ -234,44 +238,7 @@ def filters_strategy(pairs: Sequence[tuple[Memory, list[float]]]) -> st.SearchSt
     )
 
 
-_label_text = st.text(
-    alphabet=st.characters(codec="utf-8", min_codepoint=32, max_codepoint=0x2FFFF),  # utf-8: no surrogates
-    min_size=1,
-    max_size=12,
-).filter(lambda s: bool(s.strip()))
-_namespace_label = _label_text.filter(lambda s: "/" not in s)  # domain.model.check_namespace forbids "/"
-_slug = st.from_regex(r"[a-z0-9]{1,6}(-[a-z0-9]{1,6}){0,2}", fullmatch=True)
-_moment = st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC))
-
-
-def _memory_from(draw: st.DrawFn) -> Memory:
-    deleted = draw(st.booleans())
-    path_segments = draw(st.none() | st.lists(_slug, min_size=2, max_size=4))
-    return Memory(
-        id=str(draw(st.uuids(version=4))),
-        content=draw(st.text(min_size=1, max_size=80).filter(lambda s: bool(s.strip()))),
-        created_at=draw(_moment),
-        updated_at=draw(_moment),
-        namespace=tuple(draw(st.lists(_namespace_label, max_size=3))),
-        path=None if path_segments is None else MemoryPath(tuple(path_segments)),
-        agent=draw(st.just("") | _label_text),
-        personality=draw(st.just("") | _label_text),
-        project=draw(st.just("") | _label_text),
-        type=draw(st.just("") | _label_text),
-        global_=draw(st.booleans()),
-        tags=tuple(draw(st.lists(_label_text, max_size=4))),
-        source=draw(st.just("") | _label_text),
-        citations=tuple(draw(st.lists(_label_text, max_size=3))),
-        thread=draw(st.just("") | _label_text),
-        decay_policy=draw(st.sampled_from(POLICIES)),
-        last_reinforced_at=draw(st.none() | _moment),
-        expires_at=draw(st.none() | _moment),
-        deleted=deleted,
-        deleted_at=draw(st.none() | _moment) if deleted else None,
-    )
-
-
-memories_strategy = st.composite(_memory_from)()
+memories_strategy = field_examples.memories()  # every field drawn, derived from attrs.fields(Memory)
 
 
 # --- checks -----------------------------------------------------------------------------------
@@ -425,8 +392,21 @@ class VectorStoreContract:
 
     # --- add / get
 
-    def test_every_field_round_trips(self, store: VectorStore) -> None:
+    def test_every_field_round_trips(self, catalog: StoreCatalog) -> None:
+        """Each field of Memory set to something other than its default (derived, so a new field is in it) comes
+        back as written, after a reopen, and after a metadata update changes every field an update can."""
+        memory = every_field_set()
+        assert fields_at_default(memory) == []
+        ok(ok(catalog.open(memory.store, create=True)).add([memory], [axis(2)]))
+        reopened = ok(self.reopen(catalog).open(memory.store, create=False))
+        assert ok(reopened.get([memory.id])) == [memory]
+        changed = full_memory(id=memory.id, store=memory.store, path=memory.path)
+        ok(reopened.update_metadata([changed]))
+        assert ok(reopened.get([memory.id])) == [changed]
+
+    def test_the_full_memory_round_trips(self, store: VectorStore) -> None:
         memory = full_memory()
+        assert fields_at_default(memory) == ["store"]
         ok(store.add([memory], [axis(2)]))
         assert ok(store.get([memory.id])) == [memory]
 
