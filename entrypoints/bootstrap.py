@@ -29,10 +29,11 @@ if TYPE_CHECKING:
 
 
 def build_embedder(settings: Settings) -> Result[Embedder, DomainError]:
-    """The configured local embedder; its model loads on first use, not here."""
+    """The configured local embedder; its model loads on first use, not here (a model directory's check verdict is
+    kept in the data directory's cache, so it runs once per machine)."""
     from agent_memory.adapters.onnx_embedder import make_embedder
 
-    return make_embedder(settings.embedder)
+    return make_embedder(settings.embedder, verdicts=settings.data_dir / "cache" / "model-checks")
 
 
 def _chroma(settings: Settings, embedder: Embedder, *, path: Path) -> StoreCatalog:
