@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import json
 import os
 import platform
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -67,8 +67,9 @@ PAIR_MARGIN = 0.1  # a paraphrase's cosine to its question must exceed the unrel
 BATCH_AGREEMENT = 0.9  # cosine of a text's vector alone and inside a padded batch
 REFERENCE_AGREEMENT = 0.9  # cosine of a text's vector and the one the directory records (the fp32 graph's)
 REMEDY = (
-    "use the directory's fp32 graph (model_dir.py --onnx …-fp32.onnx), quantise it again with bench/models' "
-    'scripts (reduce_range: portable to every x86-64 CPU), or go back to the shipped model (embedder = "minilm")'
+    "put the fp32 graph it was quantised from in its place, quantise that again with 7-bit weights (reduce_range=True, "
+    'as bench/models\' scripts do) or as S8S8 QDQ, or go back to the shipped model (embedder = "minilm"); see '
+    "docs/configuration.md"
 )
 
 
@@ -105,17 +106,27 @@ def _refusal(directory: Path, message: str) -> DomainError:
     )
 
 
-def read_reference(directory: Path) -> Result[tuple[Reference, bytes], DomainError]:
-    """The directory's reference.json (the generic pairs without vectors when it has none) and its bytes, or an
-    INVALID_INPUT error saying what to fix."""
+def read_reference(directory: Path) -> Result[bytes, DomainError]:
+    """The bytes of the directory's reference.json (b"" when it has none), unparsed: they are part of the verdict's
+    key, and only a check parses them."""
     path = directory / REFERENCE_FILE
     if not path.is_file():
-        return Success((Reference(), b""))
+        return Success(b"")
+    try:
+        return Success(path.read_bytes())
+    except OSError as error:
+        return Failure(_refusal(directory, f"has an unreadable {REFERENCE_FILE} ({error}): check its permissions"))
+
+
+def parse_reference(directory: Path, raw_bytes: bytes) -> Result[Reference, DomainError]:
+    """The reference data in `raw_bytes` (the generic pairs without vectors when empty), or an INVALID_INPUT error
+    saying what to fix."""
+    if not raw_bytes:
+        return Success(Reference())
     fix = f"has a bad {REFERENCE_FILE}: write it with bench/models/model_dir.py --reference-onnx, or delete it"
     try:
-        raw_bytes = path.read_bytes()
         raw = json.loads(raw_bytes)
-    except (OSError, ValueError) as error:
+    except ValueError as error:
         return Failure(_refusal(directory, f"{fix} ({type(error).__name__}: {error})"))
     if not isinstance(raw, dict):
         return Failure(_refusal(directory, fix))
@@ -138,7 +149,7 @@ def read_reference(directory: Path) -> Result[tuple[Reference, bytes], DomainErr
         texts=tuple(texts),
         vectors=tuple(tuple(float(x) for x in v) for v in vectors),
     )
-    return Success((reference, raw_bytes))
+    return Success(reference)
 
 
 def _unit(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
@@ -222,15 +233,19 @@ def cpu_flags() -> str:
                     flags = " ".join(sorted(line.partition(":")[2].split()))
                     break
     except OSError:
-        flags = ""  # not Linux: the processor's name stands in
-    return f"{platform.system()} {platform.machine()} {platform.processor()} {flags}"
+        flags = ""
+    # not Linux: the processor's name stands in (platform.processor() may run a program: only when needed)
+    return f"{platform.system()} {platform.machine()} {flags or platform.processor()}"
 
 
 def _runtime_version() -> str:
-    try:
-        return metadata.version("onnxruntime")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    """onnxruntime's installed distribution (e.g. onnxruntime-1.32.0), found without importing it or
+    importlib.metadata (each costs more than the rest of a cached verdict's lookup)."""
+    spec = importlib.util.find_spec("onnxruntime")
+    if spec is None or spec.origin is None:
+        return "no onnxruntime"
+    found = sorted(path.name for path in Path(spec.origin).parent.parent.glob("onnxruntime*.dist-info"))
+    return " ".join(found) or spec.origin
 
 
 class VerdictCache:
@@ -290,29 +305,23 @@ class Vetting:
         self.model_name = model_name
         self.cache = VerdictCache(verdicts) if verdicts is not None else None
         self.verdict: Verdict | None = None
-        self._prepared: tuple[Reference, str] | None = None  # the reference data and the cache key
 
-    def _reference(self) -> Result[tuple[Reference, str], DomainError]:
-        if self._prepared is not None:
-            return Success(self._prepared)
-
-        def keyed(found: tuple[Reference, bytes]) -> tuple[Reference, str]:
-            self._prepared = (found[0], VerdictCache.key(self.directory, self.model_name, found[1]))
-            return self._prepared
-
-        return read_reference(self.directory).map(keyed)
+    def _keyed(self) -> Result[tuple[str, bytes], DomainError]:
+        return read_reference(self.directory).map(
+            lambda raw: (VerdictCache.key(self.directory, self.model_name, raw), raw)
+        )
 
     def recall(self) -> Result[Verdict | None, DomainError]:
         """The verdict already settled or kept in the folder; None when the check has not run on this machine."""
         if self.verdict is not None or self.cache is None:
-            return self._reference().map(lambda _: self.verdict)
+            return Success(self.verdict)
         cache = self.cache
 
-        def recalled(prepared: tuple[Reference, str]) -> Verdict | None:
-            self.verdict = cache.recall(prepared[1])
+        def recalled(found: tuple[str, bytes]) -> Verdict | None:
+            self.verdict = cache.recall(found[0])
             return self.verdict
 
-        return self._reference().map(recalled)
+        return self._keyed().map(recalled)
 
     def judge(self, embed: EmbedBatch, *, query_prefix: str, document_prefix: str) -> Result[Verdict, DomainError]:
         """The verdict: recalled, or the check run through `embed` (the model's own errors propagate) and kept."""
@@ -320,19 +329,23 @@ class Vetting:
             lambda verdict: (
                 Success(verdict)
                 if verdict is not None
-                else self._reference().map(lambda prepared: self._run(prepared, embed, query_prefix, document_prefix))
+                else self._keyed().bind(lambda found: self._run(found, embed, query_prefix, document_prefix))
             )
         )
 
     def _run(
-        self, prepared: tuple[Reference, str], embed: EmbedBatch, query_prefix: str, document_prefix: str
-    ) -> Verdict:
-        reference, key = prepared
-        verdict = run_check(embed, reference, query_prefix=query_prefix, document_prefix=document_prefix)
-        if self.cache is not None:
-            self.cache.record(key, verdict, directory=self.directory, model_name=self.model_name)
-        self.verdict = verdict
-        return verdict
+        self, found: tuple[str, bytes], embed: EmbedBatch, query_prefix: str, document_prefix: str
+    ) -> Result[Verdict, DomainError]:
+        key, raw = found
+
+        def checked(reference: Reference) -> Verdict:
+            verdict = run_check(embed, reference, query_prefix=query_prefix, document_prefix=document_prefix)
+            if self.cache is not None:
+                self.cache.record(key, verdict, directory=self.directory, model_name=self.model_name)
+            self.verdict = verdict
+            return verdict
+
+        return parse_reference(self.directory, raw).map(checked)
 
     def refusal(self, verdict: Verdict) -> DomainError:
         return refused(self.directory, verdict)

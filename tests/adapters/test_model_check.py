@@ -11,7 +11,7 @@ import pytest
 from returns.result import Failure, Success
 
 from agent_memory.adapters import model_check
-from agent_memory.adapters.model_check import REFERENCE_FILE, VerdictCache, read_reference, reference_texts
+from agent_memory.adapters.model_check import REFERENCE_FILE, VerdictCache, parse_reference, reference_texts
 from agent_memory.adapters.model_directory import SHIPPED_DIRECTORY, read_model_directory
 from agent_memory.adapters.onnx_embedder import OnnxEmbedder, make_embedder
 from agent_memory.domain.errors import ErrorCode
@@ -54,8 +54,7 @@ def shipped_reference() -> dict[str, object]:
     ],
 )
 def test_a_bad_reference_json_says_what_to_fix(tmp_path: Path, content: str, said: str) -> None:
-    (tmp_path / REFERENCE_FILE).write_text(content, encoding="utf-8")
-    found = read_reference(tmp_path)
+    found = parse_reference(tmp_path, content.encode())
     assert isinstance(found, Failure) and found.failure().code is ErrorCode.INVALID_INPUT
     assert said in found.failure().message and "model_dir.py --reference-onnx" in found.failure().message
 
