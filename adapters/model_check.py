@@ -171,7 +171,10 @@ def run_check(embed: EmbedBatch, reference: Reference, *, query_prefix: str = ""
             documents.append(text)
     alone = _unit(np.vstack([embed([document_prefix + text]) for text in documents]))
     row = {text: at for at, text in enumerate(documents)}
-    questions = _unit(np.vstack([embed([query_prefix + question]) for question, _, _ in reference.pairs]))
+    if query_prefix == document_prefix:  # a symmetric model: a question's query vector is its document vector
+        questions = alone[[row[question] for question, _, _ in reference.pairs]]
+    else:
+        questions = _unit(np.vstack([embed([query_prefix + question]) for question, _, _ in reference.pairs]))
     margins = [
         float(questions[at] @ alone[row[paraphrase]] - questions[at] @ alone[row[unrelated]])
         for at, (_, paraphrase, unrelated) in enumerate(reference.pairs)

@@ -5,8 +5,8 @@
 For each model directory: the check's own time (Verdict.milliseconds, each round with an empty verdict folder),
 the first load with the check against a load with the verdict cached, and the cache lookup alone (the key: CPU flags,
 onnxruntime version, reference data hashed; then one small file read), which is all a later process adds. With
---cli, `memory search` in-process (MEMORY_SERVER=off) with the directory whose verdict is cached beside the same
-call with the shipped model, medians of --repeat calls. Prints JSON.
+--cli, `memory search` in-process (MEMORY_SERVER=off) with the directory whose verdict is cached and the same call
+with the shipped model, interleaved, medians of --repeat rounds. Prints JSON.
 """
 
 from __future__ import annotations
@@ -56,25 +56,45 @@ def _lookup_ms(directory: Path, name: str, verdicts: Path, repeat: int) -> float
     return statistics.median(runs) * 1000
 
 
-def _cli_s(model: str, data: Path, repeat: int) -> float:
-    env = {
+def _cli_env(model: str, home: Path) -> dict[str, str]:
+    (home / "none.toml").touch()
+    return {
         "PATH": os.environ.get("PATH", ""),
-        "HOME": str(data),
-        "MEMORY_CONFIG": str(data / "none.toml"),
-        "MEMORY_DATA_DIR": str(data / "data"),
+        "HOME": str(home),
+        "MEMORY_CONFIG": str(home / "none.toml"),
+        "MEMORY_DATA_DIR": str(home / "data"),
         "MEMORY_SERVER": "off",
         "MEMORY_EMBEDDER": model,
         "ANONYMIZED_TELEMETRY": "False",
     }
-    (data / "none.toml").touch()
-    runs = []
-    for _ in range(repeat + 1):  # the first call creates the store (and checks the model once)
-        start = time.perf_counter()
-        done = subprocess.run([str(MEMORY), "search", "dark mode"], env=env, capture_output=True, check=False)
-        runs.append(time.perf_counter() - start)
-        if done.returncode != 0:
-            raise SystemExit(f"memory search with {model} failed: {done.stderr.decode()}")
-    return statistics.median(runs[1:])
+
+
+def _search_s(env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    done = subprocess.run([str(MEMORY), "search", "dark mode"], env=env, capture_output=True, check=False)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"memory search with {env['MEMORY_EMBEDDER']} failed: {done.stderr.decode()}")
+    return elapsed
+
+
+def _cli_s(directory: Path, repeat: int) -> dict[str, float]:
+    """`memory search` with the directory (its verdict kept) and with the shipped model, interleaved round by round
+    (a loaded machine's noise lands on both); the first call of each (the store made, the check run) is left out."""
+    with tempfile.TemporaryDirectory(prefix="model-check-cli-") as folder:
+        for name in ("directory", "shipped"):
+            (Path(folder) / name).mkdir()
+        envs = {
+            "directory": _cli_env(str(directory), Path(folder) / "directory"),
+            "shipped": _cli_env("minilm", Path(folder) / "shipped"),
+        }
+        runs: dict[str, list[float]] = {name: [] for name in envs}
+        for env in envs.values():
+            _search_s(env)
+        for _ in range(repeat):
+            for name, env in envs.items():
+                runs[name].append(_search_s(env))
+    return {f"cli_search_{name}_s": round(statistics.median(times), 3) for name, times in runs.items()}
 
 
 def measure(directory: Path, repeat: int, cli: bool) -> dict[str, Any]:
@@ -102,10 +122,7 @@ def measure(directory: Path, repeat: int, cli: bool) -> dict[str, Any]:
         "cache_lookup_ms": round(_lookup_ms(directory, name, verdicts, repeat), 3),
     }
     if cli:
-        with tempfile.TemporaryDirectory(prefix="model-check-cli-") as folder:
-            result["cli_search_directory_s"] = round(_cli_s(str(directory), Path(folder), repeat), 3)
-        with tempfile.TemporaryDirectory(prefix="model-check-cli-") as folder:
-            result["cli_search_shipped_s"] = round(_cli_s("minilm", Path(folder), repeat), 3)
+        result.update(_cli_s(directory, repeat))
     return result
 
 

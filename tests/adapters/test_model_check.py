@@ -59,6 +59,13 @@ def test_a_bad_reference_json_says_what_to_fix(tmp_path: Path, content: str, sai
     assert said in found.failure().message and "model_dir.py --reference-onnx" in found.failure().message
 
 
+def test_a_reference_json_may_carry_its_own_pairs_and_none_means_the_generic_ones(tmp_path: Path) -> None:
+    own = [["¿Dónde vive Ana?", "Ana vive en Sevilla.", "El tren sale a las nueve."]]
+    parsed = parse_reference(tmp_path, json.dumps({"pairs": own}).encode())
+    assert isinstance(parsed, Success) and parsed.unwrap().pairs == (tuple(own[0]),)
+    assert parse_reference(tmp_path, b"").unwrap().pairs == model_check.GENERIC_PAIRS
+
+
 def test_the_cache_key_changes_with_the_cpu_the_model_and_the_reference(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
