@@ -192,10 +192,10 @@ class OnnxEmbedder:
 
     `spec` names another model (a user's model directory, see model_directory.py); `model_path` and
     `tokenizer_path` replace the shipped files only. Nothing loads at construction; the session and
-    tokenizer load on the first embed call, once; a model directory is checked then (model_check.py: known
-    sentence pairs and its recorded vectors, the verdict kept in the `verdicts` folder per machine) and refused if it
-    computes garbage on this CPU. Texts are truncated at the model's window (256 tokens
-    for MiniLM) and embedded in batches of similar length (then put back in input order), which roughly
+    tokenizer load on the first embed call, once; a model directory is checked then, or earlier by `vet`
+    (model_check.py: known sentence pairs and its recorded vectors, the verdict kept in the `verdicts` folder), and
+    refused if it computes garbage on this CPU. Texts are truncated at the model's window (256 tokens for MiniLM)
+    and embedded in batches of similar length (then put back in input order), which roughly
     doubles throughput on conversational text. Queries and documents get the model's own prefixes
     (MiniLM has none; nomic-embed-text wants "search_query: " and "search_document: ").
     """
