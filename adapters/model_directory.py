@@ -61,6 +61,9 @@ class ModelSpec:
     document_prefix: str = ""
     remedy: str = SHIPPED_REMEDY
     relevance: RelevanceRule | None = None  # the directory's relevance.json; None: it has none (UNCALIBRATED)
+    # the user's model directory, checked on its first load on each machine (model_check.py); None: the shipped
+    # model, whose weight-only int8 graph computes in fp32 (no CPU-dependent integer kernels) and is checked in tests
+    directory: Path | None = None
 
 
 def shipped_spec(model_path: Path | None = None, tokenizer_path: Path | None = None) -> ModelSpec:
@@ -216,5 +219,6 @@ def _identified(directory: Path, config: dict[str, Any]) -> Result[ModelSpec, Do
             query_prefix=config["query_prefix"],
             document_prefix=config["document_prefix"],
             remedy=f"fix the model directory {directory}",
+            directory=directory,
         )
     )

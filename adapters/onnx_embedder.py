@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from agent_memory.adapters.model_check import Verdict, Vetting
     from agent_memory.domain.ports import Embedder, Vector
 
 MODEL_NAME = SHIPPED_NAME
@@ -191,8 +192,10 @@ class OnnxEmbedder:
 
     `spec` names another model (a user's model directory, see model_directory.py); `model_path` and
     `tokenizer_path` replace the shipped files only. Nothing loads at construction; the session and
-    tokenizer load on the first embed call, once. Texts are truncated at the model's window (256 tokens
-    for MiniLM) and embedded in batches of similar length (then put back in input order), which roughly
+    tokenizer load on the first embed call, once; a model directory is checked then, or earlier by `vet`
+    (model_check.py: known sentence pairs and its recorded vectors, the verdict kept in the `verdicts` folder), and
+    refused if it computes garbage on this CPU. Texts are truncated at the model's window (256 tokens for MiniLM)
+    and embedded in batches of similar length (then put back in input order), which roughly
     doubles throughput on conversational text. Queries and documents get the model's own prefixes
     (MiniLM has none; nomic-embed-text wants "search_query: " and "search_document: ").
     """
@@ -207,6 +210,7 @@ class OnnxEmbedder:
         batch_size: int = DEFAULT_BATCH_SIZE,
         sort_by_length: bool = True,
         allow_spinning: bool = False,
+        verdicts: Path | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
@@ -219,6 +223,11 @@ class OnnxEmbedder:
         self._batch_size = batch_size
         self._sort_by_length = sort_by_length
         self._allow_spinning = allow_spinning
+        self._vetting: Vetting | None = None  # a model directory's check on this machine (the shipped model: none)
+        if self._spec.directory is not None:
+            from agent_memory.adapters.model_check import Vetting
+
+            self._vetting = Vetting(self._spec.directory, self._spec.name, verdicts)
         self._loaded: _LoadedModel | None = None
         self._lock = threading.Lock()
 
@@ -234,6 +243,27 @@ class OnnxEmbedder:
     def relevance_rule(self) -> RelevanceRule:
         """The model's relevance rule (its directory's relevance.json), UNCALIBRATED when it carries none."""
         return self._spec.relevance or UNCALIBRATED
+
+    @property
+    def verdict(self) -> Verdict | None:
+        """A model directory's check verdict on this machine once settled (run here or read from `verdicts`)."""
+        return self._vetting.verdict if self._vetting is not None else None
+
+    def vet(self) -> Result[None, DomainError]:
+        """Settle a model directory's verdict now, before any store is touched: read from the verdicts folder, or,
+        the first time on this machine, the model loads and is checked. Nothing to do for the shipped model."""
+        if self._vetting is None:
+            return Success(None)
+        vetting = self._vetting
+        with self._lock:
+            recalled = vetting.recall()
+        return recalled.bind(
+            lambda verdict: (
+                self.load()
+                if verdict is None
+                else (Success(None) if verdict.passed else Failure(vetting.refusal(verdict)))
+            )
+        )
 
     @property
     def is_loaded(self) -> bool:
@@ -285,7 +315,24 @@ class OnnxEmbedder:
         with self._lock:
             if self._loaded is not None:
                 return Success(self._loaded)
-            return self._load().map(self._keep)
+            if self._vetting is not None and self._vetting.verdict is not None and not self._vetting.verdict.passed:
+                return Failure(self._vetting.refusal(self._vetting.verdict))  # refused from then on, not loaded again
+            return self._load().bind(self._checked).map(self._keep)
+
+    def _checked(self, loaded: _LoadedModel) -> Result[_LoadedModel, DomainError]:
+        """The loaded model if it passes its check on this machine; the shipped model (no directory) is not run."""
+        if self._vetting is None:
+            return Success(loaded)
+        vetting = self._vetting
+        try:
+            judged = vetting.judge(
+                lambda texts: loaded.embed_batch(loaded.token_ids(texts)),
+                query_prefix=self._spec.query_prefix,
+                document_prefix=self._spec.document_prefix,
+            )
+        except loaded.errors as error:
+            return Failure(_embedding_error(f"The embedding model failed to run: {self._spec.remedy}.", cause=error))
+        return judged.bind(lambda verdict: Success(loaded) if verdict.passed else Failure(vetting.refusal(verdict)))
 
     def _keep(self, loaded: _LoadedModel) -> _LoadedModel:
         self._loaded = loaded
@@ -421,14 +468,20 @@ def _checked_dimension(session: Any, path: Path, spec: ModelSpec | None = None) 
 EMBEDDERS: dict[str, Callable[[], Embedder]] = {"minilm": OnnxEmbedder}
 
 
-def make_embedder(name: str) -> Result[Embedder, DomainError]:
+def _vetted(embedder: OnnxEmbedder) -> Result[Embedder, DomainError]:
+    return embedder.vet().map(lambda _: embedder)
+
+
+def make_embedder(name: str, verdicts: Path | None = None) -> Result[Embedder, DomainError]:
     """The embedder the settings name: a built-in one (`minilm`), or the path of a model directory.
 
     A model directory is read and checked here (its files, embedding.json, the identity hash); its graph
-    loads on first use.
+    loads on first use. With `verdicts` (the composition root's), its check on this machine is settled here, before
+    any store is touched: the verdict read from that folder, or, the first time, the model loaded and checked.
     """
     if looks_like_directory(name.strip()):
-        return read_model_directory(Path(name.strip())).map(lambda spec: OnnxEmbedder(spec))
+        built = read_model_directory(Path(name.strip())).map(lambda spec: OnnxEmbedder(spec, verdicts=verdicts))
+        return built if verdicts is None else built.bind(_vetted)
     factory = EMBEDDERS.get(name.strip().lower())
     if factory is None:
         known = ", ".join(sorted(EMBEDDERS))

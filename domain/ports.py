@@ -30,8 +30,9 @@ class Embedder(Protocol):
     """Turns text into unit-length vectors of a fixed dimension, locally.
 
     Promises: `name` and `dimension` are known without loading the model; the same text gives the
-    same vector; documents and queries may be encoded differently (e5-style prefixes). Leaves out:
-    batching strategy, threads, and which model — that is the adapter's choice.
+    same vector; documents and queries may be encoded differently (e5-style prefixes); a model that
+    fails the adapter's check on this machine gives EMBEDDING_ERROR on every call, never vectors. Leaves
+    out: batching strategy, threads, how the model is checked, and which model — the adapter's choice.
     """
 
     @property

@@ -29,10 +29,11 @@ if TYPE_CHECKING:
 
 
 def build_embedder(settings: Settings) -> Result[Embedder, DomainError]:
-    """The configured local embedder; its model loads on first use, not here."""
+    """The configured local embedder; its model loads on first use, not here, but for a model directory new to this
+    machine, which loads here to be checked (its verdict is then kept in the data directory's cache/model-checks)."""
     from agent_memory.adapters.onnx_embedder import make_embedder
 
-    return make_embedder(settings.embedder)
+    return make_embedder(settings.embedder, verdicts=settings.data_dir / "cache" / "model-checks")
 
 
 def _chroma(settings: Settings, embedder: Embedder, *, path: Path) -> StoreCatalog:

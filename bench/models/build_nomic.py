@@ -15,7 +15,7 @@ Steps, each checked:
    SwiGLU feed-forward (down(silu(gate x) * up x)), mean pooling over the attention mask and L2 norm.
    Outputs: `last_hidden_state` [batch, seq, 768] and `sentence_embedding` [batch, 768] (pooled, unit).
    The vocabulary equals the shipped MiniLM tokenizer.json (checked here against the GGUF's token list).
-4. onnxruntime's `quantize_dynamic` (int8 weights, per channel, MatMul and Gather) writes DIR/nomic-embed-text-v1.5-int8.onnx;
+4. onnxruntime's `quantize_dynamic` (int8 weights, per channel, 7 bits: see quantise; MatMul and Gather) writes DIR/nomic-embed-text-v1.5-int8.onnx;
    the word embeddings (Gather) too; its sha256 is printed and compared with the recorded one (EXPECTED_OUTPUT_SHA256).
 
 Queries and documents take the model's task prefixes: "search_query: " and "search_document: ".
@@ -52,7 +52,7 @@ ENTRY_SIZE = 274_290_560
 ENTRY_CRC32 = 0xC2895549
 GGUF_SHA256 = "f7af6f66802f4df86eda10fe9bbcfc75c39562bed48ef6ace719a251cf1c2fdb"
 EXPECTED_OUTPUT_SHA256 = (
-    "95771d2f81fbe4b5839078cd1d55df431c9fd12a7af6581eae4dee790f706298"  # onnx 1.23.2, onnxruntime 1.32.0
+    "c5e16eef452e9e79aa176f7111ffe56e6b8f764df38aa2814557dfeaa3a111cb"  # onnx 1.23.2, onnxruntime 1.32.0
 )
 EXPECTED_FP32_SHA256 = "3c634e97c76544ae29ac9187c9f84845c4321a63cc41f41bc32004383d3374e2"
 
@@ -391,14 +391,24 @@ def build_graph(weights: dict[str, np.ndarray]) -> Any:
 
 
 def quantise(fp32: Path, int8: Path) -> None:
-    """Dynamic int8 quantisation of the MatMul and Gather weights, one scale per output channel.
+    """Dynamic int8 quantisation of the MatMul and Gather weights, one scale per output channel, 7-bit weights.
 
-    Per channel keeps the sentence vectors at cosine ~0.98 of the fp32 graph's (per tensor: ~0.96).
+    Per channel keeps the sentence vectors at cosine ~0.98 of the fp32 graph's (per tensor: ~0.96). Dynamic
+    quantisation computes uint8 activations times int8 weights (U8S8); on an x86-64 CPU without VNNI onnxruntime
+    multiplies them with an instruction whose 16-bit sums saturate, and full-range weights made these graphs
+    compute near-constant vectors there (issue 40). `reduce_range` keeps the weights to 7 bits, which onnxruntime's
+    quantisation docs give as the fix for U8S8 on AVX2/AVX-512 CPUs without VNNI: the same file is sound on every
+    x86-64 CPU onnxruntime supports (and on ARM, which has no such instruction).
     """
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     quantize_dynamic(
-        str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul", "Gather"]
+        str(fp32),
+        str(int8),
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+        reduce_range=True,
+        op_types_to_quantize=["MatMul", "Gather"],
     )
 
 

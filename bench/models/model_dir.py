@@ -4,12 +4,17 @@
     python bench/models/model_dir.py --preset minilm-fast --onnx WORK/all-MiniLM-L6-v2-dynamic-int8.onnx --out DIR
     python bench/models/model_dir.py --preset mpnet --onnx WORK/all-mpnet-base-v2-int8.onnx --tokenizer WORK/tokenizer.json --out DIR
     python bench/models/model_dir.py --onnx FILE --tokenizer FILE --name NAME --dimension N [--pooling cls] ... --out DIR
+    ... --reference-onnx WORK/nomic-embed-text-v1.5-fp32.onnx   (with any of the above: record reference.json)
 
 The graph and tokenizer are copied (or hard-linked with --link, which saves the space when both are on one disk);
 embedding.json gets the preset's settings, each overridable by its flag; a preset's directory also gets a NOTICE
 (the model's licence and where its weights come from). Then `embedder = "DIR"` in the config
 file (or MEMORY_EMBEDDER=DIR), and `memory reindex` for every store built with another model.
-Build tool, not part of the product; needs only the standard library.
+`--reference-onnx` names the fp32 graph the directory's graph was quantised from: the vectors it computes for the
+check's sentences (each alone, as a document) are written to reference.json, which the product compares the
+directory's graph against the first time it loads on a machine (adapters/model_check.py); a directory without it
+is checked on the sentence pairs only. Build tool, not part of the product; needs only the standard library, and
+the product (installed) for --reference-onnx.
 """
 
 from __future__ import annotations
@@ -92,6 +97,34 @@ def place(source: Path, target: Path, link: bool) -> None:
         shutil.copyfile(source, target)
 
 
+def write_reference(out: Path, fp32: Path) -> int:
+    """reference.json in `out`: the check's texts and the vectors the fp32 graph gives them, under the directory's
+    own settings (tokenizer, pooling, prefixes). Returns how many texts."""
+    from attrs import evolve
+
+    from agent_memory.adapters.model_check import REFERENCE_FILE, reference_texts
+    from agent_memory.adapters.model_directory import read_model_directory
+    from agent_memory.adapters.onnx_embedder import OnnxEmbedder
+
+    spec = read_model_directory(out).value_or(None)
+    if spec is None:
+        raise SystemExit(f"{out} is not a model directory the product reads: {read_model_directory(out)}")
+    texts = reference_texts()
+    # batch_size=1: each text alone, as the check computes them; directory=None: the fp32 graph is not itself checked
+    embedder = OnnxEmbedder(evolve(spec, model_path=fp32.resolve(), directory=None), batch_size=1)
+    vectors = embedder.embed_documents(texts).value_or(None)
+    if vectors is None:
+        raise SystemExit(f"{fp32} does not run under {out}'s settings: {embedder.embed_documents(texts)}")
+    body = {
+        "about": "vectors of the fp32 graph for the load-time check, written by bench/models/model_dir.py",
+        "graph": fp32.name,
+        "texts": texts,
+        "vectors": [[round(x, 6) for x in vector] for vector in vectors],
+    }
+    (out / REFERENCE_FILE).write_text(json.dumps(body) + "\n", encoding="utf-8")
+    return len(texts)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--onnx", required=True, type=Path, help="the graph; its first output is the token states")
@@ -106,6 +139,7 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int)
     parser.add_argument("--query-prefix")
     parser.add_argument("--document-prefix")
+    parser.add_argument("--reference-onnx", type=Path, help="the fp32 graph --onnx was quantised from: reference.json")
     args = parser.parse_args()
     config = dict(PRESETS[args.preset]) if args.preset else {"pooling": "mean", "normalize": True}
     overrides = {
@@ -130,6 +164,8 @@ def main() -> None:
     if args.preset in NOTICES:
         (args.out / "NOTICE").write_text(NOTICES[args.preset], encoding="utf-8")
         written += ", NOTICE"
+    if args.reference_onnx is not None:
+        written += f", reference.json ({write_reference(args.out, args.reference_onnx)} texts)"
     print(f"wrote {args.out}: {written} ({config['name']}, {config['dimension']}-d)")
 
 
