@@ -31,14 +31,7 @@ from agent_memory.entrypoints.mcp.outputs import SCHEMAS, compact_input_schema
 from agent_memory.entrypoints.mcp.prompts import add_prompts, prompt_problem
 from agent_memory.entrypoints.mcp.resources import add_resources
 from agent_memory.entrypoints.mcp.stdio import REFUSED_TOOL, run_stdio
-from agent_memory.entrypoints.mcp.tools import (
-    AGENT_TOOLS,
-    ToolSpec,
-    argument_model,
-    run_tool,
-    tool_annotations,
-    tool_specs,
-)
+from agent_memory.entrypoints.mcp.tools import AGENT_TOOLS, ToolSpec, argument_model, run_tool, tool_annotations
 from agent_memory.entrypoints.settings import Settings
 from agent_memory.entrypoints.tenancy import UNAUTHORIZED, Tenancy
 from agent_memory.entrypoints.tooling.calls import run_manage, run_search
@@ -319,12 +312,6 @@ def _generated_tool(spec: ToolSpec, tools: _Tools) -> Tool:
     )
 
 
-def tool_names() -> tuple[str, ...]:
-    """The name of every tool the server lists, in its order: the same two sources `build_mcp_server` builds them
-    from (mcp/tools.tool_specs, read now, and the agent tools)."""
-    return (*(spec.name for spec in tool_specs()), *AGENT_TOOLS)
-
-
 def _agent_tool(name: str, tools: _Tools) -> Tool:
     title, description, read_only, destructive = AGENT_TOOLS[name]
     made = Tool.from_function(
@@ -351,6 +338,8 @@ def build_mcp_server(
     `lock` serialises its calls with other users of the same service (the memory server's CLI requests)."""
     callers = Callers(service, tenancy or Tenancy())
     tools = _Tools(callers.default, default_store, lock)
+    from agent_memory.entrypoints.mcp.tools import tool_specs  # the table's commands, read now
+
     built = [*(_generated_tool(spec, tools) for spec in tool_specs()), *(_agent_tool(n, tools) for n in AGENT_TOOLS)]
     server = _Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, tools=built, callers=callers)
     add_resources(server, lambda: tools.service, tools.locked, tool_error_text)
