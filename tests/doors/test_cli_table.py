@@ -19,6 +19,7 @@ from agent_memory.domain.dispatch import commands
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.cli import handlers as cli_handlers
 from agent_memory.entrypoints.cli import manifest as cli_manifest
+from agent_memory.entrypoints.cli import parser as cli_parser
 from agent_memory.entrypoints.cli import text_format
 from agent_memory.entrypoints.cli.direct import run
 from agent_memory.entrypoints.cli.manifest import COMMON_FIELDS, SPECS, WRITE_COMMAND, CliSpec
@@ -168,3 +169,19 @@ def test_a_text_listing_marks_a_deleted_memory_and_says_how_to_bring_it_back() -
     memory = {"path": "work/a", "id": "x", "content": "hello\nmore", "deleted": True}
     payload = {"category": None, "description": "", "count": 1, "subcategories": [], "memories": [memory]}
     assert text_format.listing(payload).splitlines()[1] == "  work/a: hello (deleted: `memory restore` brings it back)"
+
+
+def test_a_subcommand_with_no_handler_row_runs_the_command_its_spec_names(
+    service: MemoryService, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found following the recipe: a CliSpec named otherwise than its command, with no row in cli/handlers, crashed
+    with StopIteration (the command was looked up by the subcommand's name); it is found by its spec now."""
+    renamed = CliSpec(name="stores-now", help="every store", command=c.ListStores, omit={"namespace": "tenants"})
+    idle = CliSpec(name="idle", help="runs nothing")
+    monkeypatch.setattr(cli_parser, "_SHIPPED", cli_manifest.manifest((*SPECS, renamed, idle)))
+    env = {"MEMORY_CONFIG": empty_config(tmp_path), "MEMORY_DATA_DIR": str(tmp_path / "data")}
+    assert run(["stores-now"], env=env, services=lambda _settings: Success(seeded(service))) == 0
+    assert "other" in capsys.readouterr().out
+    assert run(["idle"], env=env, services=lambda _settings: Success(service)) == 1
+    refused = json.loads(capsys.readouterr().err)
+    assert refused["code"] == "INVALID_INPUT" and "cli/handlers.HANDLERS" in refused["error"]
