@@ -113,8 +113,10 @@ def status_json(status: Status) -> dict[str, Any]:
 
 def outcome_json(outcome: Any) -> dict[str, Any]:
     """Any command's answer as JSON, for a command no door presents in its own shape: its attrs fields as an object
-    (a memory's as `memory_json` gives them), anything else as {"result": …}."""
-    data = JSON.unstructure(outcome)
+    (a memory's as `memory_json` gives them), anything else as {"result": …}, a list's items each by its own class."""
+    data = (
+        [JSON.unstructure(item) for item in outcome] if isinstance(outcome, tuple | list) else JSON.unstructure(outcome)
+    )
     return data if isinstance(data, dict) else {"result": data}
 
 

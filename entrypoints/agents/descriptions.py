@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agent_memory.entrypoints.agents.filters import FILTER_HELP
+from agent_memory.entrypoints.tooling.calls import MAX_WINDOW
+from agent_memory.entrypoints.tooling.filters import FILTER_HELP
 
 __all__ = ["MAX_WINDOW", "manage_description", "manage_schema", "search_schema"]
-
-MAX_WINDOW = 1000  # limit + offset, the most a search can reach (the service's MAX_SEARCH_LIMIT)
 
 
 def manage_description(permitted: Sequence[str], instructions: str) -> str:

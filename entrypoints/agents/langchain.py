@@ -14,9 +14,9 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from agent_memory.entrypoints.agents.descriptions import MAX_WINDOW, default_action
-from agent_memory.entrypoints.agents.filters import FILTER_HELP
 from agent_memory.entrypoints.agents.memory_tool import MemoryTool
-from agent_memory.entrypoints.agents.tool_errors import MemoryToolError
+from agent_memory.entrypoints.tooling.errors import MemoryToolError
+from agent_memory.entrypoints.tooling.filters import FILTER_HELP
 
 __all__ = ["manage_arguments", "search_arguments", "structured_tool"]
 

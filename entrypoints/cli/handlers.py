@@ -350,11 +350,19 @@ RAW_RENDERERS = {jsonl}
 
 
 def _any_command(service: MemoryService, args: argparse.Namespace) -> Outcome:
-    """A subcommand made from a table command no CliSpec presents: its flags build the command, its answer's
-    fields are the JSON (cli/manifest.table_specs)."""
+    """A subcommand with no row below: the command its manifest entry (its spec) names, built from its flags, its
+    answer's fields as the JSON (a table command no CliSpec presents, cli/manifest.table_specs, or a CliSpec of
+    any name that needs no handler of its own). The command is found by its spec, never by the subcommand's name."""
     name = args.command
-    kind = next(kind for kind in commands() if c.command_name(kind).replace("_", "-") == name)
+    kind = _command_of(manifest_entry(name))
+    if kind is None:
+        return Failure(invalid_input(f"`memory {name}` runs no command: add its row to cli/handlers.HANDLERS."))
     return _run(service, command_from(kind, name, args)).map(out.outcome_json)
+
+
+def _command_of(entry: dict[str, Any]) -> type[c.Asks[Any]] | None:
+    """The table's command a manifest entry names (by its class name), or None when it names none in the table."""
+    return next((kind for kind in commands() if kind.__name__ == entry["command"]), None)
 
 
 def handler_for(subcommand: str) -> tuple[Handler, Callable[[Payload], str]]:

@@ -25,7 +25,6 @@ from langgraph.store.base import (
 from agent_memory.domain.errors import InvalidValue
 from agent_memory.domain.model import MAX_CONTENT_CHARS, Memory, check_namespace
 from agent_memory.domain.search.searching import MAX_SEARCH_LIMIT
-from agent_memory.entrypoints.agents.tool_errors import invalid
 from agent_memory.entrypoints.langgraph.filters import OPERATORS
 from agent_memory.entrypoints.langgraph.index import (
     Fields,
@@ -36,6 +35,7 @@ from agent_memory.entrypoints.langgraph.index import (
     tokenized,
 )
 from agent_memory.entrypoints.langgraph.labels import from_product, to_product, to_product_path
+from agent_memory.entrypoints.tooling.errors import invalid
 
 SOURCE = "langgraph"  # the memories' source field: where they came from
 _MAX_TTL = 60 * 24 * 365 * 100  # minutes: a century

@@ -47,8 +47,8 @@ from agent_memory.domain.model import Memory, check_store_name, parse_decay_poli
 from agent_memory.domain.paths import normalise_segment
 from agent_memory.domain.search.searching import MAX_SEARCH_LIMIT
 from agent_memory.domain.service import MemoryService
-from agent_memory.entrypoints.agents.tool_errors import invalid, succeeded
 from agent_memory.entrypoints.extras import missing_extra
+from agent_memory.entrypoints.tooling.errors import invalid, succeeded
 
 try:
     from langgraph.store.base import (

@@ -24,7 +24,6 @@ from agent_memory.domain.namespaces import ConfigurationError, resolve_namespace
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints import json_codec as out
 from agent_memory.entrypoints.advice import for_door, sentence
-from agent_memory.entrypoints.agents.tools import MemoryToolError, error_text, run_manage, run_search
 from agent_memory.entrypoints.error_table import row
 from agent_memory.entrypoints.http.safety import ANY_HOST, HttpPolicy, media_type_problem, refuse_open_bind
 from agent_memory.entrypoints.mcp.callers import CALLER, Callers, refuse_cursor, unknown_arguments, validation_text
@@ -32,9 +31,11 @@ from agent_memory.entrypoints.mcp.outputs import SCHEMAS, compact_input_schema
 from agent_memory.entrypoints.mcp.prompts import add_prompts, prompt_problem
 from agent_memory.entrypoints.mcp.resources import add_resources
 from agent_memory.entrypoints.mcp.stdio import REFUSED_TOOL, run_stdio
-from agent_memory.entrypoints.mcp.tools import AGENT_TOOLS, SPECS, ToolSpec, argument_model, run_tool, tool_annotations
+from agent_memory.entrypoints.mcp.tools import AGENT_TOOLS, ToolSpec, argument_model, run_tool, tool_annotations
 from agent_memory.entrypoints.settings import Settings
 from agent_memory.entrypoints.tenancy import UNAUTHORIZED, Tenancy
+from agent_memory.entrypoints.tooling.calls import run_manage, run_search
+from agent_memory.entrypoints.tooling.errors import MemoryToolError, error_text
 
 TRANSPORTS = ("stdio", "http")
 SERVER_NAME = "agent-memory"
@@ -309,9 +310,6 @@ def _generated_tool(spec: ToolSpec, tools: _Tools) -> Tool:
         context_kwarg=None,
         annotations=tool_annotations(spec.title, spec.read_only, spec.destructive, spec.idempotent),
     )
-
-
-TOOL_NAMES = (*(spec.name for spec in SPECS), *AGENT_TOOLS)
 
 
 def _agent_tool(name: str, tools: _Tools) -> Tool:

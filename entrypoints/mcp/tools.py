@@ -338,6 +338,12 @@ AGENT_TOOLS: dict[str, tuple[str, str, bool, bool]] = {  # name: (title, descrip
 }
 
 
+def tool_names() -> tuple[str, ...]:
+    """The name of every tool the MCP server lists, in its order: the two sources `build_mcp_server` builds them
+    from (`tool_specs`, read now, then the agent tools)."""
+    return (*(spec.name for spec in tool_specs()), *AGENT_TOOLS)
+
+
 def tool_annotations(title: str, read_only: bool, destructive: bool, idempotent: bool) -> ToolAnnotations:
     """Every hint MCP defines; the world is closed: a tool reads and writes this server's memories only."""
     return ToolAnnotations(
@@ -442,5 +448,6 @@ __all__ = [
     "command_from",
     "run_tool",
     "tool_annotations",
+    "tool_names",
     "tool_specs",
 ]

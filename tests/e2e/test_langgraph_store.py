@@ -21,10 +21,10 @@ from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp,
 from agent_memory.adapters.in_memory import HashingEmbedder
 from agent_memory.domain.commands import CreateMemory, SearchMemories
 from agent_memory.domain.service import MemoryService
-from agent_memory.entrypoints.agents.tool_errors import MemoryToolError
 from agent_memory.entrypoints.bootstrap import build_service
 from agent_memory.entrypoints.langgraph.store import MemoryStore, item_path
 from agent_memory.entrypoints.settings import load_settings
+from agent_memory.entrypoints.tooling.errors import MemoryToolError
 
 BACKENDS = ["chroma", "files", "qdrant"]
 U1 = ("users", "u1")

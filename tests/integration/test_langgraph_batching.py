@@ -20,11 +20,11 @@ from agent_memory.adapters.in_memory import HashingEmbedder
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.ports import Vector
 from agent_memory.domain.service import MemoryService
-from agent_memory.entrypoints.agents.tool_errors import MemoryToolError
 from agent_memory.entrypoints.bootstrap import build_service
 from agent_memory.entrypoints.langgraph.batcher import Outcome, deduplicated
 from agent_memory.entrypoints.langgraph.store import MemoryStore
 from agent_memory.entrypoints.settings import load_settings
+from agent_memory.entrypoints.tooling.errors import MemoryToolError
 
 NS = ("users", "u1")
 CONCURRENCY = 2

@@ -19,7 +19,8 @@ from agent_memory.adapters.clock import FixedClock
 from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog
 from agent_memory.adapters.shared.names import store_not_found
 from agent_memory.domain.service import MemoryService
-from agent_memory.entrypoints.mcp.server import TOOL_NAMES, build_mcp_http_app, build_mcp_server, run_mcp
+from agent_memory.entrypoints.mcp.server import build_mcp_http_app, build_mcp_server, run_mcp
+from agent_memory.entrypoints.mcp.tools import tool_names
 from agent_memory.entrypoints.settings import load_settings
 from tests.isolation import empty_config
 
@@ -50,7 +51,7 @@ def mcp(service: MemoryService) -> Server:
 
 def test_every_tool_is_registered_in_order(mcp: Server) -> None:
     listed = anyio.run(mcp.server.list_tools)
-    assert [tool.name for tool in listed] == list(TOOL_NAMES)
+    assert [tool.name for tool in listed] == list(tool_names())
 
 
 def test_success_carries_json_text_and_structured_content(mcp: Server) -> None:

@@ -7,6 +7,8 @@ import argparse
 import json
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 from attrs import field, frozen
@@ -17,9 +19,13 @@ from agent_memory.domain.dispatch import commands
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.cli import handlers as cli_handlers
 from agent_memory.entrypoints.cli import manifest as cli_manifest
+from agent_memory.entrypoints.cli import parser as cli_parser
 from agent_memory.entrypoints.cli import text_format
-from agent_memory.entrypoints.cli.manifest import COMMON_FIELDS, SPECS, CliSpec
-from agent_memory.entrypoints.cli.parser import MANIFEST, build_parser, load_manifest
+from agent_memory.entrypoints.cli.direct import run
+from agent_memory.entrypoints.cli.manifest import COMMON_FIELDS, SPECS, WRITE_COMMAND, CliSpec
+from agent_memory.entrypoints.cli.parser import MANIFEST, build_parser, load_manifest, with_table
+from tests.doors.examples import cli_argv, example, seeded
+from tests.isolation import empty_config
 
 _BY_NAME = {spec.name: spec for spec in SPECS}
 
@@ -39,9 +45,38 @@ def test_the_shipped_manifest_is_generated_from_the_current_commands() -> None:
     )
 
 
-def test_every_command_has_a_cli_subcommand() -> None:
-    presented = {kind for spec in SPECS for kind in (spec.command, *spec.also) if kind is not None}
-    assert presented == set(commands())  # so no subcommand is made from the table (cli/manifest.table_specs)
+def _presenting(kind: type[c.Asks[Any]]) -> list[dict[str, Any]]:
+    """The subcommands that run a command: a CliSpec's, or the table's own for a command no CliSpec presents."""
+    return [entry for entry in with_table(load_manifest())["subcommands"] if entry["command"] == kind.__name__]
+
+
+@pytest.mark.parametrize("kind", commands(), ids=lambda kind: kind.__name__)
+def test_every_command_is_a_subcommand(kind: type[c.Asks[Any]]) -> None:
+    """A CliSpec where the CLI presents a command its own way, else a subcommand of its own name (table_specs)."""
+    also = {extra for spec in SPECS for extra in spec.also}
+    assert _presenting(kind) or kind in also, f"no `memory` subcommand runs {kind.__name__}: run `{WRITE_COMMAND}`"
+
+
+# commands whose fields are records, read from a file or stdin by the subcommand (create --jsonl, import)
+READ_FROM_RECORDS = {c.CreateMemories, c.ImportMemories}
+
+
+@pytest.mark.parametrize("kind", commands(), ids=lambda kind: kind.__name__)
+def test_every_command_runs_from_the_cli(
+    kind: type[c.Asks[Any]], service: MemoryService, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each command's example (tests/doors/examples.py) as `memory` arguments, through its subcommand's handler:
+    exit 0 and JSON on stdout (one object, or one per line for export)."""
+    if kind in READ_FROM_RECORDS:
+        pytest.skip("its records come from a file (tests/e2e/test_export_import.py, test_cli_server.py)")
+    made = [cli_argv(entry, example(kind)) for entry in _presenting(kind)]
+    argv = next((argv for argv in made if argv is not None), None)
+    assert argv is not None, f"no subcommand of {kind.__name__} takes every field its example sets"
+    env = {"MEMORY_CONFIG": empty_config(tmp_path), "MEMORY_DATA_DIR": str(tmp_path / "data")}
+    code = run(argv, env=env, services=lambda _settings: Success(seeded(service)))
+    printed = capsys.readouterr()
+    assert code == 0, (argv, printed.err)
+    assert all(json.loads(line) is not None for line in printed.out.splitlines() if line.strip()), printed.out
 
 
 @pytest.mark.parametrize("name", [spec.name for spec in SPECS if spec.command is not None])
@@ -134,3 +169,19 @@ def test_a_text_listing_marks_a_deleted_memory_and_says_how_to_bring_it_back() -
     memory = {"path": "work/a", "id": "x", "content": "hello\nmore", "deleted": True}
     payload = {"category": None, "description": "", "count": 1, "subcategories": [], "memories": [memory]}
     assert text_format.listing(payload).splitlines()[1] == "  work/a: hello (deleted: `memory restore` brings it back)"
+
+
+def test_a_subcommand_with_no_handler_row_runs_the_command_its_spec_names(
+    service: MemoryService, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found following the recipe: a CliSpec named otherwise than its command, with no row in cli/handlers, crashed
+    with StopIteration (the command was looked up by the subcommand's name); it is found by its spec now."""
+    renamed = CliSpec(name="stores-now", help="every store", command=c.ListStores, omit={"namespace": "tenants"})
+    idle = CliSpec(name="idle", help="runs nothing")
+    monkeypatch.setattr(cli_parser, "_SHIPPED", cli_manifest.manifest((*SPECS, renamed, idle)))
+    env = {"MEMORY_CONFIG": empty_config(tmp_path), "MEMORY_DATA_DIR": str(tmp_path / "data")}
+    assert run(["stores-now"], env=env, services=lambda _settings: Success(seeded(service))) == 0
+    assert "other" in capsys.readouterr().out
+    assert run(["idle"], env=env, services=lambda _settings: Success(service)) == 1
+    refused = json.loads(capsys.readouterr().err)
+    assert refused["code"] == "INVALID_INPUT" and "cli/handlers.HANDLERS" in refused["error"]

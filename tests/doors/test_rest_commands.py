@@ -13,11 +13,13 @@ from litestar.di import Provide
 from litestar.testing import TestClient
 
 from agent_memory.domain import commands as c
-from agent_memory.domain.dispatch import dispatch
+from agent_memory.domain.dispatch import commands, dispatch
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.rest.app import build_app
 from agent_memory.entrypoints.rest.queries import QueryRoute, query_handler
 from agent_memory.entrypoints.rest.replies import Door
+from agent_memory.entrypoints.rest.table import NOT_ROUTED, door_spec, route_name
+from tests.doors.examples import door_arguments, example, seeded
 
 BASE = "http://127.0.0.1:8080"
 
@@ -224,3 +226,16 @@ def test_a_field_added_to_a_query_command_reaches_its_route_with_no_edit_to_the_
         assert (ran[-1].reason, ran[-1].depth, ran[-1].namespace, ran[-1].limit) == ("tidy up", 2, ("user", "u-1"), 100)
         assert test_client.get("/memories", params={"depth": 9}).status_code == 400
         assert len(ran) == 1
+
+
+@pytest.mark.parametrize("kind", commands(), ids=lambda kind: kind.__name__)
+def test_every_command_of_the_table_runs_by_its_name(kind: type[c.Asks[Any]], service: MemoryService) -> None:
+    """`POST /commands/{name}` runs each command's example (tests/doors/examples.py), the body by its names."""
+    if kind in NOT_ROUTED:
+        pytest.skip(NOT_ROUTED[kind])
+    arguments = door_arguments(door_spec(kind), example(kind))
+    assert arguments is not None
+    with TestClient(build_app(seeded(service)), base_url=BASE) as client:
+        answered = client.post(f"/commands/{route_name(kind)}", json=arguments)
+    assert answered.status_code == 200, answered.text
+    assert isinstance(answered.json(), dict)

@@ -5,9 +5,7 @@ argument names (get_memory / update_memory with a path) work beside path_or_id."
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +17,12 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, Tool
 
 from agent_memory.adapters.in_memory import HashingEmbedder
-from agent_memory.domain.model import Memory
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.bootstrap import build_service
-from agent_memory.entrypoints.mcp.server import TOOL_NAMES, build_mcp_server
+from agent_memory.entrypoints.mcp.server import build_mcp_server
+from agent_memory.entrypoints.mcp.tools import tool_names, tool_specs
 from agent_memory.entrypoints.settings import load_settings
-
-LONG_AGO = datetime(2001, 1, 1, tzinfo=UTC)
+from tests.doors.examples import door_arguments, example, seeded
 
 
 @pytest.fixture
@@ -43,74 +40,58 @@ def with_client(service: MemoryService, scenario: Callable[[Client], Awaitable[A
     return anyio.run(run)
 
 
-# one call of every tool, in an order where each finds what it needs; the client itself checks each answer
-# against the tool's output schema, and the test checks it again with jsonschema
-CALLS: list[tuple[str, dict[str, Any]]] = [
-    ("create_store", {"name": "other"}),
-    (
-        "add_memory",
-        {
-            "path": "notes/editor",
-            "content": "prefers vim",
-            "tags": ["tools"],
-            "citations": ["a.py:1"],
-            "decay_policy": "reinforceable",
-        },
-    ),
-    ("add_memory", {"path": "notes/spare", "content": "spare"}),
-    ("add_memory", {"path": "notes/later", "content": "for a while", "expires_at": "2099-01-01T00:00:00Z"}),
-    ("get_memory", {"path_or_id": "notes/editor"}),
-    ("update_memory", {"path_or_id": "notes/editor", "content": "prefers neovim"}),
-    ("reinforce_memory", {"id": "notes/editor"}),
-    ("list_memories", {}),
-    ("get_recent_memories", {}),
-    ("search_memories", {"query": "neovim"}),
-    ("move_memory", {"from": "notes/editor", "to": "notes/ide"}),
-    ("delete_memory", {"path_or_id": "notes/ide"}),
-    ("list_memories", {"include_deleted": True}),
-    ("restore_memory", {"path_or_id": "notes/ide"}),
-    ("remove_memory", {"path_or_id": "notes/spare"}),
-    ("prune_memories", {"dry_run": True}),
-    ("reindex_store", {}),
-    ("list_stores", {}),
-    ("create_category", {"path": "projects/web", "description": "work"}),
-    ("set_category_description", {"path": "projects/web", "description": "my work"}),
-    ("delete_category", {"path": "projects/web"}),
-    ("manage_memory", {"content": "likes tea", "user_id": "u1"}),
-    ("search_memory", {"query": "tea", "user_id": "u1"}),
-]
+# the hand-written agent tools run no command of the table, so they have no example: their calls are here
+AGENT_CALLS: dict[str, dict[str, Any]] = {
+    "manage_memory": {"content": "likes tea", "user_id": "u1"},
+    "search_memory": {"query": "tea", "user_id": "u1"},
+}
 
 
-def test_every_tool_declares_an_output_schema_and_answers_structured_content_that_fits_it(
-    files_service: MemoryService,
-) -> None:
-    async def scenario(client: Client) -> tuple[list[Tool], list[tuple[str, CallToolResult]]]:
-        tools = (await client.list_tools()).tools
-        answers = [(name, await client.call_tool(name, arguments)) for name, arguments in CALLS]
-        return tools, answers
+def tool_call(name: str) -> dict[str, Any]:
+    """The arguments of one call of a tool: its command's example (tests/doors/examples.py) by the tool's names."""
+    if name in AGENT_CALLS:
+        return AGENT_CALLS[name]
+    spec = next(spec for spec in tool_specs() if spec.name == name)
+    arguments = door_arguments(spec, example(spec.command))
+    assert arguments is not None, f"the example of {spec.command.__name__} sets a field {name} leaves out"
+    return arguments
 
-    stale = Memory(id=str(uuid.uuid4()), content="stale", created_at=LONG_AGO, updated_at=LONG_AGO, expires_at=LONG_AGO)
-    files_service.import_memories([stale]).unwrap()  # expired already: prune lists it (no door creates one so)
-    tools, answers = with_client(files_service, scenario)
+
+def test_the_server_lists_every_tool_with_an_object_output_schema(service: MemoryService) -> None:
+    tools = with_client(service, lambda client: client.list_tools()).tools
     schemas = {tool.name: tool.output_schema for tool in tools}
-    assert sorted(schemas) == sorted(TOOL_NAMES) and len(schemas) == 20
+    assert [tool.name for tool in tools] == list(tool_names())
     assert all(schema is not None and schema["type"] == "object" for schema in schemas.values())
-    assert {name for name, _ in CALLS} == set(TOOL_NAMES)
-    for name, answer in answers:
-        text = answer.content[0].text  # type: ignore[union-attr]
-        assert not answer.is_error, (name, text)
-        assert isinstance(answer.structured_content, dict), name
-        jsonschema.validate(answer.structured_content, schemas[name])  # type: ignore[arg-type]
-    by_name = dict(answers)
-    assert by_name["prune_memories"].structured_content["count"] == 1  # type: ignore[index]
-    with_deleted = answers[CALLS.index(("list_memories", {"include_deleted": True}))][1].structured_content
-    assert (
-        with_deleted is not None
-        and {"path": "notes/ide", "deleted": True}.items() <= with_deleted["memories"][0].items()
-    )
-    manage = by_name["manage_memory"].structured_content
-    assert manage is not None and manage["action"] == "create" and manage["result"].endswith(manage["id"])
-    search = by_name["search_memory"]
+
+
+@pytest.mark.parametrize("name", tool_names())
+def test_every_tool_answers_structured_content_that_fits_its_output_schema(name: str, service: MemoryService) -> None:
+    """One call of each tool, its command's example on a seeded store; the client itself checks each answer
+    against the tool's output schema, and the test checks it again with jsonschema."""
+
+    async def scenario(client: Client) -> tuple[list[Tool], CallToolResult]:
+        return (await client.list_tools()).tools, await client.call_tool(name, tool_call(name))
+
+    tools, answer = with_client(seeded(service), scenario)
+    schema = next(tool.output_schema for tool in tools if tool.name == name)
+    text = answer.content[0].text  # type: ignore[union-attr]
+    assert not answer.is_error, (name, text)
+    assert isinstance(answer.structured_content, dict), name
+    jsonschema.validate(answer.structured_content, schema)  # type: ignore[arg-type]
+    if name == "prune_memories":
+        assert answer.structured_content["count"] == 1
+    if name == "list_memories":
+        deleted = [memory for memory in answer.structured_content["memories"] if memory.get("deleted")]
+        assert [memory["path"] for memory in deleted] == ["notes/old"]
+
+
+def test_the_agent_tools_answer_structured_content(files_service: MemoryService) -> None:
+    async def scenario(client: Client) -> list[CallToolResult]:
+        return [await client.call_tool(name, arguments) for name, arguments in AGENT_CALLS.items()]
+
+    manage, search = with_client(files_service, scenario)
+    assert manage.structured_content is not None and manage.structured_content["action"] == "create"
+    assert manage.structured_content["result"].endswith(manage.structured_content["id"])
     assert search.structured_content == {"results": json.loads(search.content[0].text), "count": 1}  # type: ignore[union-attr]
 
 
