@@ -5,6 +5,7 @@ delete by every reader, and nothing is duplicated on the way."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -82,14 +83,18 @@ def test_every_door_sees_updates_and_deletes_every_others_writes(store: MemorySt
     our_id = ours(content="User lives in Lisbon", config=NO_CONFIG).removeprefix("created memory ")
     store.put(NS, "tea", {"content": "User drinks green tea"})
     store.put(NS, "profile", {"name": "Ana", "age": 41})  # not LangMem's shape: kept as it is
+    async_key = asyncio.run(langmem.ainvoke({"content": "User speaks Portuguese"})).removeprefix("created memory ")
     expected = {
         langmem_key: {"content": "User prefers dark mode"},
         our_id: {"content": "User lives in Lisbon"},
         "tea": {"content": "User drinks green tea"},
         "profile": {"name": "Ana", "age": 41},
+        async_key: {"content": "User speaks Portuguese"},
     }
     seen_everywhere(store, expected)
-    assert live_count(store.service) == 4
+    assert live_count(store.service) == 5
+    assert asyncio.run(langmem.ainvoke({"action": "delete", "id": async_key})) == f"Deleted memory {async_key}"
+    del expected[async_key]
 
     # updates: each writer's memory changed by another, by the id or key that writer gave
     assert langmem.invoke({"action": "update", "id": our_id, "content": "User lives in Porto"}).endswith(our_id)
