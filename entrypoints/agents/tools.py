@@ -31,6 +31,7 @@ from agent_memory.entrypoints.agents.stores import (
 )
 from agent_memory.entrypoints.tooling.calls import ACTIONS, check_action, check_window, run_manage, run_search
 from agent_memory.entrypoints.tooling.errors import MemoryToolError, error_text
+from agent_memory.entrypoints.tooling.items import CATEGORY
 
 __all__ = [
     "ACTIONS",
@@ -94,16 +95,17 @@ class _Services:
             return _Services._shared
 
 
-def _target(services: _Services, store: Any) -> tuple[Any, Any, str | None]:
-    """What a call runs on: (the service, None, its store name) or (None, a LangGraph BaseStore, None). A
-    MemoryStore is its service; without a store or service, a call inside a LangGraph run takes the graph's."""
+def _target(services: _Services, store: Any) -> tuple[Any, Any, str | None, str]:
+    """What a call runs on: (the service, None, its store name, its items' category) or (None, a LangGraph
+    BaseStore, None, …). A MemoryStore is its service (its items are memories, decision 25); without a store or
+    service, a call inside a LangGraph run takes the graph's."""
     chosen = store if store is not None else (graph_store() if services.given is None else None)
     if chosen is None or isinstance(chosen, str):
-        return services.get(), None, chosen
+        return services.get(), None, chosen, CATEGORY
     own = getattr(chosen, "service", None)
     if isinstance(own, MemoryService):  # a MemoryStore: the product itself, with its search and filters
-        return own, None, getattr(chosen, "store_name", None)
-    return None, chosen, None
+        return own, None, getattr(chosen, "store_name", None), getattr(chosen, "category", CATEGORY)
+    return None, chosen, None, CATEGORY
 
 
 def _build_default_service() -> MemoryService:
@@ -157,7 +159,7 @@ def create_manage_memory_tool(
         chosen = default_action(permitted) if action is None else action  # LangMem's default: create
         check_action(chosen, permitted)
         resolved = resolve_namespace(namespace, run_config(config))
-        target, base_store, store_name = _target(services, store)
+        target, base_store, store_name, category = _target(services, store)
         if base_store is not None:
             value = content if schema is str or content is None else json.loads(structured_content(schema, content))
             return manage_in_store(base_store, resolved, content=value, action=chosen, id=id)[0]
@@ -172,6 +174,7 @@ def create_manage_memory_tool(
             type=type,
             tags=tags,
             structured=schema is not str,
+            category=category,
         )
 
     async def amanage_memory(
@@ -231,7 +234,7 @@ def create_search_memory_tool(
         config: Mapping[str, Any] | None = None,
     ) -> str | tuple[str, list[Memory]]:
         resolved = resolve_namespace(namespace, run_config(config))
-        target, base_store, store_name = _target(services, store)
+        target, base_store, store_name, category = _target(services, store)
         if base_store is not None:
             check_window(limit, offset)
             found: tuple[str, list[Any]] = search_in_store(
@@ -239,7 +242,14 @@ def create_search_memory_tool(
             )
         else:
             found = run_search(
-                target, resolved, query=query, limit=limit, offset=offset, filter=filter, store=store_name
+                target,
+                resolved,
+                query=query,
+                limit=limit,
+                offset=offset,
+                filter=filter,
+                store=store_name,
+                category=category,
             )
         return found if response_format == "content_and_artifact" else found[0]
 

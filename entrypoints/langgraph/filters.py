@@ -6,7 +6,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from langgraph.store.base import MatchCondition
+from langgraph.store.base import ListNamespacesOp, MatchCondition
+
+from agent_memory.entrypoints.langgraph.labels import from_product
 
 OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 
@@ -74,4 +76,27 @@ def namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> 
     return all(wanted in ("*", actual) for actual, wanted in pairs)
 
 
-__all__ = ["OPERATORS", "matches", "namespace_matches"]
+def prefix_pushdown(op: ListNamespacesOp) -> tuple[str, ...]:
+    """The longest fixed prefix a condition of the listing names (what the product's listing can narrow to)."""
+    pushdown: tuple[str, ...] = ()
+    for condition in op.match_conditions or ():
+        if condition.match_type == "prefix":
+            fixed = []
+            for label in condition.path:
+                if label == "*":
+                    break
+                fixed.append(label)
+            pushdown = max(pushdown, tuple(fixed), key=len)
+    return pushdown
+
+
+def chosen_namespaces(op: ListNamespacesOp, namespaces: set[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """The (product) namespaces every condition matches, cut at max_depth, as LangGraph labels, one page of them."""
+    conditions = tuple(op.match_conditions or ())
+    chosen = [ns for ns in namespaces if all(namespace_matches(condition, ns) for condition in conditions)]
+    if op.max_depth is not None:
+        chosen = list({ns[: op.max_depth] for ns in chosen})
+    return sorted(from_product(ns) for ns in chosen)[op.offset : op.offset + op.limit]
+
+
+__all__ = ["OPERATORS", "chosen_namespaces", "matches", "namespace_matches", "prefix_pushdown"]

@@ -1,13 +1,13 @@
-"""The LangGraph store's edges: every operation checked before any runs, and the JSON an item is kept as.
+"""The LangGraph store's edges: every operation checked before any runs, and items built from memories.
 
-An item's memory holds `{"key": …, "value": {…}}`, plus the put's `index` and `ttl` when it gave them (so a
-search knows which fields it embeds and a read how long to renew the expiry by).
+How an item is kept as a memory is tooling/items.py (the agent tools read items too): an envelope also holds the
+put's `index` and `ttl` when it gave them (so a search knows which fields it embeds and a read how long to renew
+the expiry by).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from langgraph.store.base import (
@@ -22,10 +22,11 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from agent_memory.domain.errors import InvalidValue
-from agent_memory.domain.model import MAX_CONTENT_CHARS, Memory, check_namespace
+from agent_memory.domain.context import is_memory_id
+from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
+from agent_memory.domain.model import Memory, check_memory_id, check_namespace
 from agent_memory.domain.search.searching import MAX_SEARCH_LIMIT
-from agent_memory.entrypoints.langgraph.filters import OPERATORS
+from agent_memory.entrypoints.langgraph.filters import OPERATORS, matches
 from agent_memory.entrypoints.langgraph.index import (
     Fields,
     VectorCache,
@@ -36,8 +37,9 @@ from agent_memory.entrypoints.langgraph.index import (
 )
 from agent_memory.entrypoints.langgraph.labels import from_product, to_product, to_product_path
 from agent_memory.entrypoints.tooling.errors import invalid
+from agent_memory.entrypoints.tooling.items import ITEM_SOURCE, encoded, extras_of, readable_key
 
-SOURCE = "langgraph"  # the memories' source field: where they came from
+SOURCE = ITEM_SOURCE  # the memories' source field: where they came from
 _MAX_TTL = 60 * 24 * 365 * 100  # minutes: a century
 
 
@@ -90,7 +92,7 @@ def _check_put(op: PutOp) -> None:
         raise invalid(f"ttl is minutes, more than 0 and less than {_MAX_TTL}; got {ttl!r}.")
     check_index_fields(op.index)
     if op.value is not None:
-        encoded(op.key, op.value, {"index": op.index, "ttl": ttl})
+        encoded(op.key, op.value, {"index": op.index, "ttl": ttl}, plain=readable_key(op.key))
 
 
 def _check_namespace(namespace: object, what: str, *, empty_ok: bool = False) -> None:
@@ -143,33 +145,6 @@ def _check_filter(raw: object) -> None:
 # --- values in and out ----------------------------------------------------------------------------------
 
 
-def encoded(key: str, value: object, extras: Mapping[str, object] | None = None) -> str:
-    """The content an item is kept as; a value that is not a JSON object with string keys is refused."""
-    if not isinstance(value, Mapping):
-        raise invalid(f"An item's value must be a dict, got {type(value).__name__}.")
-    if not all(isinstance(name, str) for name in value):
-        raise invalid("An item's value must have string keys (it is kept as JSON).")
-    try:
-        envelope = {"key": key, "value": dict(value)} | {k: v for k, v in (extras or {}).items() if v is not None}
-        content = json.dumps(envelope, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as error:
-        raise invalid(f"An item's value must be JSON-serialisable: {error}.") from None
-    if len(content) > MAX_CONTENT_CHARS:
-        raise invalid(
-            f"An item is kept as {len(content)} characters of JSON; the limit is {MAX_CONTENT_CHARS}: split the value."
-        )
-    return content
-
-
-def envelope(memory: Memory) -> dict[str, Any]:
-    """The JSON a memory this store wrote holds: key, value, and the put's index and ttl when it gave them."""
-    try:
-        envelope = json.loads(memory.content)
-    except ValueError:
-        return {}
-    return envelope if isinstance(envelope, dict) else {}
-
-
 def checked_ttl(ttl: object) -> Any:
     if ttl is None:
         return None
@@ -179,22 +154,6 @@ def checked_ttl(ttl: object) -> Any:
     if default is not None and (isinstance(default, bool) or not isinstance(default, int | float) or default <= 0):
         raise invalid(f"default_ttl is minutes, more than 0; got {default!r}.")
     return dict(ttl)
-
-
-def key_and_value(memory: Memory) -> tuple[str, dict[str, Any]] | None:
-    """The (key, value) a memory's content holds when this store wrote it; None for any other memory."""
-    if memory.source != SOURCE or memory.path is None:
-        return None
-    try:
-        envelope = json.loads(memory.content)
-    except ValueError:
-        return None
-    if not isinstance(envelope, dict) or not isinstance(envelope.get("key"), str):
-        return None
-    value = envelope.get("value")
-    if not isinstance(value, dict):
-        return None
-    return envelope["key"], value
 
 
 def item_of(memory: Memory, key: str, value: dict[str, Any]) -> Item:
@@ -218,14 +177,50 @@ def search_item(memory: Memory, key: str, value: dict[str, Any], score: float | 
     )
 
 
+def hybrid_ranked(
+    op: SearchOp, search: Callable[[int], Any], decoded: Callable[[Memory], tuple[str, dict[str, Any]] | None]
+) -> list[SearchItem]:
+    """Hybrid search's hits as items, asking `search` (a limit: its results, None when nothing is stored) for more
+    while the filter leaves fewer than the page needs."""
+    window = op.offset + op.limit
+    want = window if not op.filter else min(max(window * 4, 40), MAX_SEARCH_LIMIT)
+    while True:
+        results = search(want)
+        if results is None:
+            return []
+        hits = []
+        for hit in results.results:
+            item = decoded(hit.memory)
+            if item is not None and matches(item[1], op.filter):
+                hits.append(search_item(hit.memory, *item, hit.score))
+        if len(hits) >= window or not results.has_more or want >= MAX_SEARCH_LIMIT:
+            return hits[op.offset : window]
+        want = min(want * 4, MAX_SEARCH_LIMIT)
+
+
+def id_key(key: str) -> bool:
+    """Whether a key is a memory id as the product writes them (so it may name a memory keyed by its id)."""
+    return is_memory_id(key) and check_memory_id(key) == key
+
+
+def absent_code(error: DomainError) -> bool:
+    """Nothing there to read: no such memory or item yet, or the named store was never written to."""
+    return error.code in (
+        ErrorCode.MEMORY_NOT_FOUND,
+        ErrorCode.MEMORY_EXPIRED,
+        ErrorCode.CATEGORY_NOT_FOUND,
+        ErrorCode.STORE_NOT_FOUND,
+    )
+
+
 __all__ = [
     "SOURCE",
+    "absent_code",
     "check_op",
     "checked_ttl",
-    "encoded",
-    "envelope",
+    "hybrid_ranked",
+    "id_key",
     "item_of",
-    "key_and_value",
     "product_op",
     "search_item",
 ]
@@ -239,7 +234,7 @@ def cosine_ranked(
     configured: Fields = (config or {}).get("__tokenized_fields", [])
     texts: dict[int, list[str]] = {}
     for memory, (_key, value) in listed:
-        chosen = envelope(memory).get("index")
+        chosen = extras_of(memory).get("index")
         fields = [] if chosen is False else tokenized(chosen) if chosen else configured
         texts[id(memory)] = field_texts(value, fields)
     known = vectors.vectors([text for each in texts.values() for text in each])

@@ -1,18 +1,13 @@
 """The LangGraph door: a `BaseStore` over the service, so LangGraph and LangMem keep their tools and gain its backends.
 
 Imported only when used (the `langgraph` extra, which installs langgraph-checkpoint): nothing here loads with
-agent_memory. How an item is kept:
-
-- its namespace tuple is the memory's namespace (labels the domain refuses escaped as %XX, langgraph_labels.py), so
-  tenancy, listing and search scopes are the product's own;
-- its key names a memory path `langgraph/<key as a slug>-<digest>`, the digest being a hash of namespace and
-  key: the path is stable (a put over an existing key updates that memory, keeping its created_at), never
-  collides between keys that slug alike ("A b" and "a-b"), and is readable in `memory list langgraph` and as
-  the files backend's markdown file name;
-- its value is the memory's content, as the JSON text `{"key": …, "value": {…}}`: content is the one field
-  that holds arbitrary structure (up to 100,000 characters; the other fields are short labels), it is what
-  hybrid search embeds and indexes, so a query finds an item by what its value says, and it gives the
-  value back exactly as JSON has it (the key rides along because a digest cannot be read back).
+agent_memory. An item IS a memory (decision 25, tooling/items.py), so LangMem's tools, `store.put` and the product's doors
+read, update and delete each other's writes: the item's namespace tuple is the memory's namespace (labels the
+domain refuses escaped as %XX, langgraph/labels.py); a key `put` creates names the stable path
+`langgraph/<key as a slug>-<digest of namespace and key>` (a put over it updates that memory, keeping its
+created_at), while any other memory of the namespace is keyed by its id; the value is the content (the text of
+LangMem's `{"content": text}`, else a JSON envelope). A delete removes an item `put` made for good, as LangGraph's
+stores do, and soft-deletes any other memory, as the product's doors do (decision 13).
 
 Search with a query is the service's hybrid search over the namespace prefix; without one it lists the
 prefix, newest update first. A filter is matched on the value as LangGraph's own stores match it (equality,
@@ -23,10 +18,8 @@ so a batch with a bad operation changes nothing.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -35,6 +28,7 @@ from returns.result import Failure
 from agent_memory.domain.commands import (
     CreateMemories,
     CreateMemory,
+    DeleteMemory,
     GetMemory,
     ListMemories,
     RemoveMemory,
@@ -42,13 +36,21 @@ from agent_memory.domain.commands import (
     UpdateMemory,
 )
 from agent_memory.domain.dispatch import dispatch
-from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
+from agent_memory.domain.errors import ErrorCode, InvalidValue
 from agent_memory.domain.model import Memory, check_store_name, parse_decay_policy
 from agent_memory.domain.paths import normalise_segment
-from agent_memory.domain.search.searching import MAX_SEARCH_LIMIT
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.extras import missing_extra
 from agent_memory.entrypoints.tooling.errors import invalid, succeeded
+from agent_memory.entrypoints.tooling.items import (
+    CATEGORY,
+    encoded,
+    extras_of,
+    item_path,
+    key_and_value,
+    put_key,
+    readable_key,
+)
 
 try:
     from langgraph.store.base import (
@@ -76,34 +78,25 @@ from agent_memory.entrypoints.langgraph.batcher import (
     stop_sweeping,
     sweeping,
 )
-from agent_memory.entrypoints.langgraph.filters import matches, namespace_matches
+from agent_memory.entrypoints.langgraph.filters import chosen_namespaces, matches, prefix_pushdown
 from agent_memory.entrypoints.langgraph.index import VectorCache, index_config
-from agent_memory.entrypoints.langgraph.labels import from_product, to_product
+from agent_memory.entrypoints.langgraph.labels import to_product
 from agent_memory.entrypoints.langgraph.ops import (
     SOURCE,
+    absent_code,
     check_op,
     checked_ttl,
     cosine_ranked,
-    encoded,
-    envelope,
+    hybrid_ranked,
+    id_key,
     item_of,
-    key_and_value,
     product_op,
     search_item,
 )
 
 __all__ = ["CATEGORY", "MemoryStore", "item_path"]
 
-CATEGORY = "langgraph"  # the root category every item's path sits in
-_SLUG_CHARS = 48  # of the key, in the path (the digest makes it unique)
 _UPSERT_ROUNDS = 64  # create/update turns a put takes while other writers create and delete its key
-
-
-def item_path(namespace: Sequence[str], key: str, *, category: str = CATEGORY) -> str:
-    """The memory path of one item: the category, the key as a slug, a digest of namespace and key."""
-    digest = hashlib.sha256(json.dumps([list(namespace), key], ensure_ascii=False).encode()).hexdigest()[:32]
-    slug = normalise_segment(key)[:_SLUG_CHARS].strip("-")
-    return f"{category}/{slug}-{digest}" if slug else f"{category}/{digest}"
 
 
 class MemoryStore(BaseStore):
@@ -188,6 +181,11 @@ class MemoryStore(BaseStore):
         return self._service
 
     @property
+    def category(self) -> str:
+        """The root category the items `put` makes sit in."""
+        return self._category
+
+    @property
     def store_name(self) -> str | None:
         """The product's store the items are kept in (None: the configured one)."""
         return self._store
@@ -250,7 +248,7 @@ class MemoryStore(BaseStore):
         now = self._service.clock.now()
         creates = tuple(
             CreateMemory(
-                content=encoded(op.key, op.value, {"index": op.index, "ttl": op.ttl}),
+                content=encoded(op.key, op.value, {"index": op.index, "ttl": op.ttl}, plain=readable_key(op.key)),
                 namespace=tuple(op.namespace),
                 path=item_path(op.namespace, op.key, category=self._category),
                 store=self._store,
@@ -276,13 +274,27 @@ class MemoryStore(BaseStore):
     # --- get / put --------------------------------------------------------------------------------
 
     def _memory(self, namespace: tuple[str, ...], key: str) -> Memory | None:
+        """The memory that is the item (namespace, key): the one `put` made under the key, else (the key being a
+        memory id) the memory of that id in exactly this namespace."""
         path = item_path(namespace, key, category=self._category)
-        found = dispatch(self._service, GetMemory(ref=path, store=self._store, namespace=namespace))
-        if isinstance(found, Failure) and _absent_code(found.failure()):
+        found = self._read(GetMemory(ref=path, store=self._store, namespace=namespace))
+        if found is not None and self._key(found, namespace) == key:
+            return found
+        if not id_key(key):
+            return None
+        found = self._read(GetMemory(ref=key, store=self._store, namespace=namespace))
+        return found if found is not None and self._key(found, namespace) == key else None
+
+    def _read(self, command: GetMemory) -> Memory | None:
+        found = dispatch(self._service, command)
+        if isinstance(found, Failure) and absent_code(found.failure()):
             return None
         memory: Memory = succeeded(found).memory
+        return memory
+
+    def _key(self, memory: Memory, namespace: tuple[str, ...]) -> str | None:
         decoded = self._decoded(memory, namespace)
-        return None if decoded is None or decoded[0] != key else memory
+        return None if decoded is None else decoded[0]
 
     def _load(self, namespace: tuple[str, ...], key: str) -> Item | None:
         memory = self._memory(namespace, key)
@@ -300,39 +312,61 @@ class MemoryStore(BaseStore):
 
     def _refreshed(self, memory: Memory) -> Memory:
         """The memory with its expiry renewed by its item's TTL (a read counts as use); as it was without a TTL."""
-        minutes = envelope(memory).get("ttl")
-        if not isinstance(minutes, int | float) or memory.path is None:
+        minutes = extras_of(memory).get("ttl")
+        if not isinstance(minutes, int | float):
             return memory
         expires_at = self._service.clock.now() + timedelta(minutes=minutes)
-        command = UpdateMemory(
-            ref=str(memory.path), store=self._store, namespace=memory.namespace, expires_at=expires_at
-        )
+        command = UpdateMemory(ref=memory.id, store=self._store, namespace=memory.namespace, expires_at=expires_at)
         renewed = dispatch(self._service, command)
-        if isinstance(renewed, Failure) and _absent_code(renewed.failure()):
+        if isinstance(renewed, Failure) and absent_code(renewed.failure()):
             return memory  # deleted or expired meanwhile: the read answers what it read
         view: Any = succeeded(renewed)
         return view.memory  # type: ignore[no-any-return]
 
     def _decoded(self, memory: Memory, namespace: tuple[str, ...] | None) -> tuple[str, dict[str, Any]] | None:
-        """(key, value) of a memory this store wrote (in `namespace` exactly, when given); None for any other."""
-        decoded = key_and_value(memory)
-        if decoded is None or (namespace is not None and memory.namespace != namespace):
-            return None
-        if str(memory.path) != item_path(memory.namespace, decoded[0], category=self._category):
-            return None
-        return decoded
+        """(key, value) of a memory as an item (in `namespace` exactly, when given); None without a namespace."""
+        if not memory.namespace or (namespace is not None and memory.namespace != namespace):
+            return None  # LangGraph has no item of no namespace
+        return key_and_value(memory, category=self._category)
 
     def _put(self, op: PutOp) -> None:
         namespace, key = tuple(op.namespace), op.key
-        path = item_path(namespace, key, category=self._category)
-        if op.value is None:
-            if self._load(namespace, key) is not None:
-                gone = dispatch(self._service, RemoveMemory(ref=path, store=self._store, namespace=namespace))
-                if not (isinstance(gone, Failure) and _absent_code(gone.failure())):
-                    succeeded(gone)
-            return
-        content = encoded(key, op.value, {"index": op.index, "ttl": op.ttl})
+        extras = {"index": op.index, "ttl": op.ttl}
         expires_at = None if op.ttl is None else self._service.clock.now() + timedelta(minutes=op.ttl)
+        held = self._memory(namespace, key)
+        if op.value is None:
+            if held is not None:
+                self._delete(held)
+            return
+        if held is not None and put_key(held, category=self._category) is None:  # a memory keyed by its id
+            command = UpdateMemory(
+                ref=held.id,
+                store=self._store,
+                namespace=namespace,
+                content=encoded(key, op.value, extras, plain=True),
+                expires_at=expires_at,
+                clear_expiry=expires_at is None,
+            )
+            updated = dispatch(self._service, command)
+            if not (isinstance(updated, Failure) and absent_code(updated.failure())):
+                succeeded(updated)
+                return
+        self._upsert(namespace, key, encoded(key, op.value, extras, plain=readable_key(key)), expires_at)
+
+    def _delete(self, memory: Memory) -> None:
+        """An item `put` made is removed for good (LangGraph's delete); any other memory soft-deleted (decision 13)."""
+        command: RemoveMemory | DeleteMemory
+        if put_key(memory, category=self._category) is not None:
+            command = RemoveMemory(ref=memory.id, store=self._store, namespace=memory.namespace)
+        else:
+            command = DeleteMemory(ref=memory.id, store=self._store, namespace=memory.namespace)
+        gone = dispatch(self._service, command)
+        if not (isinstance(gone, Failure) and absent_code(gone.failure())):
+            succeeded(gone)
+
+    def _upsert(self, namespace: tuple[str, ...], key: str, content: str, expires_at: Any) -> None:
+        """Create the item at its path, or update the memory there (another writer's create won the race)."""
+        path = item_path(namespace, key, category=self._category)
         exists = self._load(namespace, key) is not None
         for _ in range(_UPSERT_ROUNDS):
             if not exists:
@@ -362,7 +396,7 @@ class MemoryStore(BaseStore):
                 clear_expiry=expires_at is None,
             )
             updated = dispatch(self._service, command)
-            if not (isinstance(updated, Failure) and _absent_code(updated.failure())):
+            if not (isinstance(updated, Failure) and absent_code(updated.failure())):
                 succeeded(updated)
                 return
             exists = False  # a concurrent delete won since we looked: the put creates it again
@@ -400,12 +434,12 @@ class MemoryStore(BaseStore):
         """Delete every item whose TTL ran out (its memory expired) for good; how many were deleted."""
         listed = ListMemories(category=self._category, store=self._store, include_expired=True)
         listing = dispatch(self._service, listed)
-        if isinstance(listing, Failure) and _absent_code(listing.failure()):
+        if isinstance(listing, Failure) and absent_code(listing.failure()):
             return 0
         now, swept = self._service.clock.now(), 0
         for view in succeeded(listing).memories:
             memory = view.memory
-            if memory.is_expired(now) and self._decoded(memory, None) is not None and memory.path is not None:
+            if memory.is_expired(now) and put_key(memory, category=self._category) is not None and memory.path:
                 gone = dispatch(
                     self._service, RemoveMemory(ref=str(memory.path), store=self._store, namespace=memory.namespace)
                 )
@@ -430,10 +464,10 @@ class MemoryStore(BaseStore):
         return stopped
 
     def _listed(self, prefix: tuple[str, ...]) -> list[tuple[Memory, tuple[str, dict[str, Any]]]]:
-        """Every item under the namespace prefix (in the product's namespaces below it too)."""
-        listed = ListMemories(category=self._category, store=self._store, namespace=prefix or None)
+        """Every item under the namespace prefix (in the product's namespaces below it too): every memory there."""
+        listed = ListMemories(store=self._store, namespace=prefix or None)
         listing = dispatch(self._service, listed)
-        if isinstance(listing, Failure) and _absent_code(listing.failure()):
+        if isinstance(listing, Failure) and absent_code(listing.failure()):
             return []
         found = []
         for view in succeeded(listing).memories:
@@ -443,57 +477,17 @@ class MemoryStore(BaseStore):
         return found
 
     def _ranked(self, op: SearchOp, prefix: tuple[str, ...]) -> list[SearchItem]:
-        """Hybrid search, asking for more hits while the filter leaves fewer than the page needs."""
-        window = op.offset + op.limit
-        want = window if not op.filter else min(max(window * 4, 40), MAX_SEARCH_LIMIT)
-        while True:
+        def search(limit: int) -> Any:  # LangGraph's stores rank every item of the prefix: no relevance floor
             command = SearchMemories(
-                query=op.query or "",
-                namespace=prefix or None,
-                path_prefix=self._category,
-                store=self._store,
-                limit=want,
-                mode="hybrid",
-                min_similarity=0.0,  # LangGraph's stores rank every item of the prefix: no relevance floor
+                query=op.query or "", namespace=prefix or None, store=self._store, limit=limit, min_similarity=0.0
             )
-            searched = dispatch(self._service, command)
-            if isinstance(searched, Failure) and _absent_code(searched.failure()):
-                return []
-            results = succeeded(searched)
-            hits = []
-            for hit in results.results:
-                decoded = self._decoded(hit.memory, None)
-                if decoded is not None and matches(decoded[1], op.filter):
-                    hits.append(search_item(hit.memory, *decoded, hit.score))
-            if len(hits) >= window or not results.has_more or want >= MAX_SEARCH_LIMIT:
-                return hits[op.offset : window]
-            want = min(want * 4, MAX_SEARCH_LIMIT)
+            found = dispatch(self._service, command)
+            return None if isinstance(found, Failure) and absent_code(found.failure()) else succeeded(found)
+
+        return hybrid_ranked(op, search, lambda memory: self._decoded(memory, None))
 
     # --- list namespaces ----------------------------------------------------------------------------
 
     def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        conditions = tuple(op.match_conditions or ())
-        pushdown: tuple[str, ...] = ()
-        for condition in conditions:
-            if condition.match_type == "prefix":
-                fixed = []
-                for label in condition.path:
-                    if label == "*":
-                        break
-                    fixed.append(label)
-                pushdown = max(pushdown, tuple(fixed), key=len)
-        namespaces = {memory.namespace for memory, _ in self._listed(pushdown)}
-        chosen = [ns for ns in namespaces if all(namespace_matches(condition, ns) for condition in conditions)]
-        if op.max_depth is not None:
-            chosen = list({ns[: op.max_depth] for ns in chosen})
-        return sorted(from_product(ns) for ns in chosen)[op.offset : op.offset + op.limit]
-
-
-def _absent_code(error: DomainError) -> bool:
-    """Nothing there to read: no such memory or item yet, or the named store was never written to."""
-    return error.code in (
-        ErrorCode.MEMORY_NOT_FOUND,
-        ErrorCode.MEMORY_EXPIRED,
-        ErrorCode.CATEGORY_NOT_FOUND,
-        ErrorCode.STORE_NOT_FOUND,
-    )
+        namespaces = {memory.namespace for memory, _ in self._listed(prefix_pushdown(op))}
+        return chosen_namespaces(op, namespaces)

@@ -3,22 +3,20 @@ manage and search calls over the use cases, namespaced, their failures raised as
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from returns.result import Failure, Result
-
-from agent_memory.domain.commands import CreateMemory, DeleteMemory, SearchMemories, UpdateMemory
+from agent_memory.domain.commands import CreateMemory, DeleteMemory, SearchMemories
 from agent_memory.domain.dispatch import dispatch
-from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.model import Memory, ScoredMemory
 from agent_memory.domain.service import MemoryService
 from agent_memory.domain.tenancy import EMPTY_GUARD
 from agent_memory.entrypoints.json_codec import memory_json
-from agent_memory.entrypoints.tooling.errors import MemoryToolError, invalid, succeeded
+from agent_memory.entrypoints.tooling.errors import invalid, succeeded
 from agent_memory.entrypoints.tooling.filters import plan_filter
+from agent_memory.entrypoints.tooling.item_refs import content_update, guarded, item_key, resolved, unknown
+from agent_memory.entrypoints.tooling.items import CATEGORY, STRUCTURED_SOURCE, key_and_value, shown_content
 
 __all__ = [
     "ACTIONS",
@@ -32,7 +30,6 @@ __all__ = [
 ]
 
 ACTIONS = ("create", "update", "delete")
-STRUCTURED_SOURCE = "structured"  # the source of a memory whose content is a schema's JSON (schema=)
 MAX_WINDOW = 1000  # limit + offset, the most a search can reach (the service's MAX_SEARCH_LIMIT)
 
 
@@ -51,12 +48,14 @@ def run_manage(
     type: str | None = None,
     tags: Sequence[str] | None = None,
     structured: bool = False,
+    category: str = CATEGORY,
 ) -> str:
     """Create, update or delete one memory inside `namespace`; returns the spec 003 sentence. `type` (what
     search_memory's filter calls category, e.g. 'preference') and `tags` are set on create and, given, on update.
     As in LangMem, an update of an id the namespace does not hold creates the memory (under a new id, which the
     sentence names) and a delete of one does nothing. `structured`: content is a schema's JSON (searches show
-    it as the object)."""
+    it as the object). `id` is a memory's id or path, or the key `store.put` (LangMem's tools over a
+    MemoryStore whose items sit in `category`) wrote an item under (decision 25)."""
     source = STRUCTURED_SOURCE if structured else ""
     check_action(action, permitted)
     if not namespace:  # refused as search_memory refuses it: a memory of no tenant would be every tenant's
@@ -78,14 +77,11 @@ def run_manage(
     if id is None or not str(id).strip():
         raise invalid(f"{action} needs the id of the memory (as returned by create or search_memory).")
     ref = str(id).strip()
+    memory = resolved(service, ref, namespace, store, category)
     if action == "update":
         if content is None:
             raise invalid("update needs content: the full new text of the memory.")
-        command = UpdateMemory(
-            ref=ref, content=content, namespace=namespace, store=store, type=type, tags=_tags(tags), source=source
-        )
-        updated = dispatch(service, command)
-        if _unknown(updated):  # LangMem's update is an upsert
+        if memory is None:  # LangMem's update is an upsert
             return run_manage(
                 service,
                 namespace,
@@ -96,20 +92,16 @@ def run_manage(
                 tags=tags,
                 structured=structured,
             )
-        return f"updated memory {_guarded(updated, ref, namespace).memory.id}"
-    soft = DeleteMemory(ref=ref, store=store, namespace=namespace)  # the soft delete (decision 13)
+        command = content_update(
+            memory, content, category, store=store, type=type, tags=_tags(tags), structured=structured
+        )
+        updated = guarded(dispatch(service, command), ref, namespace).memory
+        return f"updated memory {item_key(updated, category)}"
+    soft = DeleteMemory(ref=ref if memory is None else memory.id, store=store, namespace=namespace)  # decision 13
     deleted = dispatch(service, soft)
-    if _unknown(deleted):  # LangMem's delete of an unknown id does nothing
+    if unknown(deleted):  # LangMem's delete of an unknown id does nothing
         return f"Deleted memory {ref}"
-    return f"Deleted memory {_guarded(deleted, ref, namespace).id}"
-
-
-def _unknown(result: Result[Any, DomainError]) -> bool:
-    """No such memory in the namespace (or the store was never written to): LangMem's unknown id."""
-    return isinstance(result, Failure) and result.failure().code in (
-        ErrorCode.MEMORY_NOT_FOUND,
-        ErrorCode.STORE_NOT_FOUND,
-    )
+    return f"Deleted memory {item_key(guarded(deleted, ref, namespace), category)}"
 
 
 def _tags(raw: object) -> tuple[str, ...] | None:
@@ -127,16 +119,6 @@ def check_action(action: str, permitted: Sequence[str]) -> None:
         raise invalid(f"The {action!r} action is not permitted for this tool; permitted: {', '.join(permitted)}.")
 
 
-def _guarded(result: Result[Any, DomainError], ref: str, namespace: tuple[str, ...]) -> Any:
-    """A memory outside the caller's namespace reads as not found: tenants never learn of each other."""
-    if isinstance(result, Failure) and result.failure().code is ErrorCode.MEMORY_NOT_FOUND:
-        raise MemoryToolError(
-            ErrorCode.MEMORY_NOT_FOUND,
-            f"No memory {ref} in namespace {list(namespace)}: use an id returned by search_memory or create.",
-        )
-    return succeeded(result)
-
-
 # --- search ------------------------------------------------------------------------------------
 
 
@@ -149,8 +131,10 @@ def run_search(
     offset: int = 0,
     filter: Mapping[str, Any] | None = None,
     store: str | None = None,
+    category: str = CATEGORY,
 ) -> tuple[str, list[Memory]]:
-    """Hybrid search within `namespace` and its sub-namespaces; (JSON list of facts, the memories)."""
+    """Hybrid search within `namespace` and its sub-namespaces; (JSON list of facts, the memories). Each fact's
+    key and value are its memory's as a LangGraph item (items of a MemoryStore sit in `category`)."""
     check_window(limit, offset)
     plan = plan_filter(filter)
     window = offset + limit
@@ -162,7 +146,8 @@ def run_search(
             break
         want = min(want * 4, MAX_WINDOW)
     page = hits[offset:window]
-    return json.dumps([fact_json(hit) for hit in page], ensure_ascii=False), [hit.memory for hit in page]
+    facts = [fact_json(hit, category) for hit in page]
+    return json.dumps(facts, ensure_ascii=False), [hit.memory for hit in page]
 
 
 def check_window(limit: object, offset: object) -> None:
@@ -181,16 +166,20 @@ def _search_command(
     return SearchMemories(query=query, namespace=namespace, store=store, limit=limit, mode="hybrid", **pushdown)
 
 
-def fact_json(hit: ScoredMemory) -> dict[str, Any]:
-    """One search_memory result: namespace, id, content, metadata, created_at, updated_at, score, and LangMem's key and value."""
+def fact_json(hit: ScoredMemory, category: str = CATEGORY) -> dict[str, Any]:
+    """One search_memory result: namespace, id, content, metadata, created_at, updated_at, score, and LangMem's key
+    and value: the memory as a LangGraph item reads (decision 25), its content the value's."""
     data = memory_json(hit.memory)
     top = {key: data.pop(key) for key in ("namespace", "id", "content", "created_at", "updated_at")}
     for hidden in ("deleted", "deleted_at"):
         data.pop(hidden, None)
     metadata = {**data, "confidence": hit.confidence, "relevance": hit.relevance, "similarity": hit.similarity}
-    content: Any = hit.memory.content
-    if hit.memory.source == STRUCTURED_SOURCE:
-        with contextlib.suppress(ValueError):  # hand-edited since: shown as the text it is
-            content = json.loads(content)
-    # LangMem's item shape (key, value) beside spec 003's fields: either reads the same memory
-    return {**top, "key": hit.memory.id, "value": {"content": content}, "metadata": metadata, "score": hit.score}
+    key, value = key_and_value(hit.memory, category=category)
+    return {
+        **top,
+        "content": shown_content(value),
+        "key": key,
+        "value": value,
+        "metadata": metadata,
+        "score": hit.score,
+    }

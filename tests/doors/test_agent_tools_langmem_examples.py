@@ -82,18 +82,13 @@ def test_the_manage_example_creates_then_updates_in_the_graphs_store(store: Base
 
 
 def read_back(store: BaseStore, namespace: tuple[str, ...]) -> list[Any]:
-    """What LangMem's example prompt lists with store.search(namespace); on a MemoryStore the tools write the
-    product's memories (spec 003 wins, README "Agent tools"), which its search tool reads, not store.search."""
-    if not isinstance(store, MemoryStore):
-        return [item.value for item in store.search(namespace)]
-    search = create_search_memory_tool(namespace, store=store)
-    return [hit["value"] for hit in json.loads(search(query="profile programming user", limit=10, config={}))]
+    """What LangMem's example prompt lists with store.search(namespace): on a MemoryStore too, the memories the
+    tools wrote are its items (decision 25)."""
+    return [item.value for item in store.search(namespace)]
 
 
 def test_the_agent_prompt_reads_what_the_tool_wrote_through_the_graphs_store(store: BaseStore) -> None:
     """The create_react_agent example: the tool writes, the prompt lists the namespace with get_store().search."""
-    if isinstance(store, MemoryStore):
-        pytest.skip("on a MemoryStore the tools write product memories, which store.search does not list")
     tool = create_manage_memory_tool(namespace=("memories", "{langgraph_user_id}"))
 
     def prompt() -> list[str]:

@@ -108,12 +108,28 @@ def test_an_item_is_a_memory_of_the_product(store: MemoryStore, service: MemoryS
     assert [hit.memory.id for hit in hits] == [view.memory.id]
 
 
-def test_memories_from_other_doors_are_not_items(store: MemoryStore, service: MemoryService) -> None:
-    service.create(CreateMemory(content="a note made with the CLI", namespace=U1, path="langgraph/note")).unwrap()
-    service.create(CreateMemory(content='{"key": "k", "value": {}}', namespace=U1)).unwrap()
-    assert store.search(U1) == []
-    assert store.search(U1, query="note") == []
-    assert store.list_namespaces() == []
+def test_memories_from_other_doors_are_items_keyed_by_their_id(store: MemoryStore, service: MemoryService) -> None:
+    """Decision 25: every memory with a namespace is an item there, its key its id, its value {"content": …}; a put
+    of that id updates it, a delete soft-deletes it (restorable, as every door's delete of a memory is)."""
+    note = service.create(CreateMemory(content="a note made with the CLI", namespace=U1, path="langgraph/note"))
+    odd = service.create(CreateMemory(content='{"key": "k", "value": {}}', namespace=U1)).unwrap().memory
+    service.create(CreateMemory(content="a memory of no tenant")).unwrap()  # no namespace: LangGraph has no such item
+    note_id = note.unwrap().memory.id
+    assert {(item.key, item.value["content"]) for item in store.search(U1)} == {
+        (note_id, "a note made with the CLI"),
+        (odd.id, '{"key": "k", "value": {}}'),
+    }
+    assert store.get(U1, note_id).value == {"content": "a note made with the CLI"}  # type: ignore[union-attr]
+    assert store.get(U2, note_id) is None and store.get((*U1, "child"), note_id) is None
+    assert store.list_namespaces() == [U1]
+    store.put(U1, note_id, {"content": "a note the graph rewrote"})
+    assert service.get(note_id).unwrap().memory.content == "a note the graph rewrote"
+    store.put(U1, odd.id, {"text": "structured now", "n": 1})
+    assert store.get(U1, odd.id).value == {"text": "structured now", "n": 1}  # type: ignore[union-attr]
+    assert stored_count(service) == 3
+    store.delete(U1, note_id)
+    assert store.get(U1, note_id) is None and note_id not in {item.key for item in store.search(U1)}
+    assert service.restore(note_id).unwrap().memory.content == "a note the graph rewrote"
 
 
 # --- search -----------------------------------------------------------------------------------------------
