@@ -194,7 +194,7 @@ class Settings:
     api_tokens: TokenNamespaces = field(default=(), converter=_token_namespaces, repr=False)
     # the `memory` command: "auto" runs it through the user's local server (cli/server/process.py), "off" in-process
     server: str = field(default="auto", validator=_server_mode)
-    server_idle_seconds: float = field(default=300.0, validator=_positive)
+    server_idle_seconds: float = field(default=480.0, validator=_positive)
     # how long the server keeps a store (data directory and backend) open after its last use: then it is closed
     server_store_idle_seconds: float = field(default=120.0, validator=_positive)
     # how long the `memory` command waits on a server that sends nothing (not even a heartbeat) before it says so

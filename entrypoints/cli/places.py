@@ -18,7 +18,7 @@ from agent_memory.entrypoints.locations import (
 )
 
 # the defaults, chosen by measurement (BENCHMARKS.md, "One server per user"; bench/server_footprint.py)
-SERVER_IDLE_S = 300.0
+SERVER_IDLE_S = 480.0
 STORE_IDLE_S = 120.0
 
 

@@ -475,7 +475,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="memory-server", description="The local memory server (started by `memory`).")
     parser.add_argument("--directory", required=True, type=Path)
     parser.add_argument("--socket", required=True, type=Path)
-    parser.add_argument("--idle-seconds", type=float, default=300.0)
+    parser.add_argument("--idle-seconds", type=float, default=480.0)
     parser.add_argument("--store-idle-seconds", type=float, default=120.0)
     parser.add_argument("--warm-backend", default=None)
     options = parser.parse_args(argv)
