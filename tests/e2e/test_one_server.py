@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import MEMORY, MemoryCli, server_processes
+from tests.e2e.conftest import MEMORY, MemoryCli, server_directory, server_processes
 from tests.e2e.test_cli_server import pid_of, wait_until
 
 pytestmark = pytest.mark.slow
@@ -27,52 +27,6 @@ def projects(home: Path, extra: dict[str, str] | None = None) -> dict[str, Memor
         cli.env["MEMORY_DATA_DIR"] = str(home / f"project-{backend}")
         made[backend] = cli
     return made
-
-
-def test_three_data_directories_used_in_turn_run_in_one_server_and_stay_isolated(tmp_path: Path) -> None:
-    clis = projects(tmp_path)
-    try:
-        ids = {}
-        for backend, cli in clis.items():
-            made = cli.ok("add", "notes/stack", "--content", f"this project keeps its memory in {backend}")
-            ids[backend] = made["id"]
-        (pid,) = server_processes(tmp_path / "data")
-        for backend, cli in clis.items():
-            assert pid_of(cli) == pid
-            found = cli.ok("search", "where does this project keep its memory?")["results"]
-            assert [hit["content"] for hit in found] == [f"this project keeps its memory in {backend}"]
-            assert cli.ok("get", "notes/stack")["id"] == ids[backend]
-            for other in set(BACKENDS) - {backend}:
-                assert cli.fails("get", ids[other])["code"] == "MEMORY_NOT_FOUND"
-            assert cli.ok("status")["memory_count"] == 1
-        assert server_processes(tmp_path / "data") == [pid]
-        (server,) = clis["files"].ok("server", "list")["servers"]
-        assert server["pid"] == pid and server["state"] == "serving"
-        held = {(store["data_dir"], store["backend"]) for store in server["stores"]}
-        assert held == {(str(tmp_path / f"project-{backend}"), backend) for backend in BACKENDS}
-    finally:
-        clis["chroma"].stop_servers()
-
-
-def test_an_idle_store_is_closed_while_the_server_lives_and_qdrant_local_data_is_free_again(tmp_path: Path) -> None:
-    clis = projects(tmp_path, {"MEMORY_SERVER_STORE_IDLE_SECONDS": "0.5"})
-    qdrant, files = clis["qdrant"], clis["files"]
-    try:
-        made = qdrant.ok("create", "kept in qdrant local mode")
-        pid = pid_of(qdrant)
-        # closed after its idle time: the folder lock is given back, so a command without the server opens it
-        wait_until(lambda: qdrant.ok("server", "status")["stores"] == [], "the idle store closed")
-        direct = qdrant("get", made["id"], "--no-server")
-        assert direct.code == 0, direct.stderr
-        assert json.loads(direct.stdout)["content"] == "kept in qdrant local mode"
-        # the server goes on, opens it again at its next use, and serves another data directory meanwhile
-        assert files.ok("create", "kept in files")["content"] == "kept in files"
-        assert qdrant.ok("get", made["id"])["content"] == "kept in qdrant local mode"
-        status = qdrant.ok("server", "status")
-        assert status["pid"] == pid and status["stores_closed"] >= 1
-        assert "closed {'data_dir'" in Path(str(status["log"])).read_text()
-    finally:
-        qdrant.stop_servers()
 
 
 def on_a_terminal(cli: MemoryCli, *args: str) -> tuple[int, str]:
@@ -97,17 +51,57 @@ def on_a_terminal(cli: MemoryCli, *args: str) -> tuple[int, str]:
     return ran.returncode, said.decode()
 
 
-def test_the_first_command_that_starts_the_server_says_so_once_on_a_terminal(tmp_path: Path) -> None:
-    cli = MemoryCli(tmp_path, "files", mode="served")
+def test_three_data_directories_used_in_turn_run_in_one_server_and_stay_isolated(tmp_path: Path) -> None:
+    clis = projects(tmp_path)
     try:
-        code, said = on_a_terminal(cli, "create", "the quick start's first memory")
-        assert code == 0
-        assert "background server" in said and "memory server stop" in said, said
-        assert said.count("\n") == 1
-        pid = pid_of(cli)
-        cli.stop_servers()
-        assert on_a_terminal(cli, "search", "first memory") == (0, "")  # a new server, not a second note
-        assert pid_of(cli) != pid
-        assert cli("create", "piped").stderr == ""  # never on a pipe
+        ids = {}
+        for backend, cli in clis.items():
+            add = ("add", "notes/stack", "--content", f"this project keeps its memory in {backend}")
+            if backend == "chroma":  # the user's first command, on a terminal: it says it started a server
+                code, said = on_a_terminal(cli, *add)
+                assert code == 0
+                assert "background server" in said and "memory server stop" in said and said.count("\n") == 1
+            else:
+                assert on_a_terminal(cli, *add) == (0, "")  # once
+            ids[backend] = cli.ok("get", "notes/stack")["id"]
+        (pid,) = server_processes(tmp_path / "data")
+        for backend, cli in clis.items():
+            assert pid_of(cli) == pid
+            found = cli.ok("search", "where does this project keep its memory?")["results"]
+            assert [hit["content"] for hit in found] == [f"this project keeps its memory in {backend}"]
+            assert cli.ok("get", "notes/stack")["id"] == ids[backend]
+            for other in set(BACKENDS) - {backend}:
+                assert cli.fails("get", ids[other])["code"] == "MEMORY_NOT_FOUND"
+            assert cli.ok("status")["memory_count"] == 1
+        assert server_processes(tmp_path / "data") == [pid]
+        listed = clis["files"].ok("server", "list")["servers"]  # every server of this uid: other HOMEs' too
+        (server,) = [each for each in listed if each["directory"] == str(server_directory(tmp_path))]
+        assert server["pid"] == pid and server["state"] == "serving"
+        held = {(store["data_dir"], store["backend"]) for store in server["stores"]}
+        assert held == {(str(tmp_path / f"project-{backend}"), backend) for backend in BACKENDS}
+        clis["chroma"].stop_servers()
+        assert on_a_terminal(clis["files"], "search", "stack") == (0, "")  # a new server: no second note
+        assert server_processes(tmp_path / "data") not in ([], [pid])
     finally:
-        cli.stop_servers()
+        clis["chroma"].stop_servers()
+
+
+def test_an_idle_store_is_closed_while_the_server_lives_and_qdrant_local_data_is_free_again(tmp_path: Path) -> None:
+    clis = projects(tmp_path, {"MEMORY_SERVER_STORE_IDLE_SECONDS": "0.5"})
+    qdrant, files = clis["qdrant"], clis["files"]
+    try:
+        made = qdrant.ok("create", "kept in qdrant local mode")
+        pid = pid_of(qdrant)
+        # closed after its idle time: the folder lock is given back, so a command without the server opens it
+        wait_until(lambda: qdrant.ok("server", "status")["stores"] == [], "the idle store closed")
+        direct = qdrant("get", made["id"], "--no-server")
+        assert direct.code == 0, direct.stderr
+        assert json.loads(direct.stdout)["content"] == "kept in qdrant local mode"
+        # the server goes on, opens it again at its next use, and serves another data directory meanwhile
+        assert files.ok("create", "kept in files")["content"] == "kept in files"
+        assert qdrant.ok("get", made["id"])["content"] == "kept in qdrant local mode"
+        status = qdrant.ok("server", "status")
+        assert status["pid"] == pid and status["stores_closed"] >= 1
+        assert "closed {'data_dir'" in Path(str(status["log"])).read_text()
+    finally:
+        qdrant.stop_servers()
