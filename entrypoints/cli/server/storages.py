@@ -29,6 +29,10 @@ def describe(key: Key) -> dict[str, object]:
     """A storage key as `memory server list` and the log show it: the settings it has (never the API key)."""
     shown = dict(zip(STORAGE_FIELDS, key, strict=True))
     shown.pop("qdrant_api_key", None)
+    if not shown.get("chroma_host"):
+        shown.pop("chroma_port", None)  # a default that nothing uses
+    if shown.get("backend") != "files":
+        shown.pop("files_index", None)
     return {name: str(value) if isinstance(value, Path) else value for name, value in shown.items() if value}
 
 
