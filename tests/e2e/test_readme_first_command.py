@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.server]  # `memory ui` is a REST server
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
