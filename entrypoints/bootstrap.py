@@ -98,6 +98,24 @@ def build_catalog(settings: Settings, embedder: Embedder) -> Result[StoreCatalog
     return Failure(DomainError(ErrorCode.INVALID_INPUT, f"Unknown backend {settings.backend!r}."))
 
 
+def release_storage(catalog: StoreCatalog) -> None:
+    """Close the engine clients under a catalog `build_catalog` made: embedded Chroma's files and in-process search
+    index, a Chroma server's HTTP client, Qdrant's client (in local mode its folder lock, so another process may open
+    the folder). A later use of the catalog opens them again. For a process that keeps many storages and gives the
+    idle ones back (the memory server)."""
+    inner = getattr(catalog, "index", catalog) if catalog.backend == "files" else catalog
+    if inner.backend == "chroma":
+        from agent_memory.adapters.chroma.catalog import ChromaCatalog
+
+        if isinstance(inner, ChromaCatalog):
+            inner.session.close()
+    elif inner.backend == "qdrant":
+        from agent_memory.adapters.qdrant.catalog import QdrantCatalog
+
+        if isinstance(inner, QdrantCatalog):
+            inner.close()
+
+
 def _feed_ledger(settings: Settings, catalog: StoreCatalog) -> Ledger | None:
     """The ledger a server engine holds the side indexes' change feeds in; None on one machine's own data (embedded
     Chroma or Qdrant, files), whose SQLite side indexes are the truth and need no feed."""

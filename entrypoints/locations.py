@@ -36,6 +36,7 @@ ENVIRONMENT: Mapping[str, tuple[str, ...]] = {
     "api_tokens": ("MEMORY_API_TOKENS",),
     "server": ("MEMORY_SERVER",),
     "server_idle_seconds": ("MEMORY_SERVER_IDLE_SECONDS",),
+    "server_store_idle_seconds": ("MEMORY_SERVER_STORE_IDLE_SECONDS",),
     "server_timeout_seconds": ("MEMORY_SERVER_TIMEOUT_SECONDS",),
     "serve_workers": ("MEMORY_SERVE_WORKERS",),
 }

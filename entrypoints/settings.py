@@ -192,9 +192,11 @@ class Settings:
     # tenancy of the servers (REST, MCP): the namespace they are pinned to, and per-token namespaces (tenancy.py)
     namespace: tuple[str, ...] | None = field(default=None, converter=_pin)
     api_tokens: TokenNamespaces = field(default=(), converter=_token_namespaces, repr=False)
-    # the `memory` command: "auto" runs it through a local server per data directory (cli_server.py), "off" in-process
+    # the `memory` command: "auto" runs it through the user's local server (cli/server/process.py), "off" in-process
     server: str = field(default="auto", validator=_server_mode)
-    server_idle_seconds: float = field(default=300.0, validator=_positive)
+    server_idle_seconds: float = field(default=480.0, validator=_positive)
+    # how long the server keeps a store (data directory and backend) open after its last use: then it is closed
+    server_store_idle_seconds: float = field(default=120.0, validator=_positive)
     # how long the `memory` command waits on a server that sends nothing (not even a heartbeat) before it says so
     server_timeout_seconds: float = field(default=60.0, validator=_finite_positive)
     # `memory serve`: how many processes answer on its port (more than 1 only over a Chroma or Qdrant server)
@@ -216,6 +218,7 @@ _PARSERS: Mapping[str, Callable[[Any], Any]] = {
     "min_similarity": float,
     "default_limit": int,
     "server_idle_seconds": float,
+    "server_store_idle_seconds": float,
     "server_timeout_seconds": float,
     "serve_workers": int,
 }

@@ -1,6 +1,7 @@
 """The `memory` command's entry point: a thin client of the local memory server, in the standard library only.
 
-It parses the arguments, finds (or starts) the server of the data directory and backend, sends it the arguments,
+It parses the arguments, finds (or starts) this user's server (one for every data directory and backend), sends it
+the arguments,
 the settings' environment and stdin, and writes back the server's stdout, stderr and exit code byte for byte (a
 terminal's stderr as the server sends it, while the command runs: progress bars). It
 runs the command in this process instead (cli.py) when told to (--no-server, MEMORY_SERVER=off), for the
@@ -22,7 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_memory.entrypoints.cli.places import InProcess, idle_seconds, resolve_place, silence_seconds
+from agent_memory.entrypoints.cli.places import (
+    InProcess,
+    idle_seconds,
+    resolve_place,
+    silence_seconds,
+    store_idle_seconds,
+)
 from agent_memory.entrypoints.cli.server import protocol as wire
 from agent_memory.entrypoints.locations import ENVIRONMENT, PLACES
 
@@ -92,8 +99,6 @@ def build_request(op: str, argv: Sequence[str], args: Any, place: wire.Place, en
         | {"HOME": _home(env)},
         "cwd": os.getcwd(),
         "umask": umask,
-        "data_dir": str(place.data_dir),
-        "backend": place.backend,
         "streams": {
             "stdin": _stream_facts(sys.stdin, "strict"),
             "stdout": _stream_facts(sys.stdout, "strict"),
@@ -160,15 +165,16 @@ def _exchange(place: wire.Place, request: Mapping[str, Any], *, until_stream: bo
             connection.close()
 
 
-def start_server(place: wire.Place, env: Mapping[str, str]) -> bool:
-    """Start the place's server (one, however many clients race here) and wait until it listens; False if not."""
+def start_server(place: wire.Place, env: Mapping[str, str], backend: str | None = None) -> bool:
+    """Start the place's server (one, however many clients race here) and wait until it listens; False if not.
+    `backend`: the first command's, whose library the server imports while it waits for the request."""
     import subprocess
     import threading
     import time
 
     if not wire.private_directory(place.directory) or not wire.private_directory(place.socket.parent):
         return False
-    idle = idle_seconds(env)
+    idle, store_idle = idle_seconds(env), store_idle_seconds(env)
     try:
         with wire.flocked(place.start_lock, wire.START_LOCK_S) as held:
             if not held:
@@ -179,8 +185,9 @@ def start_server(place: wire.Place, env: Mapping[str, str]) -> bool:
                 place.log.replace(place.log.with_suffix(".log.1"))
             with open(os.open(place.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as log:
                 command = [sys.executable, "-m", "agent_memory.entrypoints.cli.server.process"]
-                options = ["--data-dir", str(place.data_dir), "--backend", place.backend]
-                options += ["--socket", str(place.socket), "--idle-seconds", repr(idle)]
+                options = ["--directory", str(place.directory), "--socket", str(place.socket)]
+                options += ["--idle-seconds", repr(idle), "--store-idle-seconds", repr(store_idle)]
+                options += ["--warm-backend", backend] if backend else []
                 process = subprocess.Popen(
                     [*command, *options],
                     stdin=subprocess.DEVNULL,
@@ -193,11 +200,34 @@ def start_server(place: wire.Place, env: Mapping[str, str]) -> bool:
             deadline = time.monotonic() + wire.READY_S
             while time.monotonic() < deadline and process.poll() is None:
                 if _listening(place):
-                    return True
+                    return _noted(place, idle)
                 time.sleep(0.01)
-            return _listening(place)
+            return _listening(place) and _noted(place, idle)
     except OSError:
         return False
+
+
+NOTE = (
+    "memory: a background server now keeps the model loaded for your commands (it stops after {idle} idle; "
+    "`memory server stop` ends it, --no-server runs without it)"
+)
+
+
+def _noted(place: wire.Place, idle: float) -> bool:
+    """Say once, on a terminal, that a background server now runs and how to stop it (the quick start's first
+    command starts it); True (the server listens)."""
+    try:
+        tty = sys.stderr is not None and sys.stderr.isatty()
+    except (OSError, ValueError):
+        tty = False
+    if not tty or place.noted.exists():
+        return True
+    with contextlib.suppress(OSError):
+        place.noted.touch(mode=0o600)
+        said = f"{idle / 60:g} min" if idle >= 60 else f"{idle:g} s"
+        sys.stderr.write(NOTE.format(idle=said) + "\n")
+        sys.stderr.flush()
+    return True
 
 
 def _listening(place: wire.Place) -> bool:
@@ -213,7 +243,9 @@ def _listening(place: wire.Place) -> bool:
     return wire.server_alive(place)
 
 
-def _ask(place: wire.Place, request: Mapping[str, Any], read_only: bool, env: Mapping[str, str]) -> Outcome:
+def _ask(
+    place: wire.Place, request: Mapping[str, Any], read_only: bool, env: Mapping[str, str], backend: str | None
+) -> Outcome:
     """The exchange, starting or replacing the server as needed; InProcess when no server can answer."""
     for _attempt in range(3):
         outcome = _exchange(place, request, until_stream=request["op"] == "mcp")
@@ -223,7 +255,7 @@ def _ask(place: wire.Place, request: Mapping[str, Any], read_only: bool, env: Ma
             raise InProcess(f"refused: {outcome.message.get('refused')}")
         if outcome.kind == "lost" and outcome.accepted and not read_only:
             return outcome  # it may have run: only the user can tell whether to run it again
-        if not start_server(place, env):
+        if not start_server(place, env, backend):
             raise InProcess("no server could be started")
     raise InProcess("the server kept refusing")
 
@@ -289,7 +321,8 @@ def _through_server(argv: Sequence[str], args: Any, env: Mapping[str, str]) -> i
         raise InProcess("no private directory for the socket")
     op = "mcp" if args.command == "mcp" else "run"
     request = build_request(op, argv, args, place, env)
-    outcome = _ask(place, request, args.command in READ_ONLY, env)
+    hint = getattr(args, "backend", None) or env.get("MEMORY_BACKEND")
+    outcome = _ask(place, request, args.command in READ_ONLY, env, hint)
     if outcome.kind == "lost":
         return _lost(place)
     if outcome.kind == "silent":

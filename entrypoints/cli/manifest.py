@@ -290,16 +290,16 @@ SPECS: tuple[CliSpec, ...] = (
     CliSpec(
         name="server", help="show or stop the local memory server the command runs through", group="server_command"
     ),
-    CliSpec(name="server status", help="whether a server runs for this data directory and backend"),
+    CliSpec(name="server status", help="whether this user's server runs, and the stores it holds open"),
     CliSpec(
         name="server list",
-        help="every memory server of this user: data dir, backend, pid, state, RSS, clients, idle time",
+        help="every memory server of this user: pid, state, RSS, clients, idle time, the stores it holds open",
     ),
     CliSpec(
         name="server stop",
         help="stop it (the next command starts a new one)",
         extra=(
-            Option(name="--all", kind="bool", default=False, help="every backend's server of this data directory"),
+            Option(name="--all", kind="bool", default=False, help="and the servers draining for a successor"),
             Option(name="--everywhere", kind="bool", default=False, help="every memory server of this user"),
         ),
     ),

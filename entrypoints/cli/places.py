@@ -1,4 +1,4 @@
-"""Where a `memory` call is served: its data dir's server place and timeouts, from flags, environment and config
+"""Where a `memory` call is served: this user's server place and its timeouts, from flags, environment and config
 file, in the standard library only (the thin client needs them before any import)."""
 
 from __future__ import annotations
@@ -16,6 +16,10 @@ from agent_memory.entrypoints.locations import (
     default_data_dir,
     layers,
 )
+
+# the defaults, chosen by measurement (BENCHMARKS.md, "One server per user"; bench/server_footprint.py)
+SERVER_IDLE_S = 480.0
+STORE_IDLE_S = 120.0
 
 
 class InProcess(Exception):
@@ -42,8 +46,9 @@ def _setting(name: str, flag: object, env: Mapping[str, str], config: Mapping[st
 
 
 def resolve_place(args: Any, env: Mapping[str, str], *, honour_mode: bool = True) -> wire.Place:
-    """The server place for these arguments and environment, or InProcess when the command must not use one
-    (`honour_mode=False`: wherever --no-server or MEMORY_SERVER say, for `memory server status|stop`)."""
+    """The server place for these arguments and environment (this user's one server, whatever data directory and
+    backend the command names), or InProcess when the command must not use one (`honour_mode=False`: wherever
+    --no-server or MEMORY_SERVER say, for `memory server status|stop`)."""
     config = _config(env)
     mode = _setting("server", None, env, config) or "auto"
     if honour_mode and (getattr(args, "no_server", False) or mode != "auto"):
@@ -55,7 +60,7 @@ def resolve_place(args: Any, env: Mapping[str, str], *, honour_mode: bool = True
     backend = _setting("backend", getattr(args, "backend", None), env, config) or "chroma"
     if not data_dir.is_absolute() or backend not in BACKENDS:
         raise InProcess("a relative data directory or an unknown backend")
-    place = wire.place_for(data_dir, str(backend), env)
+    place = wire.place_for(env)
     if place is None:
         raise InProcess("no socket path short enough")
     return place
@@ -76,7 +81,13 @@ def _seconds(name: str, default: float, env: Mapping[str, str]) -> float:
 
 
 def idle_seconds(env: Mapping[str, str]) -> float:
-    return _seconds("server_idle_seconds", 300.0, env)
+    """How long the server lives after its last request (server_idle_seconds)."""
+    return _seconds("server_idle_seconds", SERVER_IDLE_S, env)
+
+
+def store_idle_seconds(env: Mapping[str, str]) -> float:
+    """How long the server keeps a store open after its last use (server_store_idle_seconds)."""
+    return _seconds("server_store_idle_seconds", STORE_IDLE_S, env)
 
 
 def silence_seconds(env: Mapping[str, str]) -> float:

@@ -77,8 +77,9 @@ def _ask(place: wire.Place, op: str, silence: float) -> dict[str, Any] | None:
 
 
 def server_status(place: wire.Place, silence: float) -> dict[str, Any]:
-    """`memory server status`: running (with what the server says of itself), stopped, or not answering."""
-    where = {"backend": place.backend, "data_dir": str(place.data_dir), "socket": str(place.socket)}
+    """`memory server status`: running (with what the server says of itself and the stores it holds open), stopped,
+    or not answering."""
+    where = {"directory": str(place.directory), "socket": str(place.socket)}
     if not wire.server_alive(place):
         return {"status": "stopped", **where}
     answer = _ask(place, "status", silence)
@@ -86,17 +87,6 @@ def server_status(place: wire.Place, silence: float) -> dict[str, Any]:
         facts = wire.server_facts(place)
         return {"status": "not answering", **where, "pid": facts.get("pid"), "log": str(place.log)}
     return {"status": "running", **where, **answer}
-
-
-def _places(place: wire.Place, everyone: bool) -> list[wire.Place]:
-    if not everyone:
-        return [place]
-    found = []
-    for pid_file in sorted(place.directory.glob("*.pid")):
-        facts = wire.server_facts(wire.Place(place.data_dir, "", pid_file.with_suffix(".sock")))
-        if isinstance(facts.get("socket"), str) and isinstance(facts.get("backend"), str):
-            found.append(wire.Place(place.data_dir, facts["backend"], Path(facts["socket"])))
-    return found
 
 
 def _exits_within(place: wire.Place, seconds: float) -> bool:
@@ -118,18 +108,19 @@ def _rss_mb(pid: int) -> float | None:
 
 
 def _place_of(facts: dict[str, Any]) -> wire.Place | None:
-    if not all(isinstance(facts.get(key), str) for key in ("data_dir", "backend", "socket")):
+    if not all(isinstance(facts.get(key), str) for key in ("directory", "socket")):
         return None
-    return wire.Place(Path(facts["data_dir"]), facts["backend"], Path(facts["socket"]))
+    return wire.Place(Path(facts["directory"]), Path(facts["socket"]))
 
 
 def server_list(silence: float) -> list[dict[str, Any]]:
-    """`memory server list`: every live memory server of this user, whatever its data directory: data dir, backend,
-    pid, state (serving, or draining for a successor), RSS, clients (commands and MCP sessions) and idle time."""
+    """`memory server list`: every live memory server of this user (one, or two while a newer build takes over):
+    pid, state (serving, or draining for a successor), RSS, clients (commands and MCP sessions), idle time and
+    each store it holds open (data directory, backend, the sessions holding it, its idle time)."""
     listed = []
     for facts in wire.registered():
         pid = facts["pid"]
-        entry: dict[str, Any] = {key: facts.get(key) for key in ("data_dir", "backend", "pid", "state", "started_at")}
+        entry: dict[str, Any] = {key: facts.get(key) for key in ("directory", "pid", "state", "started_at")}
         entry["rss_mb"] = _rss_mb(pid)
         place = _place_of(facts)
         answer = None
@@ -139,19 +130,21 @@ def server_list(silence: float) -> list[dict[str, Any]]:
             entry["clients"] = answer.get("requests_active", 0)  # an MCP session is one too
             entry["sessions"] = answer.get("sessions", 0)
             entry["idle_for_seconds"] = answer.get("idle_for_seconds")
+            entry["stores"] = answer.get("stores", [])
         else:
             entry["sessions"] = facts.get("sessions")
+            entry["stores"] = facts.get("stores", [])
         entry["log"] = facts.get("log")
         listed.append(entry)
     return listed
 
 
-def _draining(data_dir: Path | None) -> list[dict[str, Any]]:
-    """Registered servers that hand their place on and drain (of one data directory, or of any)."""
+def _draining(directory: Path | None) -> list[dict[str, Any]]:
+    """Registered servers that hand their place on and drain (of one server directory, or of any)."""
     return [
         facts
         for facts in wire.registered()
-        if facts.get("state") == "draining" and (data_dir is None or facts.get("data_dir") == str(data_dir))
+        if facts.get("state") == "draining" and (directory is None or facts.get("directory") == str(directory))
     ]
 
 
@@ -183,7 +176,7 @@ def _gone(pid: int, seconds: float) -> bool:
 def _stop_draining(facts: dict[str, Any], silence: float) -> dict[str, Any]:
     """A draining server takes no connection: SIGTERM ends it (its sessions are ended, as `stop` ends them)."""
     pid = facts["pid"]
-    entry: dict[str, Any] = {"backend": facts.get("backend"), "pid": pid, "draining": True}
+    entry: dict[str, Any] = {"pid": pid, "draining": True}
     exited = _terminate(pid, entry, partial(_gone, pid), silence, (signal.SIGTERM,))
     return entry | {"exited": exited}
 
@@ -195,29 +188,29 @@ def stop_everywhere(silence: float) -> list[dict[str, Any]]:
     for facts in wire.registered():
         place = _place_of(facts)
         if place is not None and facts.get("state") == "serving":
-            places[(place.data_dir, place.backend)] = place
+            places[place.directory] = place
     for place in places.values():
-        stopped += [entry | {"data_dir": str(place.data_dir)} for entry in stop_servers(place, silence, everyone=False)]
-    stopped += [_stop_draining(facts, silence) | {"data_dir": facts.get("data_dir")} for facts in _draining(None)]
+        stopped += [
+            entry | {"directory": str(place.directory)} for entry in stop_servers(place, silence, everyone=False)
+        ]
+    stopped += [_stop_draining(facts, silence) | {"directory": facts.get("directory")} for facts in _draining(None)]
     return stopped
 
 
 def stop_servers(place: wire.Place, silence: float, *, everyone: bool) -> list[dict[str, Any]]:
-    """`memory server stop [--all]`: ask each live server to stop and wait for it to exit (requests in flight
-    finish). One that does not answer in `silence` s (stopped or hung) gets SIGTERM and SIGCONT, and SIGKILL if it
+    """`memory server stop [--all]`: ask this user's server to stop and wait for it to exit (requests in flight
+    finish; `--all`: the servers draining for a successor too). One that does not answer in `silence` s (stopped or hung) gets SIGTERM and SIGCONT, and SIGKILL if it
     has not exited `silence` s later: every write it acknowledged is on disk, as after any SIGKILL. One entry per
     server that was running, `exited` false if it still ran after the wait, `killed` true if it took SIGKILL."""
     stopped = []
-    for each in _places(place, everyone):
-        if not wire.server_alive(each):
-            continue
-        pid = wire.server_facts(each).get("pid")
-        entry: dict[str, Any] = {"backend": each.backend, "pid": pid}
-        if _ask(each, "stop", silence) is not None or not isinstance(pid, int):
-            exited = _exits_within(each, wire.PREDECESSOR_S)
+    if wire.server_alive(place):
+        pid = wire.server_facts(place).get("pid")
+        entry: dict[str, Any] = {"pid": pid}
+        if _ask(place, "stop", silence) is not None or not isinstance(pid, int):
+            exited = _exits_within(place, wire.PREDECESSOR_S)
         else:
-            exited = _terminate(pid, entry, partial(_exits_within, each), silence, (signal.SIGTERM, signal.SIGCONT))
+            exited = _terminate(pid, entry, partial(_exits_within, place), silence, (signal.SIGTERM, signal.SIGCONT))
         stopped.append(entry | {"exited": exited})
-    if everyone:  # and the servers of this data directory that drain for a successor
-        stopped += [_stop_draining(facts, silence) for facts in _draining(place.data_dir)]
+    if everyone:  # and the servers of this place that drain for a successor
+        stopped += [_stop_draining(facts, silence) for facts in _draining(place.directory)]
     return stopped

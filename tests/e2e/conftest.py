@@ -31,8 +31,15 @@ CLI_VARIANTS = (*((target, "served") for target in TARGETS), ("chroma", "direct"
 SERVER_MODULE = "agent_memory.entrypoints.cli.server.process"
 
 
+def server_directory(home: Path) -> Path:
+    """Where the memory server of the user with this HOME keeps its files (one server per HOME)."""
+    return home / ".local" / "state" / "agent-memory" / "server"
+
+
 def server_processes(data_dir: Path) -> list[int]:
-    """Pids of memory servers (any backend) of this data directory, found in /proc."""
+    """Pids of the memory servers of the user whose MemoryCli has this data directory (`HOME/data`: one server per
+    HOME serves all its data directories), found in /proc."""
+    directory = os.fsencode(server_directory(data_dir.parent))
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -41,7 +48,7 @@ def server_processes(data_dir: Path) -> list[int]:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue  # gone meanwhile
-        if SERVER_MODULE.encode() in argv and os.fsencode(data_dir) in argv:
+        if SERVER_MODULE.encode() in argv and directory in argv:
             found.append(int(entry.name))
     return found
 
@@ -126,7 +133,7 @@ class MemoryCli:
         return ran.error
 
     def stop_servers(self) -> None:
-        """Stop every memory server of this data directory and check that no server process is left."""
+        """Stop the memory server of this HOME (and any draining one) and check that no server process is left."""
         # with a config of its own: a test may have broken the one it ran with (the server's place does not depend on it)
         ran = self("server", "stop", "--all", env={"MEMORY_CONFIG": empty_config(self.data_dir.parent / "teardown")})
         assert ran.code == 0, ran.stderr
@@ -160,5 +167,6 @@ __all__ = [
     "chroma_server",
     "cli",
     "expired_line",
+    "server_directory",
     "server_processes",
 ]

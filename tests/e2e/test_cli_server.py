@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import MEMORY, MemoryCli, server_processes
+from tests.e2e.conftest import MEMORY, MemoryCli, server_directory, server_processes
 
 pytestmark = pytest.mark.slow
 
@@ -73,17 +73,18 @@ def test_the_socket_is_owner_only_and_one_server_serves_many_calls(served: Memor
     assert stat.S_ISSOCK(where.stat().st_mode)
     assert stat.S_IMODE(where.stat().st_mode) == 0o600
     assert stat.S_IMODE(where.parent.stat().st_mode) == 0o700
-    # in the data directory, unless its path is too long for a socket (tests under xdist have long paths)
-    assert where.parent in (served.data_dir / "server", USER_TMP)
-    assert "serving chroma" in Path(str(status(served)["log"])).read_text()
+    # in the user's state directory, unless its path is too long for a socket (tests under xdist have long paths)
+    assert where.parent in (server_directory(served.data_dir.parent), USER_TMP)
+    log = Path(str(status(served)["log"])).read_text()
+    assert "serving on" in log and f"'data_dir': '{served.data_dir}'" in log  # the store it opened
 
 
-def test_a_data_directory_too_deep_for_a_socket_still_gets_its_server(tmp_path: Path) -> None:
+def test_a_home_too_deep_for_a_socket_still_gets_its_server(tmp_path: Path) -> None:
     deep = MemoryCli(tmp_path / ("deep-" * 16), "files", mode="served")
     try:
         made = deep.ok("create", "served from a deep directory")
         where = Path(str(status(deep)["socket"]))
-        assert len(os.fsencode(deep.data_dir / "server" / where.name)) > 100  # it could not live there
+        assert len(os.fsencode(server_directory(deep.data_dir.parent) / where.name)) > 100  # it could not live there
         assert where.parent == USER_TMP
         assert stat.S_IMODE(USER_TMP.stat().st_mode) == 0o700 and USER_TMP.stat().st_uid == os.getuid()
         assert stat.S_IMODE(where.stat().st_mode) == 0o600
@@ -97,7 +98,7 @@ def test_status_and_stop(served: MemoryCli) -> None:
     assert status(served)["status"] == "stopped"
     served.ok("create", "a note")
     pid = pid_of(served)
-    assert served.ok("server", "stop")["stopped"] == [{"backend": "chroma", "pid": pid, "exited": True}]
+    assert served.ok("server", "stop")["stopped"] == [{"pid": pid, "exited": True}]
     assert status(served)["status"] == "stopped"
     assert gone(pid)
     assert served.ok("server", "stop") == {"stopped": []}
@@ -218,7 +219,7 @@ def test_an_idle_server_stops_itself(tmp_path: Path) -> None:
     idle.ok("create", "then nothing")
     wait_until(lambda: server_processes(idle.data_dir) == [], "the idle server stopped")
     assert status(idle)["status"] == "stopped"
-    (log,) = (tmp_path / "data" / "server").glob("*.log")
+    (log,) = server_directory(tmp_path).glob("*.log")
     assert "idle for 0.5 s" in log.read_text()
     assert idle.ok("search", "then nothing")["count"] == 1  # and the next command starts one again
     idle.stop_servers()
@@ -236,12 +237,12 @@ def test_no_server_runs_in_process(served: MemoryCli, how: dict[str, object]) ->
     ran = served("create", "in-process", *how.get("args", []), env=how.get("env"))  # type: ignore[arg-type]
     assert ran.code == 0, ran.stderr
     assert server_processes(served.data_dir) == []
-    assert not (served.data_dir / "server").exists()
+    assert not server_directory(served.data_dir.parent).exists()
 
 
 def test_no_server_can_be_made_so_the_command_runs_in_process(served: MemoryCli) -> None:
-    served.data_dir.mkdir()
-    (served.data_dir / "server").write_text("a file where the server's directory would go")
+    server_directory(served.data_dir.parent).parent.mkdir(parents=True)
+    server_directory(served.data_dir.parent).write_text("a file where the server's directory would go")
     assert served.ok("create", "still stored")["content"] == "still stored"
     assert server_processes(served.data_dir) == []
 

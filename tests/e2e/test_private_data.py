@@ -152,8 +152,9 @@ def test_reads_on_a_fresh_data_dir_create_nothing(
 
 @pytest.mark.slow
 def test_the_memory_server_leaves_nothing_readable_by_others(tmp_path: Path) -> None:
-    """Through the installed `memory` command and its local server (which makes `<data dir>/server/` and its log
-    before any storage does), under umask 022: the data directory and everything in it stay the user's alone."""
+    """Through the installed `memory` command and its local server (which makes its directory in the user's state
+    directory and its log before any storage is made), under umask 022: the data directory and everything in it,
+    and the server's files, stay the user's alone."""
     env = {**_env(tmp_path, "files"), "PATH": os.environ["PATH"]}
     memory = [str(Path(sys.executable).with_name("memory"))]
     try:
@@ -168,5 +169,6 @@ def test_the_memory_server_leaves_nothing_readable_by_others(tmp_path: Path) -> 
         )
         assert ran.returncode == 0, ran.stderr
         assert _exposed(tmp_path / "data") == []
+        assert _exposed(tmp_path / ".local" / "state" / "agent-memory") == []
     finally:
         subprocess.run([*memory, "server", "stop"], env=env, capture_output=True, timeout=180, check=False)

@@ -50,6 +50,7 @@ def test_the_bar_moves_on_the_terminal_through_the_server_and_says_nothing_to_a_
 ) -> None:
     batch = tmp_path / "batch.jsonl"
     batch.write_text("".join(json.dumps({"content": f"memory {i}"}) + "\n" for i in range(COUNT)), encoding="utf-8")
+    served.ok("list")  # the server starts on a pipe: the terminal below gets the bar alone, not the start's note
     bar, answer, *_ = on_a_terminal(served, "create", "--jsonl", str(batch)).replace("\r\n", "\n").split("\n")
     assert bar.startswith("\rcreate [") and bar.count("\r") == 2 and f"{COUNT}/{COUNT}" in bar  # drawn twice
     # the bar came while the command ran: before its answer on stdout, which the client writes once it is done

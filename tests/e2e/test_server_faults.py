@@ -133,9 +133,10 @@ def test_a_full_disk_through_the_server_errs_as_in_process_and_the_server_serves
             cli.stop_servers()
 
 
-def test_a_disk_full_before_any_server_starts_gives_the_in_process_answer_without_a_wait(tmp_path: Path) -> None:
-    """No room for the server's directory, pid file or log: the command runs in-process (and says the disk is
-    full, as in-process), bounded by the subprocess timeout below, never a hang."""
+def test_a_data_directory_on_a_full_disk_gives_the_in_process_answer_through_a_new_server(tmp_path: Path) -> None:
+    """The data directory's disk is full before any server starts (the server's own files live in the user's
+    state directory, on another disk here): the server starts and answers what the in-process run answers (the
+    disk is full), bounded by the subprocess timeout below, never a hang."""
     data = tmp_path / "data"
     with small_disk(data):
         cli = MemoryCli(tmp_path, "files", mode="served")
@@ -148,17 +149,17 @@ def test_a_disk_full_before_any_server_starts_gives_the_in_process_answer_withou
             assert "the disk is full" in served.error["error"], served.error
             # a read too (the files backend's index cannot even be opened on a full disk, in-process either)
             assert run(cli, "get", kept["id"]) == run(cli, "get", kept["id"], "--no-server")
-            assert status(cli)["status"] == "stopped"
+            pid = pid_of(cli)
             (data / "ballast").unlink()
-            assert cli.ok("create", "and a server once there is room")["content"] == "and a server once there is room"
-            assert status(cli)["status"] == "running"
+            assert cli.ok("create", "and stored once there is room")["content"] == "and stored once there is room"
+            assert pid_of(cli) == pid
         finally:
             cli.stop_servers()
 
 
-def test_a_read_only_disk_leaves_no_room_for_a_server_and_the_command_runs_in_process(tmp_path: Path) -> None:
-    """The server's directory, locks and log cannot be made: reads work and writes say the disk is read-only,
-    as in-process, never a hang (bounded by the subprocess timeout)."""
+def test_a_read_only_data_directory_answers_through_the_server_as_in_process(tmp_path: Path) -> None:
+    """The data directory turns read-only (the server's own files live in the user's state directory): reads work
+    and writes say the disk is read-only, as in-process, never a hang (bounded by the subprocess timeout)."""
     cli = MemoryCli(tmp_path, "chroma", mode="served")
     kept = cli.ok("create", "written before the disk turned read-only", "--no-server")
     with read_only(cli.data_dir):
@@ -166,9 +167,8 @@ def test_a_read_only_disk_leaves_no_room_for_a_server_and_the_command_runs_in_pr
         served, direct = run(cli, "create", "refused"), run(cli, "create", "refused", "--no-server")
         assert served == direct and served.code == 1, (served, direct)
         assert "read-only" in served.error["error"] or "not writable" in served.error["error"], served.error
-        assert status(cli)["status"] == "stopped"
+        assert status(cli)["status"] == "running"
     assert cli.ok("create", "written once it is writable again")["content"] == "written once it is writable again"
-    assert status(cli)["status"] == "running"
     cli.stop_servers()
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import agent_memory
-from tests.e2e.conftest import MEMORY, MemoryCli, server_processes
+from tests.e2e.conftest import MEMORY, MemoryCli, server_directory, server_processes
 from tests.e2e.test_cli_server import gone, pid_of, wait_until
 
 pytestmark = pytest.mark.slow
@@ -126,11 +126,13 @@ def test_another_build_starts_beside_a_live_session_and_the_old_server_drains(tm
                 assert {m["path"] for m in listed_by_mcp["memories"]} == raced
                 assert {m["path"] for m in shells.ok("list", "race")["memories"]} == raced
                 assert pid_of(shells) == new
-                listed = {s["pid"]: s for s in shells.ok("server", "list")["servers"] if s["data_dir"] == data_dir}
-                assert {pid: (s["state"], s["backend"]) for pid, s in listed.items()} == {
-                    old: ("draining", "chroma"),
-                    new: ("serving", "chroma"),
-                }
+                ours = str(server_directory(tmp_path))  # the list has every server of this uid: other HOMEs' too
+                listed = {s["pid"]: s for s in shells.ok("server", "list")["servers"] if s["directory"] == ours}
+                assert {pid: s["state"] for pid, s in listed.items()} == {old: "draining", new: "serving"}
+                # each holds the store open: the old one for its session, the new one for the commands
+                for pid in (old, new):
+                    assert [(s["data_dir"], s["backend"]) for s in listed[pid]["stores"]] == [(data_dir, "chroma")]
+                assert listed[old]["stores"][0]["sessions"] == 1
                 assert listed[old]["sessions"] == 1 and listed[new]["clients"] == 0
                 assert all(s["rss_mb"] > 0 for s in listed.values())
         wait_until(lambda: gone(old), "the drained server exited when its last session ended")

@@ -49,9 +49,15 @@ def _print_server_body(body: dict[str, Any], args: Any) -> int:
         lines = [f"{body['count']} memory server{'' if body['count'] == 1 else 's'}"]
         for s in body["servers"]:
             lines.append(
-                f"  pid {s['pid']}  {s['backend']} of {s['data_dir']}  {s['state']}  rss {s['rss_mb']} MB  "
-                f"clients {s.get('clients', '?')}  idle {s.get('idle_for_seconds', '?')} s"
+                f"  pid {s['pid']}  {s['state']}  rss {s['rss_mb']} MB  clients {s.get('clients', '?')}  "
+                f"idle {s.get('idle_for_seconds', '?')} s  stores open {len(s.get('stores') or [])}"
             )
+            for store in s.get("stores") or []:
+                where = store.get("chroma_host") or store.get("qdrant_url") or store.get("data_dir")
+                lines.append(
+                    f"    {store.get('backend')} of {where}  sessions {store.get('sessions')}  "
+                    f"idle {store.get('idle_for_seconds')} s"
+                )
         sys.stdout.write("\n".join(lines) + "\n")
     else:
         sys.stdout.write("\n".join(f"{key}: {value}" for key, value in body.items()) + "\n")

@@ -1,9 +1,12 @@
-"""The local memory server: the `memory` command's handlers behind a Unix socket, one process per data dir and backend.
+"""The local memory server: the `memory` command's handlers behind a Unix socket, one process per user (per HOME).
 
 Started detached by the thin client (cli_client.py), it runs each request with the same code as the in-process
 command (cli.run_guarded), on the client's arguments, environment, cwd, umask and stdin, and sends back the exact
-bytes of stdout and stderr and the exit code (a terminal's stderr as it is written: a progress bar moves). Its storage (catalog, embedder, keywords, locks) is opened once and
-kept warm, one storage per storage setting a request names; every request gets a service with its own policy
+bytes of stdout and stderr and the exit code (a terminal's stderr as it is written: a progress bar moves). It serves
+every data directory and backend its requests name: each storage (catalog, keywords, locks) is opened at its first
+request and kept warm, one per storage setting (store key); storages with the same model share one loaded embedder;
+a storage unused for `store_idle_seconds` is closed (its engine clients, Qdrant local mode's folder lock) and its
+memory given back, and an embedder no open storage uses is dropped. Every request gets a service with its own policy
 settings. Requests run one at a time (the doors' rule: read-check-write steps never interleave); each connection has
 its own thread, so status, heartbeats and new clients are answered meanwhile. It stops after an idle time, on
 `memory server stop` or SIGTERM. A client of another build (an upgrade, another interpreter) makes it retire: it hands
@@ -31,18 +34,8 @@ from typing import Any
 
 from agent_memory.entrypoints.cli.server import protocol as wire
 from agent_memory.entrypoints.cli.server import streams as routed
+from agent_memory.entrypoints.cli.server.storages import Storages
 from agent_memory.entrypoints.cli.server.streams import Sender
-
-# the settings that open the storage; the others (store, decay, limits) only shape each request's policy
-STORAGE_FIELDS: tuple[str, ...] = ("data_dir", "backend", "collection", "chroma_host", "chroma_port", "qdrant_url")
-STORAGE_FIELDS += ("qdrant_api_key", "embedder", "files_index")
-_EMBEDDER = STORAGE_FIELDS.index("embedder")
-_BACKEND, _QDRANT_URL = STORAGE_FIELDS.index("backend"), STORAGE_FIELDS.index("qdrant_url")
-
-
-def storage_key(settings: Any) -> tuple[object, ...]:
-    """Which warm storage serves these settings."""
-    return tuple(getattr(settings, name) for name in STORAGE_FIELDS)
 
 
 def _remote(settings: Any) -> bool:
@@ -61,9 +54,10 @@ class Refusal(Exception):
 class MemoryServer:
     """One server process: its socket, its storage, its requests."""
 
-    def __init__(self, place: wire.Place, idle_seconds: float) -> None:
+    def __init__(self, place: wire.Place, idle_seconds: float, store_idle_seconds: float) -> None:
         self.place = place
         self.idle_seconds = idle_seconds
+        self.store_idle_seconds = store_idle_seconds
         self.build = wire.build_identity()
         self.started_at = datetime.now(UTC).isoformat().replace("+00:00", "Z")
         self.lock = threading.Lock()  # one request at a time on the service (and on cwd and umask)
@@ -73,7 +67,6 @@ class MemoryServer:
         self._last = time.monotonic()
         self._last_work = self._last  # the end of the last command or MCP session (status requests aside)
         self._stopping = threading.Event()
-        self._storages: dict[tuple[object, ...], Any] = {}  # storage_key -> the warm service of that storage
         self._listener: socket.socket | None = None
         self._sessions: set[socket.socket] = set()
         self._inode: int | None = None
@@ -83,10 +76,11 @@ class MemoryServer:
         self._entry: int | None = None  # this server's locked entry among the user's servers (server_protocol)
         self._facts: dict[str, Any] = {}
         self._caller = threading.local()  # the connection of the command this thread runs (its batches' gate)
+        self.storages = Storages(self._caller_there)  # used under self.lock
 
     # --- life -----------------------------------------------------------------------------------------------
 
-    def serve(self) -> int:
+    def serve(self, warm_backend: str | None = None) -> int:
         """Listen until idle, stopped or replaced; the exit code."""
         if not wire.private_directory(self.place.directory) or not wire.private_directory(self.place.socket.parent):
             routed.log(f"cannot make the private directory for {self.place.socket}")
@@ -95,15 +89,15 @@ class MemoryServer:
         if self._place_lock is None:
             routed.log("another server still holds this place: not starting")
             return 1
-        facts = {"pid": os.getpid(), "socket": str(self.place.socket), "backend": self.place.backend}
-        facts |= {"data_dir": str(self.place.data_dir), "build": self.build, "started_at": self.started_at}
+        facts = {"pid": os.getpid(), "socket": str(self.place.socket), "directory": str(self.place.directory)}
+        facts |= {"build": self.build, "started_at": self.started_at}
         self.place.pid_file.write_text(json.dumps(facts), encoding="utf-8")
         self._facts = facts | {"log": str(self.place.log), "state": "serving"}
         self._entry = wire.register(self._facts)
         self._listen()
-        routed.log(f"serving {self.place.backend} of {self.place.data_dir} on {self.place.socket} as pid {os.getpid()}")
+        routed.log(f"serving on {self.place.socket} as pid {os.getpid()}")
         routed.log_library_events()
-        threading.Thread(target=_warm_up, args=(self.place.backend,), daemon=True).start()
+        threading.Thread(target=_warm_up, args=(warm_backend,), daemon=True).start()
         try:
             self._accept_until_done()
         finally:
@@ -143,6 +137,7 @@ class MemoryServer:
                         "sessions ended: over to the newer build" if handed_on else f"idle for {self.idle_seconds:g} s"
                     )
                     return
+                self._close_idle_storages(self.store_idle_seconds)
                 continue
             except OSError as error:
                 routed.log(f"accept failed: {error}")
@@ -174,7 +169,8 @@ class MemoryServer:
                 os.close(handle)  # the kernel frees the flock: the successor may start
         with self._state:
             live = len(self._sessions)
-        wire.update_entry(self._entry, self._facts | {"state": "draining", "sessions": live})
+        facts = {"state": "draining", "sessions": live, "stores": self.storages.held()}
+        wire.update_entry(self._entry, self._facts | facts)
         routed.log(f"handing the place on to a successor; draining {live} live session(s)")
 
     def _unlink(self) -> None:
@@ -193,6 +189,7 @@ class MemoryServer:
         them until their clients end them, or until a stop (SIGTERM) ends them after all."""
         ended: set[socket.socket] = set()
         while True:
+            self._close_idle_storages(0.0)  # a successor may need them now (Qdrant local mode admits one process)
             with self._state:
                 if self._active == 0:
                     return
@@ -237,10 +234,6 @@ class MemoryServer:
             return self.stop()
         if request.get("build") != self.build and not self._serves_another_build():
             return self._refuse(connection, Refusal("build", f"this server is build {self.build}", replace=True))
-        if request.get("data_dir") != str(self.place.data_dir) or request.get("backend") != self.place.backend:
-            return self._refuse(
-                connection, Refusal("place", "this server serves another data directory", replace=False)
-            )
         if op == "run":
             return self._run(connection, request)
         if op == "mcp":
@@ -251,7 +244,7 @@ class MemoryServer:
         """Whether to run another build's command here: only while a live session holds Qdrant local data (one
         process at a time: a successor could open nothing); it then leaves once nothing runs (`_successor_wanted`)."""
         with self._state:
-            exclusive = any(key[_BACKEND] == "qdrant" and not key[_QDRANT_URL] for key in self._storages)
+            exclusive = self.storages.exclusive_held()
             wanted = exclusive and bool(self._sessions) and not self._retiring
             self._successor_wanted |= wanted
             return wanted
@@ -273,6 +266,9 @@ class MemoryServer:
             "requests_active": active,
             "sessions": sessions,
             "idle_for_seconds": idle_for,
+            "store_idle_seconds": self.store_idle_seconds,
+            "stores": self.storages.held(),
+            "stores_closed": self.storages.closed,
             "log": str(self.place.log),
         }
 
@@ -336,6 +332,7 @@ class MemoryServer:
                 result["answer"] = self._refusal(refusal)
                 return
             routed.bind(stdin, stdout, stderr)
+            self.storages.touched.clear()
             try:
                 code = run_guarded(argv, env=env, services=self.services)
                 stdout.flush()
@@ -343,6 +340,7 @@ class MemoryServer:
             finally:
                 routed.unbind()
                 os.chdir("/")
+                self.storages.used(self.storages.touched)
         result["answer"] = {
             "exit_code": code,
             "stdout": base64.b64encode(out_bytes.getvalue()).decode("ascii"),
@@ -350,8 +348,8 @@ class MemoryServer:
         }
 
     def _check_storage(self, argv: list[str], env: dict[str, str]) -> None:
-        """Refuse, before anything runs, a request whose settings name another place (data directory, backend), or
-        a storage server behind other proxy or CA variables than this process has."""
+        """Refuse, before anything runs, a request for a storage server behind other proxy or CA variables than this
+        process has."""
         from returns.result import Success
 
         from agent_memory.entrypoints.cli.direct import settings_of
@@ -360,8 +358,6 @@ class MemoryServer:
         if not isinstance(loaded, Success):
             return  # the run reports the bad arguments or settings itself, as in-process
         settings = loaded.unwrap()
-        if settings.data_dir != self.place.data_dir or settings.backend != self.place.backend:
-            raise Refusal("place", "the settings name another data directory or backend", replace=False)
         # a Chroma or Qdrant server's HTTP client reads the proxy and CA variables of this process when it is made:
         # a client with others truly needs another server (this one retires, keeping its live sessions)
         if _remote(settings) and wire.network_environment(env) != wire.network_environment(os.environ):
@@ -394,9 +390,13 @@ class MemoryServer:
                 self._sessions.add(connection)
             started.set()
 
+        pinned: set[tuple[object, ...]] = set()  # the storages this session holds open until it ends
+
         def services(settings: Any) -> Any:
             with self.lock:
-                return self.services(settings)
+                built = self.services(settings)
+                self.storages.pin(settings, pinned)
+                return built
 
         output = connection.makefile("wb")
         session = StdioSession(services=services, lock=self.lock, stdin=reader, stdout=output, ready=ready)
@@ -412,6 +412,8 @@ class MemoryServer:
             with self._state:
                 self._sessions.discard(connection)
                 self._last_work = time.monotonic()
+            with self.lock:
+                self.storages.unpin(pinned)
         if started.is_set():
             with contextlib.suppress(OSError):
                 output.close()
@@ -429,31 +431,17 @@ class MemoryServer:
     # --- the storage, opened once ---------------------------------------------------------------------------
 
     def services(self, settings: Any) -> Any:
-        """The service for one request's settings: the warm storage of its storage settings (opened at the first
-        request that names them, sharing a loaded embedder) with the request's policy (store, decay, limits)."""
-        from returns.result import Success
+        """The service for one request's settings, on the storage its settings name (called with self.lock held)."""
+        return self.storages.service(settings)
 
-        from agent_memory.entrypoints.bootstrap import build_journal, build_service
-
-        key = storage_key(settings)
-        warm = self._storages.get(key)
-        journal = build_journal(settings, still_wanted=self._caller_there)
-        if warm is None:
-            embedder = next((s.embedder for k, s in self._storages.items() if k[_EMBEDDER] == settings.embedder), None)
-            built = build_service(settings, embedder=embedder, journal=journal)
-            if isinstance(built, Success):
-                self._storages[key] = built.unwrap()
-                built.unwrap().catalog.keep_warm()  # mirrors are read in the background, not in a search
-            return built
-        return build_service(
-            settings,
-            catalog=warm.catalog,
-            embedder=warm.embedder,
-            clock=warm.clock,
-            keywords=warm.keywords,
-            locks=warm.locks,
-            journal=journal,
-        )
+    def _close_idle_storages(self, idle_seconds: float) -> None:
+        """Close the storages unused for `idle_seconds` that no session holds; skipped while a request runs."""
+        if not self.lock.acquire(blocking=False):
+            return
+        try:
+            self.storages.close_idle(idle_seconds)
+        finally:
+            self.lock.release()
 
     def _caller_there(self) -> bool:
         """Whether the client of the command this thread runs is still connected (True outside a command)."""
@@ -466,33 +454,37 @@ def _arguments(request: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
     return [str(a) for a in request.get("argv") or []], {str(k): str(v) for k, v in (env or {}).items()}
 
 
-def _warm_up(backend: str) -> None:
-    """Import the handlers and this backend's storage library while the first client is still connecting."""
+def _warm_up(backend: str | None) -> None:
+    """Import the handlers and the first command's storage library while its client is still connecting."""
     import importlib
 
     modules = ["agent_memory.entrypoints.cli.direct", "agent_memory.entrypoints.cli.handlers"]
     modules += ["agent_memory.entrypoints.bootstrap", "agent_memory.adapters.onnx_embedder"]
-    modules += [
-        "agent_memory.adapters.qdrant.catalog" if backend == "qdrant" else "agent_memory.adapters.chroma.catalog"
-    ]
+    if backend is not None:
+        modules += [
+            "agent_memory.adapters.qdrant.catalog" if backend == "qdrant" else "agent_memory.adapters.chroma.catalog"
+        ]
     for module in modules:
         with contextlib.suppress(ImportError):
             importlib.import_module(module)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m agent_memory.entrypoints.cli.server.process --data-dir D --backend B --socket S --idle-seconds N`."""
+    """`python -m agent_memory.entrypoints.cli.server.process --directory D --socket S --idle-seconds N
+    --store-idle-seconds M [--warm-backend B]`."""
     parser = argparse.ArgumentParser(prog="memory-server", description="The local memory server (started by `memory`).")
-    parser.add_argument("--data-dir", required=True, type=Path)
-    parser.add_argument("--backend", required=True)
+    parser.add_argument("--directory", required=True, type=Path)
     parser.add_argument("--socket", required=True, type=Path)
-    parser.add_argument("--idle-seconds", type=float, default=300.0)
+    parser.add_argument("--idle-seconds", type=float, default=480.0)
+    parser.add_argument("--store-idle-seconds", type=float, default=120.0)
+    parser.add_argument("--warm-backend", default=None)
     options = parser.parse_args(argv)
     routed.install_streams()
-    server = MemoryServer(wire.Place(options.data_dir, options.backend, options.socket), options.idle_seconds)
+    place = wire.Place(options.directory, options.socket)
+    server = MemoryServer(place, options.idle_seconds, options.store_idle_seconds)
     signal.signal(signal.SIGTERM, lambda _signal, _frame: server.stop())
     signal.signal(signal.SIGINT, lambda _signal, _frame: server.stop())
-    sys.exit(server.serve())
+    sys.exit(server.serve(options.warm_backend))
 
 
 if __name__ == "__main__":

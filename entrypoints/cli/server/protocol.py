@@ -1,10 +1,11 @@
 """The memory server's wire and places, in the standard library only: where its socket, locks and log live, who it is.
 
-One server per (data directory, backend). Its files sit in `<data dir>/server/` (0700): `<name>.sock` (0600; in
-`$XDG_RUNTIME_DIR/agent-memory/`, else `/tmp/agent-memory-<uid>/` (0700), when the data directory's path is
-too long for a Unix socket), `<name>.start`
-(the lock racing clients take to start one server), `<name>.pid` (locked by the server that takes the place's new
-requests, until it exits or hands the place on to a successor and drains: free means none) and `<name>.log`.
+One server per user (per HOME): it serves every data directory and backend the user's commands name. Its files sit
+in `~/.local/state/agent-memory/server/` (`$XDG_STATE_HOME/agent-memory/server/` when that is set; 0700):
+`server-<hash>.sock` (0600; in `$XDG_RUNTIME_DIR/agent-memory/`, else `/tmp/agent-memory-<uid>/` (0700), when that
+path is too long for a Unix socket), `server-<hash>.start` (the lock racing clients take to start one server),
+`server-<hash>.pid` (locked by the server that takes the place's new requests, until it exits or hands the place on
+to a successor and drains: free means none) and `server-<hash>.log`.
 
 The protocol is JSON lines over the socket. The client sends one request line; the server answers
 `{"accepted": true}` before it runs anything, blank heartbeat lines while it works, then one result line
@@ -60,15 +61,10 @@ def network_environment(env: Mapping[str, str]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Place:
-    """The files of the server for one data directory and backend."""
+    """The files of this user's memory server: its directory (pid file, start lock, log) and its socket."""
 
-    data_dir: Path
-    backend: str
+    directory: Path
     socket: Path
-
-    @property
-    def directory(self) -> Path:
-        return self.data_dir / "server"
 
     @property
     def name(self) -> str:
@@ -86,12 +82,27 @@ class Place:
     def log(self) -> Path:
         return self.directory / f"{self.name}.log"
 
+    @property
+    def noted(self) -> Path:
+        """Made when a command first told its terminal that it started a background server (it says so once)."""
+        return self.directory / "noted"
 
-def place_for(data_dir: Path, backend: str, env: Mapping[str, str]) -> Place | None:
-    """Where the server of this data directory (absolute) and backend lives; None if no socket path fits."""
-    digest = hashlib.sha256(f"{data_dir}\0{backend}".encode("utf-8", "surrogateescape")).hexdigest()[:12]
-    name = f"{backend}-{digest}.sock"
-    candidates = [data_dir / "server" / name]
+
+def server_directory(env: Mapping[str, str]) -> Path:
+    """Where this user's server keeps its files: `$XDG_STATE_HOME/agent-memory/server`, else under `~/.local/state`."""
+    state = env.get("XDG_STATE_HOME", "")
+    if not state.startswith("/"):
+        home = env.get("HOME") or str(Path.home())
+        state = str(Path(home) / ".local" / "state")
+    return Path(state) / "agent-memory" / "server"
+
+
+def place_for(env: Mapping[str, str]) -> Place | None:
+    """Where the server of this user (its HOME) lives; None if no socket path fits."""
+    directory = server_directory(env)
+    digest = hashlib.sha256(os.fsencode(directory)).hexdigest()[:12]
+    name = f"server-{digest}.sock"
+    candidates = [directory / name]
     if env.get("XDG_RUNTIME_DIR", "").startswith("/"):
         candidates.append(Path(env["XDG_RUNTIME_DIR"]) / "agent-memory" / name)
     # last, as tmux and ssh-agent do: a directory of this user's own in the temporary directory (0700, owner
@@ -99,7 +110,7 @@ def place_for(data_dir: Path, backend: str, env: Mapping[str, str]) -> Place | N
     candidates.append(Path("/tmp") / f"agent-memory-{os.getuid()}" / name)
     for candidate in candidates:
         if len(os.fsencode(candidate)) <= MAX_SOCKET_PATH:
-            return Place(data_dir=data_dir, backend=backend, socket=candidate)
+            return Place(directory=directory, socket=candidate)
     return None
 
 
