@@ -327,7 +327,7 @@ def _through_server(argv: Sequence[str], args: Any, env: Mapping[str, str]) -> i
         return _lost(place)
     if outcome.kind == "silent":
         return _unresponsive(place, outcome, args.command in READ_ONLY, request["silence_s"])
-    if op == "mcp":
+    if op == "mcp" and "connection" in outcome.message:  # else the session could not start: its error follows
         from agent_memory.entrypoints.cli.pump import pump
 
         return pump(outcome.message["connection"], outcome.message["reader"], place)

@@ -108,3 +108,30 @@ def test_an_unknown_tool_is_a_json_rpc_invalid_params_error(session: Session) ->
     assert answer["id"] == 9 and "result" not in answer
     assert answer["error"]["code"] == -32602
     assert "no_such_tool" in answer["error"]["message"]
+
+
+def test_a_session_that_cannot_start_through_the_server_says_why_in_json(tmp_path: Path) -> None:
+    """`memory mcp` through the background server, with a setting the service cannot be built from: the server's
+    answer carries the error instead of a session, and the client prints it (it once raised KeyError: 'connection')."""
+    home = tmp_path / "home"
+    home.mkdir()
+    broken = tmp_path / "not-a-model"
+    broken.mkdir()
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(home),
+        "MEMORY_CONFIG": empty_config(home),
+        "MEMORY_DATA_DIR": str(home / "data"),
+        "MEMORY_EMBEDDER": str(broken),
+        "ANONYMIZED_TELEMETRY": "False",
+    }
+    try:
+        run = subprocess.run(
+            [str(MEMORY), "mcp"], env=env, input=b"", capture_output=True, timeout=ANSWER_SECONDS, check=False
+        )
+    finally:
+        subprocess.run([str(MEMORY), "server", "stop"], env=env, capture_output=True, timeout=ANSWER_SECONDS)
+    assert run.returncode == 1
+    assert b"Traceback" not in run.stderr, run.stderr.decode()
+    error = json.loads(run.stderr.decode().strip().splitlines()[-1])
+    assert error["code"] == "INVALID_INPUT" and "model.onnx" in error["error"], error
