@@ -1,6 +1,7 @@
 """The lease's ticket queue is fair: writers of several processes get a store in the order they asked (ticket order),
 and one that gives the lease back and asks again goes behind those already waiting; a process hands its lease on only
-to the threads queued when it got it. Ordered by events and by the tickets in the ledger, never by timings."""
+to the threads queued when it got it, or keeps it for its next write while nobody waits. Ordered by events and by
+the tickets in the ledger, never by timings."""
 
 from __future__ import annotations
 
@@ -118,3 +119,19 @@ def test_threads_queued_when_a_process_gets_the_lease_share_it_one_ticket() -> N
         thread.join(WAIT_S)
     assert order == ["other process", *(f"thread {n}" for n in range(4))]
     assert _tickets(ledger) == 2  # the four writes of the process went under one ticket
+
+
+def test_a_process_writing_alone_keeps_its_lease_for_its_next_write_until_another_asks() -> None:
+    ledger = InMemoryLedger()
+    alone = LeaseWriteLocks(ledger, ttl=60, linger=WAIT_S)  # kept for the whole test: no timing involved
+    for n in range(3):
+        alone.exclusive("default", lambda n=n: Success(n)).unwrap()
+    assert _tickets(ledger) == 1  # three writes, one ticket: the next ones each read that nobody is behind
+    order: list[str] = []
+    other = _writer(LeaseWriteLocks(ledger, ttl=60), "other process", order)
+    _until(lambda: _tickets(ledger) == 2)  # it claimed the ticket behind the kept lease
+    alone.exclusive("default", lambda: Success(order.append("alone again"))).unwrap()
+    other.join(WAIT_S)
+    assert order == ["other process", "alone again"]  # it saw the ticket behind it, gave the lease back, queued
+    assert _tickets(ledger) == 3
+    alone.let_go()
