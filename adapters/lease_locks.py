@@ -115,7 +115,8 @@ class LeaseWriteLocks:
 
     Within one process the threads of a store queue in order (one of them holds a ticket in the engine), and the
     holder hands the lease on to the threads that were queued when it got it before releasing it (group commit:
-    one ticket for a burst of local writes, never more than one queue's worth ahead of other machines). A lease got
+    one ticket for a burst of local writes, never more than one queue's worth ahead of other machines), and to
+    those queued since for as long as one read shows no ticket claimed behind it. A lease got
     with nobody ahead is kept `linger` seconds after the process's last write: its next write checks with one read
     that no ticket was claimed behind it and goes on under it, else it gives the lease back and takes a new ticket
     (a store written by one process at a time pays one round trip per write, not five). Reentrant per thread. Waiting longer than `timeout` is the same "store is busy" STORAGE_ERROR as FileWriteLocks.
@@ -176,6 +177,8 @@ class LeaseWriteLocks:
             if turn is not None:
                 queue.waiting.append(turn)
             idle, queue.idle = (queue.idle, None) if turn is None else (None, queue.idle)
+            if idle is not None:
+                queue.budget = 0  # a kept lease serves this write only: threads queued meanwhile take a new ticket
         if idle is not None:
             if self._nobody_behind(idle):
                 return self._holding(store, idle, work)
@@ -227,26 +230,41 @@ class LeaseWriteLocks:
             self._hand_on(store, lease)
 
     def _hand_on(self, store: str, lease: Lease) -> None:
+        """After a write: the lease to the next queued thread within the budget (or, the budget spent, for another
+        round when one read shows no ticket behind it), kept a moment when nobody waits, else given back."""
         with self._guard:
             self._leases.pop(store, None)
             self._owner.pop(store, None)
-            queue = self._queues[store]
-            while queue.waiting and queue.waiting[0].gone:
-                queue.waiting.popleft()
-            if queue.waiting and queue.budget > 0 and lease.live():
-                queue.budget -= 1
-                turn = queue.waiting.popleft()
-                turn.lease = lease
-                turn.woken.set()
+            if self._handed(store, lease):
                 return
+            queue = self._queues[store]
             if not queue.waiting and not lease.contended and self.local is None and lease.live():
                 # nobody was ahead of it: keep it a moment for this process's next write (a non-daemon timer, so
                 # a process that exits gives it back first)
                 queue.idle, queue.busy = lease, False
                 threading.Timer(self.linger, self._linger_over, (store, lease)).start()
                 return
+            another_round = bool(queue.waiting) and self.local is None
+        if another_round and self._nobody_behind(lease):
+            with self._guard:
+                queue.budget = len(queue.waiting)
+                if self._handed(store, lease):
+                    return
         self._release(lease)
         self._next(store)
+
+    def _handed(self, store: str, lease: Lease) -> bool:
+        """Under the guard: hand the lease to the next queued thread if the budget allows (True when handed)."""
+        queue = self._queues[store]
+        while queue.waiting and queue.waiting[0].gone:
+            queue.waiting.popleft()
+        if not (queue.waiting and queue.budget > 0 and lease.live()):
+            return False
+        queue.budget -= 1
+        turn = queue.waiting.popleft()
+        turn.lease = lease
+        turn.woken.set()
+        return True
 
     def _release(self, lease: Lease) -> None:
         lease.stop.set()

@@ -135,3 +135,26 @@ def test_a_process_writing_alone_keeps_its_lease_for_its_next_write_until_anothe
     assert order == ["other process", "alone again"]  # it saw the ticket behind it, gave the lease back, queued
     assert _tickets(ledger) == 3
     alone.let_go()
+
+
+def test_threads_queued_after_the_lease_was_got_keep_it_while_no_ticket_is_behind() -> None:
+    ledger = InMemoryLedger()
+    process = LeaseWriteLocks(ledger, ttl=60, linger=0)
+    holding, let_go = threading.Event(), threading.Event()
+    order: list[str] = []
+
+    def hold() -> Success[None]:
+        holding.set()
+        let_go.wait(WAIT_S)
+        order.append("first")
+        return Success(None)
+
+    threads = [threading.Thread(target=lambda: process.exclusive("default", hold).unwrap())]
+    threads[0].start()
+    assert holding.wait(WAIT_S)
+    threads.append(_writer(process, "queued later", order))
+    _until(lambda: len(process._queues["default"].waiting) == 1)
+    let_go.set()
+    for thread in threads:
+        thread.join(WAIT_S)
+    assert order == ["first", "queued later"] and _tickets(ledger) == 1  # one read, not a new ticket
