@@ -32,9 +32,12 @@ class LeaseBatchJournal:
 
     A batch is running while that lease is: `interrupted(store)` answers the batches whose lease was released or
     has expired, and those released by their writer. Under the store's write lock (as the port asks) this is exact:
-    the caller holds epoch E, so a batch of an earlier epoch has no writer, and one of epoch E is this process's.
-    Outside it (a store being opened: is there anything to roll back?) it is a hint from the latest lease's record
-    (released, or not renewed for its ttl by the wall clock); the rollback itself runs under the lock and asks again.
+    the caller holds epoch E, so a batch of an earlier epoch has no writer, and one of epoch E is this process's;
+    once it found none to roll back it does not list them again while this process holds epoch E (the lease is
+    handed between its threads and kept between its writes).
+    Outside it (a store being opened: is there anything to roll back?) it is a hint from the ticket of the batch's
+    epoch (gone, released, or not renewed for its ttl by the wall clock); the rollback itself runs under the lock and
+    asks again.
     `commit` refuses when the writer's lease may have been taken over (not renewed for 2/3 of its ttl): the caller
     rolls the batch back rather than acknowledge writes a later holder may have raced.
     """
@@ -44,11 +47,12 @@ class LeaseBatchJournal:
         self.ledger = leases.ledger
         self.still_wanted = still_wanted
         self._begun: dict[str, LedgerRecord] = {}  # key → the record of a batch this process runs
+        self._clean: dict[str, int] = {}  # store → the epoch under which this process found nothing to roll back
 
     def with_gate(self, still_wanted: Callable[[], bool]) -> LeaseBatchJournal:
         """The same journal (same leases, same running batches) asking `still_wanted` before each commit."""
         gated = LeaseBatchJournal(self.leases, still_wanted=still_wanted)
-        gated._begun = self._begun
+        gated._begun, gated._clean = self._begun, self._clean
         return gated
 
     def begin(self, batch: PendingBatch) -> Result[PendingBatch, DomainError]:
@@ -99,20 +103,27 @@ class LeaseBatchJournal:
         return self.ledger.remove([key]).map(lambda _: self._begun.pop(key, None)).map(lambda _: None)
 
     def release(self, batch: PendingBatch) -> Result[None, DomainError]:
+        self._clean.pop(batch.store, None)  # a batch left for the next open: look again
         record = self._begun.pop(_key(batch.store, batch.key), None)
         if record is None:
             return Success(None)
         return self.ledger.put(evolve(record, fields={**record.fields, "released": True}))
 
     def interrupted(self, store: str) -> Result[tuple[PendingBatch, ...], DomainError]:
+        held = self.leases.held(store)
+        if held is not None and self._clean.get(store) == held.epoch:
+            return Success(())  # looked already under this lease: since then only this process has written
+
         def dead(found: list[LedgerRecord]) -> Result[tuple[PendingBatch, ...], DomainError]:
+            if held is not None:
+                batches = _batches(r for r in found if released(r) or r.seq < held.epoch)
+                if not batches:
+                    self._clean[store] = held.epoch
+                return Success(batches)
             if not found:
                 return Success(())
-            held = self.leases.held(store)
-            if held is not None:
-                return Success(_batches(r for r in found if released(r) or r.seq < held.epoch))
-            return self.leases.latest(store).map(
-                lambda latest: _batches(r for r in found if released(r) or _lease_over(r.seq, latest))
+            return self.leases.tickets(store).map(
+                lambda tickets: _batches(r for r in found if released(r) or _lease_over(r.seq, tickets))
             )
 
         return self.ledger.listed(store, KIND).bind(dead)
@@ -122,17 +133,17 @@ def _key(store: str, key: str) -> str:
     return f"{KIND}/{store}/{key}"
 
 
-def _lease_over(epoch: int, latest: LedgerRecord | None) -> bool:
-    """Whether the lease of `epoch` is over, judged without holding the lock: a later epoch exists, or it is the
-    latest and was released or not renewed for its ttl (by the wall clock: a hint; the rollback asks again)."""
-    if latest is None or epoch < latest.seq:
+def _lease_over(epoch: int, tickets: list[LedgerRecord]) -> bool:
+    """Whether the lease of `epoch` is over, judged without holding the lock: its ticket is gone (below the floor,
+    pruned), released, or not renewed for its ttl (by the wall clock: a hint; the rollback asks again). A later
+    ticket says nothing: it may be a writer still waiting behind this one."""
+    ticket = next((record for record in tickets if record.seq == epoch), None)
+    if ticket is None:
         return True
-    if epoch > latest.seq:
-        return False
-    at = latest.fields.get("at", 0.0)
-    ttl = latest.fields.get("ttl", 0.0)
+    at = ticket.fields.get("at", 0.0)
+    ttl = ticket.fields.get("ttl", 0.0)
     stale = isinstance(at, int | float) and isinstance(ttl, int | float) and time.time() - at > ttl
-    return released(latest) or stale
+    return released(ticket) or stale
 
 
 def _batches(records: Any) -> tuple[PendingBatch, ...]:

@@ -1,15 +1,18 @@
-"""The WriteLocks port held in the storage engine: a lease per store, as Ledger records with epochs, for many machines."""
+"""The WriteLocks port held in the storage engine: a fair lease per store (a ticket queue of Ledger records with
+epochs), for many machines."""
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable
 from typing import TypeVar
 
 from attrs import define, evolve, field
-from returns.result import Failure, Result
+from returns.result import Failure, Result, Success
 
 from agent_memory.adapters.shared.boundary import Abort, as_result, value_of
 from agent_memory.adapters.shared.ledger import Ledger, LedgerRecord
@@ -20,26 +23,34 @@ from agent_memory.domain.ports import WriteLocks
 
 T = TypeVar("T")
 KIND = "lease"
-DEFAULT_TTL_S = 30.0  # a dead holder's lease is taken over this long after a waiter last saw it change
-RENEWALS_PER_TTL = 3  # the holder renews every ttl/3
-GIVE_UP_SHARE = 2 / 3  # a holder not renewed for this share of the ttl counts itself fenced out
-PRUNE_AFTER = 8  # older epochs are removed once this many have piled up
-MAX_POLL_S = 0.1  # a waiter polls the engine at most this often apart (after a short backoff)
+DEFAULT_TTL_S = 30.0  # a dead holder's (or waiter's) ticket is passed over this long after a waiter last saw it change
+RENEWALS_PER_TTL = 3  # the holder (and every waiter) renews its ticket every ttl/3
+GIVE_UP_SHARE = 2 / 3  # a ticket not renewed for this share of the ttl counts itself fenced out
+PRUNE_AFTER = 8  # older epochs are removed once this many have piled up below the holder
+FIRST_POLL_S = 0.005  # a waiter looks at the tickets ahead of it this soon, then backs off (with jitter) ...
+MAX_POLL_S = 0.05  # ... to at most this far apart
+LINGER_S = 0.03  # a lease got with nobody ahead is kept this long after the process's last write, for its next one
 
 
 def lease_key(store: str, epoch: int) -> str:
     return f"lease/{store}/{epoch:012d}"
 
 
+def floor_key(store: str) -> str:
+    """The record (kind "lease", seq 0) saying below which epoch every ticket is finished and may be gone."""
+    return f"lease/{store}/floor"
+
+
 @define(eq=False)
 class Lease:
-    """A lease this process holds: its store, its epoch (the fencing token), its record as last written, and the
-    monotonic time of its last renewal the engine acknowledged."""
+    """A ticket this process holds: its store, its epoch (the fencing token), its record as last written, and the
+    monotonic time at which its last acknowledged write (claim or renewal) was sent."""
 
     record: LedgerRecord
     ttl: float
     renewed: float
     stop: threading.Event = field(factory=threading.Event)
+    contended: bool = False  # other tickets were waiting ahead of it when it was claimed
 
     @property
     def store(self) -> str:
@@ -56,28 +67,59 @@ class Lease:
 
 @define(eq=False)
 class Sighting:
-    """A waiter's view of a store's latest lease: which record state it saw, since when on its monotonic clock."""
+    """A waiter's view of a ticket ahead of it: which record state it saw, since when on its monotonic clock."""
 
-    key: str
     beat: int
     since: float
+
+
+@define(eq=False)
+class Turn:
+    """A thread of this process waiting for a store: woken with the lease handed over, or told to take a ticket."""
+
+    woken: threading.Event = field(factory=threading.Event)
+    lease: Lease | None = None
+    gone: bool = False  # it stopped waiting (timed out): skip it
+
+
+@define(eq=False)
+class Queue:
+    """This process's threads for one store: whether one of them holds the lease or is getting it, those waiting in
+    order, and how many of them the holder may still hand the lease to (those queued when it got it)."""
+
+    busy: bool = False
+    waiting: deque[Turn] = field(factory=deque)
+    budget: int = 0
+    idle: Lease | None = None  # a lease kept a moment after the last write (LINGER_S), none waiting for it
 
 
 def released(record: LedgerRecord) -> bool:
     return bool(record.fields.get("released", False))
 
 
-class LeaseWriteLocks:
-    """`exclusive(store, work)` under a lease held in the engine, after the local lock (`local`, when given).
+def _floor(records: list[LedgerRecord]) -> int:
+    return max((int(r.fields.get("floor", 0)) for r in records if r.seq == 0), default=0)
 
-    The store's current lease is its ledger record of kind "lease" with the highest epoch (seq). To take it, a
-    writer waits until that record is released or expired, then claims epoch + 1; of several claimants exactly
-    one wins (Ledger.claim). Expiry is judged on the waiter's monotonic clock: a lease whose record has not changed
-    (no renewal) for its ttl since the waiter first saw it in that state is dead, so wall clocks never need to
-    agree. The holder renews every ttl/3 from a background thread and releases by writing its record released.
-    The local lock is taken first, so one machine's processes queue on it and never poll the engine against each
-    other. Reentrant per thread. Waiting longer than `timeout` is the same "store is busy" STORAGE_ERROR as
-    FileWriteLocks.
+
+class LeaseWriteLocks:
+    """`exclusive(store, work)` under a lease held in the engine, first come first served across every process and
+    machine (after the local lock `local`, when given).
+
+    The lease is a ticket queue in the Ledger: a writer lists the store's tickets (records of kind "lease") and
+    claims the next epoch at once (of several claimants of one epoch exactly one wins, Ledger.claim; the others take
+    the next); it holds the lease once every ticket below its own (down to the floor record) is released, or has
+    expired: not renewed for its ttl since this process first saw it in that state, on this process's monotonic
+    clock, so wall clocks never need to agree. Every ticket, waiting or holding, is renewed every ttl/3; a holder
+    releases by writing its ticket released, and a waiter that gives up does the same. So waiters are served in
+    ticket order and a writer that releases and asks again goes behind them.
+
+    Within one process the threads of a store queue in order (one of them holds a ticket in the engine), and the
+    holder hands the lease on to the threads that were queued when it got it before releasing it (group commit:
+    one ticket for a burst of local writes, never more than one queue's worth ahead of other machines), and to
+    those queued since for as long as one read shows no ticket claimed behind it. A lease got
+    with nobody ahead is kept `linger` seconds after the process's last write: its next write checks with one read
+    that no ticket was claimed behind it and goes on under it, else it gives the lease back and takes a new ticket
+    (a store written by one process at a time pays one round trip per write, not five). Reentrant per thread. Waiting longer than `timeout` is the same "store is busy" STORAGE_ERROR as FileWriteLocks.
     """
 
     def __init__(
@@ -87,15 +129,18 @@ class LeaseWriteLocks:
         local: WriteLocks | None = None,
         ttl: float = DEFAULT_TTL_S,
         timeout: float = DEFAULT_TIMEOUT_S,
+        linger: float = LINGER_S,
     ) -> None:
         self.ledger = ledger
         self.local = local
         self.ttl = ttl
         self.timeout = timeout
+        self.linger = linger
         self._guard = threading.Lock()
         self._leases: dict[str, Lease] = {}  # the leases this process holds, by store
         self._owner: dict[str, int] = {}  # the thread holding each (reentrancy)
-        self._seen: dict[str, Sighting] = {}  # per store: the latest lease as this process last saw it
+        self._queues: dict[str, Queue] = {}  # this process's threads per store
+        self._seen: dict[str, Sighting] = {}  # per ticket key: its state as this process last saw it
 
     # --- WriteLocks
 
@@ -108,9 +153,7 @@ class LeaseWriteLocks:
             check_store_name(store)
         except InvalidValue as error:
             return Failure(error.to_error())
-        if self.local is not None:
-            return self.local.exclusive(store, lambda: self._leased(store, work))
-        return self._leased(store, work)
+        return self._in_turn(store, work)
 
     # --- what the engine-held batch journal asks
 
@@ -119,47 +162,164 @@ class LeaseWriteLocks:
         with self._guard:
             return self._leases.get(store)
 
-    def latest(self, store: str) -> Result[LedgerRecord | None, DomainError]:
-        """The store's current lease record (the highest epoch), None before the first."""
-        return self.ledger.listed(store, KIND).map(lambda found: found[-1] if found else None)
+    def tickets(self, store: str) -> Result[list[LedgerRecord], DomainError]:
+        """The store's tickets (its floor record first, seq 0, when there is one), by epoch."""
+        return self.ledger.listed(store, KIND)
 
-    # --- taking, keeping and giving back a lease
+    # --- this process's threads, in turn
 
-    def _leased(self, store: str, work: Callable[[], Result[T, DomainError]]) -> Result[T, DomainError]:
-        return self._acquire(store).bind(lambda lease: self._holding(store, lease, work))
+    def _in_turn(self, store: str, work: Callable[[], Result[T, DomainError]]) -> Result[T, DomainError]:
+        deadline = time.monotonic() + self.timeout
+        with self._guard:
+            queue = self._queues.setdefault(store, Queue())
+            turn = None if not queue.busy else Turn()
+            queue.busy = True
+            if turn is not None:
+                queue.waiting.append(turn)
+            idle, queue.idle = (queue.idle, None) if turn is None else (None, queue.idle)
+            if idle is not None:
+                queue.budget = 0  # a kept lease serves this write only: threads queued meanwhile take a new ticket
+        if idle is not None:
+            if self._nobody_behind(idle):
+                return self._holding(store, idle, work)
+            self._release(idle)
+        if turn is not None:
+            turn.woken.wait(max(deadline - time.monotonic(), 0.0))
+            with self._guard:
+                if not turn.woken.is_set():
+                    turn.gone = True
+                    return Failure(self._busy(store))
+            if turn.lease is not None:
+                return self._holding(store, turn.lease, work)
+        return self._leased(store, work, deadline)
+
+    def _leased(
+        self, store: str, work: Callable[[], Result[T, DomainError]], deadline: float
+    ) -> Result[T, DomainError]:
+        """Take a ticket (after the local lock, when given) and run `work` under the lease it brings."""
+
+        def taken() -> Result[T, DomainError]:
+            match self._acquire(store, deadline):
+                case Success(lease):
+                    return self._started(store, lease, work)
+                case failed:
+                    self._next(store)
+                    return Failure(failed.failure())
+
+        if self.local is not None:
+            return self.local.exclusive(store, taken)
+        return taken()
+
+    def _started(self, store: str, lease: Lease, work: Callable[[], Result[T, DomainError]]) -> Result[T, DomainError]:
+        """The lease just got: the threads queued now may have it after this one; renew it until it is given back."""
+        with self._guard:
+            queue = self._queues[store]
+            queue.budget = len(queue.waiting)
+        beater = threading.Thread(target=self._renew, args=(lease,), name=f"lease-{store}", daemon=True)
+        beater.start()
+        return self._holding(store, lease, work)
 
     def _holding(self, store: str, lease: Lease, work: Callable[[], Result[T, DomainError]]) -> Result[T, DomainError]:
-        """Run `work` under a lease just taken, renewing it meanwhile, and give it back after."""
+        """Run `work` under the lease, then hand it to the next queued thread or give it back."""
         with self._guard:
             self._leases[store] = lease
             self._owner[store] = threading.get_ident()
-        beater = threading.Thread(target=self._renew, args=(lease,), name=f"lease-{store}", daemon=True)
-        beater.start()
         try:
             return work()
         finally:
-            lease.stop.set()
-            beater.join()
+            self._hand_on(store, lease)
+
+    def _hand_on(self, store: str, lease: Lease) -> None:
+        """After a write: the lease to the next queued thread within the budget (or, the budget spent, for another
+        round when one read shows no ticket behind it), kept a moment when nobody waits, else given back."""
+        with self._guard:
+            self._leases.pop(store, None)
+            self._owner.pop(store, None)
+            if self._handed(store, lease):
+                return
+            queue = self._queues[store]
+            if not queue.waiting and not lease.contended and self.local is None and lease.live():
+                # nobody was ahead of it: keep it a moment for this process's next write (a non-daemon timer, so
+                # a process that exits gives it back first)
+                queue.idle, queue.busy = lease, False
+                threading.Timer(self.linger, self._linger_over, (store, lease)).start()
+                return
+            another_round = bool(queue.waiting) and self.local is None
+        if another_round and self._nobody_behind(lease):
             with self._guard:
-                self._leases.pop(store, None)
-                self._owner.pop(store, None)
-            # a release that fails leaves the lease to expire: the next writer waits one ttl, nothing is lost
-            self.ledger.put(evolve(lease.record, fields={**lease.record.fields, "released": True}))
+                queue.budget = len(queue.waiting)
+                if self._handed(store, lease):
+                    return
+        self._release(lease)
+        self._next(store)
 
-    def _acquire(self, store: str) -> Result[Lease, DomainError]:
-        return as_result(lambda: self._acquired(store))
+    def _handed(self, store: str, lease: Lease) -> bool:
+        """Under the guard: hand the lease to the next queued thread if the budget allows (True when handed)."""
+        queue = self._queues[store]
+        while queue.waiting and queue.waiting[0].gone:
+            queue.waiting.popleft()
+        if not (queue.waiting and queue.budget > 0 and lease.live()):
+            return False
+        queue.budget -= 1
+        turn = queue.waiting.popleft()
+        turn.lease = lease
+        turn.woken.set()
+        return True
 
-    def _acquired(self, store: str) -> Lease:
-        """Wait for the store's lease to be free and claim its next epoch (a ledger failure aborts with its error)."""
-        deadline = time.monotonic() + self.timeout
-        pause = 0.02
-        token = uuid.uuid4().hex
-        newest: LedgerRecord | None = None  # the highest epoch seen since this call began
+    def _release(self, lease: Lease) -> None:
+        lease.stop.set()
+        # a release that fails leaves the ticket to expire: the next writer waits one ttl, nothing is lost
+        self.ledger.put(evolve(lease.record, fields={**lease.record.fields, "released": True}))
+
+    def let_go(self) -> None:
+        """Give back every lease kept after its last write now (a process about to exit, a test)."""
+        with self._guard:
+            kept = [(store, queue.idle) for store, queue in self._queues.items() if queue.idle is not None]
+        for store, lease in kept:
+            self._linger_over(store, lease)
+
+    def _linger_over(self, store: str, lease: Lease) -> None:
+        """The kept lease is given back unless a write of this process took it meanwhile."""
+        with self._guard:
+            queue = self._queues[store]
+            if queue.idle is not lease:
+                return
+            queue.idle = None
+        self._release(lease)
+
+    def _nobody_behind(self, lease: Lease) -> bool:
+        """Whether a kept lease may serve one more write: still live, and no ticket claimed behind it (one read)."""
+        following = lease_key(lease.store, lease.epoch + 1)
+        found = self.ledger.read([following]).map(lambda records: following in records).value_or(True)
+        return lease.live() and not found
+
+    def _next(self, store: str) -> None:
+        """The lease is given back: the next queued thread takes a ticket of its own (none waiting: the store is free)."""
+        with self._guard:
+            queue = self._queues[store]
+            while queue.waiting:
+                turn = queue.waiting.popleft()
+                if not turn.gone:
+                    turn.woken.set()
+                    return
+            queue.busy = False
+
+    # --- taking a ticket and waiting for those ahead of it
+
+    def _acquire(self, store: str, deadline: float | None = None) -> Result[Lease, DomainError]:
+        until = time.monotonic() + self.timeout if deadline is None else deadline
+        return as_result(lambda: self._acquired(store, until))
+
+    def _acquired(self, store: str, deadline: float) -> Lease:
+        """Claim the next ticket and wait until every ticket ahead of it is finished (a ledger failure aborts with
+        its error; a stale claim, below the floor, is given back and a new one taken)."""
         while True:
-            found = value_of(self.ledger.listed(store, KIND))
-            latest = max([*found[-1:], *([newest] if newest else [])], key=lambda record: record.seq, default=None)
-            if latest is None or released(latest) or self._expired(latest):
-                epoch = (latest.seq if latest else 0) + 1
+            found = value_of(self.tickets(store))
+            floor = _floor(found)
+            epoch = max([floor, *(r.seq for r in found)])
+            token = uuid.uuid4().hex
+            while True:
+                epoch += 1
                 mine = LedgerRecord(
                     key=lease_key(store, epoch),
                     store=store,
@@ -167,47 +327,85 @@ class LeaseWriteLocks:
                     seq=epoch,
                     fields={"holder": token, "beat": 0, "ttl": self.ttl, "at": time.time(), "released": False},
                 )
-                began = time.monotonic()
-                if value_of(self.ledger.claim(mine)).fields.get("holder") != token:
-                    continue  # another writer took this epoch first: wait for it like for any holder
-                later = self.ledger.listed(store, KIND, after=epoch)
-                if later.map(bool).value_or(True):
-                    # a claim from a stale view: its epoch had been pruned and a later one is live; step back
-                    self.ledger.put(evolve(mine, fields={**mine.fields, "released": True}))
-                    newest = value_of(later)[-1]
-                    continue
-                self._prune(found)
-                return Lease(record=mine, ttl=self.ttl, renewed=began)
+                sent = time.monotonic()
+                if value_of(self.ledger.claim(mine)).fields.get("holder") == token:
+                    break
+            ahead = {r.seq for r in found if 0 < r.seq < epoch and r.seq >= floor}
+            ahead |= set(range(max(floor, 1), epoch)) - {r.seq for r in found}  # claimed since the listing
+            known = {r.seq: r for r in found}
+            contended = any(seq not in known or not released(known[seq]) for seq in ahead)
+            lease = Lease(record=mine, ttl=self.ttl, renewed=sent, contended=contended)
+            if self._waited(store, lease, ahead, deadline):
+                self._prune(store, lease, found)
+                return lease
+
+    def _waited(self, store: str, lease: Lease, ahead: set[int], deadline: float) -> bool:
+        """Poll the tickets `ahead` (and the floor) until each is finished: True when the lease is this ticket's,
+        False when the ticket was a stale one (below the floor, or not renewed in time) and was given back."""
+        pause = FIRST_POLL_S
+        while True:
+            keys = [floor_key(store), *(lease_key(store, seq) for seq in sorted(ahead))]
+            now = value_of(self.ledger.read(keys))
+            floor = now.get(floor_key(store))
+            if floor is not None and int(floor.fields.get("floor", 0)) >= lease.epoch:
+                self._give_back(lease)
+                return False
+            ahead = {seq for seq in ahead if not self._finished(now.get(lease_key(store, seq)))}
+            if not ahead:
+                if lease.live():
+                    return True
+                self._give_back(lease)  # its renewals failed meanwhile: a waiter behind may have passed it over
+                return False
             if time.monotonic() >= deadline:
+                self._give_back(lease)
                 raise Abort(self._busy(store))
-            time.sleep(min(pause, max(deadline - time.monotonic(), 0.0)))
+            if time.monotonic() - lease.renewed >= lease.ttl / RENEWALS_PER_TTL:
+                self._beat(lease)
+            time.sleep(min(pause * random.uniform(0.5, 1.5), max(deadline - time.monotonic(), 0.0)))
             pause = min(pause * 1.5, MAX_POLL_S, self.ttl / 10)
 
-    def _expired(self, latest: LedgerRecord) -> bool:
-        """Whether the latest lease stayed unchanged for its ttl since this process first saw it so."""
-        beat = int(latest.fields.get("beat", 0))
-        ttl = float(latest.fields.get("ttl", self.ttl))
+    def _finished(self, record: LedgerRecord | None) -> bool:
+        """A ticket ahead is finished when gone (pruned), released, or unchanged for its ttl since first seen so."""
+        if record is None or released(record):
+            return True
+        beat = int(record.fields.get("beat", 0))
+        ttl = float(record.fields.get("ttl", self.ttl))
         now = time.monotonic()
         with self._guard:
-            seen = self._seen.get(latest.store)
-            if seen is None or (seen.key, seen.beat) != (latest.key, beat):
-                self._seen[latest.store] = Sighting(latest.key, beat, now)
+            seen = self._seen.get(record.key)
+            if seen is None or seen.beat != beat:
+                self._seen[record.key] = Sighting(beat, now)
                 return False
-            return now - seen.since >= ttl
+            if now - seen.since >= ttl:
+                del self._seen[record.key]
+                return True
+            return False
+
+    def _give_back(self, lease: Lease) -> None:
+        self.ledger.put(evolve(lease.record, fields={**lease.record.fields, "released": True}))
+
+    def _beat(self, lease: Lease) -> None:
+        """One renewal: the ticket's record rewritten with beat + 1 (a failure leaves `renewed` as it was)."""
+        beat = int(lease.record.fields.get("beat", 0)) + 1
+        sent = time.monotonic()
+        renewed = evolve(lease.record, fields={**lease.record.fields, "beat": beat, "at": time.time()})
+        if self.ledger.put(renewed).map(lambda _: True).value_or(False):
+            lease.record, lease.renewed = renewed, sent
 
     def _renew(self, lease: Lease) -> None:
-        """The heartbeat: the lease's record rewritten (beat + 1) every ttl/3 until the holder lets go."""
+        """The heartbeat while the lease is held: a renewal every ttl/3 until it is given back."""
         while not lease.stop.wait(lease.ttl / RENEWALS_PER_TTL):
-            beat = int(lease.record.fields.get("beat", 0)) + 1
-            sent = time.monotonic()
-            renewed = evolve(lease.record, fields={**lease.record.fields, "beat": beat, "at": time.time()})
-            if self.ledger.put(renewed).map(lambda _: True).value_or(False):
-                lease.record, lease.renewed = renewed, sent
+            self._beat(lease)
 
-    def _prune(self, found: list[LedgerRecord]) -> None:
-        """Forget old epochs once a few have piled up (the one just claimed is newer than all of them)."""
-        if len(found) >= PRUNE_AFTER:
-            self.ledger.remove([record.key for record in found])
+    def _prune(self, store: str, lease: Lease, found: list[LedgerRecord]) -> None:
+        """Once a few finished tickets have piled up below the holder's: raise the floor to its epoch first (so a
+        claim from a stale listing sees it is below), then remove them (best effort: leftovers cost a longer read)."""
+        below = [r.key for r in found if 0 < r.seq < lease.epoch]
+        if len(below) < PRUNE_AFTER:
+            return
+        mark = LedgerRecord(key=floor_key(store), store=store, kind=KIND, seq=0, fields={"floor": lease.epoch})
+        if self.ledger.put(mark).map(lambda _: True).value_or(False):
+            self.ledger.remove(below)
 
     def _busy(self, store: str) -> DomainError:
         return DomainError(

@@ -1,7 +1,7 @@
 """`memory serve` scaled out over one Chroma server: throughput and latency by processes and clients (issue 39).
 
     python bench/scale_out.py [--workers 1,2,4] [--clients 1,8,32] [--requests 96] [--sizes 10000] [--data FILE]
-                              [--out FILE]
+                              [--compare NAME=DIR,…] [--out FILE]
 
 Starts one `chroma run` (the installed package's) on a free port, then for each worker count `memory serve
 --workers N` over it (a fresh collection each), and beside them, in the same run, the embedded default
@@ -148,7 +148,9 @@ def phase(base: str, clients: int, bodies: list[tuple[str, dict[str, Any]]]) -> 
     }
 
 
-def bench_server(label: str, workers: int, chroma_port: int | None, clients: list[int], n: int) -> dict[str, Any]:
+def bench_server(
+    label: str, workers: int, chroma_port: int | None, clients: list[int], n: int, code: str = ""
+) -> dict[str, Any]:
     spare = 4 * workers  # warm-up creates: each worker opens the store before the timings
     texts = corpus(n * len(clients) + spare)
     figures: dict[str, Any] = {"engine": label, "workers": workers, "by_clients": {}}
@@ -157,7 +159,8 @@ def bench_server(label: str, workers: int, chroma_port: int | None, clients: lis
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         command = [str(BIN / "memory"), "serve", "--port", str(port), "--workers", str(workers)]
-        with running(command, server_env(home, chroma_port), f"{base}/health", home / "serve.log"):
+        env = server_env(home, chroma_port) | ({"PYTHONPATH": code} if code else {})
+        with running(command, env, f"{base}/health", home / "serve.log"):
             warm = [("/memories", {"content": t}) for t in texts[-spare:]]
             warm += [("/search", {"query": q}) for q in QUERIES] * workers
             phase(base, workers * 2, warm)  # every worker has loaded its model before the timings
@@ -220,6 +223,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--skip-embedded", action="store_true")
     parser.add_argument("--data", default=str(perf.DATA), help="the LoCoMo dev file the texts come from")
+    parser.add_argument(
+        "--compare",
+        default="",
+        help="NAME=DIR,…: also run each server row with the package found in DIR first on the servers' PYTHONPATH "
+        "(another commit's tree, checked out aside), interleaved with this one's, for a before/after in one run",
+    )
     parser.add_argument("--out")
     args = parser.parse_args()
     perf.DATA = Path(args.data)
@@ -239,8 +248,11 @@ def main() -> None:
         with running(chroma, env, f"http://127.0.0.1:{port}/api/v2/heartbeat", Path(chroma_dir) / "chroma.log"):
             if not args.skip_embedded:
                 report["servers"].append(bench_server("embedded chroma", 1, None, clients, args.requests))
+            variants = [("", ""), *(tuple(pair.split("=", 1)) for pair in args.compare.split(",") if pair)]
             for workers in (int(w) for w in args.workers.split(",")):
-                report["servers"].append(bench_server("chroma server", workers, port, clients, args.requests))
+                for name, code in variants:
+                    label = f"chroma server ({name})" if name else "chroma server"
+                    report["servers"].append(bench_server(label, workers, port, clients, args.requests, code))
             for size in (int(s) for s in args.sizes.split(",") if s):
                 report["warm_search_on_chroma_server"].append(bench_warm_search(port, size, args.repeat))
                 print("warm", json.dumps(report["warm_search_on_chroma_server"][-1]), file=sys.stderr, flush=True)

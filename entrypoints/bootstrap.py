@@ -221,7 +221,8 @@ def build_engine_locks(settings: Settings) -> LeaseWriteLocks | None:
                     dimension=1,
                 )
             )
-        _ENGINE_LOCKS[key] = LeaseWriteLocks(ledger, local=_file_locks(settings))
+        # no local lock file before it: the lease's ticket queue is first come first served across every process
+        _ENGINE_LOCKS[key] = LeaseWriteLocks(ledger)
     return _ENGINE_LOCKS[key]
 
 

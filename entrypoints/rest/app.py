@@ -112,9 +112,13 @@ def _token_guard(tenancy: Tenancy) -> Guard:
     return guard
 
 
-def _doors(service: MemoryService, tenancy: Tenancy) -> Callable[[Request[Any, Any, Any]], Door]:
-    """The door of a request's caller: the service pinned to the namespace of its token (or of the server)."""
-    lock, slot = threading.Lock(), anyio.CapacityLimiter(1)
+def _doors(
+    service: MemoryService, tenancy: Tenancy, calls_at_once: int = 1
+) -> Callable[[Request[Any, Any, Any]], Door]:
+    """The door of a request's caller: the service pinned to the namespace of its token (or of the server); one call
+    at a time, or up to `calls_at_once` on threads of their own (a service over a shared engine server)."""
+    lock = threading.Lock() if calls_at_once == 1 else contextlib.nullcontext()
+    slot = anyio.CapacityLimiter(calls_at_once)
     doors = {pin: Door(pinned, lock, slot) for pin, pinned in tenancy.services(service).unwrap().items()}
 
     def door(request: Request[Any, Any, Any]) -> Door:
@@ -235,19 +239,21 @@ def build_app(
     allowed_hosts: tuple[str, ...] = (),
     allowed_origins: tuple[str, ...] = (),
     tenancy: Tenancy | None = None,
+    calls_at_once: int = 1,
 ) -> Litestar:
     """The ASGI app over a ready service, bound to `host`; with a token, every route but /health and the docs
     needs it. Host and Origin are checked on every route (http_safety.HttpPolicy): loopback names, the bound
     address and `allowed_hosts`; no Origin, the same origin, loopback ones and `allowed_origins`. `tenancy`
     (its pins must be valid: Tenancy.services) pins each caller to a namespace; `api_token` alone is a
-    Tenancy without pins."""
+    Tenancy without pins. `calls_at_once` > 1 runs that many calls of the service at once (a service over a Chroma
+    or Qdrant server, whose write locks order the writes); 1 runs them one at a time behind one lock."""
     tenancy = tenancy or Tenancy(api_token=api_token)
     policy = HttpPolicy(bind_host=host, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
     declared: QueryNames = {}
     allowed: AllowedMethods = {}
     app = Litestar(
         route_handlers=HANDLERS,
-        dependencies={"door": Provide(_doors(service, tenancy), sync_to_thread=False)},
+        dependencies={"door": Provide(_doors(service, tenancy, calls_at_once), sync_to_thread=False)},
         guards=[_caller_guard(policy), *([_token_guard(tenancy)] if tenancy.secured else [])],
         before_request=_request_checks(declared, allowed),
         cors_config=_cors(policy),
@@ -276,7 +282,7 @@ def serving_app(settings: Settings, host: str, api_token: str | None) -> Asgi | 
     """The app one serving process runs (its service built from the settings, its stores kept warm, every answer
     naming the process), or the DomainError that keeps it from starting."""
     from agent_memory.entrypoints.bootstrap import build_service
-    from agent_memory.entrypoints.rest.workers import with_worker_header
+    from agent_memory.entrypoints.rest.workers import CALLS_AT_ONCE, shared_engine, with_worker_header
 
     tenancy = Tenancy.of(settings, api_token)
     match build_service(settings).bind(lambda built: tenancy.services(built).map(lambda _: built)):
@@ -288,6 +294,7 @@ def serving_app(settings: Settings, host: str, api_token: str | None) -> Asgi | 
                 allowed_hosts=settings.allowed_hosts,
                 allowed_origins=settings.allowed_origins,
                 tenancy=tenancy,
+                calls_at_once=CALLS_AT_ONCE if shared_engine(settings) else 1,
             )
             return with_worker_header(app)
         case Failure(error):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 from urllib.parse import urlencode
 
@@ -112,13 +113,18 @@ class Door:
     reindex) and read-check-write steps of concurrent requests never interleave. One door per caller namespace
     (tenancy.py), all sharing the lock and the slot. The slot bounds the threads: a request waits for it in the
     event loop, holding no thread, so a burst of callers costs one thread per process, not one each (more
-    processes answer at once: `memory serve --workers N` over a Chroma or Qdrant server)."""
+    processes answer at once: `memory serve --workers N` over a Chroma or Qdrant server). Over such a server the
+    app passes no lock (`nullcontext`) and a wider slot: the service's write locks order the writes, and the
+    creates queued in a process share one turn of the store's lease (adapters/lease_locks.py)."""
 
     def __init__(
-        self, service: MemoryService, lock: threading.Lock | None = None, slot: anyio.CapacityLimiter | None = None
+        self,
+        service: MemoryService,
+        lock: AbstractContextManager[Any] | None = None,
+        slot: anyio.CapacityLimiter | None = None,
     ) -> None:
         self.service = service
-        self._lock = lock or threading.Lock()
+        self._lock: AbstractContextManager[Any] = lock or threading.Lock()
         self._slot = slot or anyio.CapacityLimiter(1)
 
     def _locked(self, use: Use[T]) -> Result[T, DomainError]:

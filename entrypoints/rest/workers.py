@@ -20,6 +20,8 @@ from typing import Any
 from agent_memory.domain.errors import DomainError, invalid_input
 from agent_memory.entrypoints.settings import Settings
 
+# a process over a shared engine runs this many calls of its service at once (one at a time over an embedded one)
+CALLS_AT_ONCE = 8
 # the header every answer carries: which process served it (a load balancer's or a test's way to tell them apart)
 WORKER_HEADER = b"x-memory-worker"
 

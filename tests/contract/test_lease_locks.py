@@ -116,18 +116,19 @@ def test_a_lease_not_had_in_time_is_a_busy_error() -> None:
 
 def test_old_epochs_are_pruned_and_a_claim_from_a_stale_view_steps_back() -> None:
     ledger = InMemoryLedger()
-    locks = LeaseWriteLocks(ledger, ttl=5)
-    for _ in range(PRUNE_AFTER + 2):
+    for _ in range(PRUNE_AFTER + 2):  # each a process of its own, giving its lease back as it exits
+        locks = LeaseWriteLocks(ledger, ttl=5)
         locks.exclusive("default", lambda: Success(None)).unwrap()
+        locks.let_go()
     epochs = sorted(r.seq for r in ledger.records.values() if r.kind == KIND)
     assert len(epochs) < PRUNE_AFTER and epochs[-1] == PRUNE_AFTER + 2
-    # a writer whose listing was taken before the pruning claims a pruned epoch: it must not hold it
+    # a writer whose listing was taken before the pruning claims a pruned epoch: the floor sends it back
     stale = LeaseWriteLocks(ledger, ttl=5)
     real_listed = ledger.listed
     ledger.listed = lambda store, kind, after=-1: (  # type: ignore[method-assign]
         real_listed(store, kind, after=after)
         if after >= 0
-        else Success([r for r in real_listed(store, kind).unwrap() if r.seq < 2] or [])
+        else Success([r for r in real_listed(store, kind).unwrap() if 0 < r.seq < 2])  # nor the floor record
     )
     taken = stale._acquire("default")
     ledger.listed = real_listed  # type: ignore[method-assign]
