@@ -275,9 +275,10 @@ class Searching:
         or a thread neighbour's (a reply is as related as what it answers) reaches the model's line
         (`RelevanceRule.line`, from the best of them) with the evidence the model asks for
         (`RelevanceRule.related_hits`); none is when the best is under the relevance floor or no hit has words or
-        similarity enough (`_SearchPlan.related_hits`). The candidates and their similarities do not depend on the page, so every page
-        of one search keeps the same hits. A keyword search is words only: every hit shares a word with the
-        query and stays. A broad question with nothing related answers the scope's memories (`_broad`)."""
+        similarity enough (`_SearchPlan.related_hits`). The candidates and their similarities do not depend on the
+        page, so every page of one search keeps the same hits. A keyword search is words only: every hit shares a
+        word with the query and stays. A broad question with nothing related answers the scope's memories
+        (`_broad`)."""
         hits = [self._hit(plan, sides.memories[i], sides.similarity.get(i, 0.0), score) for i, score in ranking]
         if plan.mode is SearchMode.KEYWORD or not plan.judged:
             return SearchResults(tuple(hits[: plan.limit]), limit=plan.limit)
