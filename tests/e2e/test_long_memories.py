@@ -34,7 +34,9 @@ WHY = ("because the weather was mild", "although nobody asked", "to pass the tim
 FACT = "My sister's wedding is planned in Lisbon for next April."
 QUERY = "Which town will host my sibling's marriage ceremony?"  # no content word of FACT (nor of the note)
 OTHER_FACT = "The quarterly tax return must be filed before the fifteenth of March."
-OTHER_QUERY = "When is the deadline for government paperwork?"
+# one word of OTHER_FACT's, none of the note's: a question sharing no word needs a similarity of its own (0.30 with
+# the shipped model, decision 24) that a long note's part, diluted by its other sentences, does not reach (0.25)
+OTHER_QUERY = "When is the deadline for the tax paperwork?"
 DISTRACTORS = ("The printer needs new ink.", "The cat sleeps on the sofa.", "Tomatoes grow well in July.")
 
 
