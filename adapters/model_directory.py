@@ -18,7 +18,7 @@ TOKENIZER_FILE = "tokenizer.json"
 CONFIG_FILE = "embedding.json"
 # optional: the model's relevance rule, written by bench/relevance_calibration.py (without it: UNCALIBRATED)
 RELEVANCE_FILE = "relevance.json"
-RELEVANCE_KEYS = ("unrelated", "keep", "related", "floor", "spread")
+RELEVANCE_KEYS = ("unrelated", "keep", "related", "floor", "spread", "alone", "cover", "close")
 POOLINGS = ("mean", "cls")
 # every key of embedding.json, with its default (None: required)
 CONFIG_KEYS: dict[str, object] = {
@@ -119,8 +119,9 @@ def read_model_directory(directory: Path) -> Result[ModelSpec, DomainError]:
 
 
 def read_relevance(directory: Path) -> Result[RelevanceRule | None, DomainError]:
-    """The directory's relevance rule (relevance.json: unrelated, keep, related, floor — similarities 0 to 1 — and
-    spread, a similarity or null), None when it has none, or an INVALID_INPUT error saying what to fix."""
+    """The directory's relevance rule (relevance.json: unrelated, keep, related, floor — similarities 0 to 1 —,
+    spread and alone, a similarity or null, cover, a share 0 to 1, close, a similarity; the last four optional),
+    None when it has none, or an INVALID_INPUT error saying what to fix."""
     path = directory / RELEVANCE_FILE
     if not path.is_file():
         return Success(None)
@@ -138,7 +139,7 @@ def read_relevance(directory: Path) -> Result[RelevanceRule | None, DomainError]
                 "number or null); write it with bench/relevance_calibration.py --write, or delete it",
             )
         )
-    spread = raw.get("spread")
+    spread, alone = raw.get("spread"), raw.get("alone")
     try:
         return Success(
             RelevanceRule(
@@ -147,6 +148,9 @@ def read_relevance(directory: Path) -> Result[RelevanceRule | None, DomainError]
                 related=float(raw["related"]),
                 floor=float(raw["floor"]),
                 spread=None if spread is None else float(spread),
+                alone=None if alone is None else float(alone),
+                cover=float(raw.get("cover", 1.0)),
+                close=float(raw.get("close", 0.0)),
             )
         )
     except (TypeError, ValueError) as error:

@@ -5,8 +5,8 @@
 
 Ingests like bench/locomo.py (or bench/asking.py), then asks each question once in hybrid mode with every relevance
 rule off (40 deep) and once in keyword mode, and writes per question its kind, the keys that answer it, and per hit
-in the hybrid order: the keys it cites, its similarity, its second-stage score and its keyword score (bm25 / the
-best, 0 when it shares no word with the question). bench/relevance_calibration.py replays rules on these files.
+in the hybrid order: the keys it cites, its similarity, its second-stage score, its keyword score (bm25 / the best,
+0 when it shares no word with the question) and its text. bench/relevance_calibration.py replays rules on these files.
 """
 
 from __future__ import annotations
@@ -37,13 +37,19 @@ def _module(name: str) -> Any:
 
 
 def ranked(service: Any, search: SearchMemories) -> list[list[Any]]:
-    """The hybrid ranking with every relevance rule off, as [keys, similarity, score, keyword score] per hit."""
+    """The hybrid ranking with every relevance rule off, as [keys, similarity, score, keyword score, text] per hit."""
     off = evolve(search, limit=40, min_confidence=0.0, min_similarity=0.0)
     hybrid = service.search(off).unwrap().results
     keyword = service.search(evolve(off, mode="keyword", limit=1000)).unwrap()
     worded = {hit.memory.id: hit.score for hit in keyword.results}
     return [
-        [list(hit.memory.citations), hit.similarity, hit.score, round(worded.get(hit.memory.id, 0.0), 4)]
+        [
+            list(hit.memory.citations),
+            hit.similarity,
+            hit.score,
+            round(worded.get(hit.memory.id, 0.0), 4),
+            hit.memory.content,
+        ]
         for hit in hybrid
     ]
 

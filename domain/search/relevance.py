@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from attrs import field, frozen
 
 from agent_memory.domain.search.tokens import content_words
+
+Hit = TypeVar("Hit")
+STEM = 6  # the letters a word is compared on ("adoption" and "adopting" meet), after a plural's "s"
 
 # words that name no subject: a question made only of these (and stop words) asks about the scope as a whole
 BROAD_WORDS = frozenset(
@@ -67,28 +72,35 @@ def _fraction(_: object, attribute: object, value: float) -> None:
         raise ValueError(f"a relevance rule's numbers are similarities between 0 and 1, got {value}")
 
 
-def _spread(value: float | None) -> None:
+def _optional(_: object, attribute: object, value: float | None) -> None:
     if value is not None and not 0.0 <= value <= 1.0:
-        raise ValueError(f"a relevance rule's spread is a similarity between 0 and 1 (or none), got {value}")
+        raise ValueError(f"a relevance rule's spread, alone and close are between 0 and 1 (or none), got {value}")
 
 
 @frozen
 class RelevanceRule:
-    """One model's reading of its own cosine similarities, calibrated on labelled questions (issue 40;
-    bench/relevance_calibration.py writes it into the model directory, the embedder adapter reads it).
+    """One model's reading of its own cosine similarities, and the evidence a hit needs to stay in an answer,
+    calibrated on labelled questions (issue 40; bench/relevance_calibration.py writes it into the model directory,
+    the embedder adapter reads it).
 
     `unrelated`: the similarity questions nothing answers typically reach (relevance 0 at and under it);
     `related`: the similarity of a typical hit that answers its question (relevance 1 at and over it);
     `floor`: the similarity the best hit needs for anything to be related (else the answer is empty);
     `keep`: a hit under it is not related to the question and leaves the answer; `spread`: a hit more than
-    this under the answer's best hit leaves it too (None: no such cut). All are this model's cosines: another
+    this under the answer's best hit leaves it too (None: no such cut). Then the evidence a hit over those lines
+    needs (None `alone`: none, the similarity is enough): words — at least `cover` of the question's subject words
+    (`subject_words`) are in it — or a similarity of `alone` on its own, or one within `close` of the best hit's.
+    An answer none of whose hits has words or `alone` is empty. Similarities are this model's cosines: another
     model reads the same texts on another scale, so it carries its own numbers."""
 
     unrelated: float = field(validator=_fraction)
     keep: float = field(validator=_fraction)
     related: float = field(validator=_fraction)
-    spread: float | None = field(default=None, validator=lambda rule, attribute, value: _spread(value))
+    spread: float | None = field(default=None, validator=_optional)
     floor: float = field(default=0.0, validator=_fraction)
+    alone: float | None = field(default=None, validator=_optional)
+    cover: float = field(default=1.0, validator=_fraction)
+    close: float = field(default=0.0, validator=_fraction)
 
     def relevance(self, similarity: float) -> float:
         """The one figure a hit shows, in [0, 1]: 0 as close as unrelated text gets, 1 as close as what answers a
@@ -104,6 +116,51 @@ class RelevanceRule:
         if self.keep <= 0.0 and self.spread is None:
             return -math.inf
         return self.keep if self.spread is None else max(self.keep, best - self.spread)
+
+    def related_hits(
+        self, hits: Sequence[Hit], similarity: Callable[[Hit], float], words: Callable[[Hit], float]
+    ) -> list[Hit] | None:
+        """The hits that stay, in their order, or None when nothing in the answer is related to the question:
+        each over the line (`line`) with evidence (words, `alone`, or `close` to the best); the answer needs one
+        with words or `alone`. `similarity` is a hit's own cosine or a thread neighbour's (a reply is as related
+        as what it answers), as the search judges it; `words` the share of the question's subject words it has
+        (`coverage`)."""
+        near = [similarity(hit) for hit in hits]
+        best = max(near, default=-math.inf)
+        line = self.line(best)
+        if self.alone is None:
+            return [hit for hit, value in zip(hits, near, strict=True) if value >= line]
+        kept: list[Hit] = []
+        evident = False
+        for hit, value in zip(hits, near, strict=True):
+            if value < line:
+                continue
+            worded = words(hit) >= self.cover > 0.0
+            if worded or value >= self.alone or value >= best - self.close:
+                kept.append(hit)
+                evident = evident or worded or value >= self.alone
+        return kept if evident else None
+
+
+def subject_words(question: str) -> frozenset[str]:
+    """The words a question names its subject by, compared by `stem`: its content words, less the words that name
+    no subject (BROAD_WORDS: "know", "me", "user", …)."""
+    return frozenset(stem(word) for word in content_words(question) if word not in BROAD_WORDS)
+
+
+def coverage(asked: frozenset[str], text: str) -> float:
+    """The share of a question's subject words (`subject_words`) a text has, 0 to 1."""
+    if not asked:
+        return 0.0
+    return len(asked & {stem(word) for word in content_words(text)}) / len(asked)
+
+
+def stem(word: str) -> str:
+    """A language-light stem: a plural's "s" gone, then the first STEM letters ("themes" meets "theme", "adopting"
+    meets "adoption")."""
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    return word[:STEM]
 
 
 # the rule a model directory without relevance.json gets: the figure is the similarity itself, and no hit is

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from attrs import evolve, frozen
 from returns.result import Failure, Result, Success
@@ -19,7 +20,7 @@ from agent_memory.domain.ports import Vector, VectorStore
 from agent_memory.domain.results import validated
 from agent_memory.domain.search.hybrid import DEPTH, SearchMode, fuse
 from agent_memory.domain.search.long_memories import WithParts
-from agent_memory.domain.search.relevance import UNCALIBRATED, RelevanceRule, is_broad
+from agent_memory.domain.search.relevance import UNCALIBRATED, RelevanceRule, coverage, is_broad, subject_words
 from agent_memory.domain.search.reranking import Candidates, rerank
 from agent_memory.domain.tenancy import Guard
 from agent_memory.domain.thread_keys import KeywordScope, keyword_scope, thread_of
@@ -149,11 +150,11 @@ class Searching:
                 if self.ctx.confidence_now(memory) >= plan.floor
             ]
             # nearest first: when the nearest that qualifies is unrelated, so is every memory deeper
-            if qualified and not plan.related(qualified[0].similarity):
+            related = plan.related_hits(qualified, lambda hit: hit.similarity)
+            if related is None:
                 return Success(self._broad(plan, qualified))
             line = plan.line(qualified[0].similarity) if qualified else -math.inf
-            related = [hit for hit in qualified if hit.similarity >= line]
-            thinned = len(related) < len(qualified)  # the rest of the store is further still: no deeper fetch
+            thinned = bool(qualified) and qualified[-1].similarity < line  # the rest of the store is further still
             if thinned or len(qualified) >= plan.limit or len(pairs) < want:
                 return Success(SearchResults(tuple(related[: plan.limit]), limit=plan.limit))
             return self._fetch(store, vector, plan, want * 4)
@@ -272,10 +273,12 @@ class Searching:
     def _results(self, plan: _SearchPlan, sides: _Sides, ranking: list[tuple[str, float]]) -> SearchResults:
         """The first `limit` of the ranking's related hits (decision 24): a hit is related when its own similarity
         or a thread neighbour's (a reply is as related as what it answers) reaches the model's line
-        (`RelevanceRule.line`, from the best of them); none is when the best is under the relevance floor
-        (`_SearchPlan.related`). The candidates and their similarities do not depend on the page, so every page
-        of one search keeps the same hits. A keyword search is words only: every hit shares a word with the
-        query and stays. A broad question with nothing related answers the scope's memories (`_broad`)."""
+        (`RelevanceRule.line`, from the best of them) with the evidence the model asks for
+        (`RelevanceRule.related_hits`); none is when the best is under the relevance floor or no hit has words or
+        similarity enough (`_SearchPlan.related_hits`). The candidates and their similarities do not depend on the
+        page, so every page of one search keeps the same hits. A keyword search is words only: every hit shares a
+        word with the query and stays. A broad question with nothing related answers the scope's memories
+        (`_broad`)."""
         hits = [self._hit(plan, sides.memories[i], sides.similarity.get(i, 0.0), score) for i, score in ranking]
         if plan.mode is SearchMode.KEYWORD or not plan.judged:
             return SearchResults(tuple(hits[: plan.limit]), limit=plan.limit)
@@ -283,11 +286,9 @@ class Searching:
             i: max(sides.similarity.get(n, 0.0) for n in (i, *sides.links.get(i, (None, None))) if n)
             for i, _ in ranking
         }
-        best = max(near.values(), default=0.0)
-        if not plan.related(best):
+        related = plan.related_hits(hits, lambda hit: near[hit.memory.id])
+        if related is None:
             return self._broad(plan, hits)
-        line = plan.line(best)
-        related = [hit for hit in hits if near[hit.memory.id] >= line]
         return SearchResults(tuple(related[: plan.limit]), limit=plan.limit)
 
     def _hit(self, plan: _SearchPlan, memory: Memory, similarity: float, score: float) -> ScoredMemory:
@@ -414,6 +415,18 @@ class _SearchPlan:
     def line(self, best: float) -> float:
         """The similarity each hit (or its thread neighbour) needs when the best has `best` (0: judging off)."""
         return self.rule.line(best) if self.judged else -math.inf
+
+    def related_hits(
+        self, hits: list[ScoredMemory], similarity: Callable[[ScoredMemory], float]
+    ) -> list[ScoredMemory] | None:
+        """The hits related to the query, in their order (all of them when judging is off), or None when none is:
+        the best similarity under the floor, or no hit with the evidence the model's rule asks for."""
+        if not hits or not self.judged:
+            return hits
+        if not self.related(max(similarity(hit) for hit in hits)):
+            return None
+        asked = subject_words(self.query)
+        return self.rule.related_hits(hits, similarity, lambda hit: coverage(asked, hit.memory.content))
 
     @property
     def thread_prefix(self) -> str | None:

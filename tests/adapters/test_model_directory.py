@@ -181,14 +181,13 @@ def test_a_directory_without_relevance_json_is_uncalibrated_and_the_shipped_mode
     assert OnnxEmbedder(spec_of(directory(tmp_path / "n"))).relevance_rule == UNCALIBRATED
     shipped = json.loads((SHIPPED_DIRECTORY / "relevance.json").read_text(encoding="utf-8"))
     rule = OnnxEmbedder().relevance_rule
-    assert (rule.unrelated, rule.keep, rule.related, rule.floor, rule.spread) == tuple(
-        shipped[key] for key in ("unrelated", "keep", "related", "floor", "spread")
-    )
+    assert rule == RelevanceRule(**{key: value for key, value in shipped.items() if key != "about"})
 
 
 def test_a_directory_carries_its_relevance_rule_to_the_search_policy(tmp_path: Path) -> None:
     root = directory(tmp_path / "m")
-    numbers = {"unrelated": 0.5, "keep": 0.6, "related": 0.8, "floor": 0.65, "spread": None}
+    numbers = {"unrelated": 0.5, "keep": 0.6, "related": 0.8, "floor": 0.65, "spread": None, "alone": 0.7}
+    numbers |= {"cover": 0.4, "close": 0.05}  # the evidence a hit needs: words, a similarity of its own, or the best's
     (root / "relevance.json").write_text(json.dumps(numbers), encoding="utf-8")
     assert spec_of(root).relevance == RelevanceRule(**numbers)  # type: ignore[arg-type]
     settings = load_settings({"data_dir": str(tmp_path), "embedder": str(root)}, {"HOME": str(tmp_path)}).unwrap()

@@ -1,0 +1,109 @@
+"""The evidence a hit needs to stay in an answer (issue 40): the question's subject words, or a similarity of its own,
+or one close to the best hit's; an answer with no such hit is empty (a broad question's scope answer aside)."""
+
+from collections.abc import Sequence
+
+import pytest
+from attrs import frozen
+from returns.result import Result, Success
+
+from agent_memory.adapters.clock import FixedClock
+from agent_memory.adapters.in_memory import InMemoryCatalog, InMemoryKeywordIndex
+from agent_memory.domain.commands import CreateMemory, SearchMemories
+from agent_memory.domain.context import SearchPolicy
+from agent_memory.domain.errors import DomainError
+from agent_memory.domain.ports import Vector
+from agent_memory.domain.search.relevance import RelevanceRule, coverage, subject_words
+from agent_memory.domain.service import MemoryService
+
+TEA = "The user drinks green tea every morning"
+COFFEE = "The user once tried coffee"
+TONER = "The printer is out of toner"
+# what each text means, as a unit vector (cosines to the tea question: tea 0.6, coffee 0.3, toner 0; to the wifi
+# question: coffee 0.35, tea 0, toner -0.4)
+MEANINGS: dict[str, Vector] = {
+    TEA: [1.0, 0.0, 0.0],
+    COFFEE: [0.5, 0.0, 0.866],
+    TONER: [0.0, 0.0, -1.0],
+    "which tea does the user like?": [0.6, 0.8, 0.0],
+    "what's the office wifi password?": [0.0, 0.9165, 0.4],
+}
+# relevance 0 at 0.1, 1 at 0.8; a hit needs 0.2 and to be within 0.5 of the best, and then half the question's
+# subject words, or 0.5 on its own, or to be within 0.05 of the best
+RULE = RelevanceRule(unrelated=0.1, keep=0.2, related=0.8, spread=0.5, alone=0.5, cover=0.5, close=0.05)
+WITHOUT_EVIDENCE = RelevanceRule(unrelated=0.1, keep=0.2, related=0.8, spread=0.5)
+
+
+@frozen
+class MeaningEmbedder:
+    """Vectors from the table above: similarity is what the test says, not what words happen to hash to."""
+
+    name: str = "meanings"
+    dimension: int = 3
+
+    def embed_documents(self, texts: Sequence[str]) -> Result[list[Vector], DomainError]:
+        return Success([MEANINGS[text] for text in texts])
+
+    def embed_query(self, text: str) -> Result[Vector, DomainError]:
+        return Success(MEANINGS[text])
+
+    def embed_parts(self, texts: Sequence[str]) -> Result[list[list[Vector]], DomainError]:
+        return Success([[] for _ in texts])
+
+
+def store(clock: FixedClock, rule: RelevanceRule) -> MemoryService:
+    """A small store under a model with `rule`: the tea, the coffee and the toner."""
+    service = MemoryService(
+        catalog=InMemoryCatalog(embedder_name="meanings"),
+        embedder=MeaningEmbedder(),
+        clock=clock,
+        keywords=InMemoryKeywordIndex(),
+        policy=SearchPolicy(min_similarity=0.2, relevance=rule),
+    )
+    service.create_many([CreateMemory(content=text) for text in (TEA, COFFEE, TONER)]).unwrap()
+    return service
+
+
+def found(service: MemoryService, query: str, mode: str) -> list[str]:
+    results = service.search(SearchMemories(query=query, mode=mode)).unwrap()
+    assert not results.broad
+    return [hit.memory.content for hit in results.results]
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "semantic"])
+def test_an_answer_keeps_the_hit_with_the_questions_words_and_drops_one_with_neither_words_nor_similarity(
+    clock: FixedClock, mode: str
+) -> None:
+    assert found(store(clock, RULE), "which tea does the user like?", mode) == [TEA]  # coffee: 0.3, no "tea"
+    assert found(store(clock, WITHOUT_EVIDENCE), "which tea does the user like?", mode) == [TEA, COFFEE]
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "semantic"])
+def test_a_question_nothing_answers_is_answered_empty_though_a_hit_clears_the_similarity_lines(
+    clock: FixedClock, mode: str
+) -> None:
+    assert found(store(clock, RULE), "what's the office wifi password?", mode) == []  # coffee at 0.35, no word
+    assert found(store(clock, WITHOUT_EVIDENCE), "what's the office wifi password?", mode) == [COFFEE]
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "semantic"])
+def test_a_hit_close_enough_needs_no_words(clock: FixedClock, mode: str) -> None:
+    alone = RelevanceRule(unrelated=0.1, keep=0.2, related=0.8, spread=0.5, alone=0.3, cover=0.5)
+    assert found(store(clock, alone), "what's the office wifi password?", mode) == [COFFEE]  # 0.35 over 0.3
+    assert found(store(clock, alone), "which tea does the user like?", mode) == [TEA, COFFEE]
+
+
+def test_a_questions_subject_words_leave_out_stop_words_and_words_that_name_no_subject() -> None:
+    assert subject_words("which tea does the user like?") == {"tea", "like"}
+    assert subject_words("what do you know about me?") == frozenset()
+    assert coverage(subject_words("which editor theme does the user like"), "User prefers dark themes") == 1 / 3
+    assert coverage(subject_words("Adoption agencies"), "Caroline is adopting a child") == 0.5  # "adopti…" meets
+    assert coverage(frozenset(), TEA) == 0.0
+
+
+def test_a_rule_without_evidence_keeps_every_hit_over_its_lines() -> None:
+    hits = [("a", 0.6), ("b", 0.3), ("c", 0.05)]
+    kept = WITHOUT_EVIDENCE.related_hits(hits, lambda hit: hit[1], lambda hit: 0.0)
+    assert kept == hits[:2]
+    assert RULE.related_hits(hits, lambda hit: hit[1], lambda hit: 0.0) == [("a", 0.6)]  # the best, alone
+    assert RULE.related_hits(hits[1:], lambda hit: hit[1], lambda hit: 0.0) is None  # no words, under alone
