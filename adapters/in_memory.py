@@ -200,6 +200,10 @@ class HashingEmbedder:
     def embed_parts(self, texts: Sequence[str]) -> Result[list[list[Vector]], DomainError]:
         return Success([[self._vector(w) for w in self._windows(t)[1:]] for t in texts])
 
+    def needs_parts(self, texts: Sequence[str]) -> Result[list[bool], DomainError]:
+        """Longer than the window in words (never, without a window)."""
+        return Success([self.window is not None and len(t.split()) > self.window for t in texts])
+
 
 @define
 class InMemoryPartVectors:
@@ -235,6 +239,10 @@ class InMemoryPartVectors:
     def similarities(self, store: str, embedding: Vector, ids: Sequence[str]) -> Result[dict[str, float], DomainError]:
         best = self._best(store, embedding)
         return Success({i: best[i] for i in ids if i in best})
+
+    def holding(self, store: str, ids: Sequence[str]) -> Result[set[str], DomainError]:
+        held = self.parts.get(store, {})
+        return Success({i for i in ids if i in held})
 
 
 @define

@@ -20,6 +20,7 @@ from agent_memory.adapters.model_directory import (
     read_model_directory,
     shipped_spec,
 )
+from agent_memory.adapters.token_windows import TokenWindows, beyond, byte_bound
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.search.relevance import UNCALIBRATED, RelevanceRule
 
@@ -34,13 +35,6 @@ MODEL_NAME = SHIPPED_NAME
 DIMENSION = SHIPPED_DIMENSION
 MAX_TOKENS = SHIPPED_MAX_TOKENS
 DEFAULT_BATCH_SIZE = 16  # measured here: 16 ≥ 32 > 64 once sorted by length (bench/embedder.py)
-# A long text's later parts: windows of PART_TOKENS (or the model's window, if shorter), sharing PART_OVERLAP tokens
-# with the part before, so a sentence cut at one part's edge is whole in the next. Shorter than MiniLM's 256: a fact
-# of one sentence weighs twice as much in a part's mean (a paraphrase of the last sentence of a 1,500-word note:
-# cosine 0.39 to its 128-token part, 0.25 to its 256-token one; tests/e2e/test_long_memories.py), and MiniLM was
-# trained on 128-token texts. A 1,500-word note has 17 parts.
-PART_TOKENS = 128
-PART_OVERLAP = 32
 
 _MODEL_FILE = SHIPPED_DIRECTORY / "model.onnx"
 _TOKENIZER_FILE = SHIPPED_DIRECTORY / "tokenizer.json"
@@ -108,34 +102,7 @@ class _LoadedModel:
         self.spec = spec
         self.errors = _ort_errors()
         self.wants_token_types = any(i.name == "token_type_ids" for i in session.get_inputs())
-        # the same tokenizer without truncation, for cutting a long text into windows on its token offsets
-        self.whole = type(tokenizer).from_str(tokenizer.to_str())
-        self.whole.no_truncation()
-        self.whole.no_padding()
-        prefix = (
-            len(self.whole.encode(spec.document_prefix, add_special_tokens=False).ids) if spec.document_prefix else 0
-        )
-        # a window's share of the text: the model's length less [CLS], [SEP] and the document prefix
-        self.window = max(spec.max_tokens - 2 - prefix, 1)
-
-    def later_windows(self, texts: Sequence[str]) -> list[list[str]]:
-        """For each text, the text of its parts after the first window (what truncation leaves out): PART_TOKENS long
-        (or the model's window, if shorter), each overlapping the one before by PART_OVERLAP tokens, the first
-        overlapping the first window's end; cut on the tokenizer's character offsets."""
-        part = min(self.window, PART_TOKENS)
-        overlap = min(PART_OVERLAP, part // 4)
-        found: list[list[str]] = []
-        for text, encoding in zip(texts, self.whole.encode_batch(list(texts), add_special_tokens=False), strict=True):
-            offsets, words = encoding.offsets, encoding.word_ids
-            parts: list[str] = []
-            covered, start = self.window, self.window - overlap
-            while covered < len(offsets):
-                first = _word_start(words, start, len(offsets))
-                end = _word_end(words, first, min(start + part, len(offsets)))
-                parts.append(text[offsets[first][0] : offsets[end - 1][1]])
-                covered, start = start + part, start + part - overlap
-            found.append(parts)
-        return found
+        self.windows = TokenWindows(tokenizer, spec)  # cutting a long text into the model's windows
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Truncated token ids (with [CLS] and [SEP]) of each text, unpadded."""
@@ -164,21 +131,6 @@ class _LoadedModel:
             pooled = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
         result: npt.NDArray[np.float32] = pooled.astype(np.float32)
         return result
-
-
-def _word_start(words: Sequence[int | None], at: int, stop: int) -> int:
-    """The first token at or after `at` that starts a word (a part never opens on a word's tail)."""
-    while 0 < at < stop - 1 and words[at] is not None and words[at] == words[at - 1]:
-        at += 1
-    return at
-
-
-def _word_end(words: Sequence[int | None], first: int, end: int) -> int:
-    """`end`, moved back so the part does not close in the middle of a word (unless the word fills the part)."""
-    cut = end
-    while first + 1 < cut < len(words) and words[cut] is not None and words[cut] == words[cut - 1]:
-        cut -= 1
-    return cut if cut > first + 1 else end
 
 
 def _batches_in_order(lengths: Sequence[int], batch_size: int, sort_by_length: bool) -> list[list[int]]:
@@ -229,6 +181,7 @@ class OnnxEmbedder:
 
             self._vetting = Vetting(self._spec.directory, self._spec.name, verdicts)
         self._loaded: _LoadedModel | None = None
+        self._windows: Result[TokenWindows, DomainError] | None = None  # the tokenizer's alone (`needs_parts`)
         self._lock = threading.Lock()
 
     @property
@@ -287,8 +240,38 @@ class OnnxEmbedder:
             return Success([])
         return self._model().bind(lambda model: self._parts_of(model, texts))
 
+    def needs_parts(self, texts: Sequence[str]) -> Result[list[bool], DomainError]:
+        """Which texts are longer than the model's window: one of no more UTF-8 bytes than the window's tokens is not
+        (token_windows.byte_bound), the rest are tokenised, with no model run (only the tokenizer is loaded when the
+        model is not)."""
+        bound = byte_bound(self._spec)
+        candidates = [at for at, text in enumerate(texts) if beyond(text, bound)]
+        if not candidates:
+            return Success([False] * len(texts))
+
+        def marked(windows: TokenWindows) -> list[bool]:
+            found = [False] * len(texts)
+            for at, longer in zip(candidates, windows.longer([texts[at] for at in candidates]), strict=True):
+                found[at] = longer
+            return found
+
+        return self._token_windows().map(marked)
+
+    def _token_windows(self) -> Result[TokenWindows, DomainError]:
+        """The loaded model's windows, or the tokenizer's alone (loaded once; the model is not)."""
+        if self._loaded is not None:
+            return Success(self._loaded.windows)
+        with self._lock:
+            if self._windows is None:
+                spec = self._spec
+                loaded = _present_file("tokenizer", self._tokenizer_path or spec.tokenizer_path, spec).bind(
+                    lambda path: _load_tokenizer(path, spec)
+                )
+                self._windows = loaded.map(lambda tokenizer: TokenWindows(tokenizer, spec))
+            return self._windows
+
     def _parts_of(self, model: _LoadedModel, texts: Sequence[str]) -> Result[list[list[Vector]], DomainError]:
-        windows = model.later_windows(texts)
+        windows = model.windows.later_windows(texts)
         flat = [window for parts in windows for window in parts]
         if not flat:
             return Success([[] for _ in texts])

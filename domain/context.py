@@ -323,14 +323,14 @@ class Context:
 
     def census(self, opened: VectorStore, guard: Guard) -> Result[Census, DomainError]:
         """How many of the store's (or the namespace's) memories are live, soft-deleted, expired."""
+        return opened.scan(MemoryFilter(include_deleted=True, namespace=guard)).map(self.tally)
+
+    def tally(self, memories: Sequence[Memory]) -> Census:
+        """How many of these memories are live, soft-deleted, expired (now)."""
         now = self.clock.now()
-
-        def tally(memories: list[Memory]) -> Census:
-            deleted = sum(1 for m in memories if m.deleted)
-            expired = sum(1 for m in memories if not m.deleted and m.is_expired(now))
-            return Census(len(memories) - deleted - expired, deleted, expired)
-
-        return opened.scan(MemoryFilter(include_deleted=True, namespace=guard)).map(tally)
+        deleted = sum(1 for m in memories if m.deleted)
+        expired = sum(1 for m in memories if not m.deleted and m.is_expired(now))
+        return Census(len(memories) - deleted - expired, deleted, expired)
 
     def registry(self, store: str) -> Result[CategoryRegistry, DomainError]:
         """A store's category registry."""

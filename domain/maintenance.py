@@ -122,14 +122,21 @@ class Maintenance:
         )
 
     def _verified(self, opened: VectorStore, name: str, location: Mapping[str, str]) -> Result[Status, DomainError]:
-        """The store's status; with damage found, counts cannot agree until it is fixed, so only the damage is said."""
+        """The store's status; with damage found, counts cannot agree until it is fixed, so only the damage is said.
+        One scan gives the counts and the long memories whose parts are checked."""
         return Result.do(
             evolve(
-                _status(self.ctx.catalog.backend, name, census, location, damage or self._problems(name, model)),
-                warnings=advice if damage else (*advice, *self._lagging(name, count)),
+                _status(
+                    self.ctx.catalog.backend,
+                    name,
+                    self.ctx.tally(memories),
+                    location,
+                    damage or self._problems(name, model),
+                ),
+                warnings=advice if damage else (*advice, *self._lagging(name, count), *self._unparted(name, memories)),
             )
             for count in opened.count()
-            for census in self._census(opened, None)
+            for memories in opened.scan(MemoryFilter(include_deleted=True))
             for model in opened.embedding_model()
             for damage in opened.problems()
             for advice in opened.advisories()
@@ -167,6 +174,37 @@ class Maintenance:
         match keywords.count(store):
             case Success(indexed) if indexed != count:
                 return (f"The keyword index holds {indexed} of the {count} memories: {self._repair(store)}.",)
+        return ()
+
+    def _unparted(self, store: str, memories: Sequence[Memory]) -> tuple[str, ...]:
+        """Live memories longer than the model's window without parts (stored before parts existed, or their parts
+        lost): their text past the first window is not searchable until a reindex. The embedder says which are long
+        (its tokenizer at most, no model run; the short ones not even that), the parts index which of those it holds.
+        A check that fails is a warning too: the store works."""
+        parts = self.ctx.parts
+        if parts is None:
+            return ()
+        now = self.ctx.clock.now()
+        live = [m for m in memories if not m.deleted and not m.is_expired(now)]
+        missing: Result[list[str], DomainError] = Result.do(
+            [memory_id for memory_id in ids if memory_id not in held]
+            for long in self.ctx.embedder.needs_parts([m.content for m in live])
+            for ids in Success([m.id for m, is_long in zip(live, long, strict=True) if is_long])
+            for held in (parts.holding(store, ids) if ids else Success(set[str]()))
+        )
+        match missing:
+            case Success([_]):
+                return (
+                    f"1 long memory has no parts: its text past the first window is not searchable; "
+                    f"{self._repair(store)} to add it.",
+                )
+            case Success([_, *_] as found):
+                return (
+                    f"{len(found)} long memories have no parts: their text past the first window is not searchable; "
+                    f"{self._repair(store)} to add them.",
+                )
+            case Failure(error):
+                return (f"Whether long memories have their parts could not be checked: {error.message}",)
         return ()
 
     # --- prune --------------------------------------------------------------------------------

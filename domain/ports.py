@@ -53,6 +53,13 @@ class Embedder(Protocol):
         how windows are cut (tokens, words) and how much they overlap."""
         ...
 
+    def needs_parts(self, texts: Sequence[str]) -> Result[list[bool], DomainError]:
+        """For each text, whether it is longer than the model's window (whether `embed_parts` gives it parts).
+
+        Promises: no model run (the tokenizer at most), and a text too short to exceed the window is answered
+        without tokenizing, so `memory status` can ask it of a whole store. Leaves out: how length is counted."""
+        ...
+
 
 @runtime_checkable
 class CalibratedEmbedder(Protocol):
@@ -205,7 +212,8 @@ class PartVectors(Protocol):
 
     Promises: `put` replaces each given id's parts (an empty list forgets them); `remove` forgets ids; `rebuild`
     replaces a store's whole index; `nearest` gives up to `limit` memory ids, each once with the best similarity
-    (1 − cosine) of its parts, best first; `similarities` gives that best for the given ids that have parts.
+    (1 − cosine) of its parts, best first; `similarities` gives that best for the given ids that have parts;
+    `holding` says which of the given ids have parts (a lookup: nothing is read but the ids, nothing is made).
     Leaves out: every filter (the search keeps a hit only if `VectorStore.passing` keeps its id), a memory's first
     window (the VectorStore holds it), and which model made the vectors (reindex rebuilds them with the store).
     """
@@ -221,6 +229,8 @@ class PartVectors(Protocol):
     def similarities(
         self, store: str, embedding: Vector, ids: Sequence[str]
     ) -> Result[dict[str, float], DomainError]: ...
+
+    def holding(self, store: str, ids: Sequence[str]) -> Result[set[str], DomainError]: ...
 
 
 class CategoryRegistry(Protocol):

@@ -93,6 +93,12 @@ class FedPartVectors:
     def nearest(self, store: str, embedding: Vector, limit: int) -> Result[list[tuple[str, float]], DomainError]:
         return self._read(store, lambda: self.local.nearest(store, embedding, limit))
 
+    def holding(self, store: str, ids: Sequence[str]) -> Result[set[str], DomainError]:
+        """Which of the ids have parts, as of the feed's latest record (what `memory status` checks)."""
+        if not ids:
+            return Success(set())
+        return self._read(store, lambda: self.local.holding(store, ids))
+
     def similarities(self, store: str, embedding: Vector, ids: Sequence[str]) -> Result[dict[str, float], DomainError]:
         if not ids:
             return Success({})

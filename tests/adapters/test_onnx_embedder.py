@@ -279,19 +279,31 @@ def test_importing_the_adapter_leaves_the_environment_alone() -> None:
 # --- long texts: later parts (issue 28) ----------------------------------------------------------------
 
 
+def test_which_texts_need_parts_is_told_by_the_tokenizer_alone_as_embed_parts_would_cut_them() -> None:
+    fresh = OnnxMiniLMEmbedder()
+    korean = "한국어 문장입니다 " * 20  # 200 characters, within the window by characters, 420 tokens (3 a syllable)
+    texts = ["", "a short note", "x " * 200, "x " * 300, "w1 " * 127, korean, "w1 " * 128]
+    needs = fresh.needs_parts(texts).unwrap()
+    assert needs == [False, False, False, True, False, True, True]  # "w1": 2 tokens; the window is 254
+    assert not fresh.is_loaded  # no model run, and no session made
+    assert fresh.needs_parts(["short"] * 3).unwrap() == [False] * 3
+    assert fresh.needs_parts([]).unwrap() == []
+    assert needs == [bool(parts) for parts in fresh.embed_parts(texts).unwrap()]  # the model's own cut agrees
+
+
 @pytest.mark.slow
 def test_a_text_within_the_window_has_no_parts_and_a_long_one_is_cut_into_overlapping_parts_to_its_end(
     embedder: OnnxMiniLMEmbedder,
 ) -> None:
-    from agent_memory.adapters.onnx_embedder import PART_OVERLAP, PART_TOKENS
+    from agent_memory.adapters.token_windows import PART_OVERLAP, PART_TOKENS
 
     assert embedder.embed_parts([]).unwrap() == []
     assert embedder.embed_parts(["a short note", "x " * 200]).unwrap() == [[], []]  # 200 tokens: one window
     words = [f"w{n}" for n in range(600)]  # "w123": 2 tokens each, 1,200 tokens
     text = " ".join(words)
     assert embedder._loaded is not None
-    parts = embedder._loaded.later_windows([text])[0]
-    tokens = embedder._loaded.whole
+    parts = embedder._loaded.windows.later_windows([text])[0]
+    tokens = embedder._loaded.windows.whole
     assert all(len(tokens.encode(part, add_special_tokens=False).ids) <= PART_TOKENS for part in parts)
     assert all(set(part.split()) <= set(words) for part in parts)  # whole words: never cut inside one
     assert parts[-1].endswith(words[-1])  # the end is read

@@ -65,6 +65,15 @@ class PartVectorsContract:
         ok(parts.remove(STORE, []))
         assert [i for i, _ in ok(parts.nearest(STORE, X, 5))] == ["b"]
 
+    def test_holding_says_which_ids_have_parts(self, parts: PartVectors) -> None:
+        assert ok(parts.holding(STORE, ["a"])) == set()  # nothing written yet: nothing held, no failure
+        ok(parts.put(STORE, {"a": [X, Y], "b": [Z], "c": []}))
+        ok(parts.put("other", {"d": [X]}))
+        assert ok(parts.holding(STORE, ["a", "b", "c", "d", "unknown"])) == {"a", "b"}
+        assert ok(parts.holding(STORE, [])) == set()
+        ok(parts.remove(STORE, ["a"]))
+        assert ok(parts.holding(STORE, ["a", "b"])) == {"b"}
+
     def test_rebuild_replaces_the_whole_store(self, parts: PartVectors) -> None:
         ok(parts.put(STORE, {"a": [X], "b": [Y]}))
         ok(parts.rebuild(STORE, {"c": [X], "d": []}))

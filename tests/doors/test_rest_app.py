@@ -641,6 +641,9 @@ class ExplodingEmbedder:
     def embed_parts(self, texts: Sequence[str]) -> Result[list[list[Vector]], DomainError]:
         raise RuntimeError("secret internal detail")
 
+    def needs_parts(self, texts: Sequence[str]) -> Result[list[bool], DomainError]:
+        raise RuntimeError("secret internal detail")
+
 
 def test_an_unexpected_exception_is_a_logged_json_500_without_a_traceback(
     catalog: InMemoryCatalog, clock: FixedClock, caplog: pytest.LogCaptureFixture

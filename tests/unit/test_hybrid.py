@@ -92,6 +92,9 @@ class SameVectorEmbedder:
     def embed_parts(self, texts: Sequence[str]) -> Result[list[list[Vector]], DomainError]:
         return Success([[] for _ in texts])
 
+    def needs_parts(self, texts: Sequence[str]) -> Result[list[bool], DomainError]:
+        return Success([False for _ in texts])
+
 
 @define
 class ScopeRecordingIndex(InMemoryKeywordIndex):

@@ -4,6 +4,7 @@ words; the real model: tests/e2e/test_long_memories.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 
 import attrs
@@ -192,3 +193,67 @@ def test_a_rolled_back_import_puts_back_the_parts_of_what_it_replaced(
     assert refusing.import_memories([shortened]).failure().code is ErrorCode.STORAGE_ERROR
     assert parts.parts["default"][memory_id] == before
     assert found(service) == [LONG]
+
+
+def unparted(service: MemoryService, store: str | None = None) -> list[str]:
+    """Status's warnings about long memories without parts (the store stays healthy: no problem)."""
+    status = service.status(store=store).unwrap()
+    assert status.problems == ()
+    return [warning for warning in status.warnings if "long memor" in warning]
+
+
+def test_status_warns_of_long_memories_without_parts_until_a_reindex(
+    service: MemoryService, parts: InMemoryPartVectors
+) -> None:
+    first, second = add_long(service), add_long(service, LONG + " again")
+    assert unparted(service) == []
+    parts.remove("default", [first, second])  # stored before parts existed, or the parts were lost
+    assert unparted(service) == [
+        "2 long memories have no parts: their text past the first window is not searchable; "
+        "run `memory reindex` to add them."
+    ]
+    parts.put("default", {first: [[1.0] + [0.0] * 63]})
+    assert unparted(service)[0].startswith("1 long memory has no parts")
+    service.reindex().unwrap()
+    assert unparted(service) == []
+
+
+def test_status_says_which_store_to_reindex_and_leaves_out_short_deleted_and_other_stores_memories(
+    service: MemoryService, parts: InMemoryPartVectors
+) -> None:
+    service.create(CreateMemory(content="a short note", store="work")).unwrap()
+    kept = service.create(CreateMemory(content=LONG, store="work")).unwrap().memory.id
+    gone = service.create(CreateMemory(content=LONG + " gone", store="work")).unwrap().memory.id
+    service.delete(gone, store="work").unwrap()
+    parts.remove("work", [kept, gone])
+    assert unparted(service, "work") == [
+        "1 long memory has no parts: its text past the first window is not searchable; "
+        "run `memory reindex --store work` to add it."
+    ]
+    service.create(CreateMemory(content=LONG)).unwrap()
+    assert unparted(service) == []  # the default store's long memory has its parts
+
+
+def test_short_memories_are_never_looked_up_and_a_failed_lookup_is_a_warning(clock: FixedClock) -> None:
+    asked: list[list[str]] = []
+
+    class Lookups(InMemoryPartVectors):
+        failing = False
+
+        def holding(self, store: str, ids: Sequence[str]) -> Result[set[str], DomainError]:
+            asked.append(list(ids))
+            if self.failing:
+                return Failure(DomainError(ErrorCode.STORAGE_ERROR, "The parts index is unreadable."))
+            return super().holding(store, ids)
+
+    parts = Lookups()
+    service = make(clock, parts=parts)
+    for short in ("one", "two words", " ".join(["word"] * WINDOW)):  # a window's worth is not longer than it
+        service.create(CreateMemory(content=short)).unwrap()
+    assert unparted(service) == [] and asked == []
+    long_id = service.create(CreateMemory(content=LONG)).unwrap().memory.id
+    assert unparted(service) == [] and asked == [[long_id]]
+    parts.failing = True
+    assert unparted(service) == [
+        "Whether long memories have their parts could not be checked: The parts index is unreadable."
+    ]

@@ -50,6 +50,9 @@ class MeaningEmbedder:
     def embed_parts(self, texts: Sequence[str]) -> Result[list[list[Vector]], DomainError]:
         return Success([[] for _ in texts])
 
+    def needs_parts(self, texts: Sequence[str]) -> Result[list[bool], DomainError]:
+        return Success([False for _ in texts])
+
 
 def store(clock: FixedClock, rule: RelevanceRule) -> MemoryService:
     """A small store under a model with `rule`: the tea, the coffee and the toner."""

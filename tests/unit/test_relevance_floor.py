@@ -49,6 +49,9 @@ class MeaningEmbedder:
     def embed_parts(self, texts: Sequence[str]) -> Result[list[list[Vector]], DomainError]:
         return Success([[] for _ in texts])
 
+    def needs_parts(self, texts: Sequence[str]) -> Result[list[bool], DomainError]:
+        return Success([False for _ in texts])
+
 
 def tea_drinker(clock: FixedClock, policy: SearchPolicy) -> MemoryService:
     """A service over the meanings above holding one memory."""

@@ -1,0 +1,85 @@
+"""How a long text is cut into the model's windows, on the tokenizer alone: its later parts, and whether it has any."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_memory.adapters.model_directory import ModelSpec
+
+# A long text's later parts: windows of PART_TOKENS (or the model's window, if shorter), sharing PART_OVERLAP tokens
+# with the part before, so a sentence cut at one part's edge is whole in the next. Shorter than MiniLM's 256: a fact
+# of one sentence weighs twice as much in a part's mean (a paraphrase of the last sentence of a 1,500-word note:
+# cosine 0.39 to its 128-token part, 0.25 to its 256-token one; tests/e2e/test_long_memories.py), and MiniLM was
+# trained on 128-token texts. A 1,500-word note has 17 parts.
+PART_TOKENS = 128
+PART_OVERLAP = 32
+
+
+def byte_bound(spec: ModelSpec) -> int:
+    """A text of at most this many UTF-8 bytes is within the window, known without a tokenizer: a token of a
+    WordPiece (the shipped MiniLM) or byte-level tokenizer covers at least one byte of the text. Characters would not
+    do: a Korean syllable is three jamo tokens (9 characters, 21 tokens)."""
+    return max(spec.max_tokens - 2 - len(spec.document_prefix.encode("utf-8", "surrogatepass")), 0)
+
+
+def beyond(text: str, bound: int) -> bool:
+    """Whether the text has more than `bound` UTF-8 bytes (a long text is not encoded: its characters tell)."""
+    return len(text) > bound or len(text.encode("utf-8", "surrogatepass")) > bound
+
+
+class TokenWindows:
+    """The model's tokenizer without truncation, and the window's share of a text in tokens: the model's length less
+    [CLS], [SEP] and the document prefix."""
+
+    def __init__(self, tokenizer: Any, spec: ModelSpec) -> None:
+        # the same tokenizer without truncation, for cutting a long text into windows on its token offsets
+        self.whole = type(tokenizer).from_str(tokenizer.to_str())
+        self.whole.no_truncation()
+        self.whole.no_padding()
+        prefix = (
+            len(self.whole.encode(spec.document_prefix, add_special_tokens=False).ids) if spec.document_prefix else 0
+        )
+        self.window = max(spec.max_tokens - 2 - prefix, 1)
+
+    def longer(self, texts: Sequence[str]) -> list[bool]:
+        """For each text, whether it has more tokens than the window (so later parts)."""
+        return [len(encoding.ids) > self.window for encoding in self._encoded(texts)]
+
+    def later_windows(self, texts: Sequence[str]) -> list[list[str]]:
+        """For each text, the text of its parts after the first window (what truncation leaves out): PART_TOKENS long
+        (or the model's window, if shorter), each overlapping the one before by PART_OVERLAP tokens, the first
+        overlapping the first window's end; cut on the tokenizer's character offsets."""
+        part = min(self.window, PART_TOKENS)
+        overlap = min(PART_OVERLAP, part // 4)
+        found: list[list[str]] = []
+        for text, encoding in zip(texts, self._encoded(texts), strict=True):
+            offsets, words = encoding.offsets, encoding.word_ids
+            parts: list[str] = []
+            covered, start = self.window, self.window - overlap
+            while covered < len(offsets):
+                first = _word_start(words, start, len(offsets))
+                end = _word_end(words, first, min(start + part, len(offsets)))
+                parts.append(text[offsets[first][0] : offsets[end - 1][1]])
+                covered, start = start + part, start + part - overlap
+            found.append(parts)
+        return found
+
+    def _encoded(self, texts: Sequence[str]) -> list[Any]:
+        return list(self.whole.encode_batch(list(texts), add_special_tokens=False))
+
+
+def _word_start(words: Sequence[int | None], at: int, stop: int) -> int:
+    """The first token at or after `at` that starts a word (a part never opens on a word's tail)."""
+    while 0 < at < stop - 1 and words[at] is not None and words[at] == words[at - 1]:
+        at += 1
+    return at
+
+
+def _word_end(words: Sequence[int | None], first: int, end: int) -> int:
+    """`end`, moved back so the part does not close in the middle of a word (unless the word fills the part)."""
+    cut = end
+    while first + 1 < cut < len(words) and words[cut] is not None and words[cut] == words[cut - 1]:
+        cut -= 1
+    return cut if cut > first + 1 else end
