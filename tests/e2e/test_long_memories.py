@@ -6,8 +6,9 @@ of the writes with the fakes: tests/unit/test_long_memories.py)."""
 from __future__ import annotations
 
 import random
+import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import attrs
@@ -20,6 +21,7 @@ from agent_memory.domain.search.tokens import query_terms
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.bootstrap import build_embedder, build_service
 from agent_memory.entrypoints.settings import Settings, load_settings
+from tests.e2e.conftest import MemoryCli
 
 pytestmark = pytest.mark.slow  # loads the real MiniLM graph and embeds a few long notes
 
@@ -110,3 +112,23 @@ def test_the_last_sentence_of_a_long_note_is_found_by_a_paraphrase_and_its_parts
         assert best(target, OTHER_QUERY, "semantic") is None
         target.reindex().unwrap()
         assert best(target, OTHER_QUERY, "semantic") == other_note
+
+
+def test_status_warns_of_a_long_memory_whose_parts_were_lost_until_memory_reindex(tmp_path: Path) -> None:
+    """Through the CLI on the files backend: a long note's parts row deleted in the parts file (a store written
+    before parts existed looks the same) makes status warn, healthy still, and `memory reindex` clears it."""
+    cli = MemoryCli(tmp_path, "files")
+    cli.ok("add", "notes/short", "--content", "The printer needs new ink.")
+    long_id = cli.ok("add", "notes/long", "--content", note(FACT, words=400))["id"]
+    assert "warnings" not in cli.ok("status")
+    with closing(sqlite3.connect(cli.data_dir / "files-parts.sqlite3")) as parts, parts:
+        assert parts.execute("DELETE FROM parts_default WHERE id = ?", (long_id,)).rowcount > 0
+    status = cli.ok("status")
+    assert status["status"] == "healthy" and "problems" not in status
+    warning = (
+        "1 long memory has no parts: its text past the first window is not searchable; run `memory reindex` to add it."
+    )
+    assert status["warnings"] == [warning]
+    assert f"warning: {warning}" in cli("status", "--format", "text").stdout
+    cli.ok("reindex")
+    assert "warnings" not in cli.ok("status")
