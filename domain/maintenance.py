@@ -178,19 +178,20 @@ class Maintenance:
 
     def _unparted(self, store: str, memories: Sequence[Memory]) -> tuple[str, ...]:
         """Live memories longer than the model's window without parts (stored before parts existed, or their parts
-        lost): their text past the first window is not searchable until a reindex. The embedder says which are long
-        (its tokenizer at most, no model run; the short ones not even that), the parts index which of those it holds.
-        A check that fails is a warning too: the store works."""
+        lost): their text past the first window is not searchable until a reindex. The parts index says which have
+        parts (a lookup by id), the embedder which of the others are long: its tokenizer at most, no model run, and
+        not even that for a text too short to be; a long memory that has its parts is never tokenised (measured in
+        BENCHMARKS.md). A check that fails is a warning too: the store works."""
         parts = self.ctx.parts
         if parts is None:
             return ()
         now = self.ctx.clock.now()
         live = [m for m in memories if not m.deleted and not m.is_expired(now)]
         missing: Result[list[str], DomainError] = Result.do(
-            [memory_id for memory_id in ids if memory_id not in held]
-            for long in self.ctx.embedder.needs_parts([m.content for m in live])
-            for ids in Success([m.id for m, is_long in zip(live, long, strict=True) if is_long])
-            for held in (parts.holding(store, ids) if ids else Success(set[str]()))
+            [m.id for m, is_long in zip(unheld, long, strict=True) if is_long]
+            for held in (parts.holding(store, [m.id for m in live]) if live else Success(set[str]()))
+            for unheld in Success([m for m in live if m.id not in held])
+            for long in self.ctx.embedder.needs_parts([m.content for m in unheld])
         )
         match missing:
             case Success([_]):

@@ -234,26 +234,30 @@ def test_status_says_which_store_to_reindex_and_leaves_out_short_deleted_and_oth
     assert unparted(service) == []  # the default store's long memory has its parts
 
 
-def test_short_memories_are_never_looked_up_and_a_failed_lookup_is_a_warning(clock: FixedClock) -> None:
-    asked: list[list[str]] = []
+def test_a_long_memory_with_its_parts_is_never_tokenised_and_a_failed_lookup_is_a_warning(
+    clock: FixedClock, parts: InMemoryPartVectors
+) -> None:
+    asked: list[str] = []
 
-    class Lookups(InMemoryPartVectors):
-        failing = False
+    @attrs.define
+    class Counting(HashingEmbedder):
+        def needs_parts(self, texts: Sequence[str]) -> Result[list[bool], DomainError]:
+            asked.extend(texts)
+            return super().needs_parts(texts)
 
+    @attrs.define
+    class Failing(InMemoryPartVectors):
         def holding(self, store: str, ids: Sequence[str]) -> Result[set[str], DomainError]:
-            asked.append(list(ids))
-            if self.failing:
-                return Failure(DomainError(ErrorCode.STORAGE_ERROR, "The parts index is unreadable."))
-            return super().holding(store, ids)
+            return Failure(DomainError(ErrorCode.STORAGE_ERROR, "The parts index is unreadable."))
 
-    parts = Lookups()
-    service = make(clock, parts=parts)
-    for short in ("one", "two words", " ".join(["word"] * WINDOW)):  # a window's worth is not longer than it
-        service.create(CreateMemory(content=short)).unwrap()
-    assert unparted(service) == [] and asked == []
+    service = attrs.evolve(make(clock, parts=parts), embedder=Counting(window=WINDOW))
+    service.create(CreateMemory(content="one")).unwrap()
     long_id = service.create(CreateMemory(content=LONG)).unwrap().memory.id
-    assert unparted(service) == [] and asked == [[long_id]]
-    parts.failing = True
-    assert unparted(service) == [
+    asked.clear()
+    assert unparted(service) == [] and asked == ["one"]
+    asked.clear()
+    parts.remove("default", [long_id])
+    assert unparted(service)[0].startswith("1 long memory has no parts") and sorted(asked) == sorted([LONG, "one"])
+    assert unparted(attrs.evolve(service, parts=Failing())) == [
         "Whether long memories have their parts could not be checked: The parts index is unreadable."
     ]
