@@ -118,7 +118,6 @@ def test_status_warns_of_a_long_memory_whose_parts_were_lost_until_memory_reinde
     """Through the CLI on the files backend: a long note's parts row deleted in the parts file (a store written
     before parts existed looks the same) makes status warn, healthy still, and `memory reindex` clears it."""
     cli = MemoryCli(tmp_path, "files")
-    cli.ok("add", "notes/short", "--content", "The printer needs new ink.")
     long_id = cli.ok("add", "notes/long", "--content", note(FACT, words=400))["id"]
     assert "warnings" not in cli.ok("status")
     with closing(sqlite3.connect(cli.data_dir / "files-parts.sqlite3")) as parts, parts:
