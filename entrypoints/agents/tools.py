@@ -20,6 +20,7 @@ from agent_memory.domain.model import Memory, ScoredMemory
 from agent_memory.domain.namespaces import ConfigurationError, resolve_namespace
 from agent_memory.domain.service import MemoryService
 from agent_memory.domain.tenancy import EMPTY_GUARD
+from agent_memory.domain.views import MemoryView
 from agent_memory.entrypoints.agents.descriptions import (
     MAX_WINDOW,
     default_action,
@@ -72,12 +73,14 @@ def run_manage(
     type: str | None = None,
     tags: Sequence[str] | None = None,
     structured: bool = False,
+    on_duplicate: str | None = None,
 ) -> str:
     """Create, update or delete one memory inside `namespace`; returns the spec 003 sentence. `type` (what
     search_memory's filter calls category, e.g. 'preference') and `tags` are set on create and, given, on update.
     As in LangMem, an update of an id the namespace does not hold creates the memory (under a new id, which the
     sentence names) and a delete of one does nothing. `structured`: content is a schema's JSON (searches show
-    it as the object)."""
+    it as the object). `on_duplicate` (keep, skip, update; None: the setting's) says what a create does when a
+    memory of the namespace already says the same thing; the sentence then names that memory."""
     source = STRUCTURED_SOURCE if structured else ""
     _check_action(action, permitted)
     if not namespace:  # refused as search_memory refuses it: a memory of no tenant would be every tenant's
@@ -92,10 +95,15 @@ def run_manage(
             raise invalid("create needs content: the text of the memory to store.")
         labels = _tags(tags)
         new = CreateMemory(
-            content=content, namespace=namespace, store=store, type=type or "", tags=labels or (), source=source
+            content=content,
+            namespace=namespace,
+            store=store,
+            type=type or "",
+            tags=labels or (),
+            source=source,
+            on_duplicate=on_duplicate,
         )
-        view = succeeded(dispatch(service, new))
-        return f"created memory {view.memory.id}"
+        return created_sentence(succeeded(dispatch(service, new)))
     if id is None or not str(id).strip():
         raise invalid(f"{action} needs the id of the memory (as returned by create or search_memory).")
     ref = str(id).strip()
@@ -123,6 +131,34 @@ def run_manage(
     if _unknown(deleted):  # LangMem's delete of an unknown id does nothing
         return f"Deleted memory {ref}"
     return f"Deleted memory {_guarded(deleted, ref, namespace).id}"
+
+
+def created_sentence(view: MemoryView) -> str:
+    """What a create answers: spec 003's 'created memory <id>', or, when a memory of the namespace already said the
+    same thing, which one and what was done (the memory the call left is always the first id named)."""
+    if not view.duplicates:
+        return f"created memory {view.memory.id}"
+    best = view.duplicates[0]
+    if view.on_duplicate == "updated":
+        return (
+            f"updated memory {view.memory.id}: it already said this (similarity {best.similarity:.2f}); "
+            "its content is now your text"
+        )
+    if view.on_duplicate == "skipped":
+        return (
+            f"memory {view.memory.id} already says this (similarity {best.similarity:.2f}): nothing stored; "
+            "use action='update' with that id to change it"
+        )
+    return (
+        f"created memory {view.memory.id}; memory {best.id} already said this (similarity {best.similarity:.2f}): "
+        "next time update that one instead of adding twice"
+    )
+
+
+def sentence_id(sentence: str) -> str:
+    """The id of the memory a manage sentence names first (the one the call created, updated or left)."""
+    words = sentence.replace(":", " ").replace(";", " ").split()
+    return next((words[n + 1] for n, word in enumerate(words[:-1]) if word == "memory"), words[-1])
 
 
 def _unknown(result: Result[Any, DomainError]) -> bool:
@@ -322,6 +358,7 @@ def create_manage_memory_tool(
         type: str | None = None,
         tags: Sequence[str] | None = None,
         config: Mapping[str, Any] | None = None,
+        on_duplicate: str | None = None,
     ) -> str:
         chosen = default_action(permitted) if action is None else action  # LangMem's default: create
         _check_action(chosen, permitted)
@@ -341,6 +378,7 @@ def create_manage_memory_tool(
             type=type,
             tags=tags,
             structured=schema is not str,
+            on_duplicate=on_duplicate,
         )
 
     async def amanage_memory(
@@ -351,8 +389,9 @@ def create_manage_memory_tool(
         type: str | None = None,
         tags: Sequence[str] | None = None,
         config: Mapping[str, Any] | None = None,
+        on_duplicate: str | None = None,
     ) -> str:
-        arguments = {"id": id, "type": type, "tags": tags, "config": run_config(config)}
+        arguments = {"id": id, "type": type, "tags": tags, "config": run_config(config), "on_duplicate": on_duplicate}
         answer: str = await _in_worker_thread(manage_memory, content, action, **arguments)
         return answer
 

@@ -257,6 +257,7 @@ class MemoryStore(BaseStore):
                 source=SOURCE,
                 decay_policy=self._decay_policy,
                 expires_at=None if op.ttl is None else now + timedelta(minutes=op.ttl),
+                on_duplicate="keep",  # an item's key is its identity: a put is stored under it, like or not
             )
             for op in fresh
         )
@@ -346,6 +347,7 @@ class MemoryStore(BaseStore):
                         source=SOURCE,
                         decay_policy=self._decay_policy,
                         expires_at=expires_at,
+                        on_duplicate="keep",  # an item's key is its identity: a put is stored under it, like or not
                     ),
                 )
                 if not (isinstance(created, Failure) and created.failure().code is ErrorCode.DESTINATION_EXISTS):

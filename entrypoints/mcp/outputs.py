@@ -79,8 +79,15 @@ def _memory_with(**extra: Schema) -> Schema:
 
 
 def view_schema() -> Schema:
-    """A memory as read now (json_codec.view_json): its fields and its confidence."""
-    return _memory_with(confidence=_NUMBER)
+    """A memory as read now (json_codec.view_json): its fields and its confidence; a create's answer that found
+    near-duplicates also names them and what it did (on_duplicate)."""
+    view = _memory_with(confidence=_NUMBER)
+    duplicate = _object({"id": _TEXT, "path": _nullable(_TEXT), "similarity": _NUMBER})
+    view["properties"] |= {
+        "duplicates": {"type": "array", "items": duplicate},
+        "on_duplicate": {"type": "string", "enum": ["kept", "skipped", "updated"]},
+    }
+    return view
 
 
 def _listed(key: str, item: Schema) -> Schema:

@@ -86,7 +86,9 @@ SPECS: tuple[ToolSpec, ...] = (
         command=c.CreateMemory,
         title="Add a memory",
         description="Create a memory at a path ('category/…/slug'). The store and categories are created if missing. "
-        "Fails with DESTINATION_EXISTS if the path is taken (use update_memory then).",
+        "Fails with DESTINATION_EXISTS if the path is taken (use update_memory then). One memory per fact: when a "
+        "live memory of the same namespace and scope already says this, the answer names it under `duplicates`; "
+        "update that memory instead of adding twice, or give on_duplicate='update' (or 'skip').",
         render=_view,
         names={"global_": "global"},
         omit=_SCOPES,
@@ -323,6 +325,8 @@ AGENT_TOOLS: dict[str, tuple[str, str, bool, bool]] = {  # name: (title, descrip
         "Create, update or delete a long-term memory in a namespace so it persists across "
         "conversations. create: give content (the id is returned). update: give id and the full new content. "
         "delete: give id. Returns 'created memory <id>', 'updated memory <id>' or 'Deleted memory <id>'. "
+        "One memory per fact: a create that repeats a memory of the namespace names it; update that one instead of "
+        "adding twice, or give on_duplicate='update' (or 'skip'). "
         "Give the namespace as `namespace`, or `user_id` (→ ['user', id]), or `org_id` and `agent_id`.",
         False,
         True,
