@@ -20,6 +20,7 @@ from agent_memory.domain.model import MAX_CONTENT_CHARS, DecayPolicy, Memory
 from agent_memory.domain.paging import MAX_DESCRIPTION, MAX_PAGE, MAX_RECENT
 from agent_memory.domain.views import (
     CategorySummary,
+    Duplicate,
     Export,
     ImportReport,
     Listing,
@@ -299,6 +300,17 @@ class RestoreMemory(Asks[MemoryView]):
             "The soft-deleted memory's id (a UUID) or its path ('category/…/slug'); list it with include_deleted."
         )
     )
+    store: str | None = _store()
+    namespace: tuple[str, ...] | None = _guard()
+
+
+@frozen(kw_only=True)
+class FindDuplicates(Asks[tuple[Duplicate, ...]]):
+    """The live memories of a memory's namespace and scope that say what it says: the near-duplicates a create of
+    its text would find (the embedding model's threshold), most similar first, each with its id, path and
+    similarity; none when the model carries no threshold."""
+
+    ref: str = field(metadata=doc(_REF))
     store: str | None = _store()
     namespace: tuple[str, ...] | None = _guard()
 

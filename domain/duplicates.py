@@ -18,6 +18,8 @@ from agent_memory.domain.views import Duplicate
 # nearest memories a create reads back from its store (one query): those of a sub-namespace or under the threshold
 # are dropped after it, so a few more than the answer names
 NEIGHBOURS = 8
+# the deepest a create asks: past it, a namespace crowded by thousands of near-copies below it goes unchecked
+MAX_NEIGHBOURS = 2048
 # duplicates an answer names at most, the most similar first
 MOST_NAMED = 5
 
@@ -70,6 +72,22 @@ def in_scope(new: Memory, other: Memory) -> bool:
         and not other.deleted
         and not other.is_expired(new.created_at)
     )
+
+
+Query = Callable[[int], Result[list[tuple[Memory, float]], DomainError]]
+
+
+def nearest(query: Query, threshold: float, limit: int = NEIGHBOURS) -> Result[list[tuple[Memory, float]], DomainError]:
+    """A store's nearest memories (`query(limit)`, most similar first), asked again four times deeper while every
+    one it gave reaches the threshold: memories of the namespaces below, or of other agents, may crowd out the
+    ones that count (the store's filter takes a namespace as a prefix)."""
+
+    def enough(found: list[tuple[Memory, float]]) -> Result[list[tuple[Memory, float]], DomainError]:
+        if len(found) < limit or found[-1][1] < threshold or limit >= MAX_NEIGHBOURS:
+            return Success(found)
+        return nearest(query, threshold, limit * 4)
+
+    return query(limit).bind(enough)
 
 
 def cosine(left: Vector, right: Vector) -> float:

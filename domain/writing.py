@@ -24,10 +24,10 @@ from agent_memory.domain.commands import (
 )
 from agent_memory.domain.context import Context, is_memory_id, optional_path
 from agent_memory.domain.duplicates import (
-    NEIGHBOURS,
     Answer,
     BatchPlan,
     Fresh,
+    nearest,
     parse_duplicate_policy,
     plan_batch,
     same_scope,
@@ -177,7 +177,8 @@ class Writing:
         self, store: VectorStore, memory: Memory, vector: Vector
     ) -> Result[list[tuple[Memory, float]], DomainError]:
         where = evolve(same_scope(memory), alive_at=memory.updated_at)
-        return store.query(vector, where, NEIGHBOURS)
+        threshold = self.ctx.policy.duplicate_similarity or 0.0  # only asked when there is one
+        return nearest(lambda limit: store.query(vector, where, limit), threshold)
 
     def _write_plan(self, store: VectorStore, store_name: str, plan: BatchPlan) -> Result[None, DomainError]:
         added = [memory for memory, _ in plan.added.values()]

@@ -84,6 +84,11 @@ def duplicate_json(duplicate: Duplicate) -> dict[str, Any]:
     return {"id": duplicate.id, "path": duplicate.path, "similarity": duplicate.similarity}
 
 
+def duplicates_json(duplicates: tuple[Duplicate, ...]) -> dict[str, Any]:
+    """find_duplicates' answer: the near-duplicates, most similar first, and how many."""
+    return {"duplicates": [duplicate_json(duplicate) for duplicate in duplicates], "count": len(duplicates)}
+
+
 def scored_json(hit: ScoredMemory) -> dict[str, Any]:
     """A hit: its memory, confidence, relevance (the one figure to read, 0 to 1 on the model's calibrated scale),
     similarity (the raw cosine) and score (the ranker's own, for its order only)."""

@@ -105,6 +105,7 @@ SCHEMAS: dict[str, Schema] = {  # the answer kinds the tools render (mcp_tools.T
     "any": {"type": "object"},  # a command with no ToolSpec: its answer's fields (json_codec.outcome_json)
     "view": view_schema(),
     "deleted": _object({"id": _TEXT, "deleted": _FLAG}),
+    "duplicates": _listed("duplicates", _object({"id": _TEXT, "path": _nullable(_TEXT), "similarity": _NUMBER})),
     "removed": _object({"id": _TEXT, "path": _PATH, "removed": _FLAG}),
     "listing": _object(
         {

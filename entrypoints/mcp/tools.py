@@ -121,6 +121,20 @@ SPECS: tuple[ToolSpec, ...] = (
         alternates=_PATH_OR_ID_ALTERNATES,
     ),
     ToolSpec(
+        name="find_duplicates",
+        command=c.FindDuplicates,
+        title="Find a memory's near-duplicates",
+        description="The live memories of a memory's namespace and scope that say what it says (the rule add_memory "
+        "applies, at the embedding model's threshold), most similar first, each with id, path and similarity. "
+        "Merge what they say into one with update_memory, then delete the others.",
+        render=_by(out.duplicates_json),
+        names=_PATH_OR_ID,
+        output="duplicates",
+        read_only=True,
+        idempotent=True,
+        alternates=_PATH_OR_ID_ALTERNATES,
+    ),
+    ToolSpec(
         name="delete_memory",
         command=c.DeleteMemory,
         title="Delete a memory (soft)",

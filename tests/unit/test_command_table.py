@@ -58,6 +58,7 @@ def test_every_command_reaches_its_use_case(service: MemoryService, clock: Fixed
         c.PruneMemories(dry_run=True),
         c.DeleteMemory(ref="prefs/indent"),
         c.RestoreMemory(ref="prefs/indent"),
+        c.FindDuplicates(ref="prefs/indent"),
         c.RemoveMemory(ref=memory_id),
         c.ExportMemories(),
         c.ImportMemories(outlines=(StoreOutline("moved", {"notes": "Notes"}),)),

@@ -10,8 +10,9 @@ from returns.result import Result, Success
 
 from agent_memory.adapters.clock import FixedClock
 from agent_memory.adapters.in_memory import InMemoryCatalog, InMemoryKeywordIndex
-from agent_memory.domain.commands import CreateMemory, SearchMemories
+from agent_memory.domain.commands import CreateMemory, FindDuplicates, SearchMemories
 from agent_memory.domain.context import SearchPolicy
+from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.duplicates import DuplicatePolicy
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.ports import Vector
@@ -162,3 +163,24 @@ def test_an_unknown_policy_is_invalid_input_naming_the_three(clock: FixedClock, 
     assert error.code is ErrorCode.INVALID_INPUT
     assert all(word in error.message for word in ("keep", "skip", "update"))
     assert contents(service) == []
+
+
+def test_find_duplicates_names_the_memories_a_create_of_its_text_would_find(clock: FixedClock) -> None:
+    service = service_with(clock)
+    first = service.create(CreateMemory(content=DARK, path="preferences/theme")).unwrap()
+    second = service.create(CreateMemory(content=DARK_AGAIN)).unwrap()
+    service.create(CreateMemory(content=LIGHT)).unwrap()
+    service.create(CreateMemory(content=DARK_AGAIN, namespace=("user", "b"))).unwrap()  # another namespace
+    found = dispatch(service, FindDuplicates(ref="preferences/theme")).unwrap()
+    assert [(d.id, round(d.similarity, 2)) for d in found] == [(second.memory.id, 0.96)]
+    back = dispatch(service, FindDuplicates(ref=second.memory.id)).unwrap()
+    assert [(d.id, d.path) for d in back] == [(first.memory.id, "preferences/theme")]
+
+
+def test_a_namespace_crowded_by_copies_below_it_still_finds_its_own_duplicate(clock: FixedClock) -> None:
+    service = service_with(clock, DuplicatePolicy.SKIP)
+    below = tuple(CreateMemory(content=DARK, namespace=("team", f"u{n}")) for n in range(12))
+    service.create_many(below).unwrap()  # more near-copies than one query reads, all in namespaces below
+    mine = service.create(CreateMemory(content=DARK_AGAIN, namespace=("team",))).unwrap()
+    skipped = service.create(CreateMemory(content=DARK, namespace=("team",))).unwrap()
+    assert (skipped.memory.id, skipped.on_duplicate) == (mine.memory.id, "skipped")

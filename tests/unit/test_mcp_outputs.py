@@ -69,6 +69,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("delete_memory", {"path_or_id": "notes/ide"}),
     ("list_memories", {"include_deleted": True}),
     ("restore_memory", {"path_or_id": "notes/ide"}),
+    ("find_duplicates", {"path_or_id": "notes/ide"}),
     ("remove_memory", {"path_or_id": "notes/spare"}),
     ("prune_memories", {"dry_run": True}),
     ("reindex_store", {}),
@@ -93,7 +94,7 @@ def test_every_tool_declares_an_output_schema_and_answers_structured_content_tha
     files_service.import_memories([stale]).unwrap()  # expired already: prune lists it (no door creates one so)
     tools, answers = with_client(files_service, scenario)
     schemas = {tool.name: tool.output_schema for tool in tools}
-    assert sorted(schemas) == sorted(TOOL_NAMES) and len(schemas) == 20
+    assert sorted(schemas) == sorted(TOOL_NAMES) and len(schemas) == 21
     assert all(schema is not None and schema["type"] == "object" for schema in schemas.values())
     assert {name for name, _ in CALLS} == set(TOOL_NAMES)
     for name, answer in answers:
