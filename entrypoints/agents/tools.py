@@ -20,7 +20,6 @@ from agent_memory.domain.model import Memory, ScoredMemory
 from agent_memory.domain.namespaces import ConfigurationError, resolve_namespace
 from agent_memory.domain.service import MemoryService
 from agent_memory.domain.tenancy import EMPTY_GUARD
-from agent_memory.domain.views import MemoryView
 from agent_memory.entrypoints.agents.descriptions import (
     MAX_WINDOW,
     default_action,
@@ -28,6 +27,7 @@ from agent_memory.entrypoints.agents.descriptions import (
     manage_schema,
     search_schema,
 )
+from agent_memory.entrypoints.agents.duplicates import created_sentence
 from agent_memory.entrypoints.agents.filters import plan_filter
 from agent_memory.entrypoints.agents.memory_tool import MemoryTool
 from agent_memory.entrypoints.agents.stores import (
@@ -131,34 +131,6 @@ def run_manage(
     if _unknown(deleted):  # LangMem's delete of an unknown id does nothing
         return f"Deleted memory {ref}"
     return f"Deleted memory {_guarded(deleted, ref, namespace).id}"
-
-
-def created_sentence(view: MemoryView) -> str:
-    """What a create answers: spec 003's 'created memory <id>', or, when a memory of the namespace already said the
-    same thing, which one and what was done (the memory the call left is always the first id named)."""
-    if not view.duplicates:
-        return f"created memory {view.memory.id}"
-    best = view.duplicates[0]
-    if view.on_duplicate == "updated":
-        return (
-            f"updated memory {view.memory.id}: it already said this (similarity {best.similarity:.2f}); "
-            "its content is now your text"
-        )
-    if view.on_duplicate == "skipped":
-        return (
-            f"memory {view.memory.id} already says this (similarity {best.similarity:.2f}): nothing stored; "
-            "use action='update' with that id to change it"
-        )
-    return (
-        f"created memory {view.memory.id}; memory {best.id} already said this (similarity {best.similarity:.2f}): "
-        "next time update that one instead of adding twice"
-    )
-
-
-def sentence_id(sentence: str) -> str:
-    """The id of the memory a manage sentence names first (the one the call created, updated or left)."""
-    words = sentence.replace(":", " ").replace(";", " ").split()
-    return next((words[n + 1] for n, word in enumerate(words[:-1]) if word == "memory"), words[-1])
 
 
 def _unknown(result: Result[Any, DomainError]) -> bool:

@@ -386,6 +386,7 @@ HANDLERS: dict[str, tuple[Handler, Callable[[Payload], str]]] = {
     "delete": (_answered(c.DeleteMemory, "delete", out.deleted_json), text.deleted),
     "restore": (_answered(c.RestoreMemory, "restore", out.view_json), text.restored),
     "remove": (_answered(c.RemoveMemory, "remove", out.removed_json), text.removed),
+    "find-duplicates": (_answered(c.FindDuplicates, "find-duplicates", out.duplicates_json), text.generic),
     "update": (update, text.memory),
     "move": (_answered(c.MoveMemory, "move", out.view_json), text.memory),
     "list": (listing, text.listing),

@@ -247,7 +247,6 @@ class MemoryStore(BaseStore):
         ]
         if len(fresh) < 2:
             return set()
-        now = self._service.clock.now()
         creates = tuple(
             CreateMemory(
                 content=encoded(op.key, op.value, {"index": op.index, "ttl": op.ttl}),
@@ -256,7 +255,7 @@ class MemoryStore(BaseStore):
                 store=self._store,
                 source=SOURCE,
                 decay_policy=self._decay_policy,
-                expires_at=None if op.ttl is None else now + timedelta(minutes=op.ttl),
+                expires_at=None if op.ttl is None else self._service.clock.now() + timedelta(minutes=op.ttl),
                 on_duplicate="keep",  # an item's key is its identity: a put is stored under it, like or not
             )
             for op in fresh

@@ -24,8 +24,7 @@ from agent_memory.domain.namespaces import ConfigurationError, resolve_namespace
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints import json_codec as out
 from agent_memory.entrypoints.advice import for_door, sentence
-from agent_memory.entrypoints.agents.descriptions import ON_DUPLICATE_HELP
-from agent_memory.entrypoints.agents.tools import MemoryToolError, error_text, run_manage, run_search, sentence_id
+from agent_memory.entrypoints.agents.tools import MemoryToolError, error_text, run_manage, run_search
 from agent_memory.entrypoints.error_table import row
 from agent_memory.entrypoints.http.safety import ANY_HOST, HttpPolicy, media_type_problem, refuse_open_bind
 from agent_memory.entrypoints.mcp.callers import CALLER, Callers, refuse_cursor, unknown_arguments, validation_text
@@ -222,7 +221,7 @@ class _Tools:
         org_id: TenantId = None,
         agent_id: TenantId = None,
         store: StoreArg = None,
-        on_duplicate: Annotated[Literal["keep", "skip", "update"] | None, Field(description=ON_DUPLICATE_HELP)] = None,
+        on_duplicate: Literal["keep", "skip", "update"] | None = None,  # see the description
     ) -> CallToolResult:
         def step() -> CallToolResult:
             resolved = resolve_namespace(_template(namespace), _config(user_id, org_id, agent_id))
@@ -237,7 +236,7 @@ class _Tools:
                 tags=tags,
                 on_duplicate=on_duplicate,
             )
-            return _text(sentence, {"action": action, "id": sentence_id(sentence), "result": sentence})
+            return _text(sentence, {"action": action, "id": sentence.rsplit(" ", 1)[-1], "result": sentence})
 
         return self._run(lambda: _agent_step(step))
 
