@@ -135,9 +135,9 @@ def create_cost(embedder: OnnxMiniLMEmbedder, threshold: float, creates: int, st
     spent: dict[str, list[float]] = {"embedding": [], "rule": [], "create_rule_on": [], "create_rule_off": []}
     with tempfile.TemporaryDirectory() as folder:
         services = {}
-        for label, similarity in (("create_rule_off", 1.0), ("create_rule_on", threshold)):
-            settings = Settings(data_dir=Path(folder) / label, server="off", duplicate_similarity=similarity)
-            services[label] = build_service(settings, embedder=embedder).unwrap()
+        for label, similarity in (("create_rule_off", None), ("create_rule_on", threshold)):
+            built = build_service(Settings(data_dir=Path(folder) / label, server="off"), embedder=embedder).unwrap()
+            services[label] = evolve(built, policy=evolve(built.policy, duplicate_similarity=similarity))
             services[label].create_many(seed).unwrap()
         ctx = services["create_rule_on"].context
         store = ctx.open(None, create=False).unwrap()

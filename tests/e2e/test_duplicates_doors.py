@@ -71,7 +71,7 @@ def test_manage_memory_with_update_keeps_one_memory_for_one_fact(service: Memory
 @pytest.mark.xfail(
     strict=True,
     reason="finding (issue 41): at the shipped model's calibrated threshold (precision first) MiniLM puts several "
-    "of these wordings under it (cosine 0.51-0.65 to their neighbours): BENCHMARKS.md, near-duplicates",
+    "of these wordings under it (best match 0.61-0.65; four memories are left): BENCHMARKS.md, near-duplicates",
 )
 def test_five_wordings_of_one_preference_through_manage_memory_with_update_leave_one_memory(
     service: MemoryService,

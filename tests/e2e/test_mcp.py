@@ -446,7 +446,7 @@ def test_a_near_duplicate_is_named_and_updated_or_skipped_by_policy(mcp: Mcp) ->
     first = mcp.ok("manage_memory", {"content": "User prefers dark mode", **user}).removeprefix("created memory ")
     again = "Dark mode is the user's preferred theme"
     updated = mcp.call("manage_memory", {"content": again, "on_duplicate": "update", **user})
-    assert updated.structuredContent is not None and updated.structuredContent["id"] == first
+    assert updated.structured_content is not None and updated.structured_content["id"] == first
     assert mcp.ok("get_memory", {"path_or_id": first})["content"] == again
     assert mcp.fails("manage_memory", {"content": again, "on_duplicate": "merge", **user}).startswith("INVALID_INPUT")
     space = [unique("ns")]
