@@ -52,8 +52,6 @@ def test_cli_names_the_duplicate_skips_by_flag_and_refuses_an_unknown_policy(tmp
     assert "duplicates" not in other and other["content"] == LIGHT
     error = cli.fails("create", DARK, "--on-duplicate", "merge")
     assert "keep" in error["error"] and "update" in error["error"]
-    refused = cli.fails("create", DARK, env={"MEMORY_ON_DUPLICATE": "merge"})
-    assert "on_duplicate" in refused["error"]
     assert cli.ok("status")["memory_count"] == 3
 
 
