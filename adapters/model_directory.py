@@ -19,6 +19,8 @@ CONFIG_FILE = "embedding.json"
 # optional: the model's relevance rule, written by bench/relevance_calibration.py (without it: UNCALIBRATED)
 RELEVANCE_FILE = "relevance.json"
 RELEVANCE_KEYS = ("unrelated", "keep", "related", "floor", "spread", "alone", "cover", "close")
+# optional: the similarity at and over which two texts are near-duplicates, written by bench/duplicates.py --write
+DUPLICATES_FILE = "duplicates.json"
 POOLINGS = ("mean", "cls")
 # every key of embedding.json, with its default (None: required)
 CONFIG_KEYS: dict[str, object] = {
@@ -64,6 +66,7 @@ class ModelSpec:
     # the user's model directory, checked on its first load on each machine (model_check.py); None: the shipped
     # model, whose weight-only int8 graph computes in fp32 (no CPU-dependent integer kernels) and is checked in tests
     directory: Path | None = None
+    duplicate_similarity: float | None = None  # the directory's duplicates.json; None: it has none (no check)
 
 
 def shipped_spec(model_path: Path | None = None, tokenizer_path: Path | None = None) -> ModelSpec:
@@ -74,6 +77,7 @@ def shipped_spec(model_path: Path | None = None, tokenizer_path: Path | None = N
         tokenizer_path=tokenizer_path or SHIPPED_DIRECTORY / TOKENIZER_FILE,
         dimension=SHIPPED_DIMENSION,
         relevance=_shipped_relevance(),
+        duplicate_similarity=_shipped_duplicate_similarity(),
     )
 
 
@@ -81,6 +85,12 @@ def _shipped_relevance() -> RelevanceRule | None:
     """The shipped model's relevance rule (package data, written by bench/relevance_calibration.py --write)."""
     rule: RelevanceRule | None = read_relevance(SHIPPED_DIRECTORY).value_or(None)
     return rule
+
+
+def _shipped_duplicate_similarity() -> float | None:
+    """The shipped model's near-duplicate threshold (package data, written by bench/duplicates.py --write)."""
+    similarity: float | None = read_duplicate_similarity(SHIPPED_DIRECTORY).value_or(None)
+    return similarity
 
 
 def looks_like_directory(value: str) -> bool:
@@ -113,7 +123,15 @@ def read_model_directory(directory: Path) -> Result[ModelSpec, DomainError]:
             return Failure(_directory_error(directory, f"has no {required}: put it there"))
     return _read_config(directory).bind(
         lambda config: _identified(directory, config).bind(
-            lambda spec: read_relevance(directory).map(lambda rule: evolve(spec, relevance=rule))
+            lambda spec: (
+                read_relevance(directory)
+                .map(lambda rule: evolve(spec, relevance=rule))
+                .bind(
+                    lambda ruled: read_duplicate_similarity(directory).map(
+                        lambda similarity: evolve(ruled, duplicate_similarity=similarity)
+                    )
+                )
+            )
         )
     )
 
@@ -157,6 +175,30 @@ def read_relevance(directory: Path) -> Result[RelevanceRule | None, DomainError]
         return Failure(
             _directory_error(directory, f"has a bad {RELEVANCE_FILE}: every number is a similarity, 0 to 1", error)
         )
+
+
+def read_duplicate_similarity(directory: Path) -> Result[float | None, DomainError]:
+    """The directory's near-duplicate threshold (duplicates.json's `similarity`, 0 to 1), None when it has none, or
+    an INVALID_INPUT error saying what to fix."""
+    path = directory / DUPLICATES_FILE
+    if not path.is_file():
+        return Success(None)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        return Failure(
+            _directory_error(directory, f"has an unreadable {DUPLICATES_FILE}: make it a JSON object", error)
+        )
+    similarity = raw.get("similarity") if isinstance(raw, dict) else None
+    if not isinstance(similarity, int | float) or isinstance(similarity, bool) or not 0.0 <= similarity <= 1.0:
+        return Failure(
+            _directory_error(
+                directory,
+                f"has a bad {DUPLICATES_FILE}: it needs a number similarity between 0 and 1; write it with "
+                "bench/duplicates.py --write, or delete it",
+            )
+        )
+    return Success(float(similarity))
 
 
 def _read_config(directory: Path) -> Result[dict[str, Any], DomainError]:

@@ -219,6 +219,11 @@ class OnnxEmbedder:
         )
 
     @property
+    def duplicate_similarity(self) -> float | None:
+        """The model's near-duplicate threshold (its directory's duplicates.json), None when it carries none."""
+        return self._spec.duplicate_similarity
+
+    @property
     def is_loaded(self) -> bool:
         """Whether the model session exists yet (it is created by the first embed call)."""
         return self._loaded is not None

@@ -15,10 +15,12 @@ from typing import Any, Generic, TypeVar
 
 from attrs import NOTHING, Attribute, field, fields, frozen
 
+from agent_memory.domain.duplicates import DUPLICATE_POLICIES
 from agent_memory.domain.model import MAX_CONTENT_CHARS, DecayPolicy, Memory
 from agent_memory.domain.paging import MAX_DESCRIPTION, MAX_PAGE, MAX_RECENT
 from agent_memory.domain.views import (
     CategorySummary,
+    Duplicate,
     Export,
     ImportReport,
     Listing,
@@ -143,6 +145,16 @@ class CreateMemory(Asks[MemoryView]):
         default=None, metadata=doc("ISO 8601 time after which the memory is hidden, e.g. 2026-12-31T23:59:00Z.")
     )
     created_at: datetime | None = field(default=None, metadata=doc("When it was made (ISO 8601; default now)."))
+    on_duplicate: str | None = field(
+        default=None,
+        metadata=doc(
+            "What to do when a live memory of the same namespace and scope already says this (a near-duplicate, "
+            "named in the answer): keep (store both), skip (store nothing, answer with the existing memory) or "
+            "update (put this text in the existing memory, answer with it); omit for the on_duplicate setting "
+            "(default keep).",
+            choices=DUPLICATE_POLICIES,
+        ),
+    )
 
 
 @frozen(kw_only=True)
@@ -288,6 +300,17 @@ class RestoreMemory(Asks[MemoryView]):
             "The soft-deleted memory's id (a UUID) or its path ('category/…/slug'); list it with include_deleted."
         )
     )
+    store: str | None = _store()
+    namespace: tuple[str, ...] | None = _guard()
+
+
+@frozen(kw_only=True)
+class FindDuplicates(Asks[tuple[Duplicate, ...]]):
+    """The live memories of a memory's namespace and scope that say what it says: the near-duplicates a create of
+    its text would find (the embedding model's threshold), most similar first, each with its id, path and
+    similarity; none when the model carries no threshold."""
+
+    ref: str = field(metadata=doc(_REF))
     store: str | None = _store()
     namespace: tuple[str, ...] | None = _guard()
 

@@ -11,6 +11,7 @@ from returns.result import Failure, Result, Success
 
 from agent_memory.domain.batches import InProcessJournal
 from agent_memory.domain.decay import DEFAULT_DECAY_WINDOW_HOURS, confidence
+from agent_memory.domain.duplicates import DuplicatePolicy
 from agent_memory.domain.empty_store import EmptyStore
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue, not_found
 from agent_memory.domain.filters import MemoryFilter
@@ -156,6 +157,11 @@ class SearchPolicy:
     # the embedder's own relevance rule (domain.search.relevance): which hits an answer keeps and the figure each
     # shows; the composition root hands over the model directory's, UNCALIBRATED when it carries none
     relevance: RelevanceRule = UNCALIBRATED
+    # near-duplicates at the door (domain.duplicates): the similarity at and over which a new memory says what one
+    # of its scope says (the model directory's calibrated one, or the duplicate_similarity setting; None: no check),
+    # and what a create does about it when the call does not say
+    duplicate_similarity: float | None = None
+    on_duplicate: DuplicatePolicy = DuplicatePolicy.KEEP
     default_limit: int = 10
     default_store: str = DEFAULT_STORE
     # hybrid search's learnt second stage (domain.search.reranking); False: the first stage's ranking, as it was

@@ -16,7 +16,7 @@ from agent_memory.domain import commands as c
 from agent_memory.domain.context import Context
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.maintenance import prune_memories, reindex_store, store_status
-from agent_memory.domain.reading import get_memory, list_memories, recent_memories
+from agent_memory.domain.reading import find_duplicates, get_memory, list_memories, recent_memories
 from agent_memory.domain.search.searching import search_memories
 from agent_memory.domain.stores import create_category, create_store, delete_category, describe_category, list_stores
 from agent_memory.domain.transfer import export_memories, import_memories
@@ -49,6 +49,7 @@ HANDLERS: dict[type[c.Asks[Any]], Handler] = {
     c.DeleteMemory: delete_memory,
     c.RestoreMemory: restore_memory,
     c.RemoveMemory: remove_memory,
+    c.FindDuplicates: find_duplicates,
     c.PruneMemories: prune_memories,
     c.ReindexStore: reindex_store,
     c.StoreStatus: store_status,

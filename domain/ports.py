@@ -73,6 +73,20 @@ class CalibratedEmbedder(Protocol):
     def relevance_rule(self) -> RelevanceRule: ...
 
 
+@runtime_checkable
+class DuplicateCalibrated(Protocol):
+    """An embedder whose model carries the similarity at and over which two texts say the same thing (a
+    near-duplicate, domain.duplicates), which the composition root hands to the domain in
+    SearchPolicy.duplicate_similarity.
+
+    Promises: the number is on this model's own cosine scale; None when the model carries none (then no create
+    looks for duplicates unless a setting gives the number). Leaves out: where it is kept (a model directory's
+    duplicates.json) and how it was chosen (bench/duplicates.py)."""
+
+    @property
+    def duplicate_similarity(self) -> float | None: ...
+
+
 class VectorStore(Protocol):
     """One store's memories, each with its embedding, searchable by cosine similarity under a filter.
 

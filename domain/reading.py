@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from attrs import frozen
+from attrs import evolve, frozen
 from returns.result import Failure, Result, Success
 
-from agent_memory.domain.commands import GetMemory, ListMemories, RecentMemories
+from agent_memory.domain.commands import FindDuplicates, GetMemory, ListMemories, RecentMemories
 from agent_memory.domain.context import Context, optional_category, under
+from agent_memory.domain.duplicates import Candidate, duplicates_of, in_scope, named, nearest, same_scope
 from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory
 from agent_memory.domain.paging import MAX_PAGE, MAX_RECENT, page_problem
 from agent_memory.domain.paths import CategoryPath
 from agent_memory.domain.tenancy import Guard
-from agent_memory.domain.views import CategorySummary, Listing, MemoryView
+from agent_memory.domain.views import CategorySummary, Duplicate, Listing, MemoryView
 
 
 def get_memory(ctx: Context, command: GetMemory) -> Result[MemoryView, DomainError]:
@@ -24,6 +25,33 @@ def get_memory(ctx: Context, command: GetMemory) -> Result[MemoryView, DomainErr
         command.ref, command.store, include_expired=command.include_expired, namespace=command.namespace
     )
     return loaded.map(ctx.view)
+
+
+def find_duplicates(ctx: Context, command: FindDuplicates) -> Result[tuple[Duplicate, ...], DomainError]:
+    """A memory's near-duplicates by the create rule (domain.duplicates): its text embedded again, one
+    nearest-neighbour query of its store in its scope, those at or over the model's threshold but itself."""
+    threshold = ctx.policy.duplicate_similarity
+
+    def around(memory: Memory) -> Result[tuple[Duplicate, ...], DomainError]:
+        if threshold is None:
+            return Success(())
+        where = evolve(same_scope(memory), alive_at=ctx.clock.now())
+        return ctx.embedder.embed_documents([memory.content]).bind(
+            lambda vectors: (
+                ctx.open(memory.store, create=False)
+                .bind(lambda store: nearest(lambda limit: store.query(vectors[0], where, limit), threshold))
+                .map(
+                    lambda found: named(
+                        duplicates_of(
+                            [Candidate(m, s) for m, s in found if m.id != memory.id and in_scope(memory, m)], threshold
+                        )
+                    )
+                )
+            )
+        )
+
+    loaded = ctx.load_live(command.ref, command.store, include_expired=True, namespace=command.namespace)
+    return loaded.bind(around)
 
 
 def list_memories(ctx: Context, command: ListMemories) -> Result[Listing, DomainError]:

@@ -9,12 +9,27 @@ from attrs import field, frozen
 from agent_memory.domain.model import Memory, ScoredMemory
 
 
+@frozen(kw_only=True)
+class Duplicate:
+    """A live memory of the same scope that says what a new one says (domain.duplicates): its id, path, and the
+    cosine similarity of the two texts on the embedding model's scale."""
+
+    id: str
+    path: str | None
+    similarity: float
+
+
 @frozen
 class MemoryView:
-    """A memory as read now: the stored record plus its confidence at the time of reading."""
+    """A memory as read now: the stored record plus its confidence at the time of reading.
+
+    A create's answer also names the near-duplicates it found (domain.duplicates), most similar first, and what
+    it did about them (`on_duplicate`: kept, skipped or updated; "" when it found none)."""
 
     memory: Memory
     confidence: float
+    duplicates: tuple[Duplicate, ...] = field(default=(), kw_only=True)
+    on_duplicate: str = field(default="", kw_only=True)
 
 
 @frozen

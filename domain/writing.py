@@ -24,6 +24,15 @@ from agent_memory.domain.commands import (
     UpdateMemory,
 )
 from agent_memory.domain.context import Context, is_memory_id, optional_path
+from agent_memory.domain.duplicates import (
+    Answer,
+    BatchPlan,
+    Fresh,
+    nearest,
+    parse_duplicate_policy,
+    plan_batch,
+    same_scope,
+)
 from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input, not_found
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import (
@@ -35,7 +44,7 @@ from agent_memory.domain.model import (
     stored_rule,
 )
 from agent_memory.domain.paths import MemoryPath, parse_memory_path
-from agent_memory.domain.ports import PendingBatch, VectorStore
+from agent_memory.domain.ports import PendingBatch, Vector, VectorStore
 from agent_memory.domain.progress import Count, embedded
 from agent_memory.domain.results import in_turn, validated
 from agent_memory.domain.tenancy import Guard, new_memory_namespace, visible
@@ -87,7 +96,7 @@ def _create_many(
 ) -> Result[list[MemoryView], DomainError]:
     steps, now = Writing(ctx), ctx.clock.now()
     built = Fold.collect([steps._new_memory(command, now) for command in commands], Success(()))
-    return built.bind(lambda memories: steps._write_batch(memories, Count(len(memories), progress)))
+    return built.bind(lambda batch: steps._write_batch(batch, Count(len(batch), progress)))
 
 
 @frozen
@@ -96,14 +105,20 @@ class Writing:
 
     ctx: Context
 
-    def _new_memory(self, command: CreateMemory, now: datetime) -> Result[Memory, DomainError]:
+    def _new_memory(self, command: CreateMemory, now: datetime) -> Result[Fresh, DomainError]:
         created = command.created_at or now
         return (
             future_expiry(command.expires_at, now)
-            .bind(lambda _: new_memory_namespace(self.ctx.tenant, command.namespace))
+            .bind(lambda _: parse_duplicate_policy(command.on_duplicate, self.ctx.policy.on_duplicate))
             .bind(
-                lambda namespace: optional_path(command.path).bind(
-                    lambda path: self._built(command, created, namespace, path)
+                lambda policy: (
+                    new_memory_namespace(self.ctx.tenant, command.namespace)
+                    .bind(
+                        lambda namespace: optional_path(command.path).bind(
+                            lambda path: self._built(command, created, namespace, path)
+                        )
+                    )
+                    .map(lambda memory: Fresh(memory, policy))
                 )
             )
         )
@@ -125,36 +140,76 @@ class Writing:
             )
         )
 
-    def _write_batch(self, memories: tuple[Memory, ...], count: Count) -> Result[list[MemoryView], DomainError]:
-        by_store: dict[str, list[Memory]] = {}
-        for memory in memories:
-            by_store.setdefault(memory.store, []).append(memory)
-        written = in_turn(
-            by_store.items(),
-            lambda item: self.ctx.exclusive(item[0], partial(self._write_new, item[0], item[1], count)),
-        )
-        return written.map(lambda _: [self.ctx.view(memory) for memory in memories])
+    def _write_batch(self, batch: tuple[Fresh, ...], count: Count) -> Result[list[MemoryView], DomainError]:
+        by_store: dict[str, list[int]] = {}
+        for index, fresh in enumerate(batch):
+            by_store.setdefault(fresh.memory.store, []).append(index)
+        answers: dict[int, MemoryView] = {}
 
-    def _write_new(self, store_name: str, memories: list[Memory], count: Count) -> Result[None, DomainError]:
+        def write(store_name: str, indexes: list[int]) -> Result[None, DomainError]:
+            part = [batch[index] for index in indexes]
+            return self.ctx.exclusive(store_name, partial(self._write_new, store_name, part, count)).map(
+                lambda views: answers.update(zip(indexes, views, strict=True))
+            )
+
+        written = in_turn(by_store.items(), lambda item: write(*item))
+        return written.map(lambda _: [answers[index] for index in range(len(batch))])
+
+    def _write_new(self, store_name: str, batch: list[Fresh], count: Count) -> Result[list[MemoryView], DomainError]:
         return (
             self.ctx.open(store_name, create=True)
             .bind(self.ctx.check_model)
-            .bind(lambda store: self.ctx.paths_free(store, memories))
-            .bind(lambda store: self._store_new(store, store_name, memories, count))
+            .bind(lambda store: self.ctx.paths_free(store, [fresh.memory for fresh in batch]))
+            .bind(lambda store: self._store_new(store, store_name, batch, count))
         )
 
     def _store_new(
-        self, store: VectorStore, store_name: str, memories: list[Memory], count: Count
-    ) -> Result[None, DomainError]:
-        """Embed the batch (a slice at a time, each counted), then add it and index its words as one unit: a
-        failure or a kill part-way leaves none of it (the journal records its ids before the first write; the next
-        open takes a killed batch back out)."""
-        return embedded(self.ctx.embedder, [m.content for m in memories], count).bind(
-            lambda vectors: self.ctx.whole(
-                store,
-                PendingBatch(store_name, tuple(m.id for m in memories)),
-                lambda: store.add(memories, vectors).bind(lambda _: self.ctx.index_keywords(store_name, memories)),
+        self, store: VectorStore, store_name: str, batch: list[Fresh], count: Count
+    ) -> Result[list[MemoryView], DomainError]:
+        """Embed the batch (a slice at a time, each counted), settle its near-duplicates (one nearest-neighbour
+        query each, reusing its vector), then add the new memories, change the ones updated and index their words
+        as one unit: a failure or a kill part-way leaves none of it (the journal records the new ids and the
+        updated memories as they were before the first write; the next open takes a killed batch back out)."""
+        return (
+            embedded(self.ctx.embedder, [fresh.memory.content for fresh in batch], count)
+            .bind(
+                lambda vectors: plan_batch(
+                    batch, vectors, partial(self._neighbours, store), self.ctx.policy.duplicate_similarity
+                )
             )
+            .bind(
+                lambda plan: self.ctx.whole(
+                    store,
+                    PendingBatch(store_name, tuple(plan.added), tuple(old for old, _, _ in plan.changed.values())),
+                    partial(self._write_plan, store, store_name, plan),
+                ).map(lambda _: [self._answer(plan, answer) for answer in plan.answers])
+            )
+        )
+
+    def _neighbours(
+        self, store: VectorStore, memory: Memory, vector: Vector
+    ) -> Result[list[tuple[Memory, float]], DomainError]:
+        where = evolve(same_scope(memory), alive_at=memory.updated_at)
+        threshold = self.ctx.policy.duplicate_similarity or 0.0  # only asked when there is one
+        return nearest(lambda limit: store.query(vector, where, limit), threshold)
+
+    def _write_plan(self, store: VectorStore, store_name: str, plan: BatchPlan) -> Result[None, DomainError]:
+        added = [memory for memory, _ in plan.added.values()]
+        stored = (store.add(added, [vector for _, vector in plan.added.values()]) if added else Success(None)).bind(
+            lambda _: self.ctx.index_keywords(store_name, added)
+        )
+        return stored.bind(
+            lambda _: in_turn(
+                plan.changed.values(),
+                lambda change: store.replace(change[1], change[2]).bind(
+                    lambda _: self.ctx.reindex_words(change[0], change[1])
+                ),
+            )
+        ).map(lambda _: None)
+
+    def _answer(self, plan: BatchPlan, answer: Answer) -> MemoryView:
+        return evolve(
+            self.ctx.view(plan.final(answer.memory_id)), duplicates=answer.duplicates, on_duplicate=answer.action
         )
 
     # --- update / move: the steps -------------------------------------------------------------------

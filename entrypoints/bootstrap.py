@@ -8,11 +8,13 @@ from typing import TYPE_CHECKING
 
 from returns.result import Failure, Result, Success
 
+from agent_memory.domain.duplicates import DuplicatePolicy
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.ports import (
     BatchJournal,
     CalibratedEmbedder,
     Clock,
+    DuplicateCalibrated,
     Embedder,
     KeywordIndex,
     PartVectors,
@@ -295,6 +297,8 @@ def _wire(
         min_confidence=settings.min_confidence,
         min_similarity=settings.min_similarity,
         relevance=embedder.relevance_rule if isinstance(embedder, CalibratedEmbedder) else UNCALIBRATED,
+        duplicate_similarity=_duplicate_similarity(settings, embedder),
+        on_duplicate=DuplicatePolicy(settings.on_duplicate),
         default_limit=settings.default_limit,
         default_store=settings.store,
     )
@@ -314,3 +318,10 @@ def _wire(
         journal=journal,
         parts=parts,
     )
+
+
+def _duplicate_similarity(settings: Settings, embedder: Embedder) -> float | None:
+    """The near-duplicate threshold: the setting's, else the model's calibrated one, else none (no check)."""
+    if settings.duplicate_similarity is not None:
+        return settings.duplicate_similarity
+    return embedder.duplicate_similarity if isinstance(embedder, DuplicateCalibrated) else None

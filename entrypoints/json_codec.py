@@ -14,6 +14,7 @@ from agent_memory.domain.model import Memory, ScoredMemory
 from agent_memory.domain.paths import MemoryPath, memory_path
 from agent_memory.domain.views import (
     CategorySummary,
+    Duplicate,
     Listing,
     MemoryView,
     Progress,
@@ -69,8 +70,23 @@ def memory_json(memory: Memory) -> dict[str, Any]:
 
 
 def view_json(view: MemoryView) -> dict[str, Any]:
-    """A memory as read now: its fields plus the computed confidence."""
-    return {**memory_json(view.memory), "confidence": view.confidence}
+    """A memory as read now: its fields plus the computed confidence; a create's answer that found near-duplicates
+    also names them (id, path, similarity, most similar first) and says what it did (on_duplicate: kept, skipped
+    or updated). An answer that found none has neither key, as before the check existed."""
+    data = {**memory_json(view.memory), "confidence": view.confidence}
+    if view.duplicates:
+        data["duplicates"] = [duplicate_json(duplicate) for duplicate in view.duplicates]
+        data["on_duplicate"] = view.on_duplicate
+    return data
+
+
+def duplicate_json(duplicate: Duplicate) -> dict[str, Any]:
+    return {"id": duplicate.id, "path": duplicate.path, "similarity": duplicate.similarity}
+
+
+def duplicates_json(duplicates: tuple[Duplicate, ...]) -> dict[str, Any]:
+    """find_duplicates' answer: the near-duplicates, most similar first, and how many."""
+    return {"duplicates": [duplicate_json(duplicate) for duplicate in duplicates], "count": len(duplicates)}
 
 
 def scored_json(hit: ScoredMemory) -> dict[str, Any]:

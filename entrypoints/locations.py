@@ -30,6 +30,8 @@ ENVIRONMENT: Mapping[str, tuple[str, ...]] = {
     "min_confidence": ("MEMORY_MIN_CONFIDENCE", "MIN_CONFIDENCE"),
     "min_similarity": ("MEMORY_MIN_SIMILARITY",),
     "default_limit": ("MEMORY_DEFAULT_LIMIT", "DEFAULT_LIMIT"),
+    "on_duplicate": ("MEMORY_ON_DUPLICATE",),
+    "duplicate_similarity": ("MEMORY_DUPLICATE_SIMILARITY",),
     "allowed_hosts": ("MEMORY_ALLOWED_HOSTS",),
     "allowed_origins": ("MEMORY_ALLOWED_ORIGINS",),
     "namespace": ("MEMORY_NAMESPACE",),

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from attrs import field, fields, frozen
 from returns.result import Failure, Result, Success
 
+from agent_memory.domain.duplicates import DUPLICATE_POLICIES
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
 from agent_memory.domain.model import check_store_name
 from agent_memory.domain.search.hybrid import MIN_SIMILARITY
@@ -71,6 +72,19 @@ def _finite_positive(_i: object, attribute: Any, value: float) -> None:
 def _fraction(_i: object, attribute: Any, value: float) -> None:
     if not 0.0 <= value <= 1.0:
         raise InvalidValue(f"{attribute.name} must be between 0 and 1, got {value}.")
+
+
+def _duplicate_policy(_i: object, _a: object, value: str) -> None:
+    if value not in DUPLICATE_POLICIES:
+        raise InvalidValue(
+            f"on_duplicate must be one of {', '.join(DUPLICATE_POLICIES)}, got {value!r}: keep stores a near-duplicate "
+            "beside the memory it repeats (the default), skip stores nothing, update changes the existing memory."
+        )
+
+
+def _optional_fraction(_i: object, attribute: Any, value: float | None) -> None:
+    if value is not None and not 0.0 <= value <= 1.0:
+        raise InvalidValue(f"{attribute.name} must be between 0 and 1 (or unset for the model's own), got {value}.")
 
 
 def _port(_i: object, attribute: Any, value: int) -> None:
@@ -186,6 +200,10 @@ class Settings:
     min_confidence: float = field(default=0.3, validator=_fraction)
     min_similarity: float = field(default=MIN_SIMILARITY, validator=_fraction)
     default_limit: int = field(default=10, validator=_positive)
+    # near-duplicates at the door (domain.duplicates): what a create does when the call does not say, and the
+    # similarity that makes a duplicate (None: the model directory's calibrated one; 1 all but switches it off)
+    on_duplicate: str = field(default="keep", validator=_duplicate_policy)
+    duplicate_similarity: float | None = field(default=None, validator=_optional_fraction)
     # the HTTP doors (REST, MCP over HTTP): extra Host names and browser origins they answer (http_safety.py)
     allowed_hosts: tuple[str, ...] = field(default=(), converter=_names, validator=_hosts)
     allowed_origins: tuple[str, ...] = field(default=(), converter=_names, validator=_origins)
@@ -216,6 +234,7 @@ _PARSERS: Mapping[str, Callable[[Any], Any]] = {
     "decay_hours": float,
     "min_confidence": float,
     "min_similarity": float,
+    "duplicate_similarity": float,
     "default_limit": int,
     "server_idle_seconds": float,
     "server_store_idle_seconds": float,

@@ -5,10 +5,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from agent_memory.domain.duplicates import DUPLICATE_POLICIES
 from agent_memory.entrypoints.tooling.calls import MAX_WINDOW
 from agent_memory.entrypoints.tooling.filters import FILTER_HELP
 
-__all__ = ["MAX_WINDOW", "manage_description", "manage_schema", "search_schema"]
+__all__ = ["DUPLICATES_HELP", "MAX_WINDOW", "ON_DUPLICATE_HELP", "manage_description", "manage_schema", "search_schema"]
+
+# what an agent reads about near-duplicates (issue 41): one memory per fact, updated rather than added twice
+DUPLICATES_HELP = (
+    "One memory per fact: when a memory of the namespace already says what you create, the answer names it; "
+    "update that memory instead of adding the same thing twice, or give `on_duplicate`='update' (put your text in "
+    "it), 'skip' (leave it as it is) or 'keep' (store both)."
+)
+ON_DUPLICATE_HELP = (
+    "create only: what to do when a memory of the namespace already says this: update (put this text in it), "
+    "skip (store nothing) or keep (store both); omit for the server's setting (keep unless set)."
+)
 
 
 def manage_description(permitted: Sequence[str], instructions: str) -> str:
@@ -28,6 +40,8 @@ def manage_description(permitted: Sequence[str], instructions: str) -> str:
     ]
     if any(action in permitted for action in ("create", "update")):
         lines.append("Optionally give `type` (e.g. 'preference'; search_memory's filter calls it category) and `tags`.")
+    if "create" in permitted:
+        lines.append(DUPLICATES_HELP)
     # custom instructions replace the default guidance on when to call the tool (as in LangMem)
     lines.append(instructions or _when_to_call(permitted))
     return "\n".join(lines)
@@ -71,6 +85,12 @@ def manage_schema(permitted: Sequence[str]) -> dict[str, Any]:
             "type": ["array", "null"],
             "items": {"type": "string"},
             "description": "Labels to find the memory by (update: replaces them; [] clears).",
+        }
+    if "create" in permitted:
+        properties["on_duplicate"] = {
+            "type": ["string", "null"],
+            "enum": [*DUPLICATE_POLICIES, None],
+            "description": ON_DUPLICATE_HELP,
         }
     if any(a in permitted for a in ("update", "delete")):
         properties["id"] = {

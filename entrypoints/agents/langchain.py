@@ -13,7 +13,8 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from agent_memory.entrypoints.agents.descriptions import MAX_WINDOW, default_action
+from agent_memory.domain.duplicates import DUPLICATE_POLICIES
+from agent_memory.entrypoints.agents.descriptions import MAX_WINDOW, ON_DUPLICATE_HELP, default_action
 from agent_memory.entrypoints.agents.memory_tool import MemoryTool
 from agent_memory.entrypoints.tooling.errors import MemoryToolError
 from agent_memory.entrypoints.tooling.filters import FILTER_HELP
@@ -46,6 +47,8 @@ def manage_arguments(permitted: Sequence[str], content_type: Any = str) -> type[
             list[str] | None,
             Field(None, description="Labels to find the memory by (update: replaces them; [] clears)."),
         )
+    if "create" in permitted:
+        fields["on_duplicate"] = (Literal[DUPLICATE_POLICIES] | None, Field(None, description=ON_DUPLICATE_HELP))
     if any(action in permitted for action in ("update", "delete")):
         fields["id"] = (
             str | None,

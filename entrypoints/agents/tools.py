@@ -155,6 +155,7 @@ def create_manage_memory_tool(
         type: str | None = None,
         tags: Sequence[str] | None = None,
         config: Mapping[str, Any] | None = None,
+        on_duplicate: str | None = None,
     ) -> str:
         chosen = default_action(permitted) if action is None else action  # LangMem's default: create
         check_action(chosen, permitted)
@@ -175,6 +176,7 @@ def create_manage_memory_tool(
             tags=tags,
             structured=schema is not str,
             category=category,
+            on_duplicate=on_duplicate,
         )
 
     async def amanage_memory(
@@ -185,8 +187,9 @@ def create_manage_memory_tool(
         type: str | None = None,
         tags: Sequence[str] | None = None,
         config: Mapping[str, Any] | None = None,
+        on_duplicate: str | None = None,
     ) -> str:
-        arguments = {"id": id, "type": type, "tags": tags, "config": run_config(config)}
+        arguments = {"id": id, "type": type, "tags": tags, "config": run_config(config), "on_duplicate": on_duplicate}
         answer: str = await _in_worker_thread(manage_memory, content, action, **arguments)
         return answer
 

@@ -17,7 +17,7 @@ from agent_memory.domain.dispatch import commands, dispatch
 from agent_memory.domain.errors import DomainError, invalid_input
 from agent_memory.domain.model import Memory
 from agent_memory.domain.service import MemoryService
-from agent_memory.domain.views import StoreOutline
+from agent_memory.domain.views import MemoryView, StoreOutline
 from agent_memory.entrypoints import json_codec as out
 from agent_memory.entrypoints.cli import text_format as text
 from agent_memory.entrypoints.cli.parser import manifest_entry
@@ -122,8 +122,23 @@ def _create_jsonl(service: MemoryService, args: argparse.Namespace) -> Outcome:
         return (
             source.bind(lambda body: _commands_from_jsonl(body, getattr(args, "store", None)))
             .bind(lambda commands: dispatch(service, c.CreateMemories(memories=tuple(commands), progress=progress)))
-            .map(lambda views: {"created": [v.memory.id for v in views], "count": len(views)})
+            .map(_batch_json)
         )
+
+
+def _batch_json(views: list[MemoryView]) -> dict[str, Any]:
+    """A batch's answer: each record's memory id in order (the existing memory's when it was skipped to or
+    updated), and the records that repeated a memory of their scope, by number, with what was done."""
+    body: dict[str, Any] = {"created": [v.memory.id for v in views], "count": len(views)}
+    repeated = [
+        {"record": number, **{key: value for key, value in out.view_json(view).items() if key in _REPEAT_KEYS}}
+        for number, view in enumerate(views, start=1)
+        if view.duplicates
+    ]
+    return body | {"duplicates": repeated} if repeated else body
+
+
+_REPEAT_KEYS = ("id", "duplicates", "on_duplicate")
 
 
 # a JSON Lines record holds CreateMemory's fields (`global` for global_), so a new field is accepted with no edit
@@ -379,6 +394,7 @@ HANDLERS: dict[str, tuple[Handler, Callable[[Payload], str]]] = {
     "delete": (_answered(c.DeleteMemory, "delete", out.deleted_json), text.deleted),
     "restore": (_answered(c.RestoreMemory, "restore", out.view_json), text.restored),
     "remove": (_answered(c.RemoveMemory, "remove", out.removed_json), text.removed),
+    "find-duplicates": (_answered(c.FindDuplicates, "find-duplicates", out.duplicates_json), text.generic),
     "update": (update, text.memory),
     "move": (_answered(c.MoveMemory, "move", out.view_json), text.memory),
     "list": (listing, text.listing),

@@ -156,6 +156,7 @@ SPECS: tuple[CliSpec, ...] = (
     ),
     _on_one_memory("restore", "undo a soft delete: the memory comes back with its id and every field", c.RestoreMemory),
     _on_one_memory("remove", "delete a memory for good", c.RemoveMemory),
+    _on_one_memory("find-duplicates", "list the memories of its namespace that say what it says", c.FindDuplicates),
     CliSpec(
         name="update",
         help="change a memory's content or metadata",

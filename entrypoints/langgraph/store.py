@@ -245,7 +245,6 @@ class MemoryStore(BaseStore):
         ]
         if len(fresh) < 2:
             return set()
-        now = self._service.clock.now()
         creates = tuple(
             CreateMemory(
                 content=encoded(op.key, op.value, {"index": op.index, "ttl": op.ttl}, plain=readable_key(op.key)),
@@ -254,7 +253,8 @@ class MemoryStore(BaseStore):
                 store=self._store,
                 source=SOURCE,
                 decay_policy=self._decay_policy,
-                expires_at=None if op.ttl is None else now + timedelta(minutes=op.ttl),
+                expires_at=None if op.ttl is None else self._service.clock.now() + timedelta(minutes=op.ttl),
+                on_duplicate="keep",  # an item's key is its identity: a put is stored under it, like or not
             )
             for op in fresh
         )
@@ -380,6 +380,7 @@ class MemoryStore(BaseStore):
                         source=SOURCE,
                         decay_policy=self._decay_policy,
                         expires_at=expires_at,
+                        on_duplicate="keep",  # an item's key is its identity: a put is stored under it, like or not
                     ),
                 )
                 if not (isinstance(created, Failure) and created.failure().code is ErrorCode.DESTINATION_EXISTS):

@@ -79,8 +79,15 @@ def _memory_with(**extra: Schema) -> Schema:
 
 
 def view_schema() -> Schema:
-    """A memory as read now (json_codec.view_json): its fields and its confidence."""
-    return _memory_with(confidence=_NUMBER)
+    """A memory as read now (json_codec.view_json): its fields and its confidence; a create's answer that found
+    near-duplicates also names them and what it did (on_duplicate)."""
+    view = _memory_with(confidence=_NUMBER)
+    duplicate = _object({"id": _TEXT, "path": _nullable(_TEXT), "similarity": _NUMBER})
+    view["properties"] |= {
+        "duplicates": {"type": "array", "items": duplicate},
+        "on_duplicate": {"type": "string", "enum": ["kept", "skipped", "updated"]},
+    }
+    return view
 
 
 def _listed(key: str, item: Schema) -> Schema:
@@ -98,6 +105,7 @@ SCHEMAS: dict[str, Schema] = {  # the answer kinds the tools render (mcp_tools.T
     "any": {"type": "object"},  # a command with no ToolSpec: its answer's fields (json_codec.outcome_json)
     "view": view_schema(),
     "deleted": _object({"id": _TEXT, "deleted": _FLAG}),
+    "duplicates": _listed("duplicates", _object({"id": _TEXT, "path": _nullable(_TEXT), "similarity": _NUMBER})),
     "removed": _object({"id": _TEXT, "path": _PATH, "removed": _FLAG}),
     "listing": _object(
         {

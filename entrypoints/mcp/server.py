@@ -222,6 +222,7 @@ class _Tools:
         org_id: TenantId = None,
         agent_id: TenantId = None,
         store: StoreArg = None,
+        on_duplicate: Literal["keep", "skip", "update"] | None = None,  # see the description
     ) -> CallToolResult:
         def step() -> CallToolResult:
             resolved = resolve_namespace(_template(namespace), _config(user_id, org_id, agent_id))
@@ -234,6 +235,7 @@ class _Tools:
                 store=self._store(store),
                 type=type,
                 tags=tags,
+                on_duplicate=on_duplicate,
             )
             return _text(sentence, {"action": action, "id": sentence.rsplit(" ", 1)[-1], "result": sentence})
 

@@ -86,7 +86,9 @@ SPECS: tuple[ToolSpec, ...] = (
         command=c.CreateMemory,
         title="Add a memory",
         description="Create a memory at a path ('category/…/slug'). The store and categories are created if missing. "
-        "Fails with DESTINATION_EXISTS if the path is taken (use update_memory then).",
+        "Fails with DESTINATION_EXISTS if the path is taken (use update_memory then). One memory per fact: when a "
+        "live memory of the same namespace and scope already says this, the answer names it under `duplicates`; "
+        "update that memory instead of adding twice, or give on_duplicate='update' (or 'skip').",
         render=_view,
         names={"global_": "global"},
         omit=_SCOPES,
@@ -115,6 +117,20 @@ SPECS: tuple[ToolSpec, ...] = (
         render=_view,
         names={**_PATH_OR_ID, "global_": "global"},
         destructive=True,
+        idempotent=True,
+        alternates=_PATH_OR_ID_ALTERNATES,
+    ),
+    ToolSpec(
+        name="find_duplicates",
+        command=c.FindDuplicates,
+        title="Find a memory's near-duplicates",
+        description="The live memories of a memory's namespace and scope that say what it says (the rule add_memory "
+        "applies, at the embedding model's threshold), most similar first, each with id, path and similarity. "
+        "Merge what they say into one with update_memory, then delete the others.",
+        render=_by(out.duplicates_json),
+        names=_PATH_OR_ID,
+        output="duplicates",
+        read_only=True,
         idempotent=True,
         alternates=_PATH_OR_ID_ALTERNATES,
     ),
@@ -323,6 +339,8 @@ AGENT_TOOLS: dict[str, tuple[str, str, bool, bool]] = {  # name: (title, descrip
         "Create, update or delete a long-term memory in a namespace so it persists across "
         "conversations. create: give content (the id is returned). update: give id and the full new content. "
         "delete: give id. Returns 'created memory <id>', 'updated memory <id>' or 'Deleted memory <id>'. "
+        "One memory per fact: a create that repeats a memory of the namespace names it; update that one instead of "
+        "adding twice, or give on_duplicate='update' (or 'skip'). "
         "Give the namespace as `namespace`, or `user_id` (→ ['user', id]), or `org_id` and `agent_id`.",
         False,
         True,

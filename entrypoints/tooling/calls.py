@@ -13,6 +13,7 @@ from agent_memory.domain.model import Memory, ScoredMemory
 from agent_memory.domain.service import MemoryService
 from agent_memory.domain.tenancy import EMPTY_GUARD
 from agent_memory.entrypoints.json_codec import memory_json
+from agent_memory.entrypoints.tooling.duplicates import created_sentence
 from agent_memory.entrypoints.tooling.errors import invalid, succeeded
 from agent_memory.entrypoints.tooling.filters import plan_filter
 from agent_memory.entrypoints.tooling.item_refs import content_update, guarded, item_key, resolved, unknown
@@ -49,13 +50,16 @@ def run_manage(
     tags: Sequence[str] | None = None,
     structured: bool = False,
     category: str = CATEGORY,
+    on_duplicate: str | None = None,
 ) -> str:
     """Create, update or delete one memory inside `namespace`; returns the spec 003 sentence. `type` (what
     search_memory's filter calls category, e.g. 'preference') and `tags` are set on create and, given, on update.
     As in LangMem, an update of an id the namespace does not hold creates the memory (under a new id, which the
     sentence names) and a delete of one does nothing. `structured`: content is a schema's JSON (searches show
     it as the object). `id` is a memory's id or path, or the key `store.put` (LangMem's tools over a
-    MemoryStore whose items sit in `category`) wrote an item under (decision 25)."""
+    MemoryStore whose items sit in `category`) wrote an item under (decision 25). `on_duplicate` (keep, skip,
+    update; None: the setting's) says what a create does when a memory of the namespace already says the same
+    thing; the sentence then names that memory."""
     source = STRUCTURED_SOURCE if structured else ""
     check_action(action, permitted)
     if not namespace:  # refused as search_memory refuses it: a memory of no tenant would be every tenant's
@@ -70,10 +74,15 @@ def run_manage(
             raise invalid("create needs content: the text of the memory to store.")
         labels = _tags(tags)
         new = CreateMemory(
-            content=content, namespace=namespace, store=store, type=type or "", tags=labels or (), source=source
+            content=content,
+            namespace=namespace,
+            store=store,
+            type=type or "",
+            tags=labels or (),
+            source=source,
+            on_duplicate=on_duplicate,
         )
-        view = succeeded(dispatch(service, new))
-        return f"created memory {view.memory.id}"
+        return created_sentence(succeeded(dispatch(service, new)))
     if id is None or not str(id).strip():
         raise invalid(f"{action} needs the id of the memory (as returned by create or search_memory).")
     ref = str(id).strip()

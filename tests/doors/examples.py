@@ -34,6 +34,7 @@ EXAMPLES: dict[type[c.Asks[Any]], c.Asks[Any]] = {
     c.ReinforceMemory: c.ReinforceMemory(ref="notes/editor"),
     c.DeleteMemory: c.DeleteMemory(ref="notes/spare"),
     c.RestoreMemory: c.RestoreMemory(ref="notes/old"),
+    c.FindDuplicates: c.FindDuplicates(ref="notes/editor"),
     c.RemoveMemory: c.RemoveMemory(ref="notes/spare"),
     c.PruneMemories: c.PruneMemories(dry_run=True),
     c.ReindexStore: c.ReindexStore(),

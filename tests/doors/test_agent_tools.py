@@ -153,8 +153,10 @@ def test_the_description_states_the_permitted_actions_then_the_custom_instructio
 
 def test_manage_schema_is_a_json_schema(manage: MemoryTool) -> None:
     schema = manage.args_schema
-    assert schema["type"] == "object" and set(schema["properties"]) == {"content", "action", "id", "type", "tags"}
+    fields = {"content", "action", "id", "type", "tags", "on_duplicate"}
+    assert schema["type"] == "object" and set(schema["properties"]) == fields
     assert schema["properties"]["action"]["default"] == "create"
+    assert schema["properties"]["on_duplicate"]["enum"] == ["keep", "skip", "update", None]
     json.dumps(schema)
 
 

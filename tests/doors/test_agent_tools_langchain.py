@@ -128,7 +128,7 @@ def test_the_argument_schemas_are_pydantic_models_that_follow_actions_permitted(
     schema = tool.tool_call_schema.model_json_schema()
     assert schema["properties"]["action"]["enum"] == ["create", "update"]
     assert schema["properties"]["action"]["default"] == "create"
-    assert set(schema["properties"]) == {"content", "action", "id", "type", "tags"}
+    assert set(schema["properties"]) == {"content", "action", "id", "type", "tags", "on_duplicate"}
     assert "config" not in schema["properties"] and schema.get("required", []) == []
     assert "delete" not in tool.description.lower()
     message = tool.invoke(call("manage_memory", {"content": "x", "action": "delete"}), config=U1)

@@ -23,7 +23,7 @@ from agent_memory.entrypoints.tooling.items import (
 from tests.unit.conftest import T0
 
 NS = ("memories", "u-1")
-KEY = str(uuid.uuid4())
+KEY = "e0edc8fc-d8c5-4e88-b6c4-904605d84497"  # a LangMem-style key, fixed: test ids must match across xdist workers
 
 
 def memory(content: str, *, path: str | None = None, namespace: tuple[str, ...] = NS, source: str = "") -> Memory:

@@ -34,6 +34,7 @@ EVERY_TOOL = {
     "update_memory",
     "delete_memory",
     "restore_memory",
+    "find_duplicates",
     "remove_memory",
     "move_memory",
     "reinforce_memory",
@@ -437,6 +438,29 @@ def test_manage_memory_create_update_delete(mcp: Mcp) -> None:
     assert mcp.ok("manage_memory", {"action": "delete", "id": memory_id, **user}) == f"Deleted memory {memory_id}"
     assert mcp.fails("manage_memory", {"action": "delete", **user}).startswith("INVALID_INPUT: delete needs the id")
     assert mcp.fails("manage_memory", {"content": "no tenant"}).startswith("INVALID_INPUT: No namespace")
+
+
+def test_a_near_duplicate_is_named_and_updated_or_skipped_by_policy(mcp: Mcp) -> None:
+    """Issue 41: the shipped model's calibrated threshold at the MCP door, on add_memory and manage_memory."""
+    user = {"user_id": unique("u")}
+    first = mcp.ok("manage_memory", {"content": "User prefers dark mode", **user}).removeprefix("created memory ")
+    again = "Dark mode is the user's preferred theme"
+    updated = mcp.call("manage_memory", {"content": again, "on_duplicate": "update", **user})
+    assert updated.structured_content is not None and updated.structured_content["id"] == first
+    assert mcp.ok("get_memory", {"path_or_id": first})["content"] == again
+    assert mcp.fails("manage_memory", {"content": again, "on_duplicate": "merge", **user}).startswith("INVALID_INPUT")
+    space = [unique("ns")]
+    added = mcp.ok("add_memory", {"path": "preferences/theme", "content": again, "namespace": space})
+    skipped = mcp.ok("add_memory", {"path": "preferences/ui", "content": "User prefers dark mode", "namespace": space,
+                                    "on_duplicate": "skip"})  # fmt: skip
+    assert (skipped["id"], skipped["on_duplicate"], skipped["duplicates"][0]["path"]) == (
+        added["id"],
+        "skipped",
+        "preferences/theme",
+    )
+    assert "instead of adding twice" in next(
+        tool.description or "" for tool in mcp.portal.call(mcp.session.list_tools).tools if tool.name == "add_memory"
+    )
 
 
 def test_agent_tools_isolate_tenants(mcp: Mcp) -> None:

@@ -155,6 +155,20 @@ def test_failures_are_json_with_the_documented_status(api: httpx.Client) -> None
     error(api.get("/nowhere"), 404, "NOT_FOUND")
 
 
+def test_a_near_duplicate_is_named_and_updated_by_policy_or_refused_when_unknown(api: httpx.Client) -> None:
+    """Issue 41 at the REST door: the shipped model's calibrated threshold, the policy in the body."""
+    space = [unique("dupes")]
+    first = api.post("/memories", json={"content": "User prefers dark mode", "namespace": space}).json()
+    again = {"content": "Dark mode is the user's preferred theme", "namespace": space}
+    updated = api.post("/memories", json={**again, "on_duplicate": "update"})
+    assert updated.status_code == 201, updated.text
+    body = updated.json()
+    assert (body["id"], body["content"], body["on_duplicate"]) == (first["id"], again["content"], "updated")
+    assert body["duplicates"][0]["similarity"] >= 0.5
+    refused = error(api.post("/memories", json={**again, "on_duplicate": "merge"}), 422, "INVALID_INPUT")
+    assert "skip" in refused["error"]
+
+
 def test_the_token_is_enforced(server: str) -> None:
     assert httpx.get(f"{server}/health").status_code == 200
     assert httpx.get(f"{server}/openapi.json").json()["paths"]["/memories"]

@@ -225,15 +225,27 @@
     return el("section", { class: "panel" }, el("h2", {}, "Reinforce or delete"), el("div", { class: "row" }, buttons), confirmBox);
   }
 
+  // the create rule's near-duplicates (issue 41): the same namespace and scope, at the model's calibrated threshold
   async function similar(memory, store) {
     const box = el("section", { class: "panel", id: "similar" }, el("h2", {}, "Similar memories (likely duplicates)"));
     try {
-      const found = await api("POST", `/search${query({ store })}`, { query: memory.content.slice(0, 2000), limit: 6 });
-      const others = found.results.filter((hit) => hit.id !== memory.id).slice(0, 5);
+      const found = await api("POST", "/commands/find-duplicates", { ref: memory.id, store: store || null });
+      const others = found.result;
       box.append(
         others.length
-          ? el("ul", { class: "memories" }, others.map((hit) => memoryCard(hit, [], scoreLine(hit))))
-          : el("p", { class: "muted" }, "None found."),
+          ? el(
+              "ul",
+              { class: "memories" },
+              others.map((other) =>
+                el(
+                  "li",
+                  {},
+                  link(memoryHref({ id: other.id, store: store || "default" }), other.path || other.id),
+                  el("span", { class: "muted" }, ` — says the same thing (similarity ${other.similarity.toFixed(2)})`),
+                ),
+              ),
+            )
+          : el("p", { class: "muted" }, "None: no memory of its namespace says the same thing."),
       );
     } catch (error) {
       box.append(el("p", { class: "muted" }, `Could not search: ${error.message}`));
