@@ -47,6 +47,9 @@ class MeaningEmbedder:
     def embed_parts(self, texts: Sequence[str]) -> Result[list[list[Vector]], DomainError]:
         return Success([[] for _ in texts])
 
+    def needs_parts(self, texts: Sequence[str]) -> Result[list[bool], DomainError]:
+        return Success([False for _ in texts])
+
 
 def service_with(
     clock: FixedClock, policy: DuplicatePolicy = DuplicatePolicy.KEEP, threshold: float | None = THRESHOLD
