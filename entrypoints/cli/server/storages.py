@@ -69,12 +69,12 @@ class Storages:
         journal = build_journal(settings, still_wanted=self._still_wanted)
         if warm is None:
             built = build_service(settings, embedder=self._embedders.get(settings.embedder), journal=journal)
-            if isinstance(built, Success):
-                service = built.unwrap()
-                self._open[key] = Warm(service, time.monotonic())
-                self._embedders[settings.embedder] = service.embedder
-                routed.log(f"opened {describe(key)}")
-                service.catalog.keep_warm()  # mirrors are read in the background, not in a search
+            match built:
+                case Success(service):
+                    self._open[key] = Warm(service, time.monotonic())
+                    self._embedders[settings.embedder] = service.embedder
+                    routed.log(f"opened {describe(key)}")
+                    service.catalog.keep_warm()  # mirrors are read in the background, not in a search
             return built
         warm.last_used = time.monotonic()
         return build_service(
