@@ -105,11 +105,13 @@ def test_status_and_stop(served: MemoryCli) -> None:
 
 
 def test_the_server_mirrors_its_stores_in_the_background(served: MemoryCli) -> None:
-    served.ok("create", "the heron nests by the lake")
-    served.ok("create", "tea is brewed at four")
-    log = Path(str(status(served)["log"]))
+    # written without the server: the store is opened (and its mirror read) by the search below, which is the
+    # server's first command; a create through it would open the store, and start the read, before it writes
+    served.ok("--no-server", "create", "the heron nests by the lake")
+    served.ok("--no-server", "create", "tea is brewed at four")
     found = served.ok("search", "heron")  # a search finds no mirror (none, or still being built): Chroma answers
     assert found["results"][0]["content"] == "the heron nests by the lake"
+    log = Path(str(status(served)["log"]))
     wait_until(lambda: "mirrored collection" in log.read_text(), "the background build's log line")
     assert "2 memories" in log.read_text()
     assert served.ok("search", "tea")["results"][0]["content"] == "tea is brewed at four"

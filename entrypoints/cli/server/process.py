@@ -37,6 +37,8 @@ from agent_memory.entrypoints.cli.server import streams as routed
 from agent_memory.entrypoints.cli.server.storages import Storages
 from agent_memory.entrypoints.cli.server.streams import Sender
 
+SWEEP_S = 0.2  # how often the accept loop looks for storages idle past store_idle_seconds
+
 
 def _remote(settings: Any) -> bool:
     return bool(settings.chroma_host or settings.qdrant_url)
@@ -125,7 +127,13 @@ class MemoryServer:
 
     def _accept_until_done(self) -> None:
         assert self._listener is not None
+        swept = time.monotonic()
         while not self._stopping.is_set():
+            # idle storages close on a clock of their own: a server that never waits 0.2 s for a client (an agent
+            # calling it all the time, status polls) still gives back the stores nothing uses
+            if time.monotonic() - swept >= SWEEP_S:
+                self._close_idle_storages(self.store_idle_seconds)
+                swept = time.monotonic()
             try:
                 connection, _ = self._listener.accept()
             except TimeoutError:
@@ -137,7 +145,6 @@ class MemoryServer:
                         "sessions ended: over to the newer build" if handed_on else f"idle for {self.idle_seconds:g} s"
                     )
                     return
-                self._close_idle_storages(self.store_idle_seconds)
                 continue
             except OSError as error:
                 routed.log(f"accept failed: {error}")
