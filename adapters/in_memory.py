@@ -7,7 +7,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
-from attrs import define, field
+from attrs import define, field, frozen
 from returns.result import Failure, Result, Success
 
 from agent_memory.domain.batches import InProcessJournal
@@ -203,6 +203,28 @@ class HashingEmbedder:
     def needs_parts(self, texts: Sequence[str]) -> Result[list[bool], DomainError]:
         """Longer than the window in words (never, without a window)."""
         return Success([self.window is not None and len(t.split()) > self.window for t in texts])
+
+
+@frozen
+class TableEmbedder:
+    """An embedder that looks each text up in a table of vectors: a unit test says what is similar to what,
+    instead of what words happen to hash to. A text outside the table is a KeyError (a test's mistake)."""
+
+    table: Mapping[str, Vector]
+    name: str = "meanings"
+    dimension: int = 3
+
+    def embed_documents(self, texts: Sequence[str]) -> Result[list[Vector], DomainError]:
+        return Success([self.table[text] for text in texts])
+
+    def embed_query(self, text: str) -> Result[Vector, DomainError]:
+        return Success(self.table[text])
+
+    def embed_parts(self, texts: Sequence[str]) -> Result[list[list[Vector]], DomainError]:
+        return Success([[] for _ in texts])
+
+    def needs_parts(self, texts: Sequence[str]) -> Result[list[bool], DomainError]:
+        return Success([False for _ in texts])
 
 
 @define

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import pytest
-from attrs import frozen
-from returns.result import Result, Success
 
 from agent_memory.adapters.clock import FixedClock
-from agent_memory.adapters.in_memory import InMemoryCatalog, InMemoryKeywordIndex
+from agent_memory.adapters.in_memory import InMemoryCatalog, InMemoryKeywordIndex, TableEmbedder
 from agent_memory.domain.commands import CreateMemory, FindDuplicates, SearchMemories
 from agent_memory.domain.context import SearchPolicy
 from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.duplicates import DuplicatePolicy
-from agent_memory.domain.errors import DomainError, ErrorCode
+from agent_memory.domain.errors import ErrorCode
 from agent_memory.domain.ports import Vector
 from agent_memory.domain.service import MemoryService
 
@@ -31,32 +27,12 @@ MEANINGS: dict[str, Vector] = {
 THRESHOLD = 0.9
 
 
-@frozen
-class MeaningEmbedder:
-    """Vectors from the table above: which texts are duplicates is what the test says."""
-
-    name: str = "meanings"
-    dimension: int = 3
-
-    def embed_documents(self, texts: Sequence[str]) -> Result[list[Vector], DomainError]:
-        return Success([MEANINGS[text] for text in texts])
-
-    def embed_query(self, text: str) -> Result[Vector, DomainError]:
-        return Success(MEANINGS[text])
-
-    def embed_parts(self, texts: Sequence[str]) -> Result[list[list[Vector]], DomainError]:
-        return Success([[] for _ in texts])
-
-    def needs_parts(self, texts: Sequence[str]) -> Result[list[bool], DomainError]:
-        return Success([False for _ in texts])
-
-
 def service_with(
     clock: FixedClock, policy: DuplicatePolicy = DuplicatePolicy.KEEP, threshold: float | None = THRESHOLD
 ) -> MemoryService:
     return MemoryService(
         catalog=InMemoryCatalog(embedder_name="meanings"),
-        embedder=MeaningEmbedder(),
+        embedder=TableEmbedder(MEANINGS),
         clock=clock,
         keywords=InMemoryKeywordIndex(),
         policy=SearchPolicy(duplicate_similarity=threshold, on_duplicate=policy),

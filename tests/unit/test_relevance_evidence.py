@@ -1,17 +1,12 @@
 """The evidence a hit needs to stay in an answer (issue 40): the question's subject words, or a similarity of its own,
 or one close to the best hit's; an answer with no such hit is empty (a broad question's scope answer aside)."""
 
-from collections.abc import Sequence
-
 import pytest
-from attrs import frozen
-from returns.result import Result, Success
 
 from agent_memory.adapters.clock import FixedClock
-from agent_memory.adapters.in_memory import InMemoryCatalog, InMemoryKeywordIndex
+from agent_memory.adapters.in_memory import InMemoryCatalog, InMemoryKeywordIndex, TableEmbedder
 from agent_memory.domain.commands import CreateMemory, SearchMemories
 from agent_memory.domain.context import SearchPolicy
-from agent_memory.domain.errors import DomainError
 from agent_memory.domain.ports import Vector
 from agent_memory.domain.search.relevance import RelevanceRule, coverage, subject_words
 from agent_memory.domain.service import MemoryService
@@ -34,31 +29,11 @@ RULE = RelevanceRule(unrelated=0.1, keep=0.2, related=0.8, spread=0.5, alone=0.5
 WITHOUT_EVIDENCE = RelevanceRule(unrelated=0.1, keep=0.2, related=0.8, spread=0.5)
 
 
-@frozen
-class MeaningEmbedder:
-    """Vectors from the table above: similarity is what the test says, not what words happen to hash to."""
-
-    name: str = "meanings"
-    dimension: int = 3
-
-    def embed_documents(self, texts: Sequence[str]) -> Result[list[Vector], DomainError]:
-        return Success([MEANINGS[text] for text in texts])
-
-    def embed_query(self, text: str) -> Result[Vector, DomainError]:
-        return Success(MEANINGS[text])
-
-    def embed_parts(self, texts: Sequence[str]) -> Result[list[list[Vector]], DomainError]:
-        return Success([[] for _ in texts])
-
-    def needs_parts(self, texts: Sequence[str]) -> Result[list[bool], DomainError]:
-        return Success([False for _ in texts])
-
-
 def store(clock: FixedClock, rule: RelevanceRule) -> MemoryService:
     """A small store under a model with `rule`: the tea, the coffee and the toner."""
     service = MemoryService(
         catalog=InMemoryCatalog(embedder_name="meanings"),
-        embedder=MeaningEmbedder(),
+        embedder=TableEmbedder(MEANINGS),
         clock=clock,
         keywords=InMemoryKeywordIndex(),
         policy=SearchPolicy(min_similarity=0.2, relevance=rule),

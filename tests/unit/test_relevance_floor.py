@@ -1,18 +1,15 @@
 """The relevance floor (issue 28) and the model's relevance rule (issue 40): a search returns nothing when nothing
 stored is related to the query, only the related hits otherwise, and the scope's memories for a broad question."""
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from attrs import frozen
-from returns.result import Result, Success
 
 from agent_memory.adapters.clock import FixedClock
-from agent_memory.adapters.in_memory import InMemoryCatalog, InMemoryKeywordIndex
+from agent_memory.adapters.in_memory import InMemoryCatalog, InMemoryKeywordIndex, TableEmbedder
 from agent_memory.domain.commands import CreateMemory, SearchMemories
 from agent_memory.domain.context import SearchPolicy
-from agent_memory.domain.errors import DomainError, ErrorCode
+from agent_memory.domain.errors import ErrorCode
 from agent_memory.domain.ports import Vector
 from agent_memory.domain.search.hybrid import MIN_SIMILARITY
 from agent_memory.domain.search.relevance import UNCALIBRATED, RelevanceRule, is_broad
@@ -33,31 +30,11 @@ MEANINGS: dict[str, Vector] = {
 TEA = "The user drinks green tea every morning"
 
 
-@frozen
-class MeaningEmbedder:
-    """Vectors from the table above: similarity is what the test says, not what words happen to hash to."""
-
-    name: str = "meanings"
-    dimension: int = 3
-
-    def embed_documents(self, texts: Sequence[str]) -> Result[list[Vector], DomainError]:
-        return Success([MEANINGS[text] for text in texts])
-
-    def embed_query(self, text: str) -> Result[Vector, DomainError]:
-        return Success(MEANINGS[text])
-
-    def embed_parts(self, texts: Sequence[str]) -> Result[list[list[Vector]], DomainError]:
-        return Success([[] for _ in texts])
-
-    def needs_parts(self, texts: Sequence[str]) -> Result[list[bool], DomainError]:
-        return Success([False for _ in texts])
-
-
 def tea_drinker(clock: FixedClock, policy: SearchPolicy) -> MemoryService:
     """A service over the meanings above holding one memory."""
     service = MemoryService(
         catalog=InMemoryCatalog(embedder_name="meanings"),
-        embedder=MeaningEmbedder(),
+        embedder=TableEmbedder(MEANINGS),
         clock=clock,
         keywords=InMemoryKeywordIndex(),
         policy=policy,
@@ -133,7 +110,7 @@ def test_a_service_built_from_the_settings_has_the_floor_unless_it_is_switched_o
     service = build_service(
         settings,
         catalog=InMemoryCatalog(embedder_name="meanings"),
-        embedder=MeaningEmbedder(),
+        embedder=TableEmbedder(MEANINGS),
         clock=clock,
         keywords=InMemoryKeywordIndex(),
     ).unwrap()
