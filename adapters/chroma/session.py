@@ -326,4 +326,5 @@ def close_embedded_sessions() -> None:
         _EMBEDDED.clear()
     for session in sessions:
         session.close()
-    gc.collect()  # a closed System's last objects may sit in reference cycles, holding their files until collected
+    if sessions:  # nothing was open, nothing to collect: a test run calls this after every test
+        gc.collect()  # a closed System's last objects may sit in reference cycles, holding their files until collected
