@@ -344,7 +344,7 @@ def main() -> None:
         args = _parse(argv)
         code = _through_server(argv, args, os.environ)
     except InProcess:
-        from agent_memory.entrypoints.cli.direct import main as in_process
+        from agent_memory.entrypoints.cli.in_process import main as in_process
 
         in_process()
         return

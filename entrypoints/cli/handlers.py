@@ -25,7 +25,7 @@ from agent_memory.entrypoints.cli.progress_bar import progress_bar
 from agent_memory.entrypoints.door_spec import DoorSpec
 from agent_memory.entrypoints.door_spec import command_from as door_command_from
 from agent_memory.entrypoints.json_codec import JSON, has_lone_surrogate
-from agent_memory.entrypoints.paging import listing_page_json
+from agent_memory.entrypoints.page_views import listing_page_json
 
 Payload = dict[str, Any]
 Outcome = Result[Payload, DomainError]

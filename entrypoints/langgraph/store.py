@@ -41,7 +41,6 @@ from agent_memory.domain.model import Memory, check_store_name, parse_decay_poli
 from agent_memory.domain.paths import normalise_segment
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.extras import missing_extra
-from agent_memory.entrypoints.tooling.errors import invalid, succeeded
 from agent_memory.entrypoints.tooling.items import (
     CATEGORY,
     encoded,
@@ -51,6 +50,7 @@ from agent_memory.entrypoints.tooling.items import (
     put_key,
     readable_key,
 )
+from agent_memory.entrypoints.tooling.tool_errors import invalid, succeeded
 
 try:
     from langgraph.store.base import (
@@ -78,7 +78,6 @@ from agent_memory.entrypoints.langgraph.batcher import (
     stop_sweeping,
     sweeping,
 )
-from agent_memory.entrypoints.langgraph.filters import chosen_namespaces, matches, prefix_pushdown
 from agent_memory.entrypoints.langgraph.index import VectorCache, index_config
 from agent_memory.entrypoints.langgraph.labels import to_product
 from agent_memory.entrypoints.langgraph.ops import (
@@ -93,6 +92,7 @@ from agent_memory.entrypoints.langgraph.ops import (
     product_op,
     search_item,
 )
+from agent_memory.entrypoints.langgraph.value_filters import chosen_namespaces, matches, prefix_pushdown
 
 __all__ = ["CATEGORY", "MemoryStore", "item_path"]
 

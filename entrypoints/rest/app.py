@@ -44,7 +44,7 @@ from agent_memory.entrypoints.rest.table import TABLE_ROUTES
 from agent_memory.entrypoints.rest.web_ui import UI_ROUTES
 from agent_memory.entrypoints.rest.workers import Asgi
 from agent_memory.entrypoints.settings import Settings
-from agent_memory.entrypoints.tenancy import UNAUTHORIZED, Tenancy
+from agent_memory.entrypoints.token_tenancy import UNAUTHORIZED, Tenancy
 
 MAX_BODY_BYTES = 1_048_576
 DOCS_PATH = "/docs"

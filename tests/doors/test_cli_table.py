@@ -21,7 +21,7 @@ from agent_memory.entrypoints.cli import handlers as cli_handlers
 from agent_memory.entrypoints.cli import manifest as cli_manifest
 from agent_memory.entrypoints.cli import parser as cli_parser
 from agent_memory.entrypoints.cli import text_format
-from agent_memory.entrypoints.cli.direct import run
+from agent_memory.entrypoints.cli.in_process import run
 from agent_memory.entrypoints.cli.manifest import COMMON_FIELDS, SPECS, WRITE_COMMAND, CliSpec
 from agent_memory.entrypoints.cli.parser import MANIFEST, build_parser, load_manifest, with_table
 from tests.doors.examples import cli_argv, example, seeded

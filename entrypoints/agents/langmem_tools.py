@@ -30,8 +30,8 @@ from agent_memory.entrypoints.agents.stores import (
     structured_content,
 )
 from agent_memory.entrypoints.tooling.calls import ACTIONS, check_action, check_window, run_manage, run_search
-from agent_memory.entrypoints.tooling.errors import MemoryToolError, error_text
 from agent_memory.entrypoints.tooling.items import CATEGORY
+from agent_memory.entrypoints.tooling.tool_errors import MemoryToolError, error_text
 
 __all__ = [
     "ACTIONS",
