@@ -64,7 +64,8 @@ HTTP_CODES: Mapping[int, str] = {
 }
 
 
-HANDLERS = [*MEMORY_ROUTES, *ADMIN_ROUTES, *TABLE_ROUTES, *UI_ROUTES]  # the page (/ui) only calls the routes before it
+# the page (/ui) only calls the routes before it
+ROUTE_HANDLERS = [*MEMORY_ROUTES, *ADMIN_ROUTES, *TABLE_ROUTES, *UI_ROUTES]
 
 
 # --- errors Litestar raises, and the ones nobody expected ----------------------------------------
@@ -252,7 +253,7 @@ def build_app(
     declared: QueryNames = {}
     allowed: AllowedMethods = {}
     app = Litestar(
-        route_handlers=HANDLERS,
+        route_handlers=ROUTE_HANDLERS,
         dependencies={"door": Provide(_doors(service, tenancy, calls_at_once), sync_to_thread=False)},
         guards=[_caller_guard(policy), *([_token_guard(tenancy)] if tenancy.secured else [])],
         before_request=_request_checks(declared, allowed),

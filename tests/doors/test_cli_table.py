@@ -184,4 +184,4 @@ def test_a_subcommand_with_no_handler_row_runs_the_command_its_spec_names(
     assert "other" in capsys.readouterr().out
     assert run(["idle"], env=env, services=lambda _settings: Success(service)) == 1
     refused = json.loads(capsys.readouterr().err)
-    assert refused["code"] == "INVALID_INPUT" and "cli/handlers.HANDLERS" in refused["error"]
+    assert refused["code"] == "INVALID_INPUT" and "cli/handlers.SUBCOMMANDS" in refused["error"]
