@@ -447,7 +447,7 @@ def run_mcp(
     if refusal is not None:
         return _startup_failure(refusal)
     if session is None:
-        from agent_memory.adapters.shared.private import keep_owner_only
+        from agent_memory.entrypoints.seams import keep_owner_only
 
         keep_owner_only()  # what the server writes (the data, its libraries' files) is the user's alone
     build = build_service if session is None else session.services

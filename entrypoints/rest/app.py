@@ -309,8 +309,8 @@ def run_rest(settings: Settings, host: str = "127.0.0.1", port: int = 8080, api_
     code."""
     import uvicorn
 
-    from agent_memory.adapters.shared.private import keep_owner_only
     from agent_memory.entrypoints.rest.workers import workers_refusal
+    from agent_memory.entrypoints.seams import keep_owner_only
 
     keep_owner_only()  # what the server writes (the data, its libraries' files) is the user's alone
     from agent_memory.entrypoints.http.protocol import JSON_400_PROTOCOL
