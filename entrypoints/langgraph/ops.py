@@ -73,7 +73,7 @@ def check_op(op: object) -> None:
 
 
 def product_op(op: Op) -> Op:
-    """A checked operation with its namespaces as the product keeps them (langgraph_labels.py)."""
+    """A checked operation with its namespaces as the product keeps them (langgraph/labels.py)."""
     if isinstance(op, GetOp | PutOp):
         return op._replace(namespace=to_product(op.namespace))
     if isinstance(op, SearchOp):

@@ -105,7 +105,7 @@ class MemoryStore(BaseStore):
     `MemoryStore(service)` uses a ready service; `MemoryStore.from_settings()` builds one from the settings
     (config file, environment, `flags`) as the CLI and servers do. `store` picks the product's store
     (default: the configured one), `decay_policy` the decay of new items (stable: they never fade).
-    `index` is LangGraph's index configuration (langgraph_index.py): with it a query is scored by the cosine
+    `index` is LangGraph's index configuration (langgraph/index.py): with it a query is scored by the cosine
     of its embeddings; without it by the product's hybrid search. `ttl` is LangGraph's TTLConfig: an item's
     TTL (minutes) is its memory's expiry, renewed on read unless `refresh_on_read` is False. The async calls run
     on at most `max_concurrency` threads, single ones batched together (batcher.py).

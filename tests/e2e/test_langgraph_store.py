@@ -294,7 +294,7 @@ def test_the_async_variants(store: MemoryStore) -> None:
         "namespace-empty",
         "label-dot",
         "label-empty",
-        "label-too-long",  # a '/' or a newline is a label LangGraph takes, kept escaped (langgraph_labels.py)
+        "label-too-long",  # a '/' or a newline is a label LangGraph takes, kept escaped (langgraph/labels.py)
         "root-langgraph",
         "namespace-too-deep",
         "ttl-negative",
