@@ -267,3 +267,23 @@ def test_the_checkers_catch_a_stale_name() -> None:
         assert _path_like(stale) and not _resolves(stale), stale
     for real in ("entrypoints/rest/workers.py", "domain/progress.py", "cli/handlers.SUBCOMMANDS", "adapters/feeds/"):
         assert _resolves(real), real
+
+
+# a file name two layers share, allowed only where it is one concept at each layer (and the docstrings say which)
+SAME_CONCEPT_AT_TWO_LAYERS = {
+    "store.py": "a store of each layer: a backend's VectorStore (adapters/*/store.py), LangGraph's BaseStore (langgraph/)",
+}
+
+
+def test_a_module_name_says_which_layer_it_lives_in() -> None:
+    """No two layers (domain, adapters, entrypoints, the package's own files) hold a module of the same file name,
+    unless it is listed above as the same concept at two layers: a reader told `filters.py` knows which."""
+    layers: dict[str, set[str]] = {}
+    for room in module_map.ROOMS:
+        for path in (ROOT / room).rglob("*.py"):
+            if path.name != "__init__.py":
+                layers.setdefault(path.name, set()).add(room)
+    repeated = {name: sorted(rooms) for name, rooms in layers.items() if len(rooms) > 1}
+    assert set(repeated) <= set(SAME_CONCEPT_AT_TWO_LAYERS), {
+        name: rooms for name, rooms in repeated.items() if name not in SAME_CONCEPT_AT_TWO_LAYERS
+    }
