@@ -45,12 +45,6 @@ class FileBatchJournal:
         self._guard = threading.Lock()
         self._held: dict[str, int] = {}  # key → the descriptor whose flock marks the batch running
 
-    def with_gate(self, still_wanted: Callable[[], bool]) -> FileBatchJournal:
-        """The same journal (same folder, same held batches) asking `still_wanted` before each commit."""
-        gated = FileBatchJournal(self.directory, still_wanted=still_wanted)
-        gated._guard, gated._held = self._guard, self._held
-        return gated
-
     def begin(self, batch: PendingBatch) -> Result[PendingBatch, DomainError]:
         def write() -> PendingBatch:
             private_directory(self.directory)

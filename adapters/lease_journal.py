@@ -49,12 +49,6 @@ class LeaseBatchJournal:
         self._begun: dict[str, LedgerRecord] = {}  # key → the record of a batch this process runs
         self._clean: dict[str, int] = {}  # store → the epoch under which this process found nothing to roll back
 
-    def with_gate(self, still_wanted: Callable[[], bool]) -> LeaseBatchJournal:
-        """The same journal (same leases, same running batches) asking `still_wanted` before each commit."""
-        gated = LeaseBatchJournal(self.leases, still_wanted=still_wanted)
-        gated._begun, gated._clean = self._begun, self._clean
-        return gated
-
     def begin(self, batch: PendingBatch) -> Result[PendingBatch, DomainError]:
         lease = self.leases.held(batch.store)
         if lease is None:

@@ -13,7 +13,6 @@ from returns.result import Failure, Result, Success
 from agent_memory.adapters.model_directory import (
     SHIPPED_DIMENSION,
     SHIPPED_DIRECTORY,
-    SHIPPED_MAX_TOKENS,
     SHIPPED_NAME,
     ModelSpec,
     looks_like_directory,
@@ -31,9 +30,7 @@ if TYPE_CHECKING:
     from agent_memory.adapters.model_check import Verdict, Vetting
     from agent_memory.domain.ports import Embedder, Vector
 
-MODEL_NAME = SHIPPED_NAME
 DIMENSION = SHIPPED_DIMENSION
-MAX_TOKENS = SHIPPED_MAX_TOKENS
 DEFAULT_BATCH_SIZE = 16  # measured here: 16 ≥ 32 > 64 once sorted by length (bench/embedder.py)
 
 _MODEL_FILE = SHIPPED_DIRECTORY / "model.onnx"

@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from agent_memory.entrypoints.cli import direct as cli
+from agent_memory.entrypoints.cli import in_process as cli
 
 WORDS = [
     "the",

@@ -1,7 +1,7 @@
 """What callers ask the use cases for: one attrs command per use case, each field describing itself once.
 
 A field's `metadata` holds its `FieldDoc`: the sentence a door shows for it, its bounds and its choices. The doors
-build their arguments from these (the MCP tools in entrypoints/mcp/tools.py), and the table of handlers
+build their arguments from these (the MCP tools in entrypoints/mcp/command_tools.py), and the table of handlers
 (domain/dispatch.py) hands a command to its handler. Commands hold raw user input (strings for enums and paths): the
 handler validates it, so every door refuses a bad value the same way.
 """

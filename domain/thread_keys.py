@@ -26,7 +26,7 @@ def _global_label(global_: bool) -> str:
 
 
 def thread_key(memory: Memory) -> str:
-    """The keyword index's thread of a memory: who may lend it context (architecture.md, Search).
+    """The keyword index's thread of a memory: who may lend it context (docs/design-search.md, who lends context).
 
     Only memories written in the same named thread, in the same namespace and the same scope (agent,
     personality, project, type, global) are neighbours; a memory without a thread is alone in its own.

@@ -4,7 +4,7 @@ from a door's arguments.
 A door (the CLI's subcommand, an MCP tool, REST's generic route) presents a command of the table: it names it, may
 call some fields by its own names (`global` for global_), leave fields out (saying why), require a field the command
 leaves optional, and word a field where the command's sentence would mislead its callers. `DoorSpec` holds that much;
-`CliSpec` (cli/manifest.py) and `ToolSpec` (mcp/tools.py) add what only their door shows. `command_from` is the one
+`CliSpec` (cli/manifest.py) and `ToolSpec` (mcp/command_tools.py) add what only their door shows. `command_from` is the one
 way any door turns its arguments into the command: by the door's names, converted by the command's field types
 through the JSON edge, with the door's defaults, and an argument the command has no field for refused by name.
 """

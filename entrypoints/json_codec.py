@@ -8,7 +8,6 @@ from typing import Any, cast
 
 from cattrs import Converter
 
-from agent_memory.adapters.shared.plain import register_memory_shape
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.model import Memory, ScoredMemory
 from agent_memory.domain.paths import MemoryPath, memory_path
@@ -24,6 +23,7 @@ from agent_memory.domain.views import (
     Status,
     StoreSummary,
 )
+from agent_memory.entrypoints.seams import register_memory_shape
 from agent_memory.entrypoints.timestamps import iso_z as iso_z
 from agent_memory.entrypoints.timestamps import parse_iso as parse_iso
 

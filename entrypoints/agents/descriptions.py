@@ -7,7 +7,7 @@ from typing import Any
 
 from agent_memory.domain.duplicates import DUPLICATE_POLICIES
 from agent_memory.entrypoints.tooling.calls import MAX_WINDOW
-from agent_memory.entrypoints.tooling.filters import FILTER_HELP
+from agent_memory.entrypoints.tooling.langmem_filters import FILTER_HELP
 
 __all__ = ["DUPLICATES_HELP", "MAX_WINDOW", "ON_DUPLICATE_HELP", "manage_description", "manage_schema", "search_schema"]
 

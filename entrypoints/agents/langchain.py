@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from agent_memory.domain.duplicates import DUPLICATE_POLICIES
 from agent_memory.entrypoints.agents.descriptions import MAX_WINDOW, ON_DUPLICATE_HELP, default_action
 from agent_memory.entrypoints.agents.memory_tool import MemoryTool
-from agent_memory.entrypoints.tooling.errors import MemoryToolError
-from agent_memory.entrypoints.tooling.filters import FILTER_HELP
+from agent_memory.entrypoints.tooling.langmem_filters import FILTER_HELP
+from agent_memory.entrypoints.tooling.tool_errors import MemoryToolError
 
 __all__ = ["manage_arguments", "search_arguments", "structured_tool"]
 

@@ -4,7 +4,7 @@ It parses the arguments, finds (or starts) this user's server (one for every dat
 the arguments,
 the settings' environment and stdin, and writes back the server's stdout, stderr and exit code byte for byte (a
 terminal's stderr as the server sends it, while the command runs: progress bars). It
-runs the command in this process instead (cli.py) when told to (--no-server, MEMORY_SERVER=off), for the
+runs the command in this process instead (cli/in_process.py) when told to (--no-server, MEMORY_SERVER=off), for the
 long-running doors (`memory serve`, `memory mcp --transport http`), and whenever the server cannot be reached or
 started: then nothing is said, the command just takes its in-process time. A server that is alive but sends nothing
 for server_timeout_seconds (stopped or hung) is an error, SERVER_UNRESPONSIVE, never a longer wait (_unresponsive).
@@ -344,7 +344,7 @@ def main() -> None:
         args = _parse(argv)
         code = _through_server(argv, args, os.environ)
     except InProcess:
-        from agent_memory.entrypoints.cli.direct import main as in_process
+        from agent_memory.entrypoints.cli.in_process import main as in_process
 
         in_process()
         return

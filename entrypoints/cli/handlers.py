@@ -25,7 +25,7 @@ from agent_memory.entrypoints.cli.progress_bar import progress_bar
 from agent_memory.entrypoints.door_spec import DoorSpec
 from agent_memory.entrypoints.door_spec import command_from as door_command_from
 from agent_memory.entrypoints.json_codec import JSON, has_lone_surrogate
-from agent_memory.entrypoints.paging import listing_page_json
+from agent_memory.entrypoints.page_views import listing_page_json
 
 Payload = dict[str, Any]
 Outcome = Result[Payload, DomainError]
@@ -371,7 +371,7 @@ def _any_command(service: MemoryService, args: argparse.Namespace) -> Outcome:
     name = args.command
     kind = _command_of(manifest_entry(name))
     if kind is None:
-        return Failure(invalid_input(f"`memory {name}` runs no command: add its row to cli/handlers.HANDLERS."))
+        return Failure(invalid_input(f"`memory {name}` runs no command: add its row to cli/handlers.SUBCOMMANDS."))
     return _run(service, command_from(kind, name, args)).map(out.outcome_json)
 
 
@@ -382,10 +382,10 @@ def _command_of(entry: dict[str, Any]) -> type[c.Asks[Any]] | None:
 
 def handler_for(subcommand: str) -> tuple[Handler, Callable[[Payload], str]]:
     """The handler and text renderer of a subcommand: its own below, or the table's for a command with no CliSpec."""
-    return HANDLERS.get(subcommand, (_any_command, text.generic))
+    return SUBCOMMANDS.get(subcommand, (_any_command, text.generic))
 
 
-HANDLERS: dict[str, tuple[Handler, Callable[[Payload], str]]] = {
+SUBCOMMANDS: dict[str, tuple[Handler, Callable[[Payload], str]]] = {
     "create": (create, text.created),
     "add": (add, text.created),
     "search": (search, text.search),

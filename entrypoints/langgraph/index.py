@@ -21,7 +21,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import IndexConfig, ensure_embeddings, get_text_at_path, tokenize_path
 
 from agent_memory.domain.service import MemoryService
-from agent_memory.entrypoints.tooling.errors import invalid, succeeded
+from agent_memory.entrypoints.tooling.tool_errors import invalid, succeeded
 
 OWN_EMBEDDER = "agent-memory"  # the provider string naming this product's embedder
 _CACHED_VECTORS = 50_000  # field texts whose vectors a store keeps in memory (least recently used dropped)

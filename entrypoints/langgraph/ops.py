@@ -26,7 +26,6 @@ from agent_memory.domain.context import is_memory_id
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
 from agent_memory.domain.model import Memory, check_memory_id, check_namespace
 from agent_memory.domain.search.searching import MAX_SEARCH_LIMIT
-from agent_memory.entrypoints.langgraph.filters import OPERATORS, matches
 from agent_memory.entrypoints.langgraph.index import (
     Fields,
     VectorCache,
@@ -36,8 +35,9 @@ from agent_memory.entrypoints.langgraph.index import (
     tokenized,
 )
 from agent_memory.entrypoints.langgraph.labels import from_product, to_product, to_product_path
-from agent_memory.entrypoints.tooling.errors import invalid
+from agent_memory.entrypoints.langgraph.value_filters import OPERATORS, matches
 from agent_memory.entrypoints.tooling.items import ITEM_SOURCE, encoded, extras_of, readable_key
+from agent_memory.entrypoints.tooling.tool_errors import invalid
 
 SOURCE = ITEM_SOURCE  # the memories' source field: where they came from
 _MAX_TTL = 60 * 24 * 365 * 100  # minutes: a century
@@ -73,7 +73,7 @@ def check_op(op: object) -> None:
 
 
 def product_op(op: Op) -> Op:
-    """A checked operation with its namespaces as the product keeps them (langgraph_labels.py)."""
+    """A checked operation with its namespaces as the product keeps them (langgraph/labels.py)."""
     if isinstance(op, GetOp | PutOp):
         return op._replace(namespace=to_product(op.namespace))
     if isinstance(op, SearchOp):

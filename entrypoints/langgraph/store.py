@@ -41,7 +41,6 @@ from agent_memory.domain.model import Memory, check_store_name, parse_decay_poli
 from agent_memory.domain.paths import normalise_segment
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.extras import missing_extra
-from agent_memory.entrypoints.tooling.errors import invalid, succeeded
 from agent_memory.entrypoints.tooling.items import (
     CATEGORY,
     encoded,
@@ -51,6 +50,7 @@ from agent_memory.entrypoints.tooling.items import (
     put_key,
     readable_key,
 )
+from agent_memory.entrypoints.tooling.tool_errors import invalid, succeeded
 
 try:
     from langgraph.store.base import (
@@ -78,7 +78,6 @@ from agent_memory.entrypoints.langgraph.batcher import (
     stop_sweeping,
     sweeping,
 )
-from agent_memory.entrypoints.langgraph.filters import chosen_namespaces, matches, prefix_pushdown
 from agent_memory.entrypoints.langgraph.index import VectorCache, index_config
 from agent_memory.entrypoints.langgraph.labels import to_product
 from agent_memory.entrypoints.langgraph.ops import (
@@ -93,6 +92,7 @@ from agent_memory.entrypoints.langgraph.ops import (
     product_op,
     search_item,
 )
+from agent_memory.entrypoints.langgraph.value_filters import chosen_namespaces, matches, prefix_pushdown
 
 __all__ = ["CATEGORY", "MemoryStore", "item_path"]
 
@@ -105,7 +105,7 @@ class MemoryStore(BaseStore):
     `MemoryStore(service)` uses a ready service; `MemoryStore.from_settings()` builds one from the settings
     (config file, environment, `flags`) as the CLI and servers do. `store` picks the product's store
     (default: the configured one), `decay_policy` the decay of new items (stable: they never fade).
-    `index` is LangGraph's index configuration (langgraph_index.py): with it a query is scored by the cosine
+    `index` is LangGraph's index configuration (langgraph/index.py): with it a query is scored by the cosine
     of its embeddings; without it by the product's hybrid search. `ttl` is LangGraph's TTLConfig: an item's
     TTL (minutes) is its memory's expiry, renewed on read unless `refresh_on_read` is False. The async calls run
     on at most `max_concurrency` threads, single ones batched together (batcher.py).

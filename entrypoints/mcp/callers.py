@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from agent_memory.domain.service import MemoryService
 from agent_memory.domain.tenancy import Guard
-from agent_memory.entrypoints.tenancy import Tenancy
+from agent_memory.entrypoints.token_tenancy import Tenancy
 
 # the service of the tool call being run (set by the server around each call; worker threads inherit it)
 CALLER: ContextVar[MemoryService | None] = ContextVar("agent_memory_mcp_caller", default=None)

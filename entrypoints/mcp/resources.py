@@ -24,8 +24,8 @@ from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints import json_codec as out
-from agent_memory.entrypoints.mcp.tools import LIST_PAGE
-from agent_memory.entrypoints.paging import listing_page_json
+from agent_memory.entrypoints.mcp.command_tools import LIST_PAGE
+from agent_memory.entrypoints.page_views import listing_page_json
 
 JSON_MIME = "application/json"
 _NOT_FOUND = frozenset({ErrorCode.MEMORY_NOT_FOUND, ErrorCode.STORE_NOT_FOUND, ErrorCode.CATEGORY_NOT_FOUND})

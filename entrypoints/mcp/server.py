@@ -27,15 +27,15 @@ from agent_memory.entrypoints.advice import for_door, sentence
 from agent_memory.entrypoints.error_table import row
 from agent_memory.entrypoints.http.safety import ANY_HOST, HttpPolicy, media_type_problem, refuse_open_bind
 from agent_memory.entrypoints.mcp.callers import CALLER, Callers, refuse_cursor, unknown_arguments, validation_text
+from agent_memory.entrypoints.mcp.command_tools import AGENT_TOOLS, ToolSpec, argument_model, run_tool, tool_annotations
 from agent_memory.entrypoints.mcp.outputs import SCHEMAS, compact_input_schema
 from agent_memory.entrypoints.mcp.prompts import add_prompts, prompt_problem
 from agent_memory.entrypoints.mcp.resources import add_resources
 from agent_memory.entrypoints.mcp.stdio import REFUSED_TOOL, run_stdio
-from agent_memory.entrypoints.mcp.tools import AGENT_TOOLS, ToolSpec, argument_model, run_tool, tool_annotations
 from agent_memory.entrypoints.settings import Settings
-from agent_memory.entrypoints.tenancy import UNAUTHORIZED, Tenancy
+from agent_memory.entrypoints.token_tenancy import UNAUTHORIZED, Tenancy
 from agent_memory.entrypoints.tooling.calls import run_manage, run_search
-from agent_memory.entrypoints.tooling.errors import MemoryToolError, error_text
+from agent_memory.entrypoints.tooling.tool_errors import MemoryToolError, error_text
 
 TRANSPORTS = ("stdio", "http")
 SERVER_NAME = "agent-memory"
@@ -340,7 +340,7 @@ def build_mcp_server(
     `lock` serialises its calls with other users of the same service (the memory server's CLI requests)."""
     callers = Callers(service, tenancy or Tenancy())
     tools = _Tools(callers.default, default_store, lock)
-    from agent_memory.entrypoints.mcp.tools import tool_specs  # the table's commands, read now
+    from agent_memory.entrypoints.mcp.command_tools import tool_specs  # the table's commands, read now
 
     built = [*(_generated_tool(spec, tools) for spec in tool_specs()), *(_agent_tool(n, tools) for n in AGENT_TOOLS)]
     server = _Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, tools=built, callers=callers)
@@ -447,7 +447,7 @@ def run_mcp(
     if refusal is not None:
         return _startup_failure(refusal)
     if session is None:
-        from agent_memory.adapters.shared.private import keep_owner_only
+        from agent_memory.entrypoints.seams import keep_owner_only
 
         keep_owner_only()  # what the server writes (the data, its libraries' files) is the user's alone
     build = build_service if session is None else session.services

@@ -44,7 +44,7 @@ from agent_memory.entrypoints.rest.table import TABLE_ROUTES
 from agent_memory.entrypoints.rest.web_ui import UI_ROUTES
 from agent_memory.entrypoints.rest.workers import Asgi
 from agent_memory.entrypoints.settings import Settings
-from agent_memory.entrypoints.tenancy import UNAUTHORIZED, Tenancy
+from agent_memory.entrypoints.token_tenancy import UNAUTHORIZED, Tenancy
 
 MAX_BODY_BYTES = 1_048_576
 DOCS_PATH = "/docs"
@@ -64,7 +64,8 @@ HTTP_CODES: Mapping[int, str] = {
 }
 
 
-HANDLERS = [*MEMORY_ROUTES, *ADMIN_ROUTES, *TABLE_ROUTES, *UI_ROUTES]  # the page (/ui) only calls the routes before it
+# the page (/ui) only calls the routes before it
+ROUTE_HANDLERS = [*MEMORY_ROUTES, *ADMIN_ROUTES, *TABLE_ROUTES, *UI_ROUTES]
 
 
 # --- errors Litestar raises, and the ones nobody expected ----------------------------------------
@@ -252,7 +253,7 @@ def build_app(
     declared: QueryNames = {}
     allowed: AllowedMethods = {}
     app = Litestar(
-        route_handlers=HANDLERS,
+        route_handlers=ROUTE_HANDLERS,
         dependencies={"door": Provide(_doors(service, tenancy, calls_at_once), sync_to_thread=False)},
         guards=[_caller_guard(policy), *([_token_guard(tenancy)] if tenancy.secured else [])],
         before_request=_request_checks(declared, allowed),
@@ -308,8 +309,8 @@ def run_rest(settings: Settings, host: str = "127.0.0.1", port: int = 8080, api_
     code."""
     import uvicorn
 
-    from agent_memory.adapters.shared.private import keep_owner_only
     from agent_memory.entrypoints.rest.workers import workers_refusal
+    from agent_memory.entrypoints.seams import keep_owner_only
 
     keep_owner_only()  # what the server writes (the data, its libraries' files) is the user's alone
     from agent_memory.entrypoints.http.protocol import JSON_400_PROTOCOL

@@ -20,7 +20,7 @@ from agent_memory.domain import commands as c
 from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory, doc, field_doc
 from agent_memory.domain.errors import DomainError, invalid_input
 from agent_memory.entrypoints.json_codec import parse_iso
-from agent_memory.entrypoints.rest.contract import CATEGORY, NAMESPACE_TEXT, REF, STORE, field_schema
+from agent_memory.entrypoints.rest.contract import NAMESPACE_TEXT, REF, STORE, field_schema
 from agent_memory.entrypoints.timestamps import not_a_timestamp
 
 T = TypeVar("T")
@@ -168,16 +168,12 @@ NamespaceQuery = Annotated[
         schema_extra=NAMESPACE_TEXT,
     ),
 ]
-IncludeExpired = Annotated[bool, Parameter(description="Also return memories whose expiry has passed.")]
 ActOnExpired = Annotated[
     bool, Parameter(description="Act on the memory even if its expiry has passed (410 MEMORY_EXPIRED otherwise).")
 ]
 # a memory named in the URL: by id or path (a path's '/' is part of the parameter)
 RefPath = Annotated[
     str, PathParameter(description="The memory's path ('category/…/slug') or its id (a UUID).", schema_extra=REF)
-]
-CategoryQuery = Annotated[
-    str | None, Parameter(description="Only memories under this category path.", schema_extra=CATEGORY)
 ]
 
 

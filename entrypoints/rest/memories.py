@@ -18,7 +18,7 @@ from agent_memory.domain.search.searching import MAX_SEARCH_LIMIT
 from agent_memory.domain.service import MemoryService
 from agent_memory.domain.views import MemoryView
 from agent_memory.entrypoints import json_codec as out
-from agent_memory.entrypoints.paging import listing_page_json, search_page, search_page_json
+from agent_memory.entrypoints.page_views import listing_page_json, search_page, search_page_json
 from agent_memory.entrypoints.rest.bodies import (
     DEFAULT_PAGE,
     ActOnExpired,

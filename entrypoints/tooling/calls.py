@@ -13,11 +13,11 @@ from agent_memory.domain.model import Memory, ScoredMemory
 from agent_memory.domain.service import MemoryService
 from agent_memory.domain.tenancy import EMPTY_GUARD
 from agent_memory.entrypoints.json_codec import memory_json
-from agent_memory.entrypoints.tooling.duplicates import created_sentence
-from agent_memory.entrypoints.tooling.errors import invalid, succeeded
-from agent_memory.entrypoints.tooling.filters import plan_filter
+from agent_memory.entrypoints.tooling.duplicate_notes import created_sentence
 from agent_memory.entrypoints.tooling.item_refs import content_update, guarded, item_key, resolved, unknown
 from agent_memory.entrypoints.tooling.items import CATEGORY, STRUCTURED_SOURCE, key_and_value, shown_content
+from agent_memory.entrypoints.tooling.langmem_filters import plan_filter
+from agent_memory.entrypoints.tooling.tool_errors import invalid, succeeded
 
 __all__ = [
     "ACTIONS",

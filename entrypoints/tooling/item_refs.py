@@ -14,7 +14,6 @@ from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.model import Memory
 from agent_memory.domain.service import MemoryService
-from agent_memory.entrypoints.tooling.errors import MemoryToolError, succeeded
 from agent_memory.entrypoints.tooling.items import (
     STRUCTURED_SOURCE,
     encoded,
@@ -25,6 +24,7 @@ from agent_memory.entrypoints.tooling.items import (
     put_key,
     readable_key,
 )
+from agent_memory.entrypoints.tooling.tool_errors import MemoryToolError, succeeded
 
 
 def resolved(

@@ -21,7 +21,7 @@ from typing import Any
 
 from agent_memory.domain.model import MAX_CONTENT_CHARS, Memory
 from agent_memory.domain.paths import normalise_segment
-from agent_memory.entrypoints.tooling.errors import invalid
+from agent_memory.entrypoints.tooling.tool_errors import invalid
 
 CATEGORY = "langgraph"  # the root category the items `store.put` makes sit in
 ITEM_SOURCE = "langgraph"  # their source field: where they came from

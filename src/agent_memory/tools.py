@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_memory.entrypoints.agents.tools import (
+from agent_memory.entrypoints.agents.langmem_tools import (
     ACTIONS,
     ConfigurationError,
     MemoryTool,

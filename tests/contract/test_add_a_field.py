@@ -1,9 +1,11 @@
-"""The recipe "a field" (architecture.md) followed in a scratch copy: a new Memory field touches only model.py,
-commands.py and the deliberate stored-format update, and the field and contract tests pass there.
+"""The recipe "a field" (architecture.md) followed in a scratch copy: a new Memory field with a rule of its own
+touches only model.py, commands.py, its strategy in tests/field_examples.py and the deliberate stored-format update,
+and the field and contract tests pass there.
 
 The copy is the repository's tracked files (`git ls-files`) under tmp_path, importable as `agent_memory` through a
-package folder whose domain/, adapters/ and entrypoints/ link to the copy's. The field added is an optional number,
-`priority`, that create sets, update changes and `clear_priority` clears.
+package folder whose domain/, adapters/ and entrypoints/ link to the copy's. The field added is a range-checked
+optional number, `importance` in [0, 1] (its validator refuses 2.0), that create sets, update changes and
+`clear_importance` clears; without its strategy the contract suite would draw any float and fail.
 """
 
 from __future__ import annotations
@@ -26,43 +28,60 @@ BIG = 1_000_000  # bytes: larger tracked files (the model) are linked, not copie
 # each file the recipe touches, and its edits: (text found exactly once, the text it becomes)
 EDITS: dict[str, list[tuple[str, str]]] = {
     "domain/model.py": [
+        (  # its rule: a validator raising InvalidValue
+            "def _tuple(value: Iterable[str] | str) -> tuple[str, ...]:\n",
+            "def _importance(_i: object, _a: object, value: float | None) -> None:\n"
+            "    if value is not None and not 0.0 <= value <= 1.0:\n"
+            '        raise InvalidValue(f"importance must be between 0 and 1, got {value}.")\n'
+            "\n\n"
+            "def _tuple(value: Iterable[str] | str) -> tuple[str, ...]:\n",
+        ),
         (
             "    deleted_at: datetime | None = field(default=None, validator=_aware)\n",
             "    deleted_at: datetime | None = field(default=None, validator=_aware)\n"
-            "    priority: int | None = field(\n"
-            '        default=None, metadata=stored(optional_in_old_records=True, clear_with="clear_priority")\n'
+            "    importance: float | None = field(\n"
+            "        default=None,\n"
+            "        validator=_importance,\n"
+            '        metadata=stored(optional_in_old_records=True, clear_with="clear_importance"),\n'
             "    )\n",
-        )
+        ),
     ],
     "domain/commands.py": [
         (  # CreateMemory
             '    created_at: datetime | None = field(default=None, metadata=doc("When it was made (ISO 8601; default now)."))\n',
             '    created_at: datetime | None = field(default=None, metadata=doc("When it was made (ISO 8601; default now)."))\n'
-            '    priority: int | None = field(default=None, metadata=doc("How much it matters, 0 to 9.", least=0, most=9))\n',
+            '    importance: float | None = field(default=None, metadata=doc("How much it matters, 0 to 1.", least=0, most=1))\n',
         ),
         (  # UpdateMemory
             '    clear_expiry: bool = field(default=False, metadata=doc("Remove the expiry date."))\n',
             '    clear_expiry: bool = field(default=False, metadata=doc("Remove the expiry date."))\n'
-            '    priority: int | None = field(default=None, metadata=doc("New priority; omit to keep it.", least=0, most=9))\n'
-            '    clear_priority: bool = field(default=False, metadata=doc("Remove the priority."))\n',
+            '    importance: float | None = field(default=None, metadata=doc("New importance, 0 to 1.", least=0, most=1))\n'
+            '    clear_importance: bool = field(default=False, metadata=doc("Remove the importance."))\n',
         ),
+    ],
+    "tests/field_examples.py": [  # its strategy: draw only values its rule takes
+        (
+            '    "tags": st.lists(LABEL_TEXT, max_size=4).map(tuple),\n}\n',
+            '    "tags": st.lists(LABEL_TEXT, max_size=4).map(tuple),\n'
+            '    "importance": st.none() | st.floats(min_value=0.0, max_value=1.0),\n}\n',
+        )
     ],
     "tests/adapters/test_stored_formats.py": [  # the deliberate update: the pinned bytes gain the new key
         (
             "MEMORY = Memory(**FIELDS)  # type: ignore[arg-type]\n",
-            "MEMORY = Memory(**FIELDS, priority=7)  # type: ignore[arg-type]\n",
+            "MEMORY = Memory(**FIELDS, importance=0.5)  # type: ignore[arg-type]\n",
         ),
         (
             '"record": \'{"v":1,"store":"work","namespace":["user","a"],"tags":["x","y","x"],"source":"s","citations":["c1"],"thread":"th","created_at"',
-            '"record": \'{"v":1,"store":"work","namespace":["user","a"],"tags":["x","y","x"],"source":"s","citations":["c1"],"thread":"th","priority":7,"created_at"',
+            '"record": \'{"v":1,"store":"work","namespace":["user","a"],"tags":["x","y","x"],"source":"s","citations":["c1"],"thread":"th","importance":0.5,"created_at"',
         ),
         (
             '    "deleted": True,\n    "created_at"',
-            '    "deleted": True,\n    "priority": 7,\n    "created_at"',
+            '    "deleted": True,\n    "importance": 0.5,\n    "created_at"',
         ),
         (
             'deleted: true\ndeleted_at: 2026-11-23T01:02:03.456789Z\n---\ny"""\n\n\ndef test_chroma',
-            'deleted: true\ndeleted_at: 2026-11-23T01:02:03.456789Z\npriority: 7\n---\ny"""\n\n\ndef test_chroma',
+            'deleted: true\ndeleted_at: 2026-11-23T01:02:03.456789Z\nimportance: 0.5\n---\ny"""\n\n\ndef test_chroma',
         ),
     ],
 }
@@ -140,11 +159,21 @@ def test_a_field_added_to_model_and_commands_passes_the_field_and_contract_tests
         "PYTHONPATH": os.pathsep.join([str(site), str(copy)]),
         "PYTHONDONTWRITEBYTECODE": "1",
     }
-    probe = (
-        "import attrs, agent_memory.domain.model as m; print(m.__file__, hasattr(attrs.fields(m.Memory), 'priority'))"
+    probe = (  # the field is the copy's, and its rule refuses a value out of range
+        "import attrs, uuid, datetime as d, agent_memory.domain.model as m\n"
+        "from agent_memory.domain.errors import InvalidValue\n"
+        "now = d.datetime.now(d.UTC)\n"
+        "try:\n"
+        "    m.Memory(id=str(uuid.uuid4()), content='x', created_at=now, updated_at=now, importance=2.0)\n"
+        "    refused = False\n"
+        "except InvalidValue:\n"
+        "    refused = True\n"
+        "print(m.__file__, hasattr(attrs.fields(m.Memory), 'importance'), refused)"
     )
     where = subprocess.run([sys.executable, "-c", probe], cwd=copy, env=env, capture_output=True, text=True)
-    assert where.stdout.startswith(str(site)) and where.stdout.strip().endswith("True"), where.stdout + where.stderr
+    assert where.stdout.startswith(str(site)) and where.stdout.strip().endswith("True True"), (
+        where.stdout + where.stderr
+    )
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", *SELECTION],
         cwd=copy,

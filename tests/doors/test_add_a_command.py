@@ -19,7 +19,7 @@ from agent_memory.domain.context import Context
 from agent_memory.domain.dispatch import HANDLERS, commands
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.service import MemoryService
-from agent_memory.entrypoints.cli.direct import run
+from agent_memory.entrypoints.cli.in_process import run
 from agent_memory.entrypoints.cli.parser import build_parser
 from agent_memory.entrypoints.mcp.server import build_mcp_server
 from agent_memory.entrypoints.rest.app import build_app

@@ -16,8 +16,8 @@ from agent_memory.domain.dispatch import HANDLERS
 from agent_memory.domain.model import Memory
 from agent_memory.domain.namespaces import ConfigurationError
 from agent_memory.domain.service import MemoryService
-from agent_memory.entrypoints.agents import tools as agent_tools
-from agent_memory.entrypoints.agents.tools import (
+from agent_memory.entrypoints.agents import langmem_tools as agent_tools
+from agent_memory.entrypoints.agents.langmem_tools import (
     MemoryTool,
     MemoryToolError,
     create_manage_memory_tool,

@@ -14,7 +14,7 @@ from agent_memory.domain.context import Context
 from agent_memory.domain.model import Memory
 from agent_memory.domain.namespaces import ConfigurationError
 from agent_memory.domain.service import MemoryService
-from agent_memory.entrypoints.agents.tools import (
+from agent_memory.entrypoints.agents.langmem_tools import (
     MemoryTool,
     MemoryToolError,
     create_manage_memory_tool,
@@ -283,7 +283,7 @@ def test_the_plain_tools_load_neither_langchain_nor_pydantic() -> None:
     import sys
 
     probe = (
-        "import sys; from agent_memory.entrypoints.agents.tools import create_manage_memory_tool as m, "
+        "import sys; from agent_memory.entrypoints.agents.langmem_tools import create_manage_memory_tool as m, "
         "create_search_memory_tool as s; m(); s();"
         "print(sorted(n for n in sys.modules if n.split('.')[0] in ('langchain_core', 'pydantic')))"
     )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_memory.entrypoints.cli import direct as cli
+from agent_memory.entrypoints.cli import in_process as cli
 from agent_memory.entrypoints.cli import parser as cli_parser
 
 

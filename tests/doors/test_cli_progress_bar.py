@@ -16,7 +16,7 @@ from agent_memory.adapters.clock import FixedClock
 from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog
 from agent_memory.domain.progress import EMBED_SLICE
 from agent_memory.domain.service import MemoryService
-from agent_memory.entrypoints.cli.direct import run
+from agent_memory.entrypoints.cli.in_process import run
 from agent_memory.entrypoints.cli.progress_bar import ProgressBar
 from agent_memory.entrypoints.cli.server.protocol import LIVE_STDERR
 from agent_memory.entrypoints.cli.server.streams import client_stderr, client_text

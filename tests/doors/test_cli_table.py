@@ -21,7 +21,7 @@ from agent_memory.entrypoints.cli import handlers as cli_handlers
 from agent_memory.entrypoints.cli import manifest as cli_manifest
 from agent_memory.entrypoints.cli import parser as cli_parser
 from agent_memory.entrypoints.cli import text_format
-from agent_memory.entrypoints.cli.direct import run
+from agent_memory.entrypoints.cli.in_process import run
 from agent_memory.entrypoints.cli.manifest import COMMON_FIELDS, SPECS, WRITE_COMMAND, CliSpec
 from agent_memory.entrypoints.cli.parser import MANIFEST, build_parser, load_manifest, with_table
 from tests.doors.examples import cli_argv, example, seeded
@@ -184,4 +184,4 @@ def test_a_subcommand_with_no_handler_row_runs_the_command_its_spec_names(
     assert "other" in capsys.readouterr().out
     assert run(["idle"], env=env, services=lambda _settings: Success(service)) == 1
     refused = json.loads(capsys.readouterr().err)
-    assert refused["code"] == "INVALID_INPUT" and "cli/handlers.HANDLERS" in refused["error"]
+    assert refused["code"] == "INVALID_INPUT" and "cli/handlers.SUBCOMMANDS" in refused["error"]

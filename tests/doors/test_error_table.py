@@ -17,8 +17,8 @@ from returns.result import Success
 from agent_memory.domain.errors import ErrorCode
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints import error_table
-from agent_memory.entrypoints.agents.tools import MemoryToolError, create_manage_memory_tool
-from agent_memory.entrypoints.cli.direct import run
+from agent_memory.entrypoints.agents.langmem_tools import MemoryToolError, create_manage_memory_tool
+from agent_memory.entrypoints.cli.in_process import run
 from agent_memory.entrypoints.error_table import ERRORS, ErrorRow, codes_with_status
 from agent_memory.entrypoints.mcp.server import build_mcp_server
 from agent_memory.entrypoints.rest.app import build_app
@@ -129,7 +129,7 @@ def test_langchain_tool_errors_carry_the_table_hint(
     service: MemoryService, changed: Mapping[ErrorCode, ErrorRow]
 ) -> None:
     pytest.importorskip("langchain_core")
-    from agent_memory.entrypoints.agents.tools import to_langchain_tools
+    from agent_memory.entrypoints.agents.langmem_tools import to_langchain_tools
 
     (tool,) = to_langchain_tools(create_manage_memory_tool(service=service, store="Not A Store"))
     call = {"name": "manage_memory", "args": {"content": "x"}, "id": "call-1", "type": "tool_call"}

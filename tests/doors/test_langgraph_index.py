@@ -7,7 +7,7 @@ from langchain_core.embeddings import Embeddings
 
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.langgraph.store import MemoryStore
-from agent_memory.entrypoints.tooling.errors import MemoryToolError
+from agent_memory.entrypoints.tooling.tool_errors import MemoryToolError
 
 NS = ("docs",)
 

@@ -11,7 +11,6 @@ import pytest
 
 from agent_memory.domain.model import Memory
 from agent_memory.domain.paths import memory_path
-from agent_memory.entrypoints.tooling.errors import MemoryToolError
 from agent_memory.entrypoints.tooling.items import (
     STRUCTURED_SOURCE,
     encoded,
@@ -20,6 +19,7 @@ from agent_memory.entrypoints.tooling.items import (
     put_key,
     readable_key,
 )
+from agent_memory.entrypoints.tooling.tool_errors import MemoryToolError
 from tests.unit.conftest import T0
 
 NS = ("memories", "u-1")

@@ -20,7 +20,7 @@ from langmem import create_search_memory_tool as langmem_search_tool
 
 from agent_memory.adapters.in_memory import HashingEmbedder
 from agent_memory.domain.service import MemoryService
-from agent_memory.entrypoints.agents.tools import create_manage_memory_tool, create_search_memory_tool
+from agent_memory.entrypoints.agents.langmem_tools import create_manage_memory_tool, create_search_memory_tool
 from agent_memory.entrypoints.bootstrap import build_service
 from agent_memory.entrypoints.langgraph.store import MemoryStore
 from agent_memory.entrypoints.settings import load_settings

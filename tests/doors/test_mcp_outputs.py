@@ -19,8 +19,8 @@ from mcp.types import INVALID_PARAMS, CallToolResult, Tool
 from agent_memory.adapters.in_memory import HashingEmbedder
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.bootstrap import build_service
+from agent_memory.entrypoints.mcp.command_tools import tool_names, tool_specs
 from agent_memory.entrypoints.mcp.server import build_mcp_server
-from agent_memory.entrypoints.mcp.tools import tool_names, tool_specs
 from agent_memory.entrypoints.settings import load_settings
 from tests.doors.examples import door_arguments, example, seeded
 

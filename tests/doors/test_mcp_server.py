@@ -19,8 +19,8 @@ from agent_memory.adapters.clock import FixedClock
 from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog
 from agent_memory.adapters.shared.names import store_not_found
 from agent_memory.domain.service import MemoryService
+from agent_memory.entrypoints.mcp.command_tools import tool_names
 from agent_memory.entrypoints.mcp.server import build_mcp_http_app, build_mcp_server, run_mcp
-from agent_memory.entrypoints.mcp.tools import tool_names
 from agent_memory.entrypoints.settings import load_settings
 from tests.isolation import empty_config
 
@@ -204,7 +204,7 @@ def test_http_beyond_loopback_without_a_token_is_refused_before_anything_starts(
 
 def test_mcp_takes_the_token_from_the_flag_or_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import agent_memory.entrypoints.mcp.server
-    from agent_memory.entrypoints.cli.direct import run
+    from agent_memory.entrypoints.cli.in_process import run
 
     seen: dict[str, Any] = {}
 

@@ -994,7 +994,7 @@ def test_serve_parses_host_port_and_token() -> None:
 
 def test_serve_takes_the_token_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     import agent_memory.entrypoints.rest.app
-    from agent_memory.entrypoints.cli.direct import run
+    from agent_memory.entrypoints.cli.in_process import run
 
     seen: dict[str, Any] = {}
 

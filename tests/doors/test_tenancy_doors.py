@@ -18,7 +18,7 @@ from agent_memory.domain.commands import CreateMemory
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.mcp.server import build_mcp_server
 from agent_memory.entrypoints.rest.app import build_app
-from agent_memory.entrypoints.tenancy import Tenancy
+from agent_memory.entrypoints.token_tenancy import Tenancy
 from tests.unit.conftest import T0
 
 ALICE, BOB = ("user", "alice"), ("user", "bob")

@@ -103,7 +103,7 @@ def test_memory_ui_serves_on_loopback_prints_the_address_and_opens_it(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     import agent_memory.entrypoints.rest.app
-    from agent_memory.entrypoints.cli.direct import run
+    from agent_memory.entrypoints.cli.in_process import run
     from agent_memory.entrypoints.rest.web_ui import launch
 
     served: dict[str, Any] = {}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agent_memory.domain.service import MemoryService
-from agent_memory.entrypoints.agents.tools import create_manage_memory_tool
+from agent_memory.entrypoints.agents.langmem_tools import create_manage_memory_tool
 from agent_memory.entrypoints.bootstrap import build_service
 from agent_memory.entrypoints.settings import load_settings
 from tests.e2e.conftest import MemoryCli

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from attrs import frozen
 
-from agent_memory.entrypoints.cli import direct as cli
+from agent_memory.entrypoints.cli import in_process as cli
 from tests.e2e.conftest import MEMORY, expired_line
 from tests.isolation import empty_config
 

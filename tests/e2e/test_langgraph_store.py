@@ -24,7 +24,7 @@ from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.bootstrap import build_service
 from agent_memory.entrypoints.langgraph.store import MemoryStore, item_path
 from agent_memory.entrypoints.settings import load_settings
-from agent_memory.entrypoints.tooling.errors import MemoryToolError
+from agent_memory.entrypoints.tooling.tool_errors import MemoryToolError
 
 BACKENDS = ["chroma", "files", "qdrant"]
 U1 = ("users", "u1")
@@ -294,7 +294,7 @@ def test_the_async_variants(store: MemoryStore) -> None:
         "namespace-empty",
         "label-dot",
         "label-empty",
-        "label-too-long",  # a '/' or a newline is a label LangGraph takes, kept escaped (langgraph_labels.py)
+        "label-too-long",  # a '/' or a newline is a label LangGraph takes, kept escaped (langgraph/labels.py)
         "root-langgraph",
         "namespace-too-deep",
         "ttl-negative",

@@ -17,7 +17,7 @@ from agent_memory.adapters.in_memory import HashingEmbedder
 from agent_memory.domain.commands import CreateMemory, SearchMemories
 from agent_memory.domain.dispatch import dispatch
 from agent_memory.entrypoints.bootstrap import build_service
-from agent_memory.entrypoints.cli.direct import run_guarded
+from agent_memory.entrypoints.cli.in_process import run_guarded
 from agent_memory.entrypoints.settings import load_settings
 from tests.e2e.conftest import BACKENDS
 from tests.isolation import empty_config

@@ -15,7 +15,7 @@ import pytest
 
 from agent_memory.adapters.in_memory import HashingEmbedder
 from agent_memory.entrypoints.bootstrap import build_service
-from agent_memory.entrypoints.cli.direct import run_guarded
+from agent_memory.entrypoints.cli.in_process import run_guarded
 from tests.isolation import empty_config
 
 

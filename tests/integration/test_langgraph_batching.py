@@ -24,7 +24,7 @@ from agent_memory.entrypoints.bootstrap import build_service
 from agent_memory.entrypoints.langgraph.batcher import Outcome, deduplicated
 from agent_memory.entrypoints.langgraph.store import MemoryStore
 from agent_memory.entrypoints.settings import load_settings
-from agent_memory.entrypoints.tooling.errors import MemoryToolError
+from agent_memory.entrypoints.tooling.tool_errors import MemoryToolError
 
 NS = ("users", "u1")
 CONCURRENCY = 2

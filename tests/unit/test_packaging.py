@@ -17,7 +17,7 @@ import agent_memory.adapters
 import agent_memory.domain
 import agent_memory.entrypoints
 from agent_memory.entrypoints import extras
-from agent_memory.entrypoints.cli import direct as cli
+from agent_memory.entrypoints.cli import in_process as cli
 from tests.isolation import empty_config
 
 PACKAGE_ROOT = Path(agent_memory.__file__).parent

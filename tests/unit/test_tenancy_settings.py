@@ -8,7 +8,7 @@ import pytest
 
 from agent_memory.domain.errors import ErrorCode
 from agent_memory.entrypoints.settings import load_settings
-from agent_memory.entrypoints.tenancy import Tenancy
+from agent_memory.entrypoints.token_tenancy import Tenancy
 from tests.isolation import empty_config
 
 

@@ -312,7 +312,7 @@ class MemoryServer:
             routed.log(f"request failed: {type(error).__name__}: {error}")
 
     def _execute_locked(self, request: dict[str, Any], result: dict[str, Any], send_line: Sender) -> None:
-        from agent_memory.entrypoints.cli.direct import run_guarded
+        from agent_memory.entrypoints.cli.in_process import run_guarded
 
         found = request.get("streams")
         streams: dict[str, Any] = found if isinstance(found, dict) else {}
@@ -359,7 +359,7 @@ class MemoryServer:
         process has."""
         from returns.result import Success
 
-        from agent_memory.entrypoints.cli.direct import settings_of
+        from agent_memory.entrypoints.cli.in_process import settings_of
 
         loaded = settings_of(argv, env)
         if not isinstance(loaded, Success):
@@ -378,7 +378,7 @@ class MemoryServer:
 
     def _mcp(self, connection: socket.socket, reader: Any, request: dict[str, Any]) -> None:
         """`memory mcp` over this connection: the session runs here, on the warm service, until the client ends."""
-        from agent_memory.entrypoints.cli.direct import serve_mcp_session
+        from agent_memory.entrypoints.cli.in_process import serve_mcp_session
         from agent_memory.entrypoints.mcp.server import StdioSession
 
         argv, env = _arguments(request)
@@ -465,7 +465,7 @@ def _warm_up(backend: str | None) -> None:
     """Import the handlers and the first command's storage library while its client is still connecting."""
     import importlib
 
-    modules = ["agent_memory.entrypoints.cli.direct", "agent_memory.entrypoints.cli.handlers"]
+    modules = ["agent_memory.entrypoints.cli.in_process", "agent_memory.entrypoints.cli.handlers"]
     modules += ["agent_memory.entrypoints.bootstrap", "agent_memory.adapters.onnx_embedder"]
     if backend is not None:
         modules += [

@@ -232,7 +232,7 @@ def _status_body(error: DomainError, settings: Any) -> dict[str, Any]:
 def _exposure(payload: Any, settings: Settings) -> Any:
     """`status` on a data directory where other users can read memory data: a warning saying what to run (every
     command still works: the store stays healthy)."""
-    from agent_memory.adapters.shared.private import exposed_paths
+    from agent_memory.entrypoints.seams import exposed_paths
 
     exposed = exposed_paths(settings.data_dir) if isinstance(payload, dict) else []
     if not exposed:
@@ -248,7 +248,7 @@ def _exposure(payload: Any, settings: Settings) -> Any:
 def run_guarded(argv: Sequence[str], *, env: Mapping[str, str] | None = None, services: Services | None = None) -> int:
     """`run` behind the last-resort handler that keeps the promise 'a JSON error, never a traceback'; whatever
     it creates (data, `export --output`) is the user's alone (0700/0600), whatever the umask."""
-    from agent_memory.adapters.shared.private import owner_only_files
+    from agent_memory.entrypoints.seams import owner_only_files
 
     try:
         with owner_only_files():

@@ -15,6 +15,13 @@ from returns.result import Failure
 from agent_memory.domain.model import Memory
 from agent_memory.domain.namespaces import ConfigurationError, resolve_namespace
 from agent_memory.domain.service import MemoryService
+from agent_memory.entrypoints.agents.base_store_tools import (
+    check_store,
+    graph_store,
+    manage_in_store,
+    search_in_store,
+    structured_content,
+)
 from agent_memory.entrypoints.agents.descriptions import (
     default_action,
     manage_description,
@@ -22,16 +29,9 @@ from agent_memory.entrypoints.agents.descriptions import (
     search_schema,
 )
 from agent_memory.entrypoints.agents.memory_tool import MemoryTool
-from agent_memory.entrypoints.agents.stores import (
-    check_store,
-    graph_store,
-    manage_in_store,
-    search_in_store,
-    structured_content,
-)
 from agent_memory.entrypoints.tooling.calls import ACTIONS, check_action, check_window, run_manage, run_search
-from agent_memory.entrypoints.tooling.errors import MemoryToolError, error_text
 from agent_memory.entrypoints.tooling.items import CATEGORY
+from agent_memory.entrypoints.tooling.tool_errors import MemoryToolError, error_text
 
 __all__ = [
     "ACTIONS",

@@ -9,7 +9,7 @@ from attrs import frozen
 
 from agent_memory.domain.model import ScoredMemory
 from agent_memory.entrypoints.timestamps import not_a_timestamp, parse_iso
-from agent_memory.entrypoints.tooling.errors import invalid as _invalid
+from agent_memory.entrypoints.tooling.tool_errors import invalid as _invalid
 
 __all__ = ["FILTER_HELP", "FilterPlan", "plan_filter"]
 

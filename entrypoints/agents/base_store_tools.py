@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from agent_memory.entrypoints.tooling.errors import invalid
+from agent_memory.entrypoints.tooling.tool_errors import invalid
 
 
 def is_base_store(store: object) -> bool:

@@ -28,7 +28,7 @@ from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints import json_codec as out
 from agent_memory.entrypoints.door_spec import DoorSpec
 from agent_memory.entrypoints.door_spec import command_from as door_command_from
-from agent_memory.entrypoints.paging import listing_page_json, page_of, search_page_json
+from agent_memory.entrypoints.page_views import listing_page_json, page_of, search_page_json
 
 Payload = dict[str, Any]
 Render = Callable[[Any, Any, MemoryService], Payload]  # (the use case's outcome, the command, the service) → JSON
