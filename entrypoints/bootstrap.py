@@ -106,6 +106,7 @@ def release_storage(catalog: StoreCatalog) -> None:
     the folder). A later use of the catalog opens them again. For a process that keeps many storages and gives the
     idle ones back (the memory server)."""
     inner = getattr(catalog, "index", catalog) if catalog.backend == "files" else catalog
+    inner = getattr(inner, "inner", inner)  # under a ClaimingCatalog (a server engine)
     if inner.backend == "chroma":
         from agent_memory.adapters.chroma.catalog import ChromaCatalog
 
@@ -191,7 +192,7 @@ def build_engine_locks(settings: Settings) -> LeaseWriteLocks | None:
         key = ("qdrant", settings.qdrant_url, settings.collection)
     else:
         return None
-    key = (*key, str(settings.data_dir))
+    key = (*key, str(settings.data_dir), settings.lease_ttl_seconds)
     if key not in _ENGINE_LOCKS:
         from agent_memory.adapters.lease_locks import LeaseWriteLocks
 
@@ -224,7 +225,7 @@ def build_engine_locks(settings: Settings) -> LeaseWriteLocks | None:
                 )
             )
         # no local lock file before it: the lease's ticket queue is first come first served across every process
-        _ENGINE_LOCKS[key] = LeaseWriteLocks(ledger)
+        _ENGINE_LOCKS[key] = LeaseWriteLocks(ledger, ttl=settings.lease_ttl_seconds)
     return _ENGINE_LOCKS[key]
 
 
@@ -306,8 +307,15 @@ def _wire(
         keywords = build_keywords(settings, catalog)
     if parts is None:
         parts = build_parts(settings, catalog)
+    engine_locks = build_engine_locks(settings)
     if locks is None:
-        locks = build_engine_locks(settings) or _file_locks(settings)
+        locks = engine_locks or _file_locks(settings)
+    if engine_locks is not None:
+        # a server engine other machines share: a memory is put at a path only by winning the path's claim there
+        from agent_memory.adapters.claimed_store import ClaimingCatalog
+        from agent_memory.adapters.path_claims import PathClaims
+
+        catalog = ClaimingCatalog(catalog, PathClaims(engine_locks.ledger))
     return MemoryService(
         catalog=catalog,
         embedder=embedder,
