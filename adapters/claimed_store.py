@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from returns.iterables import Fold
@@ -74,7 +75,13 @@ class ClaimedStore:
     # --- writes
 
     def add(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
-        return self._claimed([(None, memory) for memory in memories], lambda: self.inner.add(memories, embeddings))
+        placed = [memory for memory in memories if place_of(memory) is not None]
+        if not placed:  # nothing to claim (no read either: a store without paths pays nothing)
+            return self.inner.add(memories, embeddings)
+        # an id stored already (an import, a batch rolled back) may be at another path: read it, to free that one
+        return self._before(memories).bind(
+            lambda pairs: self._claimed(pairs, lambda: self.inner.add(memories, embeddings))
+        )
 
     def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
         return self._before(memories).bind(
@@ -156,7 +163,7 @@ class ClaimedStore:
         ]
         taken: list[tuple[Place, str]] = []
         for place, holder in wanted:
-            match self.claims.claim(place, holder, self._occupied):
+            match self.claims.claim(place, holder, partial(self._occupied, place)):
                 case Success(_):
                     taken.append((place, holder))
                 case Failure(error):
@@ -169,13 +176,21 @@ class ClaimedStore:
 
         return write().lash(undo).map(lambda _: self._release(left)).map(lambda _: None)
 
-    def _occupied(self, holder: str) -> Result[bool, DomainError]:
-        """Whether a path's newest holder is, or may yet be, live there: True unless it is stored and deleted or
-        expired (a holder not stored yet, or stored at another path, is a write still on its way)."""
+    def _occupied(self, place: Place, holder: str) -> Result[str | None, DomainError]:
+        """How a path's newest holder holds it while it is, or may yet be, live there; None once it is stored
+        deleted or expired. A holder not stored yet, or stored at another path, is a write still on its way (or
+        one whose writer died before it landed: the path stays taken until that memory is moved or deleted)."""
         now = datetime.now(UTC)
-        return self.inner.get([holder]).map(
-            lambda found: not found or not (found[0].deleted or found[0].is_expired(now))
-        )
+
+        def judged(found: list[Memory]) -> str | None:
+            if not found:
+                return "is being written there by another writer (or its writer stopped before the write landed)"
+            memory = found[0]
+            if memory.deleted or memory.is_expired(now):
+                return None
+            return "holds it" if place_of(memory) == place else "is being moved there by another writer"
+
+        return self.inner.get([holder]).map(judged)
 
     def _release(self, places: Sequence[tuple[Place, str]]) -> Result[None, DomainError]:
         return Fold.collect([self.claims.release(place, holder) for place, holder in places], Success(())).map(

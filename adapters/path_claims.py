@@ -32,8 +32,8 @@ class PathClaims:
     wins and the others are refused (DESTINATION_EXISTS naming the winner). Freeing a path is claiming its next
     version for nobody (FREE).
 
-    `occupied(holder)` is the caller's judgement of the newest holder (another memory): True while it is, or may
-    become, live at the path (its write may still be on its way), False once it is gone, deleted or expired.
+    `occupied(holder)` is the caller's judgement of the newest holder (another memory): how it holds the path while
+    it is, or may yet be, live there (its write may still be on its way), None once it is deleted or expired.
     """
 
     def __init__(self, ledger: Ledger) -> None:
@@ -46,7 +46,7 @@ class PathClaims:
         return as_result(lambda: self._newest(place))
 
     def claim(
-        self, place: Place, holder: str, occupied: Callable[[str], Result[bool, DomainError]]
+        self, place: Place, holder: str, occupied: Callable[[str], Result[str | None, DomainError]]
     ) -> Result[int, DomainError]:
         """Make `holder` the path's newest holder (the version it holds): at once when it is already, else by
         claiming the next version, refused (DESTINATION_EXISTS) when the newest holder is occupying the path or
@@ -56,8 +56,9 @@ class PathClaims:
             version, current = self._newest(place)
             if current == holder:
                 return version
-            if current != FREE and value_of(occupied(current)):
-                raise Abort(_taken(place, current, "holds it"))
+            how = value_of(occupied(current)) if current != FREE else None
+            if how is not None:
+                raise Abort(_taken(place, current, how))
             won = self._claim(place, version + 1, holder)
             if won != holder:
                 raise Abort(_taken(place, won, "was put there by another writer at the same moment"))

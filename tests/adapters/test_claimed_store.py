@@ -102,3 +102,20 @@ def test_pathless_memories_claim_nothing_and_the_catalog_wraps_every_store_it_op
     store.add([memory("m1", None), evolve(memory("m2", None))], [axis(0), axis(1)]).unwrap()
     assert ledger.records == {}
     assert catalog.backend == "memory"
+
+
+def test_an_import_putting_a_stored_memory_at_another_path_frees_the_one_it_left() -> None:
+    _, a, b, _ = two_writers()
+    a.add([memory("m1")], [axis(0)]).unwrap()
+    a.add([memory("m1", SPARE)], [axis(0)]).unwrap()  # the same id again, elsewhere (memory import)
+    assert b.add([memory("m2")], [axis(1)]) == Success(None)
+    error = refused(b.add([memory("m3", SPARE)], [axis(2)]))
+    assert "holds it" in error.message
+
+
+def test_a_path_claimed_by_a_memory_not_stored_yet_is_refused_as_a_write_on_its_way() -> None:
+    inner, _, b, claims = two_writers()
+    claims.claim(("default", (), str(PLAN)), uid("m1"), lambda _: Success(None)).unwrap()  # its writer stopped here
+    error = refused(b.add([memory("m2")], [axis(1)]))
+    assert "being written there by another writer" in error.message
+    assert inner.records == {}

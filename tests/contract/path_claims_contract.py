@@ -15,12 +15,12 @@ from agent_memory.domain.errors import DomainError, ErrorCode
 PLACE: Place = ("default", (), "notes/plan")
 
 
-def always(_: str) -> Result[bool, DomainError]:
-    return Success(True)
+def always(_: str) -> Result[str | None, DomainError]:
+    return Success("holds it")
 
 
-def never(_: str) -> Result[bool, DomainError]:
-    return Success(False)
+def never(_: str) -> Result[str | None, DomainError]:
+    return Success(None)
 
 
 class PausingLedger:
