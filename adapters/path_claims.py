@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Callable
 
 from returns.result import Result
@@ -53,15 +54,19 @@ class PathClaims:
         another writer claimed that version first."""
 
         def run() -> int:
+            with self._guard:
+                unseen = place not in self._known
+            if unseen and self._claim(place, 1, holder)[0]:
+                return 1  # a path never claimed (most creates): its first claim, without reading first
             version, current = self._newest(place)
             if current == holder:
                 return version
             how = value_of(occupied(current)) if current != FREE else None
             if how is not None:
                 raise Abort(_taken(place, current, how))
-            won = self._claim(place, version + 1, holder)
-            if won != holder:
-                raise Abort(_taken(place, won, "was put there by another writer at the same moment"))
+            won, winner = self._claim(place, version + 1, holder)
+            if not won:
+                raise Abort(_taken(place, winner, "was put there by another writer at the same moment"))
             return version + 1
 
         return as_result(run)
@@ -78,13 +83,15 @@ class PathClaims:
 
     # --- helpers (plain: they raise Abort, the port methods convert)
 
-    def _claim(self, place: Place, version: int, holder: str) -> str:
-        store = place[0]
-        record = LedgerRecord(key=claim_key(place, version), store=store, kind=KIND, seq=0, fields={"holder": holder})
-        won = value_of(self.ledger.claim(record))
+    def _claim(self, place: Place, version: int, holder: str) -> tuple[bool, str]:
+        """Claim one version: whether this call's record was stored, and the holder of the record that was."""
+        token = uuid.uuid4().hex  # tells this claim from an earlier one of the same holder
+        fields = {"holder": holder, "token": token}
+        record = LedgerRecord(key=claim_key(place, version), store=place[0], kind=KIND, seq=0, fields=fields)
+        stored = value_of(self.ledger.claim(record))
         with self._guard:
             self._known[place] = max(self._known.get(place, 0), version)
-        return str(won.fields.get("holder", FREE))
+        return stored.fields.get("token") == token, str(stored.fields.get("holder", FREE))
 
     def _newest(self, place: Place) -> tuple[int, str]:
         with self._guard:

@@ -24,16 +24,17 @@ def never(_: str) -> Result[str | None, DomainError]:
 
 
 class PausingLedger:
-    """A Ledger that runs `before_claim` once, just before its first claim reaches the engine: a writer that read
-    the path's newest claim and then paused (a VM pause, a GC) before its write."""
+    """A Ledger that runs `before_claim` once, just before the claim of the key ending `at` reaches the engine: a
+    writer that read the path's newest claim and then paused (a VM pause, a GC) before its write."""
 
-    def __init__(self, inner: Ledger, before_claim: Callable[[], None]) -> None:
+    def __init__(self, inner: Ledger, at: str, before_claim: Callable[[], None]) -> None:
         self.inner = inner
+        self.at = at
         self.before_claim: Callable[[], None] | None = before_claim
 
     def claim(self, record: LedgerRecord) -> Result[LedgerRecord, DomainError]:
-        pause, self.before_claim = self.before_claim, None
-        if pause is not None:
+        if record.key.endswith(self.at) and self.before_claim is not None:
+            pause, self.before_claim = self.before_claim, None
             pause()
         return self.inner.claim(record)
 
@@ -102,15 +103,17 @@ class PathClaimsContract:
     def test_a_writer_paused_between_its_read_and_its_claim_loses_to_one_that_won_meanwhile(
         self, ledger: Ledger
     ) -> None:
+        PathClaims(ledger).claim(PLACE, "m0", always).unwrap()
+        PathClaims(ledger).release(PLACE, "m0").unwrap()  # version 2 frees it: the next claim is version 3
         other = PathClaims(self.another(ledger))
         meanwhile: list[Result[int, DomainError]] = []
-        paused = PathClaims(PausingLedger(ledger, lambda: meanwhile.append(other.claim(PLACE, "fast", always))))
-        late = paused.claim(PLACE, "slow", never)  # even judging the path free, it read version 0 before the pause
-        assert meanwhile == [Success(1)]
+        pausing = PausingLedger(ledger, "/00000003", lambda: meanwhile.append(other.claim(PLACE, "fast", always)))
+        late = PathClaims(pausing).claim(PLACE, "slow", never)  # it read version 2 (free) before the pause
+        assert meanwhile == [Success(3)]
         assert isinstance(late, Failure)
         assert late.failure().code is ErrorCode.DESTINATION_EXISTS
         assert "fast" in late.failure().message
-        assert other.newest(PLACE) == Success((1, "fast"))
+        assert other.newest(PLACE) == Success((3, "fast"))
 
     def test_release_frees_the_path_only_for_its_newest_holder(self, ledger: Ledger) -> None:
         claims = PathClaims(ledger)
@@ -133,3 +136,15 @@ class PathClaimsContract:
         for n in range(PROBE * 2 + 3):
             claims.claim(PLACE, f"m{n}", never).unwrap()
         assert PathClaims(self.another(ledger)).newest(PLACE) == Success((PROBE * 2 + 3, f"m{PROBE * 2 + 2}"))
+
+    def test_a_former_holder_coming_back_from_a_machine_that_never_saw_the_path_is_judged_like_anyone(
+        self, ledger: Ledger
+    ) -> None:
+        claims = PathClaims(ledger)
+        claims.claim(PLACE, "m1", always).unwrap()
+        claims.release(PLACE, "m1").unwrap()  # m1 moved away
+        claims.claim(PLACE, "m2", always).unwrap()
+        back = PathClaims(self.another(ledger)).claim(PLACE, "m1", always)  # its first claim (version 1) is m1's too
+        assert isinstance(back, Failure)
+        assert "m2" in back.failure().message
+        assert claims.newest(PLACE) == Success((3, "m2"))
