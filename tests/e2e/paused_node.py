@@ -76,6 +76,10 @@ def main() -> None:
             say(answered(service.create_many(made)))
         elif op == "move":
             say(answered(service.move(asked["ref"], asked["to"])))
+        elif op == "delete":
+            say(answered(service.delete(asked["ref"]).map(lambda memory: [])))
+        elif op == "restore":
+            say(answered(service.restore(asked["ref"])))
         elif op == "scan":
             store = service.catalog.open("default", create=False).unwrap()
             live = store.scan(MemoryFilter()).unwrap()

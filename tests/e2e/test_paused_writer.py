@@ -183,3 +183,24 @@ def test_a_paused_batch_and_another_nodes_add_at_one_of_its_paths_are_never_both
     live = b.ask(op="scan")["live"]
     mine = [m for m in live if m["content"].startswith("batch ")]
     assert len(mine) in (0, 3), live  # whole or absent
+
+
+@pytest.mark.parametrize("at", ["claim", "record"])
+def test_a_paused_restore_and_another_nodes_add_at_its_path_are_never_both_stored(
+    nodes: tuple[Node, Node], at: str
+) -> None:
+    a, b = nodes
+    deleted = a.ask(op="add", path="race/r", content="the memory a deletes, then restores")["ids"][0]
+    assert a.ask(op="delete", ref=deleted)["ok"]
+    a_answer, b_answer = paused_then(
+        a, b, at, {"op": "restore", "ref": deleted}, {"op": "add", "path": "race/r", "content": "b"}
+    )
+    one_side(a_answer, b_answer)
+    if at == "claim":
+        assert b_answer["ok"] and a_answer["code"] == "DESTINATION_EXISTS", (a_answer, b_answer)
+    else:
+        assert b_answer["code"] == "DESTINATION_EXISTS", b_answer
+    acknowledged = {deleted: "race/r"} if a_answer["ok"] else {}
+    if b_answer["ok"]:
+        acknowledged[b_answer["ids"][0]] = "race/r"
+    audit(b, acknowledged)
