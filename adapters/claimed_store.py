@@ -177,18 +177,19 @@ class ClaimedStore:
         return write().lash(undo).map(lambda _: self._release(left)).map(lambda _: None)
 
     def _occupied(self, place: Place, holder: str) -> Result[str | None, DomainError]:
-        """How a path's newest holder holds it while it is, or may yet be, live there; None once it is stored
-        deleted or expired. A holder not stored yet, or stored at another path, is a write still on its way (or
-        one whose writer died before it landed: the path stays taken until that memory is moved or deleted)."""
+        """How a path's newest holder holds it while it is, or may yet be, live there; None once it is stored there
+        and expired. A holder not stored yet, stored at another path or soft-deleted is a write still on its way
+        (a create, a move, a restore), since a move away and a delete free the path after their write; or one whose
+        writer stopped before its write landed: the path stays taken until that memory is moved or deleted."""
         now = datetime.now(UTC)
 
         def judged(found: list[Memory]) -> str | None:
             if not found:
                 return "is being written there by another writer (or its writer stopped before the write landed)"
             memory = found[0]
-            if memory.deleted or memory.is_expired(now):
-                return None
-            return "holds it" if place_of(memory) == place else "is being moved there by another writer"
+            if place_of(memory) == place:
+                return None if memory.is_expired(now) else "holds it"
+            return "is being moved or restored there by another writer (or its writer stopped before it landed)"
 
         return self.inner.get([holder]).map(judged)
 

@@ -119,3 +119,13 @@ def test_a_path_claimed_by_a_memory_not_stored_yet_is_refused_as_a_write_on_its_
     error = refused(b.add([memory("m2")], [axis(1)]))
     assert "being written there by another writer" in error.message
     assert inner.records == {}
+
+
+def test_a_restore_on_its_way_keeps_the_path_from_another_writer() -> None:
+    inner, a, b, claims = two_writers()
+    a.add([memory("m1")], [axis(0)]).unwrap()
+    a.update_metadata([memory("m1", deleted=True, deleted_at=datetime.now(UTC))]).unwrap()  # frees the path
+    claims.claim(("default", (), str(PLAN)), uid("m1"), lambda _: Success(None)).unwrap()  # a restore, stopped here
+    error = refused(b.add([memory("m2")], [axis(1)]))
+    assert "restored there" in error.message
+    assert set(inner.records) == {uid("m1")}

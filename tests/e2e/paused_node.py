@@ -20,7 +20,8 @@ from agent_memory.domain.filters import MemoryFilter
 from tests.e2e.race_node import open_node
 
 WRITES = ("add", "upsert", "update")
-armed: dict[str, str] = {}  # "at": "record" (a store's records) or "claim" (a path claim in the ledger)
+# "at": "record" (a store's records), "claim" (a path claim in the ledger) or "commit" (a batch's outcome record)
+armed: dict[str, str] = {}
 
 
 def _pausing(name: str, write: Callable[..., Any]) -> Callable[..., Any]:
@@ -30,7 +31,8 @@ def _pausing(name: str, write: Callable[..., Any]) -> Callable[..., Any]:
         at = armed.get("at")
         ids = [str(i) for i in kwargs.get("ids") or (args[0] if args else [])]
         record = at == "record" and "." not in self.name
-        claim = at == "claim" and self.name.endswith(".ledger") and any(i.startswith("path/") for i in ids)
+        ledger = self.name.endswith(".ledger") and at in ("claim", "commit")
+        claim = ledger and any(i.startswith("path/" if at == "claim" else "commit/") for i in ids)
         if record or claim:
             armed.clear()
             say({"paused": name, "collection": self.name, "ids": ids})

@@ -102,7 +102,7 @@ def paused_then(a: Node, b: Node, at: str, a_write: dict[str, Any], b_write: dic
     assert a.ask(op="arm", at=at) == {"armed": at}
     a.tell(**a_write)
     paused = a.hear()
-    assert "paused" in paused, paused
+    assert "paused" in paused, (paused, a.process.poll())
     while not a.stopped():  # it said so, then stopped itself: wait for the stop itself
         time.sleep(0.01)
     b_answer = b.ask(**b_write)  # B passes A's lapsed lease over (TTL) and writes
@@ -204,3 +204,19 @@ def test_a_paused_restore_and_another_nodes_add_at_its_path_are_never_both_store
     if b_answer["ok"]:
         acknowledged[b_answer["ids"][0]] = "race/r"
     audit(b, acknowledged)
+
+
+def test_a_batch_paused_before_its_commit_and_rolled_back_meanwhile_is_refused_never_acknowledged_and_lost(
+    nodes: tuple[Node, Node],
+) -> None:
+    a, b = nodes
+    paths = ["race/c1", "race/c2", "race/c3"]
+    batch = {"op": "batch", "paths": paths, "contents": [f"batch {p}" for p in paths]}
+    # A's records are written; it stops before claiming its batch's outcome; B takes the store over, rolls A's
+    # batch back (voiding it first) and writes at one of its paths; A resumes, its lease renewed at once
+    a_answer, b_answer = paused_then(a, b, "commit", batch, {"op": "add", "path": "race/c2", "content": "b"})
+    assert b_answer["ok"], b_answer
+    assert not a_answer["ok"] and a_answer["code"] == "STORAGE_ERROR", a_answer
+    audit(b, {b_answer["ids"][0]: "race/c2"})
+    live = b.ask(op="scan")["live"]
+    assert not [m for m in live if m["content"].startswith("batch ")], live
