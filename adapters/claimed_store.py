@@ -180,7 +180,8 @@ class ClaimedStore:
         """How a path's newest holder holds it while it is, or may yet be, live there; None once it is stored there
         and expired. A holder not stored yet, stored at another path or soft-deleted is a write still on its way
         (a create, a move, a restore), since a move away and a delete free the path after their write; or one whose
-        writer stopped before its write landed: the path stays taken until that memory is moved or deleted."""
+        writer stopped before its write landed: the path stays taken (moving that memory there, then away, frees
+        it; a create that never landed has no memory to move)."""
         now = datetime.now(UTC)
 
         def judged(found: list[Memory]) -> str | None:
