@@ -220,3 +220,25 @@ def test_a_batch_paused_before_its_commit_and_rolled_back_meanwhile_is_refused_n
     audit(b, {b_answer["ids"][0]: "race/c2"})
     live = b.ask(op="scan")["live"]
     assert not [m for m in live if m["content"].startswith("batch ")], live
+
+
+@pytest.mark.parametrize("at", ["commit", "record"])
+def test_a_node_killed_mid_batch_leaves_no_half_batch_and_no_doubled_path(nodes: tuple[Node, Node], at: str) -> None:
+    a, b = nodes
+    paths = ["race/k1", "race/k2", "race/k3"]
+    assert a.ask(op="arm", at=at) == {"armed": at}
+    a.tell(op="batch", paths=paths, contents=[f"batch {p}" for p in paths])
+    assert "paused" in a.hear()
+    while not a.stopped():
+        time.sleep(0.01)
+    a.process.send_signal(signal.SIGKILL)  # dies stopped: after its records ("commit") or its claims ("record")
+    a.process.wait(timeout=30)
+    answer = b.ask(op="add", path="race/k2", content="b")  # B takes the store over and rolls A's batch back
+    if at == "commit":  # A's records were there: rolled back, their paths freed
+        assert answer["ok"], answer
+    else:  # A's claims were won and its records never written: the path stays taken, and B is told so
+        assert answer["code"] == "DESTINATION_EXISTS" and "stopped before" in answer["message"], answer
+    assert b.ask(op="add", path="race/elsewhere", content="b again")["ok"]
+    live = b.ask(op="scan")["live"]
+    assert not [m for m in live if m["content"].startswith("batch ")], live  # none of the killed batch
+    audit(b, {answer["ids"][0]: "race/k2"} if answer["ok"] else {})
