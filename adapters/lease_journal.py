@@ -19,6 +19,8 @@ from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.ports import PendingBatch
 
 KIND = "batch"
+COMMIT = "commit"  # a batch's outcome, claimed once: KEPT by its writer, or VOID by the node that rolls it back
+KEPT, VOID = "kept", "void"
 UNREADABLE = (ValueError, KeyError, TypeError)  # a record that is not a batch: left alone, never rolled back
 
 
@@ -38,8 +40,13 @@ class LeaseBatchJournal:
     Outside it (a store being opened: is there anything to roll back?) it is a hint from the ticket of the batch's
     epoch (gone, released, or not renewed for its ttl by the wall clock); the rollback itself runs under the lock and
     asks again.
-    `commit` refuses when the writer's lease may have been taken over (not renewed for 2/3 of its ttl): the caller
-    rolls the batch back rather than acknowledge writes a later holder may have raced.
+    A batch commits by claiming its outcome record (`commit/<store>/<key>`, inserted only if absent) as KEPT; a
+    node that rolls it back claims the same record as VOID first, and rolls back only if VOID is what was stored.
+    So of a writer that stalled past its lease and the node that took the lease over, exactly one decides: the
+    writer is told "stored" only if its records were not rolled back, and they are not rolled back once it was.
+    `commit` also refuses, as a courtesy, when the writer's lease may have been taken over (not renewed for 2/3 of
+    its ttl): the caller rolls the batch back rather than acknowledge writes a later holder may have raced.
+    Outcome records stay (one small record per batch).
     """
 
     def __init__(self, leases: LeaseWriteLocks, *, still_wanted: Callable[[], bool] = _always) -> None:
@@ -90,7 +97,13 @@ class LeaseBatchJournal:
                     path=batch.store,
                 )
             )
-        return self.drop(batch)
+        outcome = self._outcome(batch.store, batch.key, KEPT)
+        return outcome.bind(lambda kept: self.drop(batch) if kept else Failure(_voided(batch.store)))
+
+    def _outcome(self, store: str, key: str, outcome: str) -> Result[bool, DomainError]:
+        """Claim a batch's outcome: whether the outcome stored (this one, or an earlier claim's) is `outcome`."""
+        record = LedgerRecord(key=f"{COMMIT}/{store}/{key}", store=store, kind=COMMIT, fields={"outcome": outcome})
+        return self.ledger.claim(record).map(lambda stored: stored.fields.get("outcome") == outcome)
 
     def drop(self, batch: PendingBatch) -> Result[None, DomainError]:
         key = _key(batch.store, batch.key)
@@ -113,7 +126,7 @@ class LeaseBatchJournal:
                 batches = _batches(r for r in found if released(r) or r.seq < held.epoch)
                 if not batches:
                     self._clean[store] = held.epoch
-                return Success(batches)
+                return self._voided(batches)
             if not found:
                 return Success(())
             return self.leases.tickets(store).map(
@@ -121,6 +134,29 @@ class LeaseBatchJournal:
             )
 
         return self.ledger.listed(store, KIND).bind(dead)
+
+    def _voided(self, batches: tuple[PendingBatch, ...]) -> Result[tuple[PendingBatch, ...], DomainError]:
+        """Of the batches to roll back, those voided now (or before): one whose writer claimed KEPT first was
+        committed (its writer stopped before forgetting it), so it is forgotten instead of rolled back."""
+        to_undo: list[PendingBatch] = []
+        for batch in batches:
+            match self._outcome(batch.store, batch.key, VOID):
+                case Success(True):
+                    to_undo.append(batch)
+                case Success(False):
+                    self.drop(batch)
+                case failed:
+                    return Failure(failed.failure())
+        return Success(tuple(to_undo))
+
+
+def _voided(store: str) -> DomainError:
+    return DomainError(
+        ErrorCode.STORAGE_ERROR,
+        f"While this write to store '{store}' was stalled, another writer took the store over and rolled it back: "
+        "nothing was kept. Try again.",
+        path=store,
+    )
 
 
 def _key(store: str, key: str) -> str:

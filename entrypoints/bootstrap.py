@@ -106,6 +106,7 @@ def release_storage(catalog: StoreCatalog) -> None:
     the folder). A later use of the catalog opens them again. For a process that keeps many storages and gives the
     idle ones back (the memory server)."""
     inner = getattr(catalog, "index", catalog) if catalog.backend == "files" else catalog
+    inner = _engine_catalog(inner)
     if inner.backend == "chroma":
         from agent_memory.adapters.chroma.catalog import ChromaCatalog
 
@@ -118,9 +119,17 @@ def release_storage(catalog: StoreCatalog) -> None:
             inner.close()
 
 
+def _engine_catalog(catalog: StoreCatalog) -> StoreCatalog:
+    """The engine's own catalog under a ClaimingCatalog (a server engine's, as `build_service` wraps it)."""
+    from agent_memory.adapters.claimed_store import ClaimingCatalog
+
+    return catalog.inner if isinstance(catalog, ClaimingCatalog) else catalog
+
+
 def _feed_ledger(settings: Settings, catalog: StoreCatalog) -> Ledger | None:
     """The ledger a server engine holds the side indexes' change feeds in; None on one machine's own data (embedded
     Chroma or Qdrant, files), whose SQLite side indexes are the truth and need no feed."""
+    catalog = _engine_catalog(catalog)
     if settings.backend == "chroma" and settings.chroma_host:
         from agent_memory.adapters.chroma.catalog import ChromaCatalog
         from agent_memory.adapters.chroma.ledger import ChromaLedger
@@ -142,8 +151,9 @@ def build_keywords(settings: Settings, catalog: StoreCatalog) -> KeywordIndex:
         from agent_memory.adapters.qdrant.catalog import QdrantCatalog
         from agent_memory.adapters.qdrant.keywords import keyword_index_for
 
-        if isinstance(catalog, QdrantCatalog):
-            return keyword_index_for(catalog)
+        engine = _engine_catalog(catalog)
+        if isinstance(engine, QdrantCatalog):
+            return keyword_index_for(engine)
     from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
 
     # beside the data of the backend it indexes, so switching backends never mixes indexes
@@ -191,7 +201,7 @@ def build_engine_locks(settings: Settings) -> LeaseWriteLocks | None:
         key = ("qdrant", settings.qdrant_url, settings.collection)
     else:
         return None
-    key = (*key, str(settings.data_dir))
+    key = (*key, str(settings.data_dir), settings.lease_ttl_seconds)
     if key not in _ENGINE_LOCKS:
         from agent_memory.adapters.lease_locks import LeaseWriteLocks
 
@@ -224,7 +234,7 @@ def build_engine_locks(settings: Settings) -> LeaseWriteLocks | None:
                 )
             )
         # no local lock file before it: the lease's ticket queue is first come first served across every process
-        _ENGINE_LOCKS[key] = LeaseWriteLocks(ledger)
+        _ENGINE_LOCKS[key] = LeaseWriteLocks(ledger, ttl=settings.lease_ttl_seconds)
     return _ENGINE_LOCKS[key]
 
 
@@ -306,8 +316,16 @@ def _wire(
         keywords = build_keywords(settings, catalog)
     if parts is None:
         parts = build_parts(settings, catalog)
+    engine_locks = build_engine_locks(settings)
     if locks is None:
-        locks = build_engine_locks(settings) or _file_locks(settings)
+        locks = engine_locks or _file_locks(settings)
+    if engine_locks is not None and _engine_catalog(catalog) is catalog:
+        # a server engine other machines share: a memory is put at a path only by winning the path's claim there
+        # (a catalog already wrapped, from another service of this process, is taken as it is)
+        from agent_memory.adapters.claimed_store import ClaimingCatalog
+        from agent_memory.adapters.path_claims import PathClaims
+
+        catalog = ClaimingCatalog(catalog, PathClaims(engine_locks.ledger))
     return MemoryService(
         catalog=catalog,
         embedder=embedder,

@@ -40,6 +40,7 @@ ENVIRONMENT: Mapping[str, tuple[str, ...]] = {
     "server_idle_seconds": ("MEMORY_SERVER_IDLE_SECONDS",),
     "server_store_idle_seconds": ("MEMORY_SERVER_STORE_IDLE_SECONDS",),
     "server_timeout_seconds": ("MEMORY_SERVER_TIMEOUT_SECONDS",),
+    "lease_ttl_seconds": ("MEMORY_LEASE_TTL_SECONDS",),
     "serve_workers": ("MEMORY_SERVE_WORKERS",),
 }
 

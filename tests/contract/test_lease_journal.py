@@ -109,3 +109,20 @@ def test_a_batch_begun_without_the_lock_or_committed_after_the_lease_lapsed_is_r
 
     assert locks.exclusive("default", lapsed) == Success("ok")
     assert len(LeaseBatchJournal(LeaseWriteLocks(locks.ledger)).interrupted("default").unwrap()) == 1
+
+
+def test_a_stalled_writers_batch_rolled_back_by_the_next_holder_can_no_longer_commit_and_a_kept_one_stays() -> None:
+    ledger = InMemoryLedger()
+    first, second = LeaseWriteLocks(ledger, ttl=TTL), LeaseWriteLocks(ledger, ttl=TTL)
+    stalled, kept = LeaseBatchJournal(first), LeaseBatchJournal(first)
+    lease = first._acquire("default").unwrap()  # a node that begins two batches, then stalls past its lease
+    first._leases["default"] = lease
+    rolled_back = stalled.begin(BATCH).unwrap()
+    committed = kept.begin(BATCH).unwrap()
+    assert kept._outcome("default", committed.key, "kept") == Success(True)  # it committed, then stalled
+    found = second.exclusive("default", lambda: LeaseBatchJournal(second).interrupted("default"))
+    assert found.unwrap() == (rolled_back,)  # voided, to roll back; the kept one is forgotten instead
+    lease.renewed = time.monotonic()  # the stalled node resumes and its heartbeat renews the lease at once
+    error = stalled.commit(rolled_back).failure()
+    assert error.code is ErrorCode.STORAGE_ERROR and "rolled it back" in error.message
+    assert LeaseBatchJournal(LeaseWriteLocks(ledger)).interrupted("default").unwrap() == (rolled_back,)

@@ -89,6 +89,33 @@ def test_a_server_backend_holds_write_locks_and_journals_in_the_server(tmp_path:
 
 
 @pytest.mark.parametrize(
+    "flags",
+    [
+        {"backend": "chroma", "chroma_host": "127.0.0.1", "chroma_port": "9"},
+        {"backend": "qdrant", "qdrant_url": "http://127.0.0.1:9"},
+    ],
+)
+def test_a_server_backends_stores_claim_paths_in_the_server_once_however_often_the_catalog_is_reused(
+    tmp_path: Path, flags: dict[str, str]
+) -> None:
+    from agent_memory.adapters.claimed_store import ClaimingCatalog
+
+    service = service_with(tmp_path, **flags)  # never contacted here
+    assert isinstance(service.catalog, ClaimingCatalog)
+    assert service.catalog.claims.ledger is service.locks.ledger  # the lease's ledger, on its own client
+    settings = load_settings({"data_dir": str(tmp_path), **flags}, {"HOME": str(tmp_path)}).unwrap()
+    again = build_service(settings, catalog=service.catalog, embedder=service.embedder).unwrap()  # the memory server
+    assert again.catalog is service.catalog  # not wrapped twice
+    assert isinstance(again.parts, FedPartVectors)  # the engine's catalog is still seen under the wrapper
+
+
+def test_data_on_this_machine_claims_nothing_in_an_engine(tmp_path: Path) -> None:
+    from agent_memory.adapters.claimed_store import ClaimingCatalog
+
+    assert not isinstance(service_with(tmp_path, backend="chroma").catalog, ClaimingCatalog)
+
+
+@pytest.mark.parametrize(
     "flags", [{"backend": "chroma"}, {"backend": "files", "chroma_host": "127.0.0.1", "chroma_port": "9"}]
 )
 def test_data_on_this_machine_keeps_its_lock_files(tmp_path: Path, flags: dict[str, str]) -> None:

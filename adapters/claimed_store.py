@@ -1,0 +1,200 @@
+"""A server engine's stores with every write that puts a memory at a path committed by a path claim (PathClaims)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any
+
+from returns.iterables import Fold
+from returns.result import Failure, Result, Success
+
+from agent_memory.adapters.path_claims import PathClaims, Place
+from agent_memory.domain.errors import DomainError
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.model import Memory
+from agent_memory.domain.ports import CategoryRegistry, StoreCatalog, Vector, VectorStore
+
+
+def place_of(memory: Memory) -> Place | None:
+    """Where a memory is live: (store, namespace, path), or None (no path, or soft-deleted)."""
+    if memory.path is None or memory.deleted:
+        return None
+    return (memory.store, memory.namespace, str(memory.path))
+
+
+class ClaimingCatalog:
+    """A StoreCatalog whose stores claim paths before writing (ClaimedStore); everything else is the inner one's."""
+
+    def __init__(self, inner: StoreCatalog, claims: PathClaims) -> None:
+        self.inner = inner
+        self.claims = claims
+
+    @property
+    def backend(self) -> str:
+        return self.inner.backend
+
+    def open(self, name: str, *, create: bool) -> Result[VectorStore, DomainError]:
+        return self.inner.open(name, create=create).map(lambda store: ClaimedStore(store, self.claims))
+
+    def categories(self, name: str) -> Result[CategoryRegistry, DomainError]:
+        return self.inner.categories(name)
+
+    def names(self) -> Result[list[str], DomainError]:
+        return self.inner.names()
+
+    def health(self) -> Result[Mapping[str, str], DomainError]:
+        return self.inner.health()
+
+    def keep_warm(self) -> None:
+        self.inner.keep_warm()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class ClaimedStore:
+    """The VectorStore over a server engine, where writers of many machines meet: the engine decides who may put a
+    memory at a path, by the path's claims, not the write lock.
+
+    - `add` (create, batch, import): claims the path of each memory first, then writes; a memory whose path is
+      claimed by another live, or still arriving, memory is refused (DESTINATION_EXISTS) and nothing is written;
+    - `update_metadata`, `replace` (move, restore, update): claim the path a memory moves to (or is restored at)
+      before writing, and free the path it left after;
+    - `remove` (remove for good, a batch rolled back): frees the paths of the memories removed, after.
+    A writer that pauses, for any time, between its checks and its write either holds its claim (nobody else can
+    take the path meanwhile) or loses it when it resumes (refused, nothing written). On a failed write the claims
+    just taken are freed again. Reads are the inner store's.
+    """
+
+    def __init__(self, inner: VectorStore, claims: PathClaims) -> None:
+        self.inner = inner
+        self.claims = claims
+
+    # --- writes
+
+    def add(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
+        placed = [memory for memory in memories if place_of(memory) is not None]
+        if not placed:  # nothing to claim (no read either: a store without paths pays nothing)
+            return self.inner.add(memories, embeddings)
+        # an id stored already (an import, a batch rolled back) may be at another path: read it, to free that one
+        return self._before(memories).bind(
+            lambda pairs: self._claimed(pairs, lambda: self.inner.add(memories, embeddings))
+        )
+
+    def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
+        return self._before(memories).bind(
+            lambda pairs: self._claimed(pairs, lambda: self.inner.update_metadata(memories))
+        )
+
+    def replace(self, memory: Memory, embedding: Vector) -> Result[None, DomainError]:
+        return self._before([memory]).bind(
+            lambda pairs: self._claimed(pairs, lambda: self.inner.replace(memory, embedding))
+        )
+
+    def remove(self, ids: Sequence[str]) -> Result[None, DomainError]:
+        return self.inner.get(ids).bind(
+            lambda gone: self.inner.remove(ids).bind(
+                lambda _: self._release([(place, m.id) for m in gone if (place := place_of(m)) is not None])
+            )
+        )
+
+    # --- reads and the rest: the inner store's
+
+    def get(self, ids: Sequence[str]) -> Result[list[Memory], DomainError]:
+        return self.inner.get(ids)
+
+    def query(
+        self, embedding: Vector, where: MemoryFilter, limit: int
+    ) -> Result[list[tuple[Memory, float]], DomainError]:
+        return self.inner.query(embedding, where, limit)
+
+    def scan(self, where: MemoryFilter) -> Result[list[Memory], DomainError]:
+        return self.inner.scan(where)
+
+    def count(self) -> Result[int, DomainError]:
+        return self.inner.count()
+
+    def embedding_model(self) -> Result[str | None, DomainError]:
+        return self.inner.embedding_model()
+
+    def problems(self) -> Result[tuple[str, ...], DomainError]:
+        return self.inner.problems()
+
+    def advisories(self) -> Result[tuple[str, ...], DomainError]:
+        return self.inner.advisories()
+
+    def passing(self, ids: Sequence[str], where: MemoryFilter) -> Result[set[str], DomainError]:
+        return self.inner.passing(ids, where)
+
+    def similarities(self, embedding: Vector, ids: Sequence[str]) -> Result[dict[str, float], DomainError]:
+        return self.inner.similarities(embedding, ids)
+
+    def rebuild(
+        self, memories: Sequence[Memory], embeddings: Sequence[Vector], embedding_model: str
+    ) -> Result[None, DomainError]:
+        return self.inner.rebuild(memories, embeddings, embedding_model)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    # --- helpers
+
+    def _before(self, memories: Sequence[Memory]) -> Result[list[tuple[Memory | None, Memory]], DomainError]:
+        """Each memory to write with its stored self (None when not stored)."""
+        return self.inner.get([m.id for m in memories]).map(
+            lambda found: [(next((f for f in found if f.id == m.id), None), m) for m in memories]
+        )
+
+    def _claimed(
+        self, pairs: Sequence[tuple[Memory | None, Memory]], write: Callable[[], Result[None, DomainError]]
+    ) -> Result[None, DomainError]:
+        """Claim each new place, write, then free each place left; on a failure free what was claimed."""
+        wanted = [
+            (place, after.id)
+            for before, after in pairs
+            if (place := place_of(after)) is not None and (before is None or place_of(before) != place)
+        ]
+        left = [
+            (place, before.id)
+            for before, after in pairs
+            if before is not None and (place := place_of(before)) is not None and place_of(after) != place
+        ]
+        taken: list[tuple[Place, str]] = []
+        for place, holder in wanted:
+            match self.claims.claim(place, holder, partial(self._occupied, place)):
+                case Success(_):
+                    taken.append((place, holder))
+                case Failure(error):
+                    self._release(taken)
+                    return Failure(error)
+
+        def undo(error: DomainError) -> Result[None, DomainError]:
+            self._release(taken)  # best effort: a path left claimed reads as held by a memory on its way there
+            return Failure(error)
+
+        return write().lash(undo).map(lambda _: self._release(left)).map(lambda _: None)
+
+    def _occupied(self, place: Place, holder: str) -> Result[str | None, DomainError]:
+        """How a path's newest holder holds it while it is, or may yet be, live there; None once it is stored there
+        and expired. A holder not stored yet, stored at another path or soft-deleted is a write still on its way
+        (a create, a move, a restore), since a move away and a delete free the path after their write; or one whose
+        writer stopped before its write landed: the path stays taken (moving that memory there, then away, frees
+        it; a create that never landed has no memory to move)."""
+        now = datetime.now(UTC)
+
+        def judged(found: list[Memory]) -> str | None:
+            if not found:
+                return "is being written there by another writer (or its writer stopped before the write landed)"
+            memory = found[0]
+            if place_of(memory) == place:
+                return None if memory.is_expired(now) else "holds it"
+            return "is being moved or restored there by another writer (or its writer stopped before it landed)"
+
+        return self.inner.get([holder]).map(judged)
+
+    def _release(self, places: Sequence[tuple[Place, str]]) -> Result[None, DomainError]:
+        return Fold.collect([self.claims.release(place, holder) for place, holder in places], Success(())).map(
+            lambda _: None
+        )

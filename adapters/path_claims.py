@@ -1,0 +1,123 @@
+"""Path claims in the Ledger: which memory holds a path of a store, decided by the engine's insert-if-absent write."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable
+
+from returns.result import Result
+
+from agent_memory.adapters.shared.boundary import Abort, as_result, value_of
+from agent_memory.adapters.shared.ledger import Ledger, LedgerRecord
+from agent_memory.adapters.shared.prefixes import NAMESPACE_JOIN
+from agent_memory.domain.errors import DomainError, ErrorCode
+
+KIND = "path"
+FREE = ""  # the holder of a claim that frees the path (a move away, a delete, a removal, a rollback)
+PROBE = 8  # claim versions read per round trip when looking for a path's newest claim
+
+Place = tuple[str, tuple[str, ...], str]  # (store, namespace, path)
+
+
+def claim_key(place: Place, version: int) -> str:
+    store, namespace, path = place
+    return f"{KIND}/{store}/{NAMESPACE_JOIN.join(namespace)}|{path}/{version:08d}"
+
+
+class PathClaims:
+    """Versioned claims of each (store, namespace, path): records `path/<store>/<namespace>|<path>/<n>`, n = 1, 2, …,
+    each inserted only if absent (Ledger.claim), never changed or removed. The holder of a path's newest claim is
+    the memory that may be live at it; a write that puts a memory at a path claims the version after the newest it
+    read, so of any writers that read the same newest version, from any machines and after any pause, exactly one
+    wins and the others are refused (DESTINATION_EXISTS naming the winner). Freeing a path is claiming its next
+    version for nobody (FREE).
+
+    `occupied(holder)` is the caller's judgement of the newest holder (another memory): how it holds the path while
+    it is, or may yet be, live there (its write may still be on its way), None once it is deleted or expired.
+    """
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+        self._guard = threading.Lock()
+        self._known: dict[Place, int] = {}  # per place: a version known to exist (where the next probe starts)
+
+    def newest(self, place: Place) -> Result[tuple[int, str], DomainError]:
+        """The newest claim of a place: (version, holder); (0, FREE) when it was never claimed."""
+        return as_result(lambda: self._newest(place))
+
+    def claim(
+        self, place: Place, holder: str, occupied: Callable[[str], Result[str | None, DomainError]]
+    ) -> Result[int, DomainError]:
+        """Make `holder` the path's newest holder (the version it holds): at once when it is already, else by
+        claiming the next version, refused (DESTINATION_EXISTS) when the newest holder is occupying the path or
+        another writer claimed that version first."""
+
+        def run() -> int:
+            with self._guard:
+                unseen = place not in self._known
+            if unseen and self._claim(place, 1, holder)[0]:
+                return 1  # a path never claimed (most creates): its first claim, without reading first
+            version, current = self._newest(place)
+            if current == holder:
+                return version
+            how = value_of(occupied(current)) if current != FREE else None
+            if how is not None:
+                raise Abort(_taken(place, current, how))
+            won, winner = self._claim(place, version + 1, holder)
+            if not won:
+                raise Abort(_taken(place, winner, "was put there by another writer at the same moment"))
+            return version + 1
+
+        return as_result(run)
+
+    def release(self, place: Place, holder: str) -> Result[None, DomainError]:
+        """Free the path if `holder` is its newest holder (a claim lost to another writer meanwhile is fine)."""
+
+        def run() -> None:
+            version, current = self._newest(place)
+            if current == holder:
+                self._claim(place, version + 1, FREE)
+
+        return as_result(run)
+
+    # --- helpers (plain: they raise Abort, the port methods convert)
+
+    def _claim(self, place: Place, version: int, holder: str) -> tuple[bool, str]:
+        """Claim one version: whether this call's record was stored, and the holder of the record that was."""
+        token = uuid.uuid4().hex  # tells this claim from an earlier one of the same holder
+        fields = {"holder": holder, "token": token}
+        record = LedgerRecord(key=claim_key(place, version), store=place[0], kind=KIND, seq=0, fields=fields)
+        stored = value_of(self.ledger.claim(record))
+        with self._guard:
+            self._known[place] = max(self._known.get(place, 0), version)
+        return stored.fields.get("token") == token, str(stored.fields.get("holder", FREE))
+
+    def _newest(self, place: Place) -> tuple[int, str]:
+        with self._guard:
+            start = self._known.get(place, 0)
+        newest, holder = start, FREE
+        if start:
+            found = value_of(self.ledger.read([claim_key(place, start)]))
+            holder = str(found[claim_key(place, start)].fields.get("holder", FREE)) if found else FREE
+        while True:
+            versions = range(newest + 1, newest + 1 + PROBE)
+            found = value_of(self.ledger.read([claim_key(place, v) for v in versions]))
+            present = [v for v in versions if claim_key(place, v) in found]
+            if present:
+                newest = max(present)
+                holder = str(found[claim_key(place, newest)].fields.get("holder", FREE))
+            if newest < versions[-1]:
+                with self._guard:
+                    self._known[place] = max(self._known.get(place, 0), newest)
+                return newest, holder
+
+
+def _taken(place: Place, holder: str, how: str) -> DomainError:
+    _, _, path = place
+    return DomainError(
+        ErrorCode.DESTINATION_EXISTS,
+        f"Path '{path}' is taken: memory {holder} {how}. Nothing was written; move or delete that memory first, "
+        "or choose another path.",
+        path=path,
+    )

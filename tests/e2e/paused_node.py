@@ -1,0 +1,92 @@
+"""A node of the paused-writer fault suite: one host's service over a `chroma run`, answering one write per line of
+stdin; told to, it stops itself (SIGSTOP) at its next write to the engine, in chromadb's client, where a VM pause or
+a long GC would catch it: between its checks and its write."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from chromadb.api.models.Collection import Collection
+from returns.result import Failure, Result, Success
+
+from agent_memory.domain.commands import CreateMemory
+from agent_memory.domain.filters import MemoryFilter
+from tests.e2e.race_node import open_node
+
+WRITES = ("add", "upsert", "update")
+# "at": "record" (a store's records), "claim" (a path claim in the ledger) or "commit" (a batch's outcome record)
+armed: dict[str, str] = {}
+
+
+def _pausing(name: str, write: Callable[..., Any]) -> Callable[..., Any]:
+    """chromadb's own write method, stopping this process first when armed and the write is the one asked for."""
+
+    def call(self: Collection, *args: Any, **kwargs: Any) -> Any:
+        at = armed.get("at")
+        ids = [str(i) for i in kwargs.get("ids") or (args[0] if args else [])]
+        record = at == "record" and "." not in self.name
+        ledger = self.name.endswith(".ledger") and at in ("claim", "commit")
+        claim = ledger and any(i.startswith("path/" if at == "claim" else "commit/") for i in ids)
+        if record or claim:
+            armed.clear()
+            say({"paused": name, "collection": self.name, "ids": ids})
+            os.kill(os.getpid(), signal.SIGSTOP)  # the test sends SIGCONT once the other node has written
+        return write(self, *args, **kwargs)
+
+    return call
+
+
+for method in WRITES:
+    setattr(Collection, method, _pausing(method, getattr(Collection, method)))
+
+
+def say(answer: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(answer) + "\n")
+    sys.stdout.flush()
+
+
+def answered(result: Result[Any, Any]) -> dict[str, Any]:
+    match result:
+        case Success(value):
+            views = value if isinstance(value, list) else [value]
+            return {"ok": True, "ids": [view.memory.id for view in views]}
+        case Failure(error):
+            return {"ok": False, "code": error.code.value, "message": error.message}
+    raise AssertionError(result)
+
+
+def main() -> None:
+    config = json.loads(sys.argv[1])
+    service = open_node(Path(config["home"]), config["engine"])
+    say({"ready": True})
+    for line in sys.stdin:
+        asked = json.loads(line)
+        op = asked["op"]
+        if op == "arm":
+            armed["at"] = asked["at"]
+            say({"armed": asked["at"]})
+        elif op == "add":
+            say(answered(service.add(CreateMemory(content=asked["content"], path=asked["path"]))))
+        elif op == "batch":
+            made = [CreateMemory(content=c, path=p) for c, p in zip(asked["contents"], asked["paths"], strict=True)]
+            say(answered(service.create_many(made)))
+        elif op == "move":
+            say(answered(service.move(asked["ref"], asked["to"])))
+        elif op == "delete":
+            say(answered(service.delete(asked["ref"]).map(lambda memory: [])))
+        elif op == "restore":
+            say(answered(service.restore(asked["ref"])))
+        elif op == "scan":
+            store = service.catalog.open("default", create=False).unwrap()
+            live = store.scan(MemoryFilter()).unwrap()
+            say({"ok": True, "live": [{"id": m.id, "path": str(m.path), "content": m.content} for m in live]})
+
+
+if __name__ == "__main__":
+    main()

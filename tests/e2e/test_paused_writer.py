@@ -1,0 +1,244 @@
+"""A writer paused (SIGSTOP) between its checks and its engine write, for longer than the write lease lasts, over one
+`chroma run` (issue 46): two node processes with their own HOME and data directory; node A stops itself in chromadb's
+client just before its write reaches the engine (its path claim, or its records), node B writes to the same path
+meanwhile (after passing A's lapsed lease over), then A goes on. Afterwards: no path holds two live memories, no
+path's write was acknowledged to both nodes, and every acknowledged write is there.
+
+The lease lasts MEMORY_LEASE_TTL_SECONDS = TTL here so that B passes A over in seconds; nothing here waits on a
+timing: the test waits for A to be stopped, for B's answer, and for A's."""
+
+from __future__ import annotations
+
+import json
+import select
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.chroma_server import ChromaServer, chroma_server
+from tests.e2e.test_scale_out import host_environment
+
+pytestmark = [pytest.mark.slow, pytest.mark.server]
+ROOT = Path(__file__).resolve().parents[2]
+TTL = "1.5"
+HANG_S = 300  # not a timing: how long a node may stay silent before the test calls it hung
+
+__all__ = ["chroma_server"]
+
+
+class Node:
+    """One node process, answering one JSON line per JSON line it is told."""
+
+    def __init__(self, name: str, home: Path, engine: dict[str, str]) -> None:
+        self.name = name
+        home.mkdir(parents=True)
+        self.stderr = (home / "stderr.log").open("w")
+        config = {"home": str(home), "engine": engine}
+        env = {**host_environment(home), "MEMORY_LEASE_TTL_SECONDS": TTL}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.e2e.paused_node", json.dumps(config)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            text=True,
+            cwd=ROOT,
+            env=env,
+        )
+        self.hear()
+
+    def hear(self) -> dict[str, Any]:
+        said, _, _ = select.select([self.process.stdout], [], [], HANG_S)
+        line = self.process.stdout.readline() if said else ""  # type: ignore[union-attr]
+        if not line:
+            self.process.kill()
+            raise AssertionError(f"node {self.name} said nothing: {Path(self.stderr.name).read_text()}")
+        return dict(json.loads(line))
+
+    def tell(self, **asked: Any) -> None:
+        self.process.stdin.write(json.dumps(asked) + "\n")  # type: ignore[union-attr]
+        self.process.stdin.flush()  # type: ignore[union-attr]
+
+    def ask(self, **asked: Any) -> dict[str, Any]:
+        self.tell(**asked)
+        return self.hear()
+
+    def stopped(self) -> bool:
+        return Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)
+            self.process.kill()
+        self.process.wait(timeout=30)
+        self.stderr.close()
+
+
+@pytest.fixture
+def nodes(tmp_path: Path, chroma_server: ChromaServer) -> Iterator[tuple[Node, Node]]:
+    engine = {
+        "CHROMADB_HOST": chroma_server.host,
+        "CHROMADB_PORT": str(chroma_server.port),
+        "MEMORY_COLLECTION": f"pause-{uuid.uuid4().hex[:10]}",
+    }
+    started: list[Node] = []
+    try:
+        for name in ("a", "b"):
+            started.append(Node(name, tmp_path / f"host-{name}", engine))
+        yield started[0], started[1]
+    finally:
+        for node in started:
+            node.stop()
+
+
+def paused_then(a: Node, b: Node, at: str, a_write: dict[str, Any], b_write: dict[str, Any]) -> tuple[dict, dict]:
+    """A writes, stopping itself at `at` ("claim" or "record"); B writes meanwhile; A goes on. Both answers."""
+    assert a.ask(op="arm", at=at) == {"armed": at}
+    a.tell(**a_write)
+    paused = a.hear()
+    assert "paused" in paused, (paused, a.process.poll())
+    while not a.stopped():  # it said so, then stopped itself: wait for the stop itself
+        time.sleep(0.01)
+    b_answer = b.ask(**b_write)  # B passes A's lapsed lease over (TTL) and writes
+    a.process.send_signal(signal.SIGCONT)
+    return a.hear(), b_answer
+
+
+def audit(node: Node, acknowledged: dict[str, str]) -> None:
+    """At most one live memory per path, and each acknowledged memory live at its path."""
+    live = node.ask(op="scan")["live"]
+    paths = [m["path"] for m in live]
+    doubled = {p for p in paths if paths.count(p) > 1}
+    assert not doubled, live
+    at = {m["id"]: m["path"] for m in live}
+    lost = {memory_id: path for memory_id, path in acknowledged.items() if at.get(memory_id) != path}
+    assert not lost, (lost, live)
+
+
+def one_side(a_answer: dict[str, Any], b_answer: dict[str, Any]) -> None:
+    """The write of one side only was acknowledged; the other was told the path is taken."""
+    assert [a_answer["ok"], b_answer["ok"]].count(True) <= 1, (a_answer, b_answer)
+    for answer in (a_answer, b_answer):
+        if not answer["ok"]:
+            assert answer["code"] in ("DESTINATION_EXISTS", "STORAGE_ERROR"), answer
+
+
+@pytest.mark.parametrize("at", ["claim", "record"])
+def test_a_paused_add_and_another_nodes_add_at_its_path_are_never_both_stored(
+    nodes: tuple[Node, Node], at: str
+) -> None:
+    a, b = nodes
+    a_answer, b_answer = paused_then(
+        a, b, at, {"op": "add", "path": "race/p", "content": "from a"}, {"op": "add", "path": "race/p", "content": "b"}
+    )
+    one_side(a_answer, b_answer)
+    if at == "claim":  # B claimed first: it is stored, A is refused when it goes on
+        assert b_answer["ok"] and a_answer["code"] == "DESTINATION_EXISTS", (a_answer, b_answer)
+    else:  # A held the claim while it slept: B is refused
+        assert b_answer["code"] == "DESTINATION_EXISTS", b_answer
+    acknowledged = {answer["ids"][0]: "race/p" for answer in (a_answer, b_answer) if answer["ok"]}
+    audit(b, acknowledged)
+    audit(a, acknowledged)
+
+
+@pytest.mark.parametrize("at", ["claim", "record"])
+def test_a_paused_move_and_another_nodes_add_at_its_destination_are_never_both_stored(
+    nodes: tuple[Node, Node], at: str
+) -> None:
+    a, b = nodes
+    moving = a.ask(op="add", path="race/source", content="the memory a moves")["ids"][0]
+    a_answer, b_answer = paused_then(
+        a, b, at, {"op": "move", "ref": moving, "to": "race/q"}, {"op": "add", "path": "race/q", "content": "b"}
+    )
+    one_side(a_answer, b_answer)
+    if at == "claim":
+        assert b_answer["ok"] and a_answer["code"] == "DESTINATION_EXISTS", (a_answer, b_answer)
+    else:
+        assert b_answer["code"] == "DESTINATION_EXISTS", b_answer
+    acknowledged = {moving: "race/q" if a_answer["ok"] else "race/source"}
+    if b_answer["ok"]:
+        acknowledged[b_answer["ids"][0]] = "race/q"
+    audit(b, acknowledged)
+
+
+@pytest.mark.parametrize("at", ["claim", "record"])
+def test_a_paused_batch_and_another_nodes_add_at_one_of_its_paths_are_never_both_stored(
+    nodes: tuple[Node, Node], at: str
+) -> None:
+    a, b = nodes
+    paths = ["race/b1", "race/b2", "race/b3"]
+    batch = {"op": "batch", "paths": paths, "contents": [f"batch {p}" for p in paths]}
+    a_answer, b_answer = paused_then(a, b, at, batch, {"op": "add", "path": "race/b2", "content": "b"})
+    one_side(a_answer, b_answer)
+    acknowledged = dict(zip(a_answer["ids"], paths, strict=True)) if a_answer["ok"] else {}
+    if b_answer["ok"]:
+        acknowledged[b_answer["ids"][0]] = "race/b2"
+    audit(b, acknowledged)
+    live = b.ask(op="scan")["live"]
+    mine = [m for m in live if m["content"].startswith("batch ")]
+    assert len(mine) in (0, 3), live  # whole or absent
+
+
+@pytest.mark.parametrize("at", ["claim", "record"])
+def test_a_paused_restore_and_another_nodes_add_at_its_path_are_never_both_stored(
+    nodes: tuple[Node, Node], at: str
+) -> None:
+    a, b = nodes
+    deleted = a.ask(op="add", path="race/r", content="the memory a deletes, then restores")["ids"][0]
+    assert a.ask(op="delete", ref=deleted)["ok"]
+    a_answer, b_answer = paused_then(
+        a, b, at, {"op": "restore", "ref": deleted}, {"op": "add", "path": "race/r", "content": "b"}
+    )
+    one_side(a_answer, b_answer)
+    if at == "claim":
+        assert b_answer["ok"] and a_answer["code"] == "DESTINATION_EXISTS", (a_answer, b_answer)
+    else:
+        assert b_answer["code"] == "DESTINATION_EXISTS", b_answer
+    acknowledged = {deleted: "race/r"} if a_answer["ok"] else {}
+    if b_answer["ok"]:
+        acknowledged[b_answer["ids"][0]] = "race/r"
+    audit(b, acknowledged)
+
+
+def test_a_batch_paused_before_its_commit_and_rolled_back_meanwhile_is_refused_never_acknowledged_and_lost(
+    nodes: tuple[Node, Node],
+) -> None:
+    a, b = nodes
+    paths = ["race/c1", "race/c2", "race/c3"]
+    batch = {"op": "batch", "paths": paths, "contents": [f"batch {p}" for p in paths]}
+    # A's records are written; it stops before claiming its batch's outcome; B takes the store over, rolls A's
+    # batch back (voiding it first) and writes at one of its paths; A resumes, its lease renewed at once
+    a_answer, b_answer = paused_then(a, b, "commit", batch, {"op": "add", "path": "race/c2", "content": "b"})
+    assert b_answer["ok"], b_answer
+    assert not a_answer["ok"] and a_answer["code"] == "STORAGE_ERROR", a_answer
+    audit(b, {b_answer["ids"][0]: "race/c2"})
+    live = b.ask(op="scan")["live"]
+    assert not [m for m in live if m["content"].startswith("batch ")], live
+
+
+@pytest.mark.parametrize("at", ["commit", "record"])
+def test_a_node_killed_mid_batch_leaves_no_half_batch_and_no_doubled_path(nodes: tuple[Node, Node], at: str) -> None:
+    a, b = nodes
+    paths = ["race/k1", "race/k2", "race/k3"]
+    assert a.ask(op="arm", at=at) == {"armed": at}
+    a.tell(op="batch", paths=paths, contents=[f"batch {p}" for p in paths])
+    assert "paused" in a.hear()
+    while not a.stopped():
+        time.sleep(0.01)
+    a.process.send_signal(signal.SIGKILL)  # dies stopped: after its records ("commit") or its claims ("record")
+    a.process.wait(timeout=30)
+    answer = b.ask(op="add", path="race/k2", content="b")  # B takes the store over and rolls A's batch back
+    if at == "commit":  # A's records were there: rolled back, their paths freed
+        assert answer["ok"], answer
+    else:  # A's claims were won and its records never written: the path stays taken, and B is told so
+        assert answer["code"] == "DESTINATION_EXISTS" and "stopped before" in answer["message"], answer
+    assert b.ask(op="add", path="race/elsewhere", content="b again")["ok"]
+    live = b.ask(op="scan")["live"]
+    assert not [m for m in live if m["content"].startswith("batch ")], live  # none of the killed batch
+    audit(b, {answer["ids"][0]: "race/k2"} if answer["ok"] else {})
