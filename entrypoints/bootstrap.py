@@ -191,7 +191,7 @@ def build_engine_locks(settings: Settings) -> LeaseWriteLocks | None:
         key = ("qdrant", settings.qdrant_url, settings.collection)
     else:
         return None
-    key = (*key, str(settings.data_dir))
+    key = (*key, str(settings.data_dir), settings.lease_ttl_seconds)
     if key not in _ENGINE_LOCKS:
         from agent_memory.adapters.lease_locks import LeaseWriteLocks
 
@@ -224,7 +224,7 @@ def build_engine_locks(settings: Settings) -> LeaseWriteLocks | None:
                 )
             )
         # no local lock file before it: the lease's ticket queue is first come first served across every process
-        _ENGINE_LOCKS[key] = LeaseWriteLocks(ledger)
+        _ENGINE_LOCKS[key] = LeaseWriteLocks(ledger, ttl=settings.lease_ttl_seconds)
     return _ENGINE_LOCKS[key]
 
 

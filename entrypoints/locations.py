@@ -41,6 +41,7 @@ ENVIRONMENT: Mapping[str, tuple[str, ...]] = {
     "server_store_idle_seconds": ("MEMORY_SERVER_STORE_IDLE_SECONDS",),
     "server_timeout_seconds": ("MEMORY_SERVER_TIMEOUT_SECONDS",),
     "serve_workers": ("MEMORY_SERVE_WORKERS",),
+    "lease_ttl_seconds": ("MEMORY_LEASE_TTL_SECONDS",),
 }
 
 # variables that place the defaults (config file, data directory) rather than set one setting
