@@ -35,6 +35,7 @@ from agent_memory.domain.duplicates import (
 )
 from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input, not_found
 from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.idempotency import keyed_create, keyed_memory_id
 from agent_memory.domain.model import (
     DecayPolicy,
     Memory,
@@ -69,7 +70,14 @@ _UPDATE_CLEARS = {  # the Memory field each clearing flag of UpdateMemory resets
 
 def create_memory(ctx: Context, command: CreateMemory) -> Result[MemoryView, DomainError]:
     """Store a new memory with a fresh UUID; its confidence starts at 1.0. With a path, the path must be free
-    (DESTINATION_EXISTS otherwise); the store and categories come into being as needed."""
+    (DESTINATION_EXISTS otherwise); the store and categories come into being as needed. With an idempotency key,
+    its id comes from the key and a retry answers the memory the first stored (domain.idempotency)."""
+    if command.idempotency_key is not None:
+        return keyed_create(ctx, ctx.keys, command, partial(_create_one, ctx))
+    return _create_one(ctx, command)
+
+
+def _create_one(ctx: Context, command: CreateMemory) -> Result[MemoryView, DomainError]:
     if command.path is None:
         return _create_many(ctx, [command]).map(lambda views: views[0])
     raw_path = command.path
@@ -128,7 +136,11 @@ class Writing:
     ) -> Result[Memory, DomainError]:
         return validated(
             lambda: Memory(
-                id=new_memory_id(),
+                id=new_memory_id()
+                if command.idempotency_key is None
+                else keyed_memory_id(
+                    check_store_name(command.store or self.ctx.policy.default_store), namespace, command.idempotency_key
+                ),
                 created_at=created,
                 updated_at=created,
                 store=check_store_name(command.store or self.ctx.policy.default_store),
@@ -152,7 +164,7 @@ class Writing:
                 lambda views: answers.update(zip(indexes, views, strict=True))
             )
 
-        written = in_turn(by_store.items(), lambda item: write(*item))
+        written = in_turn(by_store.items(), lambda item: write(*item)).lash(lambda error: _how_to_check(batch, error))
         return written.map(lambda _: [answers[index] for index in range(len(batch))])
 
     def _write_new(self, store_name: str, batch: list[Fresh], count: Count) -> Result[list[MemoryView], DomainError]:
@@ -432,6 +444,16 @@ def _one_deleted(path: str, found: list[Memory]) -> Result[Memory, DomainError]:
             )
         )
     return Failure(not_found(path, cause="no soft-deleted memory is at that path (removed for good, or never there)"))
+
+
+def _how_to_check(batch: tuple[Fresh, ...], error: DomainError) -> Result[list[None], DomainError]:
+    """An OUTCOME_UNKNOWN create says which memories may have been stored, so the caller can look them up."""
+    if error.code is not ErrorCode.OUTCOME_UNKNOWN:
+        return Failure(error)
+    named = [f"{fresh.memory.path} (id {fresh.memory.id})" if fresh.memory.path else fresh.memory.id for fresh in batch]
+    shown = ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
+    noun = "it" if len(named) == 1 else "them"
+    return Failure(evolve(error, message=f"{error.message} Look {noun} up as: {shown}."))
 
 
 def _path_since_taken(error: DomainError) -> DomainError:
