@@ -1,5 +1,6 @@
-"""Writers over one `chroma run` under the faults a lease must outlive without anyone waiting out a timer for it:
-a holder killed with SIGKILL, and the engine itself killed and restarted on the same data and port."""
+"""Writers over one `chroma run` under the faults a lease must outlive without anyone waiting out a timer for it (a
+holder killed with SIGKILL, the engine killed and restarted on the same data and port), and a write the engine
+dropped after it was sent: its answer says it may have landed, and a retry with its idempotency key stores it once."""
 
 from __future__ import annotations
 
@@ -17,11 +18,14 @@ from returns.result import Success
 
 from agent_memory.adapters.in_memory import HashingEmbedder
 from agent_memory.adapters.lease_locks import LeaseWriteLocks
-from agent_memory.domain.commands import CreateMemory
+from agent_memory.domain.commands import CreateMemory, SearchMemories
+from agent_memory.domain.errors import ErrorCode
+from agent_memory.domain.idempotency import keyed_memory_id
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.bootstrap import build_engine_locks, build_service
 from agent_memory.entrypoints.settings import Settings, load_settings
 from tests.chroma_server import HOST, ChromaServer, free_port, start_chroma, stop_chroma
+from tests.cut_proxy import cut_proxy
 
 pytestmark = pytest.mark.server
 HOLDER = Path(__file__).with_name("lease_holder.py")
@@ -96,3 +100,27 @@ def test_after_the_engine_restarts_the_first_write_is_acknowledged_within_second
         assert first_leases.expiries == 0 and second_leases.expiries == 0
     finally:
         stop_chroma(engine)
+
+
+def test_a_create_the_engine_dropped_after_it_was_sent_says_it_may_have_landed_and_a_keyed_retry_stores_it_once(
+    chroma_server: ChromaServer, tmp_path: Path
+) -> None:
+    collection, mark = f"t{uuid.uuid4().hex[:12]}", f"qz{uuid.uuid4().hex[:10]}"
+    with cut_proxy(chroma_server.port) as proxy:
+        service, _ = node(tmp_path / "node", HOST, proxy.port, collection, 20.0)
+        service.create(CreateMemory(content="the store exists")).unwrap()
+        command = CreateMemory(content=f"The {mark} report is due on Monday.", idempotency_key="report-1")
+        proxy.cut_after(mark.encode())
+        error = service.create(command).failure()
+        assert proxy.sent_marked.is_set()
+        expected_id = keyed_memory_id("default", (), "report-1")
+        assert error.code is ErrorCode.OUTCOME_UNKNOWN, error
+        assert "may have been stored" in error.message and expected_id in error.message
+        assert f"{HOST}:{proxy.port}" in error.message and "Docker" not in error.message
+        proxy.heal()
+        retried = service.create(command).unwrap()
+        assert retried.memory.id == expected_id
+        again = service.create(command).unwrap()
+        assert again.memory.id == expected_id
+        found = service.search(SearchMemories(query=mark, limit=10)).unwrap().results
+        assert [hit.memory.id for hit in found if mark in hit.memory.content] == [expected_id]
