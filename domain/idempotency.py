@@ -26,7 +26,8 @@ _IDS = uuid.UUID("6f1d7c3e-2b8a-4f5e-9c0d-1a2b3c4d5e6f")  # the namespace of the
 
 def keyed_memory_id(store: str, namespace: tuple[str, ...], key: str) -> str:
     """The id of the memory a keyed create stores: the same for every retry of it (per store and namespace)."""
-    return str(uuid.uuid5(_IDS, repr((store, tuple(namespace), key))))
+    derived = uuid.uuid5(_IDS, repr((store, tuple(namespace), key)))
+    return str(uuid.UUID(bytes=derived.bytes, version=4))  # shaped as every other id (random ones are version 4)
 
 
 def fingerprint(command: CreateMemory) -> str:
