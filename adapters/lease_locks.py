@@ -16,7 +16,7 @@ from returns.result import Failure, Result, Success
 
 from agent_memory.adapters.clock import SystemClock
 from agent_memory.adapters.shared.boundary import Abort, as_result, value_of
-from agent_memory.adapters.shared.ledger import Ledger, LedgerRecord
+from agent_memory.adapters.shared.ledger import Field, Ledger, LedgerRecord
 from agent_memory.adapters.write_locks import DEFAULT_TIMEOUT_S
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
 from agent_memory.domain.model import check_store_name
@@ -325,6 +325,8 @@ class LeaseWriteLocks:
             floor = _floor(found)
             epoch = max([floor, *(r.seq for r in found)])
             token = uuid.uuid4().hex
+            fresh: dict[str, Field] = {"holder": token, "node": self.node, "beat": 0, "ttl": self.ttl}
+            fresh |= {"released": False, "at": self.clock.now().timestamp()}  # "at": for people; nothing reads it
             while True:
                 epoch += 1
                 mine = LedgerRecord(
@@ -332,14 +334,7 @@ class LeaseWriteLocks:
                     store=store,
                     kind=KIND,
                     seq=epoch,
-                    fields={
-                        "holder": token,
-                        "node": self.node,
-                        "beat": 0,
-                        "ttl": self.ttl,
-                        "at": self.clock.now().timestamp(),
-                        "released": False,
-                    },
+                    fields=fresh,
                 )
                 sent = time.monotonic()
                 with self._guard:
@@ -373,19 +368,14 @@ class LeaseWriteLocks:
             self._mine.discard(mine.key)
             self._over[mine.key] = None
 
-        def settle() -> None:
-            until = time.monotonic() + 10 * self.ttl
-            while time.monotonic() < until:
-                time.sleep(min(self.ttl / 10, 1.0))
-                match self.ledger.read([mine.key]):
-                    case Success(found):
-                        if mine.key in found and found[mine.key].fields.get("holder") == mine.fields["holder"]:
-                            self._finish(found[mine.key])
-                        return
-                    case _:
-                        continue
+        def settled() -> bool:
+            found = self.ledger.read([mine.key]).value_or(None)
+            landed = (found or {}).get(mine.key)
+            if landed is not None and landed.fields.get("holder") == mine.fields["holder"]:
+                self._finish(landed)
+            return found is not None
 
-        threading.Thread(target=settle, name="lease-claim-lost", daemon=True).start()
+        self._in_background(settled)
 
     def _waited(self, store: str, lease: Lease, ahead: set[int], deadline: float) -> bool:
         """Poll the tickets `ahead` (and the floor) until each is finished: True when the lease is this ticket's,
@@ -449,23 +439,29 @@ class LeaseWriteLocks:
             while len(self._over) > REMEMBERED:
                 del self._over[next(iter(self._over))]
         done = evolve(record, fields={**record.fields, "released": True, **marks})
-        if not self.ledger.put(done).map(lambda _: True).value_or(False):
-            threading.Thread(target=self._finish_later, args=(done,), name="lease-release", daemon=True).start()
+        if not self._put(done):
+            self._in_background(lambda: self._put(done))
 
-    def _finish_later(self, done: LedgerRecord) -> None:
-        """Retry writing a finished ticket until the engine takes it (or ten ttls: by then a waiter passed it over)."""
-        until = time.monotonic() + 10 * self.ttl
-        while time.monotonic() < until:
-            time.sleep(min(self.ttl / 10, 1.0))
-            if self.ledger.put(done).map(lambda _: True).value_or(False):
-                return
+    def _put(self, record: LedgerRecord) -> bool:
+        return self.ledger.put(record).map(lambda _: True).value_or(False)
+
+    def _in_background(self, attempt: Callable[[], bool]) -> None:
+        """Retry `attempt` (a ledger write) until it succeeds, for up to ten ttls (by then a waiter passed it over)."""
+
+        def retried() -> None:
+            for _ in range(100):
+                time.sleep(self.ttl / 10)
+                if attempt():
+                    return
+
+        threading.Thread(target=retried, name="lease-retry", daemon=True).start()
 
     def _beat(self, lease: Lease) -> None:
         """One renewal: the ticket's record rewritten with beat + 1 (a failure leaves `renewed` as it was)."""
         beat = int(lease.record.fields.get("beat", 0)) + 1
         sent = time.monotonic()
         renewed = evolve(lease.record, fields={**lease.record.fields, "beat": beat, "at": self.clock.now().timestamp()})
-        if self.ledger.put(renewed).map(lambda _: True).value_or(False):
+        if self._put(renewed):
             lease.record, lease.renewed = renewed, sent
 
     def _renew(self, lease: Lease) -> None:
@@ -480,7 +476,7 @@ class LeaseWriteLocks:
         if len(below) < PRUNE_AFTER:
             return
         mark = LedgerRecord(key=floor_key(store), store=store, kind=KIND, seq=0, fields={"floor": lease.epoch})
-        if self.ledger.put(mark).map(lambda _: True).value_or(False):
+        if self._put(mark):
             self.ledger.remove(below)
 
     def _busy(self, store: str) -> DomainError:
