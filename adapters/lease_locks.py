@@ -142,6 +142,7 @@ class LeaseWriteLocks:
         self.clock = clock or SystemClock()  # stamps a ticket's "at" for people reading the ledger; decides nothing
         self.node = uuid.uuid4().hex  # this process: a ticket it claimed and no longer uses is finished, it knows
         self.expiries = 0  # how many times a ticket ahead was passed over after a ttl unchanged (a dead holder)
+        self.claims = 0  # how many tickets this process has won (each a turn at the lease it asked for)
         self._guard = threading.Lock()
         self._leases: dict[str, Lease] = {}  # the leases this process holds, by store
         self._owner: dict[str, int] = {}  # the thread holding each (reentrancy)
@@ -344,6 +345,7 @@ class LeaseWriteLocks:
                     self._claim_lost(mine)  # its answer was lost: the claim may have landed all the same
                     raise Abort(claimed.failure())
                 if claimed.unwrap().fields.get("holder") == token:
+                    self.claims += 1
                     break
                 with self._guard:
                     self._mine.discard(mine.key)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
-from attrs import frozen
 from returns.result import Success
 
 from agent_memory.adapters.chroma.catalog import ChromaCatalog
 from agent_memory.adapters.chroma.ledger import ChromaLedger
+from agent_memory.adapters.clock import SkewedClock
 from agent_memory.adapters.lease_journal import LeaseBatchJournal
 from agent_memory.adapters.lease_locks import LeaseWriteLocks
 from agent_memory.adapters.shared.ledger import InMemoryLedger, Ledger
@@ -113,16 +113,6 @@ def test_a_batch_begun_without_the_lock_or_committed_after_the_lease_lapsed_is_r
 
     assert locks.exclusive("default", lapsed) == Success("ok")
     assert len(LeaseBatchJournal(LeaseWriteLocks(locks.ledger)).interrupted("default").unwrap()) == 1
-
-
-@frozen
-class SkewedClock:
-    """The system clock off by a fixed amount: one machine's wall clock set wrong."""
-
-    offset: timedelta
-
-    def now(self) -> datetime:
-        return datetime.now(UTC) + self.offset
 
 
 @pytest.mark.parametrize("skew_s", [-60.0, 60.0])
