@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import attrs
 from attrs import evolve
@@ -14,13 +14,17 @@ from returns.result import Failure, Result, Success
 from agent_memory.domain.commands import CreateMemory
 from agent_memory.domain.context import Context
 from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
-from agent_memory.domain.model import check_store_name
+from agent_memory.domain.model import Memory, check_store_name
 from agent_memory.domain.ports import IdempotencyKeys
 from agent_memory.domain.results import validated
 from agent_memory.domain.tenancy import new_memory_namespace
 from agent_memory.domain.views import MemoryView
 
 MAX_KEY_CHARS = 255
+KEYS_ARE_SINGLE = (
+    "An idempotency key makes one create safe to retry; a batch of creates takes none. Create them one at a time "
+    "with a key each, or drop the keys."
+)
 _IDS = uuid.UUID("6f1d7c3e-2b8a-4f5e-9c0d-1a2b3c4d5e6f")  # the namespace of the ids keys derive
 
 
@@ -110,3 +114,13 @@ def _stored_or_created(
         case Failure(error) if error.code is not ErrorCode.STORE_NOT_FOUND:
             return Failure(error)
     return create(command)
+
+
+def how_to_check(memories: Sequence[Memory], error: DomainError) -> Result[list[None], DomainError]:
+    """An OUTCOME_UNKNOWN create says which memories may have been stored, so the caller can look them up."""
+    if error.code is not ErrorCode.OUTCOME_UNKNOWN:
+        return Failure(error)
+    named = [f"{memory.path} (id {memory.id})" if memory.path else memory.id for memory in memories]
+    shown = ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
+    noun = "it" if len(named) == 1 else "them"
+    return Failure(evolve(error, message=f"{error.message} Look {noun} up as: {shown}."))

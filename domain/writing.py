@@ -35,7 +35,7 @@ from agent_memory.domain.duplicates import (
 )
 from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input, not_found
 from agent_memory.domain.filters import MemoryFilter
-from agent_memory.domain.idempotency import keyed_create, keyed_memory_id
+from agent_memory.domain.idempotency import KEYS_ARE_SINGLE, how_to_check, keyed_create, keyed_memory_id
 from agent_memory.domain.model import (
     DecayPolicy,
     Memory,
@@ -95,7 +95,9 @@ def _create_one(ctx: Context, command: CreateMemory) -> Result[MemoryView, Domai
 
 def create_memories(ctx: Context, command: CreateMemories) -> Result[list[MemoryView], DomainError]:
     """Store a batch, embedded a slice at a time (progress counts the memories embedded; a store's part is written
-    once all of it is embedded); all are validated before any is written."""
+    once all of it is embedded); all are validated before any is written. Idempotency keys are for single creates."""
+    if any(each.idempotency_key is not None for each in command.memories):
+        return Failure(invalid_input(KEYS_ARE_SINGLE))
     return _create_many(ctx, command.memories, command.progress)
 
 
@@ -164,7 +166,9 @@ class Writing:
                 lambda views: answers.update(zip(indexes, views, strict=True))
             )
 
-        written = in_turn(by_store.items(), lambda item: write(*item)).lash(lambda error: _how_to_check(batch, error))
+        written = in_turn(by_store.items(), lambda item: write(*item)).lash(
+            lambda error: how_to_check([fresh.memory for fresh in batch], error)
+        )
         return written.map(lambda _: [answers[index] for index in range(len(batch))])
 
     def _write_new(self, store_name: str, batch: list[Fresh], count: Count) -> Result[list[MemoryView], DomainError]:
@@ -444,16 +448,6 @@ def _one_deleted(path: str, found: list[Memory]) -> Result[Memory, DomainError]:
             )
         )
     return Failure(not_found(path, cause="no soft-deleted memory is at that path (removed for good, or never there)"))
-
-
-def _how_to_check(batch: tuple[Fresh, ...], error: DomainError) -> Result[list[None], DomainError]:
-    """An OUTCOME_UNKNOWN create says which memories may have been stored, so the caller can look them up."""
-    if error.code is not ErrorCode.OUTCOME_UNKNOWN:
-        return Failure(error)
-    named = [f"{fresh.memory.path} (id {fresh.memory.id})" if fresh.memory.path else fresh.memory.id for fresh in batch]
-    shown = ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
-    noun = "it" if len(named) == 1 else "them"
-    return Failure(evolve(error, message=f"{error.message} Look {noun} up as: {shown}."))
 
 
 def _path_since_taken(error: DomainError) -> DomainError:

@@ -43,3 +43,9 @@ def test_a_keyed_create_at_a_path_retried_answers_it_rather_than_destination_exi
 def test_a_blank_or_overlong_key_is_invalid_input(service: MemoryService) -> None:
     for key in ("  ", "k" * 256, "tab\tinside"):
         assert service.create(CreateMemory(content="z", idempotency_key=key)).failure().code is ErrorCode.INVALID_INPUT
+
+
+def test_a_batch_with_a_key_is_refused_whole(service: MemoryService) -> None:
+    batch = [CreateMemory(content="a"), CreateMemory(content="b", idempotency_key="k")]
+    assert service.create_many(batch).failure().code is ErrorCode.INVALID_INPUT
+    assert service.list().unwrap().memories == ()
