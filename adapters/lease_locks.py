@@ -459,9 +459,13 @@ class LeaseWriteLocks:
         threading.Thread(target=retried, name="lease-retry", daemon=True).start()
 
     def _beat(self, lease: Lease) -> None:
-        """One renewal: the ticket's record rewritten with beat + 1 (a failure leaves `renewed` as it was)."""
-        beat = int(lease.record.fields.get("beat", 0)) + 1
+        """One renewal: the ticket's record rewritten with beat + 1 (a failure leaves `renewed` as it was). None once
+        a whole ttl went by unrenewed (a stalled process): a waiter may have passed the ticket over and marked it
+        expired, and a late renewal would bring it back to life for every other machine; the lease stays lost."""
         sent = time.monotonic()
+        if sent - lease.renewed >= lease.ttl:
+            return
+        beat = int(lease.record.fields.get("beat", 0)) + 1
         renewed = evolve(lease.record, fields={**lease.record.fields, "beat": beat, "at": self.clock.now().timestamp()})
         if self._put(renewed):
             lease.record, lease.renewed = renewed, sent

@@ -101,6 +101,19 @@ def test_a_dead_holder_costs_the_survivors_one_ttl_once_not_one_per_write() -> N
     assert newcomer.expiries == 0
 
 
+def test_a_holder_that_stalled_past_its_ttl_does_not_bring_its_passed_over_ticket_back_to_life() -> None:
+    ledger = InMemoryLedger()
+    stalled = LeaseWriteLocks(ledger, ttl=0.3)
+    lease = stalled._acquire("default").unwrap()
+    lease.stop.set()  # its heartbeat is not running: the process is paused
+    survivor = LeaseWriteLocks(ledger, ttl=0.3, timeout=30)
+    survivor.exclusive("default", lambda: Success(None)).unwrap()
+    assert survivor.expiries == 1
+    stalled._beat(lease)  # it resumes and its heartbeat fires late
+    (passed_over,) = [r for r in ledger.records.values() if r.seq == lease.epoch]
+    assert passed_over.fields["expired"] is True and not lease.live()
+
+
 def test_a_live_holder_renews_its_lease_so_a_waiter_does_not_take_it_past_the_ttl() -> None:
     ledger = InMemoryLedger()
     holder, waiter = LeaseWriteLocks(ledger, ttl=0.3), LeaseWriteLocks(ledger, ttl=0.3, timeout=30)
