@@ -1,4 +1,4 @@
-"""Clocks: the system clock for production, a settable one for tests."""
+"""Clocks: the system clock for production; a skewed and a settable one for tests."""
 
 from __future__ import annotations
 
@@ -12,6 +12,16 @@ class SystemClock:
 
     def now(self) -> datetime:
         return datetime.now(UTC)
+
+
+@define
+class SkewedClock:
+    """The wall clock off by a fixed amount: one machine's clock set wrong (fault tests and benchmarks)."""
+
+    offset: timedelta
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + self.offset
 
 
 @define

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -37,9 +36,10 @@ class LeaseBatchJournal:
     the caller holds epoch E, so a batch of an earlier epoch has no writer, and one of epoch E is this process's;
     once it found none to roll back it does not list them again while this process holds epoch E (the lease is
     handed between its threads and kept between its writes).
-    Outside it (a store being opened: is there anything to roll back?) it is a hint from the ticket of the batch's
-    epoch (gone, released, or not renewed for its ttl by the wall clock); the rollback itself runs under the lock and
-    asks again.
+    Outside it (a store being opened: is there anything to roll back?) it answers from the ledger alone: the batches
+    whose ticket is gone (pruned), released by its holder, or marked expired by the waiter that passed it over once
+    it went a ttl unrenewed; no clock is read, so a writer whose wall clock is off never makes a reader take the
+    lease. The rollback itself runs under the lock and asks again.
     A batch commits by claiming its outcome record (`commit/<store>/<key>`, inserted only if absent) as KEPT; a
     node that rolls it back claims the same record as VOID first, and rolls back only if VOID is what was stored.
     So of a writer that stalled past its lease and the node that took the lease over, exactly one decides: the
@@ -164,16 +164,12 @@ def _key(store: str, key: str) -> str:
 
 
 def _lease_over(epoch: int, tickets: list[LedgerRecord]) -> bool:
-    """Whether the lease of `epoch` is over, judged without holding the lock: its ticket is gone (below the floor,
-    pruned), released, or not renewed for its ttl (by the wall clock: a hint; the rollback asks again). A later
-    ticket says nothing: it may be a writer still waiting behind this one."""
+    """Whether the lease of `epoch` is over, judged without holding the lock and by the ledger alone: its ticket is
+    gone (below the floor, pruned), or released (by its holder, or marked expired by a waiter that passed it over).
+    No wall clock is compared: a ticket merely old by its "at" stamp may be a skewed clock's. A later ticket says
+    nothing: it may be a writer still waiting behind this one."""
     ticket = next((record for record in tickets if record.seq == epoch), None)
-    if ticket is None:
-        return True
-    at = ticket.fields.get("at", 0.0)
-    ttl = ticket.fields.get("ttl", 0.0)
-    stale = isinstance(at, int | float) and isinstance(ttl, int | float) and time.time() - at > ttl
-    return released(ticket) or stale
+    return ticket is None or released(ticket)
 
 
 def _batches(records: Any) -> tuple[PendingBatch, ...]:

@@ -14,12 +14,13 @@ from typing import TypeVar
 from attrs import define, evolve, field
 from returns.result import Failure, Result, Success
 
+from agent_memory.adapters.clock import SystemClock
 from agent_memory.adapters.shared.boundary import Abort, as_result, value_of
-from agent_memory.adapters.shared.ledger import Ledger, LedgerRecord
+from agent_memory.adapters.shared.ledger import Field, Ledger, LedgerRecord
 from agent_memory.adapters.write_locks import DEFAULT_TIMEOUT_S
 from agent_memory.domain.errors import DomainError, ErrorCode, InvalidValue
 from agent_memory.domain.model import check_store_name
-from agent_memory.domain.ports import WriteLocks
+from agent_memory.domain.ports import Clock, WriteLocks
 
 T = TypeVar("T")
 KIND = "lease"
@@ -30,6 +31,7 @@ PRUNE_AFTER = 8  # older epochs are removed once this many have piled up below t
 FIRST_POLL_S = 0.005  # a waiter looks at the tickets ahead of it this soon, then backs off (with jitter) ...
 MAX_POLL_S = 0.05  # ... to at most this far apart
 LINGER_S = 0.03  # a lease got with nobody ahead is kept this long after the process's last write, for its next one
+REMEMBERED = 4096  # tickets known finished (passed over, or this process's own given back) kept in mind, newest
 
 
 def lease_key(store: str, epoch: int) -> str:
@@ -130,17 +132,24 @@ class LeaseWriteLocks:
         ttl: float = DEFAULT_TTL_S,
         timeout: float = DEFAULT_TIMEOUT_S,
         linger: float = LINGER_S,
+        clock: Clock | None = None,
     ) -> None:
         self.ledger = ledger
         self.local = local
         self.ttl = ttl
         self.timeout = timeout
         self.linger = linger
+        self.clock = clock or SystemClock()  # stamps a ticket's "at" for people reading the ledger; decides nothing
+        self.node = uuid.uuid4().hex  # this process: a ticket it claimed and no longer uses is finished, it knows
+        self.expiries = 0  # how many times a ticket ahead was passed over after a ttl unchanged (a dead holder)
+        self.claims = 0  # how many tickets this process has won (each a turn at the lease it asked for)
         self._guard = threading.Lock()
         self._leases: dict[str, Lease] = {}  # the leases this process holds, by store
         self._owner: dict[str, int] = {}  # the thread holding each (reentrancy)
         self._queues: dict[str, Queue] = {}  # this process's threads per store
         self._seen: dict[str, Sighting] = {}  # per ticket key: its state as this process last saw it
+        self._mine: set[str] = set()  # the keys of the tickets this process claimed and still uses
+        self._over: dict[str, None] = {}  # tickets known finished (passed over once, or this process's given back)
 
     # --- WriteLocks
 
@@ -268,8 +277,7 @@ class LeaseWriteLocks:
 
     def _release(self, lease: Lease) -> None:
         lease.stop.set()
-        # a release that fails leaves the ticket to expire: the next writer waits one ttl, nothing is lost
-        self.ledger.put(evolve(lease.record, fields={**lease.record.fields, "released": True}))
+        self._finish(lease.record)
 
     def let_go(self) -> None:
         """Give back every lease kept after its last write now (a process about to exit, a test)."""
@@ -318,6 +326,8 @@ class LeaseWriteLocks:
             floor = _floor(found)
             epoch = max([floor, *(r.seq for r in found)])
             token = uuid.uuid4().hex
+            fresh: dict[str, Field] = {"holder": token, "node": self.node, "beat": 0, "ttl": self.ttl}
+            fresh |= {"released": False, "at": self.clock.now().timestamp()}  # "at": for people; nothing reads it
             while True:
                 epoch += 1
                 mine = LedgerRecord(
@@ -325,19 +335,49 @@ class LeaseWriteLocks:
                     store=store,
                     kind=KIND,
                     seq=epoch,
-                    fields={"holder": token, "beat": 0, "ttl": self.ttl, "at": time.time(), "released": False},
+                    fields=fresh,
                 )
                 sent = time.monotonic()
-                if value_of(self.ledger.claim(mine)).fields.get("holder") == token:
+                with self._guard:
+                    self._mine.add(mine.key)
+                claimed = self.ledger.claim(mine)
+                if not isinstance(claimed, Success):
+                    self._claim_lost(mine)  # its answer was lost: the claim may have landed all the same
+                    raise Abort(claimed.failure())
+                if claimed.unwrap().fields.get("holder") == token:
+                    self.claims += 1
                     break
+                with self._guard:
+                    self._mine.discard(mine.key)
             ahead = {r.seq for r in found if 0 < r.seq < epoch and r.seq >= floor}
             ahead |= set(range(max(floor, 1), epoch)) - {r.seq for r in found}  # claimed since the listing
             known = {r.seq: r for r in found}
             contended = any(seq not in known or not released(known[seq]) for seq in ahead)
             lease = Lease(record=mine, ttl=self.ttl, renewed=sent, contended=contended)
-            if self._waited(store, lease, ahead, deadline):
+            try:
+                waited = self._waited(store, lease, ahead, deadline)
+            except Abort:
+                self._give_back(lease)  # the engine failed meanwhile: the ticket is given back (when it is back)
+                raise
+            if waited:
                 self._prune(store, lease, found)
                 return lease
+
+    def _claim_lost(self, mine: LedgerRecord) -> None:
+        """A claim whose answer never came: this process no longer wants the ticket, and gives it back in the ledger
+        if the claim did land there (read first: the key may be another claimant's)."""
+        with self._guard:
+            self._mine.discard(mine.key)
+            self._over[mine.key] = None
+
+        def settled() -> bool:
+            found = self.ledger.read([mine.key]).value_or(None)
+            landed = (found or {}).get(mine.key)
+            if landed is not None and landed.fields.get("holder") == mine.fields["holder"]:
+                self._finish(landed)
+            return found is not None
+
+        self._in_background(settled)
 
     def _waited(self, store: str, lease: Lease, ahead: set[int], deadline: float) -> bool:
         """Poll the tickets `ahead` (and the floor) until each is finished: True when the lease is this ticket's,
@@ -357,39 +397,77 @@ class LeaseWriteLocks:
                 self._give_back(lease)  # its renewals failed meanwhile: a waiter behind may have passed it over
                 return False
             if time.monotonic() >= deadline:
-                self._give_back(lease)
-                raise Abort(self._busy(store))
+                raise Abort(self._busy(store))  # the ticket is given back by the caller
             if time.monotonic() - lease.renewed >= lease.ttl / RENEWALS_PER_TTL:
                 self._beat(lease)
             time.sleep(min(pause * random.uniform(0.5, 1.5), max(deadline - time.monotonic(), 0.0)))
             pause = min(pause * 1.5, MAX_POLL_S, self.ttl / 10)
 
     def _finished(self, record: LedgerRecord | None) -> bool:
-        """A ticket ahead is finished when gone (pruned), released, or unchanged for its ttl since first seen so."""
+        """A ticket ahead is finished when gone (pruned), released, known finished to this process (passed over
+        before, or its own and no longer used), or unchanged for its ttl since first seen so: then it is passed over
+        once and for all, remembered here and written released (expired) in the ledger for every other machine."""
         if record is None or released(record):
             return True
         beat = int(record.fields.get("beat", 0))
         ttl = float(record.fields.get("ttl", self.ttl))
         now = time.monotonic()
         with self._guard:
+            if record.key in self._over:
+                return True
+            if record.fields.get("node") == self.node and record.key not in self._mine:
+                return True  # a ticket of this process that it gave back (or whose claim went unanswered)
             seen = self._seen.get(record.key)
             if seen is None or seen.beat != beat:
                 self._seen[record.key] = Sighting(beat, now)
                 return False
-            if now - seen.since >= ttl:
-                del self._seen[record.key]
-                return True
-            return False
+            if now - seen.since < ttl:
+                return False
+            del self._seen[record.key]
+            self.expiries += 1
+        self._finish(record, expired=True)
+        return True
 
     def _give_back(self, lease: Lease) -> None:
-        self.ledger.put(evolve(lease.record, fields={**lease.record.fields, "released": True}))
+        self._finish(lease.record)
+
+    def _finish(self, record: LedgerRecord, **marks: bool) -> None:
+        """Mark a ticket finished: known so to this process at once, and written released in the ledger; a write that
+        fails (the engine is down) is retried in the background until it lands, so no writer of any machine waits
+        out a ttl for a ticket whose holder gave it back while the engine was away."""
+        with self._guard:
+            self._mine.discard(record.key)
+            self._over[record.key] = None
+            while len(self._over) > REMEMBERED:
+                del self._over[next(iter(self._over))]
+        done = evolve(record, fields={**record.fields, "released": True, **marks})
+        if not self._put(done):
+            self._in_background(lambda: self._put(done))
+
+    def _put(self, record: LedgerRecord) -> bool:
+        return self.ledger.put(record).map(lambda _: True).value_or(False)
+
+    def _in_background(self, attempt: Callable[[], bool]) -> None:
+        """Retry `attempt` (a ledger write) until it succeeds, for up to ten ttls (by then a waiter passed it over)."""
+
+        def retried() -> None:
+            for _ in range(100):
+                time.sleep(self.ttl / 10)
+                if attempt():
+                    return
+
+        threading.Thread(target=retried, name="lease-retry", daemon=True).start()
 
     def _beat(self, lease: Lease) -> None:
-        """One renewal: the ticket's record rewritten with beat + 1 (a failure leaves `renewed` as it was)."""
-        beat = int(lease.record.fields.get("beat", 0)) + 1
+        """One renewal: the ticket's record rewritten with beat + 1 (a failure leaves `renewed` as it was). None once
+        a whole ttl went by unrenewed (a stalled process): a waiter may have passed the ticket over and marked it
+        expired, and a late renewal would bring it back to life for every other machine; the lease stays lost."""
         sent = time.monotonic()
-        renewed = evolve(lease.record, fields={**lease.record.fields, "beat": beat, "at": time.time()})
-        if self.ledger.put(renewed).map(lambda _: True).value_or(False):
+        if sent - lease.renewed >= lease.ttl:
+            return
+        beat = int(lease.record.fields.get("beat", 0)) + 1
+        renewed = evolve(lease.record, fields={**lease.record.fields, "beat": beat, "at": self.clock.now().timestamp()})
+        if self._put(renewed):
             lease.record, lease.renewed = renewed, sent
 
     def _renew(self, lease: Lease) -> None:
@@ -404,7 +482,7 @@ class LeaseWriteLocks:
         if len(below) < PRUNE_AFTER:
             return
         mark = LedgerRecord(key=floor_key(store), store=store, kind=KIND, seq=0, fields={"floor": lease.epoch})
-        if self.ledger.put(mark).map(lambda _: True).value_or(False):
+        if self._put(mark):
             self.ledger.remove(below)
 
     def _busy(self, store: str) -> DomainError:

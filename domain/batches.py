@@ -1,4 +1,4 @@
-"""Batch journals kept in one process: the service's default when no journal directory is wired in."""
+"""Batch journals and idempotency keys kept in one process: the service's defaults when none are wired in."""
 
 from __future__ import annotations
 
@@ -48,3 +48,15 @@ class InProcessJournal:
     def interrupted(self, store: str) -> Result[tuple[PendingBatch, ...], DomainError]:
         with self._guard:
             return Success(tuple(batch for batch in self.left.values() if batch.store == store))
+
+
+class InProcessKeys:
+    """The IdempotencyKeys of one process (the service's default when none is wired in): a dict behind a lock."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self.pairs: dict[tuple[str, str], str] = {}
+
+    def remember(self, store: str, key: str, fingerprint: str) -> Result[str, DomainError]:
+        with self._guard:
+            return Success(self.pairs.setdefault((store, key), fingerprint))

@@ -155,6 +155,13 @@ class CreateMemory(Asks[MemoryView]):
             choices=DUPLICATE_POLICIES,
         ),
     )
+    idempotency_key: str | None = field(
+        default=None,
+        metadata=doc(
+            "A key of your choosing (a UUID, say) that makes a retry safe: a create repeated with the same key "
+            "answers the memory the first stored and stores nothing twice; the same key with other fields is refused."
+        ),
+    )
 
 
 @frozen(kw_only=True)

@@ -9,7 +9,7 @@ from attrs import evolve, field, frozen
 from returns.iterables import Fold
 from returns.result import Failure, Result, Success
 
-from agent_memory.domain.batches import InProcessJournal
+from agent_memory.domain.batches import InProcessJournal, InProcessKeys
 from agent_memory.domain.decay import DEFAULT_DECAY_WINDOW_HOURS, confidence
 from agent_memory.domain.duplicates import DuplicatePolicy
 from agent_memory.domain.empty_store import EmptyStore
@@ -22,6 +22,7 @@ from agent_memory.domain.ports import (
     CategoryRegistry,
     Clock,
     Embedder,
+    IdempotencyKeys,
     KeywordEntry,
     KeywordIndex,
     PartVectors,
@@ -123,6 +124,12 @@ def keyword_entry(memory: Memory) -> KeywordEntry:
     return KeywordEntry(memory.id, text, thread_key(memory), alone=not memory.thread)
 
 
+_TAKEN_BACK = (
+    "The storage server stopped answering a write after it was sent; the write was then taken back out, so nothing "
+    "was stored. Try again."
+)
+
+
 def _left_over(store: VectorStore, batch: PendingBatch) -> str:
     """What a failed batch whose rollback failed too (a full disk, say) left in the store, read back: often nothing
     (the write failed before anything was stored), else exactly how much, which the next open takes back out."""
@@ -184,6 +191,7 @@ class Context:
     # long memories' later parts (Embedder.embed_parts), kept in step wherever the keyword index is (None: a
     # memory is found by its first window only, as before parts existed)
     parts: PartVectors | None = None
+    keys: IdempotencyKeys = field(factory=InProcessKeys)  # creates a caller may retry (domain.idempotency)
 
     def guard(self, namespace: Sequence[str] | None) -> Result[Guard, DomainError]:
         """The namespace this call may act in: the caller's narrowing of the service's pin (domain.tenancy)."""
@@ -236,6 +244,8 @@ class Context:
 
     def _undone(self, store: VectorStore, batch: PendingBatch, error: DomainError) -> Result[T, DomainError]:
         undone = self.roll_back(store, batch)
+        if error.code is ErrorCode.OUTCOME_UNKNOWN and isinstance(undone, Success):  # known after all: not stored
+            return Failure(evolve(error, code=ErrorCode.BACKEND_UNAVAILABLE, message=_TAKEN_BACK))
         said = undone.map(lambda _: " Nothing was stored.").value_or(_left_over(store, batch))
         return Failure(evolve(error, message=f"{error.message}{said}"))
 

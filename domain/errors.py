@@ -22,6 +22,8 @@ class ErrorCode(StrEnum):
     BACKEND_UNAVAILABLE = "BACKEND_UNAVAILABLE"
     EMBEDDING_MISMATCH = "EMBEDDING_MISMATCH"
     EMBEDDING_ERROR = "EMBEDDING_ERROR"
+    # a write sent to the storage server that went away before answering: it may have been stored, or not
+    OUTCOME_UNKNOWN = "OUTCOME_UNKNOWN"
 
 
 @frozen

@@ -343,3 +343,17 @@ class BatchJournal(Protocol):
     def release(self, batch: PendingBatch) -> Result[None, DomainError]: ...
 
     def interrupted(self, store: str) -> Result[tuple[PendingBatch, ...], DomainError]: ...
+
+
+class IdempotencyKeys(Protocol):
+    """Remembers the keys of writes a caller may retry, each with a fingerprint of the request it came with, where
+    every process that writes the store sees them (the engine's ledger on a server, the data folder otherwise).
+
+    Promises: `remember(store, key, fingerprint)` stores the pair only if the store has no pair under `key`,
+    atomically: of any number of racing calls, from any processes, exactly one stores; it answers the fingerprint
+    stored under the key afterwards (the caller's own when it won, the first caller's otherwise). Leaves out: what
+    the write stored (the memory's id is derived from the key, so the store itself answers that), and expiry (a
+    key is kept as long as the data is).
+    """
+
+    def remember(self, store: str, key: str, fingerprint: str) -> Result[str, DomainError]: ...

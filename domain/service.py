@@ -10,7 +10,7 @@ from attrs import evolve, field, frozen
 from returns.result import Failure, Result
 
 from agent_memory.domain import commands as c
-from agent_memory.domain.batches import InProcessJournal
+from agent_memory.domain.batches import InProcessJournal, InProcessKeys
 from agent_memory.domain.context import Context, SearchPolicy
 from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.errors import DomainError, invalid_input
@@ -20,6 +20,7 @@ from agent_memory.domain.ports import (
     BatchJournal,
     Clock,
     Embedder,
+    IdempotencyKeys,
     KeywordIndex,
     PartVectors,
     StoreCatalog,
@@ -65,6 +66,7 @@ class MemoryService:
     locks: WriteLocks = field(factory=ThreadWriteLocks)
     journal: BatchJournal = field(factory=InProcessJournal)
     parts: PartVectors | None = None  # long memories' later parts (None: found by their first window only)
+    keys: IdempotencyKeys = field(factory=InProcessKeys)  # creates a caller may retry (domain.idempotency)
     tenant: Guard = None
     context: Context = field(init=False, repr=False, eq=False)
 
@@ -80,6 +82,7 @@ class MemoryService:
             tenant=self.tenant,
             journal=self.journal,
             parts=self.parts,
+            keys=self.keys,
         )
 
     def within(self, namespace: Sequence[str] | None) -> Result[MemoryService, DomainError]:

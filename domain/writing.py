@@ -35,6 +35,7 @@ from agent_memory.domain.duplicates import (
 )
 from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input, not_found
 from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.idempotency import KEYS_ARE_SINGLE, how_to_check, keyed_create, keyed_memory_id
 from agent_memory.domain.model import (
     DecayPolicy,
     Memory,
@@ -69,7 +70,14 @@ _UPDATE_CLEARS = {  # the Memory field each clearing flag of UpdateMemory resets
 
 def create_memory(ctx: Context, command: CreateMemory) -> Result[MemoryView, DomainError]:
     """Store a new memory with a fresh UUID; its confidence starts at 1.0. With a path, the path must be free
-    (DESTINATION_EXISTS otherwise); the store and categories come into being as needed."""
+    (DESTINATION_EXISTS otherwise); the store and categories come into being as needed. With an idempotency key,
+    its id comes from the key and a retry answers the memory the first stored (domain.idempotency)."""
+    if command.idempotency_key is not None:
+        return keyed_create(ctx, ctx.keys, command, partial(_create_one, ctx))
+    return _create_one(ctx, command)
+
+
+def _create_one(ctx: Context, command: CreateMemory) -> Result[MemoryView, DomainError]:
     if command.path is None:
         return _create_many(ctx, [command]).map(lambda views: views[0])
     raw_path = command.path
@@ -87,7 +95,9 @@ def create_memory(ctx: Context, command: CreateMemory) -> Result[MemoryView, Dom
 
 def create_memories(ctx: Context, command: CreateMemories) -> Result[list[MemoryView], DomainError]:
     """Store a batch, embedded a slice at a time (progress counts the memories embedded; a store's part is written
-    once all of it is embedded); all are validated before any is written."""
+    once all of it is embedded); all are validated before any is written. Idempotency keys are for single creates."""
+    if any(each.idempotency_key is not None for each in command.memories):
+        return Failure(invalid_input(KEYS_ARE_SINGLE))
     return _create_many(ctx, command.memories, command.progress)
 
 
@@ -128,7 +138,11 @@ class Writing:
     ) -> Result[Memory, DomainError]:
         return validated(
             lambda: Memory(
-                id=new_memory_id(),
+                id=new_memory_id()
+                if command.idempotency_key is None
+                else keyed_memory_id(
+                    check_store_name(command.store or self.ctx.policy.default_store), namespace, command.idempotency_key
+                ),
                 created_at=created,
                 updated_at=created,
                 store=check_store_name(command.store or self.ctx.policy.default_store),
@@ -152,7 +166,9 @@ class Writing:
                 lambda views: answers.update(zip(indexes, views, strict=True))
             )
 
-        written = in_turn(by_store.items(), lambda item: write(*item))
+        written = in_turn(by_store.items(), lambda item: write(*item)).lash(
+            lambda error: how_to_check([fresh.memory for fresh in batch], error)
+        )
         return written.map(lambda _: [answers[index] for index in range(len(batch))])
 
     def _write_new(self, store_name: str, batch: list[Fresh], count: Count) -> Result[list[MemoryView], DomainError]:

@@ -16,6 +16,7 @@ from agent_memory.domain.ports import (
     Clock,
     DuplicateCalibrated,
     Embedder,
+    IdempotencyKeys,
     KeywordIndex,
     PartVectors,
     StoreCatalog,
@@ -238,6 +239,19 @@ def build_engine_locks(settings: Settings) -> LeaseWriteLocks | None:
     return _ENGINE_LOCKS[key]
 
 
+def build_keys(settings: Settings) -> IdempotencyKeys:
+    """Where idempotency keys are kept: in the engine's ledger beside the leases for a server backend (every machine
+    sees them), else in a folder of the data directory (one per backend)."""
+    leases = build_engine_locks(settings)
+    if leases is not None:
+        from agent_memory.adapters.idempotency_keys import LedgerIdempotencyKeys
+
+        return LedgerIdempotencyKeys(leases.ledger)
+    from agent_memory.adapters.idempotency_keys import FileIdempotencyKeys
+
+    return FileIdempotencyKeys(settings.data_dir / "idempotency" / settings.backend)
+
+
 def build_journal(
     settings: Settings, *, still_wanted: Callable[[], bool] | None = None, engine: bool = True
 ) -> BatchJournal:
@@ -327,6 +341,7 @@ def _wire(
 
         catalog = ClaimingCatalog(catalog, PathClaims(engine_locks.ledger))
     return MemoryService(
+        keys=build_keys(settings),
         catalog=catalog,
         embedder=embedder,
         clock=clock,

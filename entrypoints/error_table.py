@@ -52,6 +52,14 @@ ERRORS: Mapping[ErrorCode, ErrorRow] = MappingProxyType(
         ),
         ErrorCode.EMBEDDING_MISMATCH: ErrorRow(FAILED, 409),
         ErrorCode.EMBEDDING_ERROR: ErrorRow(FAILED, 503),
+        ErrorCode.OUTCOME_UNKNOWN: ErrorRow(
+            FAILED,
+            503,
+            mcp_hint="The write may have been stored: get_memory (by its path or id) shows whether it was; retry "
+            "with the same idempotency_key to be sure it is stored once.",
+            python_hint="The write may have been stored: look it up by its path or id before writing it again, or "
+            "retry with the same idempotency_key.",
+        ),
     }
 )
 

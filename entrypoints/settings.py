@@ -219,7 +219,7 @@ class Settings:
     server_timeout_seconds: float = field(default=60.0, validator=_finite_positive)
     # `memory serve`: how many processes answer on its port (more than 1 only over a Chroma or Qdrant server)
     serve_workers: int = field(default=1, validator=_workers)
-    # over a Chroma or Qdrant server: how long a writer's lease lasts unrenewed before another writer passes it over
+    # over a Chroma or Qdrant server: how long a writer's lease lives unrenewed before another machine passes it over
     lease_ttl_seconds: float = field(default=30.0, validator=_finite_positive)
 
     def __attrs_post_init__(self) -> None:

@@ -57,7 +57,7 @@ def _wait_for_heartbeat(process: subprocess.Popen[bytes], port: int, log: Path) 
     )
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
+def stop_chroma(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is not None:
         return
     process.terminate()
@@ -68,26 +68,37 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=STOP_TIMEOUT_S)
 
 
-@contextlib.contextmanager
-def running_chroma(data_dir: Path) -> Iterator[ChromaServer]:
-    """Start `chroma run` on a free port with its data in `data_dir`; stop (or kill) it on exit."""
+def start_chroma(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
+    """Start `chroma run` on `port` with its data in `data_dir` and wait until it answers (a restart: the same
+    folder and port again); the caller stops it (`_stop`) or kills it."""
     executable = chroma_executable()
     if not executable.exists():
         pytest.skip(f"no chroma executable at {executable}")
     data_dir.mkdir(parents=True, exist_ok=True)
-    port = free_port()
     log = data_dir / "chroma-server.log"
-    with log.open("wb") as out:
+    with log.open("ab") as out:
         process = subprocess.Popen(
             [str(executable), "run", "--path", str(data_dir / "data"), "--host", HOST, "--port", str(port)],
             stdout=out,
             stderr=subprocess.STDOUT,
         )
-        try:
-            _wait_for_heartbeat(process, port, log)
-            yield ChromaServer(HOST, port)
-        finally:
-            _stop(process)
+    try:
+        _wait_for_heartbeat(process, port, log)
+    except BaseException:
+        stop_chroma(process)
+        raise
+    return process
+
+
+@contextlib.contextmanager
+def running_chroma(data_dir: Path) -> Iterator[ChromaServer]:
+    """Start `chroma run` on a free port with its data in `data_dir`; stop (or kill) it on exit."""
+    port = free_port()
+    process = start_chroma(data_dir, port)
+    try:
+        yield ChromaServer(HOST, port)
+    finally:
+        stop_chroma(process)
 
 
 @pytest.fixture(scope="session")

@@ -19,6 +19,10 @@ from agent_memory.domain.errors import DomainError, ErrorCode
 T = TypeVar("T")
 
 
+class Sent(Abort):
+    """The server went away after a request was sent to it (not while connecting): a write's outcome is unknown."""
+
+
 class CollectionGone(Abort):
     """Chroma no longer knows the collection a call named (a server's collection renamed or dropped by another
     client's rebuild since it was looked up): the store looks it up again and retries."""
@@ -43,8 +47,10 @@ class Boundary:
         try:
             with owner_only_files():  # what Chroma writes meanwhile (sqlite, HNSW files) is the owner's alone
                 return call()
-        except (httpx.TransportError, ConnectionError) as error:
-            raise Abort(self.unavailable(error)) from error
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, ConnectionError) as error:
+            raise Abort(self.unavailable(error)) from error  # nothing was sent
+        except httpx.TransportError as error:
+            raise Sent(self.unavailable(error)) from error  # sent, and no answer came back
         except NotFoundError as error:
             raise CollectionGone(self.failed(doing, error)) from error
         except (ChromaError, ValueError, TypeError, KeyError) as error:
@@ -56,6 +62,16 @@ class Boundary:
             if type(error) is not Exception:
                 raise
             raise Abort(self.failed(doing, error)) from error
+
+    def outcome_unknown(self, doing: str, cause: DomainError) -> DomainError:
+        """OUTCOME_UNKNOWN: a write was sent and the server went away before it answered."""
+        return DomainError(
+            ErrorCode.OUTCOME_UNKNOWN,
+            f"The Chroma server at {self.location} went away while it was asked to {doing}, after the request was "
+            "sent: the write may have been stored, or not. Look the memory up (by its path or id) before writing it "
+            "again, or retry with the same idempotency key, which stores it once either way.",
+            cause=cause.cause,
+        )
 
     def failed(self, doing: str, error: BaseException) -> DomainError:
         """STORAGE_ERROR for a library error: on a server, what the server answered; embedded, a full disk named."""

@@ -18,7 +18,7 @@ from agent_memory.adapters.chroma.clients import server_client
 from agent_memory.adapters.chroma.session import Session
 from agent_memory.adapters.shared.batching import chunks
 from agent_memory.adapters.shared.ledger import Field, LedgerRecord
-from agent_memory.domain.errors import DomainError
+from agent_memory.domain.errors import DomainError, ErrorCode
 
 T = TypeVar("T")
 LEDGER_SUFFIX = ".ledger"  # "." never occurs in store names: the catalog never takes it for a store
@@ -124,9 +124,15 @@ class ChromaLedger:
             return client.get_collection(self.name, embedding_function=None)
 
     def _run(self, doing: str, op: Callable[[ClientAPI], T], *, write: bool = False) -> Result[T, DomainError]:
+        """`op` as a Result; a ledger write cut off by the server going away is BACKEND_UNAVAILABLE, not the caller's
+        OUTCOME_UNKNOWN: its callers (leases, journals, feeds) settle their own records, the memory was not sent."""
         return self.boundary.result(
             partial(self.session.run, doing, lambda client: self.boundary.call(doing, partial(op, client)), write=write)
-        )
+        ).alt(lambda error: self.boundary.unavailable(error.cause or error.message) if _unknown(error) else error)
+
+
+def _unknown(error: DomainError) -> bool:
+    return error.code is ErrorCode.OUTCOME_UNKNOWN
 
 
 def _columns(record: LedgerRecord) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from chromadb.api.shared_system_client import SharedSystemClient
 from chromadb.errors import ChromaError
 
 from agent_memory.adapters.chroma import layout
-from agent_memory.adapters.chroma.boundary import Boundary
+from agent_memory.adapters.chroma.boundary import Boundary, Sent
 from agent_memory.adapters.chroma.clients import embedded_client, reads_a_copy
 from agent_memory.adapters.chroma.takeback import log_position, take_back
 from agent_memory.adapters.chroma.vector_mirror import VectorMirror
@@ -136,6 +136,10 @@ class Session:
                     position = None if self.directory is None else log_position(self.directory)
                 began = True
                 return op(self._connect())
+            except Sent as sent:
+                if write:
+                    raise Abort(self.boundary.outcome_unknown(doing, sent.error)) from sent
+                raise
             except Abort as abort:
                 if self.directory is not None and FULL_DISK in abort.error.message and began:
                     self._hit_full_disk = True

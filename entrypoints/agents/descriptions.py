@@ -92,6 +92,11 @@ def manage_schema(permitted: Sequence[str]) -> dict[str, Any]:
             "enum": [*DUPLICATE_POLICIES, None],
             "description": ON_DUPLICATE_HELP,
         }
+        properties["idempotency_key"] = {
+            "type": ["string", "null"],
+            "description": "For create: a key of your choosing; repeating the create with the same key (a retry) "
+            "answers the memory the first stored, never a second one.",
+        }
     if any(a in permitted for a in ("update", "delete")):
         properties["id"] = {
             "type": ["string", "null"],

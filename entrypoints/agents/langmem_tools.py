@@ -156,6 +156,7 @@ def create_manage_memory_tool(
         tags: Sequence[str] | None = None,
         config: Mapping[str, Any] | None = None,
         on_duplicate: str | None = None,
+        idempotency_key: str | None = None,
     ) -> str:
         chosen = default_action(permitted) if action is None else action  # LangMem's default: create
         check_action(chosen, permitted)
@@ -177,6 +178,7 @@ def create_manage_memory_tool(
             structured=schema is not str,
             category=category,
             on_duplicate=on_duplicate,
+            idempotency_key=idempotency_key,
         )
 
     async def amanage_memory(
@@ -188,8 +190,10 @@ def create_manage_memory_tool(
         tags: Sequence[str] | None = None,
         config: Mapping[str, Any] | None = None,
         on_duplicate: str | None = None,
+        idempotency_key: str | None = None,
     ) -> str:
         arguments = {"id": id, "type": type, "tags": tags, "config": run_config(config), "on_duplicate": on_duplicate}
+        arguments["idempotency_key"] = idempotency_key
         answer: str = await _in_worker_thread(manage_memory, content, action, **arguments)
         return answer
 

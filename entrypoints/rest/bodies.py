@@ -11,7 +11,7 @@ import attrs
 from litestar.dto import AbstractDTO, DTOConfig, DTOField
 from litestar.dto.data_structures import DTOFieldDefinition
 from litestar.exceptions import ValidationException
-from litestar.params import KwargDefinition, Parameter, PathParameter
+from litestar.params import HeaderParameter, KwargDefinition, Parameter, PathParameter
 from litestar.types.empty import Empty
 from litestar.typing import FieldDefinition
 from returns.result import Failure, Result, Success
@@ -85,7 +85,7 @@ def _config(*exclude: str, **renamed: str) -> DTOConfig:
 
 
 class CreateBody(AttrsDTO[CreateMemory]):
-    config = _config("store")
+    config = _config("store", "idempotency_key")  # the key is the Idempotency-Key header
 
 
 class UpdateBody(AttrsDTO[UpdateMemory]):
@@ -160,6 +160,16 @@ class DescriptionBody(AttrsDTO[c.DescribeCategory]):
 
 StoreQuery = Annotated[
     str | None, Parameter(description="The store to use; omit for the configured default.", schema_extra=STORE)
+]
+IdempotencyHeader = Annotated[
+    str | None,
+    HeaderParameter(
+        name="Idempotency-Key",
+        required=False,
+        description="A key of your choosing (a UUID, say) that makes a retry safe: a create repeated with the same "
+        "key answers the memory the first stored (201, the same id) and stores nothing twice; the same key with "
+        "another body is 409 INVALID_OPERATION.",
+    ),
 ]
 NamespaceQuery = Annotated[
     str | None,

@@ -23,6 +23,7 @@ from agent_memory.entrypoints.rest.bodies import (
     DEFAULT_PAGE,
     ActOnExpired,
     CreateBody,
+    IdempotencyHeader,
     MoveBody,
     MoveRequest,
     NamespaceQuery,
@@ -63,10 +64,14 @@ from agent_memory.entrypoints.rest.replies import (
     responses=failures(400, 409, 413, 415, 422, 503),
 )
 async def create_memory(
-    data: JSONBody[DTOData[CreateMemory]], door: NamedDependency[Door], store: StoreQuery = None
+    data: JSONBody[DTOData[CreateMemory]],
+    door: NamedDependency[Door],
+    store: StoreQuery = None,
+    idempotency_key: IdempotencyHeader = None,
 ) -> Response[Payload]:
-    """Store a new memory. With `path` it is created at that path (409 DESTINATION_EXISTS if taken)."""
-    command = data.create_instance(store=store)
+    """Store a new memory. With `path` it is created at that path (409 DESTINATION_EXISTS if taken). With an
+    `Idempotency-Key` header, a retry answers the memory the first request stored."""
+    command = data.create_instance(store=store, idempotency_key=idempotency_key)
     return await door.reply(
         lambda service: create_in_utc(command).bind(lambda ready: dispatch(service, ready)),
         out.view_json,

@@ -51,6 +51,7 @@ def run_manage(
     structured: bool = False,
     category: str = CATEGORY,
     on_duplicate: str | None = None,
+    idempotency_key: str | None = None,
 ) -> str:
     """Create, update or delete one memory inside `namespace`; returns the spec 003 sentence. `type` (what
     search_memory's filter calls category, e.g. 'preference') and `tags` are set on create and, given, on update.
@@ -59,7 +60,8 @@ def run_manage(
     it as the object). `id` is a memory's id or path, or the key `store.put` (LangMem's tools over a
     MemoryStore whose items sit in `category`) wrote an item under (decision 25). `on_duplicate` (keep, skip,
     update; None: the setting's) says what a create does when a memory of the namespace already says the same
-    thing; the sentence then names that memory."""
+    thing; the sentence then names that memory. `idempotency_key` (create): a retry with the same key answers the
+    memory the first stored."""
     source = STRUCTURED_SOURCE if structured else ""
     check_action(action, permitted)
     if not namespace:  # refused as search_memory refuses it: a memory of no tenant would be every tenant's
@@ -81,6 +83,7 @@ def run_manage(
             tags=labels or (),
             source=source,
             on_duplicate=on_duplicate,
+            idempotency_key=idempotency_key,
         )
         return created_sentence(succeeded(dispatch(service, new)))
     if id is None or not str(id).strip():

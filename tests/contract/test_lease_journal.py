@@ -6,12 +6,14 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 from returns.result import Success
 
 from agent_memory.adapters.chroma.catalog import ChromaCatalog
 from agent_memory.adapters.chroma.ledger import ChromaLedger
+from agent_memory.adapters.clock import SkewedClock
 from agent_memory.adapters.lease_journal import LeaseBatchJournal
 from agent_memory.adapters.lease_locks import LeaseWriteLocks
 from agent_memory.adapters.shared.ledger import InMemoryLedger, Ledger
@@ -25,12 +27,15 @@ TTL = 1.0
 
 
 def _holder_died(journal: BatchJournal) -> None:
-    """Its machine stops: no more renewals, no release; the lease is over once a ttl has passed."""
+    """Its machine stops: no more renewals, no release; the lease is over once the next writer (another node) has
+    waited a ttl for it and passed it over, which marks it expired in the ledger for everyone."""
     assert isinstance(journal, LeaseBatchJournal)
     lease = journal.leases.held("default")
     assert lease is not None
     lease.stop.set()
-    time.sleep(TTL * 1.5)
+    next_writer = LeaseWriteLocks(journal.ledger, ttl=TTL)
+    assert next_writer.exclusive("default", lambda: Success(None)) == Success(None)
+    assert next_writer.expiries == 1
 
 
 class LeasedJournals(BatchJournalContract):
@@ -126,3 +131,30 @@ def test_a_stalled_writers_batch_rolled_back_by_the_next_holder_can_no_longer_co
     error = stalled.commit(rolled_back).failure()
     assert error.code is ErrorCode.STORAGE_ERROR and "rolled it back" in error.message
     assert LeaseBatchJournal(LeaseWriteLocks(ledger)).interrupted("default").unwrap() == (rolled_back,)
+
+
+@pytest.mark.parametrize("skew_s", [-60.0, 60.0])
+def test_a_writer_whose_wall_clock_is_off_never_makes_a_reader_take_its_lease(skew_s: float) -> None:
+    ledger = InMemoryLedger()
+    writer = LeaseWriteLocks(ledger, ttl=TTL, clock=SkewedClock(timedelta(seconds=skew_s)))
+    reader = LeaseWriteLocks(ledger, ttl=TTL)
+    holding, done = threading.Event(), threading.Event()
+    journal = LeaseBatchJournal(writer)
+
+    def write_a_batch() -> Success[None]:
+        journal.begin(BATCH).unwrap()
+        holding.set()
+        done.wait(timeout=30)
+        return Success(None)
+
+    thread = threading.Thread(target=lambda: writer.exclusive("default", write_a_batch))
+    thread.start()
+    try:
+        assert holding.wait(timeout=30)
+        # a reader opening the store meanwhile: a running batch, whatever the writer's clock says of its ticket
+        assert LeaseBatchJournal(reader).interrupted("default").unwrap() == ()
+        tickets = [r for r in ledger.records.values() if r.kind == "lease"]
+        assert [r.fields["node"] for r in tickets] == [writer.node]  # the reader claimed nothing
+    finally:
+        done.set()
+        thread.join(timeout=30)

@@ -85,6 +85,35 @@ def test_a_dead_holders_lease_expires_after_its_ttl_and_the_next_writer_takes_th
     assert record.fields["released"] is True
 
 
+def test_a_dead_holder_costs_the_survivors_one_ttl_once_not_one_per_write() -> None:
+    ledger = InMemoryLedger()
+    _die_holding(LeaseWriteLocks(ledger, ttl=0.3), "default")
+    survivor = LeaseWriteLocks(ledger, ttl=0.3, timeout=30)
+    for _ in range(5):  # five writes, each with a ticket of its own (the lease given back between them)
+        survivor.exclusive("default", lambda: Success(None)).unwrap()
+        survivor.let_go()
+    assert survivor.expiries == 1  # the dead ticket was waited out once, then known dead
+    (dead,) = [r for r in ledger.records.values() if r.seq == 1]
+    assert dead.fields["released"] is True and dead.fields["expired"] is True
+    # a machine arriving later needs no wait at all: the ledger says the ticket is over
+    newcomer = LeaseWriteLocks(ledger, ttl=60, timeout=5)
+    assert newcomer.exclusive("default", lambda: Success("in")) == Success("in")
+    assert newcomer.expiries == 0
+
+
+def test_a_holder_that_stalled_past_its_ttl_does_not_bring_its_passed_over_ticket_back_to_life() -> None:
+    ledger = InMemoryLedger()
+    stalled = LeaseWriteLocks(ledger, ttl=0.3)
+    lease = stalled._acquire("default").unwrap()
+    lease.stop.set()  # its heartbeat is not running: the process is paused
+    survivor = LeaseWriteLocks(ledger, ttl=0.3, timeout=30)
+    survivor.exclusive("default", lambda: Success(None)).unwrap()
+    assert survivor.expiries == 1
+    stalled._beat(lease)  # it resumes and its heartbeat fires late
+    (passed_over,) = [r for r in ledger.records.values() if r.seq == lease.epoch]
+    assert passed_over.fields["expired"] is True and not lease.live()
+
+
 def test_a_live_holder_renews_its_lease_so_a_waiter_does_not_take_it_past_the_ttl() -> None:
     ledger = InMemoryLedger()
     holder, waiter = LeaseWriteLocks(ledger, ttl=0.3), LeaseWriteLocks(ledger, ttl=0.3, timeout=30)

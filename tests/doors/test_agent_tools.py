@@ -151,9 +151,16 @@ def test_the_description_states_the_permitted_actions_then_the_custom_instructio
     assert renamed.name == "remember"
 
 
+def test_a_create_retried_with_its_idempotency_key_names_the_first_memory(manage: MemoryTool) -> None:
+    first = created_id(manage(content="User lives in Lyon", config=U1, idempotency_key="turn-7"))
+    assert created_id(manage(content="User lives in Lyon", config=U1, idempotency_key="turn-7")) == first
+    with pytest.raises(MemoryToolError, match="INVALID_OPERATION"):
+        manage(content="User lives in Paris", config=U1, idempotency_key="turn-7")
+
+
 def test_manage_schema_is_a_json_schema(manage: MemoryTool) -> None:
     schema = manage.args_schema
-    fields = {"content", "action", "id", "type", "tags", "on_duplicate"}
+    fields = {"content", "action", "id", "type", "tags", "on_duplicate", "idempotency_key"}
     assert schema["type"] == "object" and set(schema["properties"]) == fields
     assert schema["properties"]["action"]["default"] == "create"
     assert schema["properties"]["on_duplicate"]["enum"] == ["keep", "skip", "update", None]

@@ -61,6 +61,16 @@ def test_success_carries_json_text_and_structured_content(mcp: Server) -> None:
     assert result.structured_content is not None and result.structured_content["citations"] == ["x.py:1"]
 
 
+def test_add_memory_retried_with_its_idempotency_key_answers_the_first_memory(mcp: Server) -> None:
+    arguments = {"path": "notes/retried", "content": "hello", "idempotency_key": "call-42"}
+    first = mcp.call("add_memory", arguments)
+    again = mcp.call("add_memory", arguments)
+    assert not first.is_error and not again.is_error
+    assert again.structured_content == first.structured_content
+    refused = mcp.text("add_memory", {**arguments, "content": "goodbye"}, error=True)
+    assert refused.startswith("INVALID_OPERATION: The idempotency key 'call-42' was already used")
+
+
 def test_domain_errors_read_code_message_and_hint(mcp: Server) -> None:
     text = mcp.text("get_memory", {"path_or_id": "notes/x"}, error=True)
     assert text == (

@@ -972,6 +972,30 @@ def test_openapi_json_describes_every_route_with_attrs_bodies(client: TestClient
     assert "security" not in schema
 
 
+def test_openapi_declares_the_idempotency_key_header_of_a_create(client: TestClient[Any]) -> None:
+    create = client.get("/openapi.json").json()["paths"]["/memories"]["post"]
+    (header,) = [p for p in create["parameters"] if p["in"] == "header"]
+    assert header["name"] == "Idempotency-Key" and header["required"] is False and "retry" in header["description"]
+    body = create["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+    assert "idempotency_key" not in client.get("/openapi.json").json()["components"]["schemas"][body]["properties"]
+
+
+def test_a_create_retried_with_its_idempotency_key_answers_the_first_and_stores_once(client: TestClient[Any]) -> None:
+    body = {"content": "The deploy runs on Fridays.", "path": "ops/deploy-day"}
+    first = client.post("/memories", json=body, headers={"Idempotency-Key": "k-1"})
+    again = client.post("/memories", json=body, headers={"Idempotency-Key": "k-1"})
+    assert first.status_code == again.status_code == 201
+    assert again.json() == first.json() and again.headers["location"] == first.headers["location"]
+    assert [m["id"] for m in client.get("/memories").json()["memories"]] == [first.json()["id"]]
+    other = client.post(
+        "/memories", json={**body, "content": "Deploys are on Mondays."}, headers={"Idempotency-Key": "k-1"}
+    )
+    assert other.status_code == 409 and other.json()["code"] == "INVALID_OPERATION"
+    assert "idempotency key" in other.json()["error"]
+    blank = client.post("/memories", json=body, headers={"Idempotency-Key": " "})
+    assert blank.status_code == 422 and blank.json()["code"] == "INVALID_INPUT"
+
+
 def test_with_a_token_the_api_description_declares_bearer_auth(secured: TestClient[Any]) -> None:
     schema = secured.get("/openapi.json").json()
 

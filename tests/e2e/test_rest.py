@@ -169,6 +169,29 @@ def test_a_near_duplicate_is_named_and_updated_by_policy_or_refused_when_unknown
     assert "skip" in refused["error"]
 
 
+def test_a_create_cut_off_before_its_answer_and_retried_with_its_key_is_stored_once(
+    server: str, api: httpx.Client
+) -> None:
+    category, key = unique("retried"), str(uuid.uuid4())
+    body = {"content": "The nightly backup runs at two.", "path": f"{category}/backup"}
+    raw = json.dumps(body).encode()
+    port = int(server.rsplit(":", 1)[1])
+    head = (
+        f"POST /memories HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {TOKEN}\r\n"
+        f"Content-Type: application/json\r\nIdempotency-Key: {key}\r\nContent-Length: {len(raw)}\r\n\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as cut:
+        cut.sendall(head.encode() + raw)  # the request is sent whole, and the connection closed unread
+    retried = api.post("/memories", json=body, headers={"Idempotency-Key": key})
+    assert retried.status_code == 201, retried.text
+    again = api.post("/memories", json=body, headers={"Idempotency-Key": key})
+    assert again.status_code == 201 and again.json()["id"] == retried.json()["id"]
+    listed = api.get("/memories", params={"category": category}).json()["memories"]
+    assert [memory["id"] for memory in listed] == [retried.json()["id"]]
+    refused = api.post("/memories", json={**body, "content": "Backups run at three."}, headers={"Idempotency-Key": key})
+    error(refused, 409, "INVALID_OPERATION")
+
+
 def test_the_token_is_enforced(server: str) -> None:
     assert httpx.get(f"{server}/health").status_code == 200
     assert httpx.get(f"{server}/openapi.json").json()["paths"]["/memories"]
