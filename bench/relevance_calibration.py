@@ -266,6 +266,28 @@ def choose(
     return best[1], best[2]
 
 
+def dominating(
+    replay: Replay,
+    grid: list[RelevanceRule],
+    off: RelevanceRule,
+    before: RelevanceRule,
+    every: list[str],
+    stores: set[str],
+) -> dict[str, Any]:
+    """The rule that costs no more than the rule shipped before on any conversation and protocol, with asking figures
+    no worse, of the smallest worst loss (then fewest asking errors): what the gap and spared options win back."""
+    old, shown = replay.losses(before, off, every), replay.asked(before, stores)
+    found: list[tuple[float, float, RelevanceRule, dict[str, Any]]] = []
+    for rule in grid:
+        losses, row = replay.losses(rule, off, every), replay.asked(rule, stores)
+        worse = row["recall@5"] < shown["recall@5"] or errors(row) > errors(shown)
+        if worse or any(losses[u][c] > old[u][c] for u in old for c in every):
+            continue
+        found.append((max(max(per.values()) for per in losses.values()), errors(row), rule, losses))
+    worst, _, rule, losses = min(found, key=lambda item: item[:2])
+    return {**numbers(rule), **replay.asked(rule, stores), "worst_loss_points": worst, "loss_points": losses}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("recorded", nargs="+", type=Path)
@@ -340,6 +362,7 @@ def main() -> None:
     }
     shown = {k: v for k, v in numbers(rule).items() if v is not None and (rule.alone is not None or k not in EVIDENCE)}
     written = {"unrelated": unrelated, **shown, "related": related}
+    report["dominating"] = dominating(replay, grid, off, before, every, set(stores))
     print(json.dumps({**report, "rule": written}, indent=1))
     if args.write is not None and ships:
         about = "this model's relevance rule, written by bench/relevance_calibration.py"
