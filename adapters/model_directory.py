@@ -18,7 +18,7 @@ TOKENIZER_FILE = "tokenizer.json"
 CONFIG_FILE = "embedding.json"
 # optional: the model's relevance rule, written by bench/relevance_calibration.py (without it: UNCALIBRATED)
 RELEVANCE_FILE = "relevance.json"
-RELEVANCE_KEYS = ("unrelated", "keep", "related", "floor", "spread", "alone", "cover", "close")
+RELEVANCE_KEYS = ("unrelated", "keep", "related", "floor", "spread", "alone", "cover", "close", "gap", "spared")
 # optional: the similarity at and over which two texts are near-duplicates, written by bench/duplicates.py --write
 DUPLICATES_FILE = "duplicates.json"
 POOLINGS = ("mean", "cls")
@@ -138,7 +138,8 @@ def read_model_directory(directory: Path) -> Result[ModelSpec, DomainError]:
 
 def read_relevance(directory: Path) -> Result[RelevanceRule | None, DomainError]:
     """The directory's relevance rule (relevance.json: unrelated, keep, related, floor — similarities 0 to 1 —,
-    spread and alone, a similarity or null, cover, a share 0 to 1, close, a similarity; the last four optional),
+    spread, alone and gap, a similarity or null, cover, a share 0 to 1, close, a similarity, spared, a share or null;
+    the last six optional),
     None when it has none, or an INVALID_INPUT error saying what to fix."""
     path = directory / RELEVANCE_FILE
     if not path.is_file():
@@ -157,7 +158,7 @@ def read_relevance(directory: Path) -> Result[RelevanceRule | None, DomainError]
                 "number or null); write it with bench/relevance_calibration.py --write, or delete it",
             )
         )
-    spread, alone = raw.get("spread"), raw.get("alone")
+    spread, alone, gap, spared = raw.get("spread"), raw.get("alone"), raw.get("gap"), raw.get("spared")
     try:
         return Success(
             RelevanceRule(
@@ -169,6 +170,8 @@ def read_relevance(directory: Path) -> Result[RelevanceRule | None, DomainError]
                 alone=None if alone is None else float(alone),
                 cover=float(raw.get("cover", 1.0)),
                 close=float(raw.get("close", 0.0)),
+                gap=None if gap is None else float(gap),
+                spared=None if spared is None else float(spared),
             )
         )
     except (TypeError, ValueError) as error:

@@ -273,7 +273,7 @@ class OnnxEmbedder:
             return self._windows
 
     def _parts_of(self, model: _LoadedModel, texts: Sequence[str]) -> Result[list[list[Vector]], DomainError]:
-        windows = model.windows.later_windows(texts)
+        windows = model.windows.parts(texts)
         flat = [window for parts in windows for window in parts]
         if not flat:
             return Success([[] for _ in texts])

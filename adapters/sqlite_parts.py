@@ -16,6 +16,7 @@ from returns.result import Failure, Result, Success
 from agent_memory.adapters.shared.disk import disk_hint
 from agent_memory.adapters.shared.private import private_directory, private_file
 from agent_memory.adapters.shared.sqlite_file import is_damaged, set_aside
+from agent_memory.adapters.token_windows import PARTS_SCHEME
 from agent_memory.domain.errors import DomainError, ErrorCode
 
 if TYPE_CHECKING:
@@ -29,7 +30,16 @@ ID_BATCH = 500  # ids per `IN (…)` lookup, well under SQLite's bound-parameter
 
 
 def _table(store: str) -> str:
-    return "parts_" + store.replace("-", "_")
+    """The store's table of parts cut by this PARTS_SCHEME (scheme 1's was "parts_<store>", later ones are
+    "parts<scheme>_<store>"): parts cut another way are in another table, so no memory counts as having parts until
+    `memory reindex` cuts them again (status warns meanwhile), and a rebuild drops the older tables."""
+    name = store.replace("-", "_")
+    return f"parts{PARTS_SCHEME}_{name}" if PARTS_SCHEME > 1 else f"parts_{name}"
+
+
+def _older_tables(store: str) -> list[str]:
+    name = store.replace("-", "_")
+    return [f"parts_{name}", *(f"parts{scheme}_{name}" for scheme in range(2, PARTS_SCHEME))]
 
 
 def _blob(vector: Vector) -> bytes:
@@ -217,6 +227,8 @@ class SqlitePartVectors:
     def rebuild(self, store: str, parts: Mapping[str, Sequence[Vector]]) -> Result[None, DomainError]:
         def replace(connection: sqlite3.Connection) -> None:
             table = self._ensure(connection, store)
+            for older in _older_tables(store):  # parts cut by an earlier scheme: cut again below
+                connection.execute(f"DROP TABLE IF EXISTS {older}")
             connection.execute(f"DELETE FROM {table}")
             self._write(connection, table, {i: v for i, v in parts.items() if v})
 

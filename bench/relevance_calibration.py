@@ -1,7 +1,7 @@
 """Calibrates a model's relevance rule on recorded rankings and writes it into the model directory (issue 40).
 
     python bench/relevance_calibration.py RECORDED.json [RECORDED.json ...] [--write MODEL_DIRECTORY]
-                                          [--max-loss 0.005] [--today-floor 0.2] [--hold-out STORE]
+                                          [--max-loss 0.003] [--today-floor 0.2] [--evidence]
 
 Each RECORDED file comes from bench/research/relevance_record.py (the asking set and both LoCoMo protocols, asked
 with the model being calibrated; each hit with its text). The rule (domain/search/relevance.py, replayed here
@@ -18,9 +18,18 @@ before per-hit relevance (an answer emptied when its best hit is under --today-f
 that is told nothing concludes it knows nothing, so thinning may not hide what it found before), the one with the
 fewest errors on the asking set, where a missed answer (recall@5) weighs twice an answer padded with an unrelated
 hit or an unrelated question answered: an answer that hides what is known is worse than one that says too much.
---hold-out STORE leaves that store of the asking set out of the choice and reports its figures apart (the rule is
-then judged on questions it was not chosen on). --write puts the rule in the model directory's relevance.json,
-which the embedder adapter reads (docs/configuration.md, "Your own embedding model").
+
+Folds (issue 48): every number is chosen by cross-validation with whole LoCoMo conversations (and whole stores of the
+asking set) held out. The bound is per conversation: a rule may be chosen only if it costs at most --max-loss of
+recall@10 on every conversation it is chosen on, on both protocols. Fold k holds out conversation k and asking
+store k mod 3, chooses on the rest, and reports the chosen rule's recall@10 on the held-out conversation against no
+rule (both protocols) and its asking figures on the held-out store. Then the rule chosen on everything, and the rule
+shipped before (keep 0.2, spread 0.3), are replayed per conversation against no rule: a rule ships only if it costs
+at most --max-loss on every fold, on both protocols ("ships" in the output). Beside `spread`, the grid tries what
+spares a hit that cut (`gap`: joined to the best by the answer's own run of similarities; `spared`: a share of the
+question's subject words). --evidence adds the evidence options (`alone`, `cover`, `close`) to the grid (not
+shipped: decision 24). --write puts the chosen rule in the model directory's relevance.json only when it ships;
+the embedder adapter reads it (docs/configuration.md, "Your own embedding model").
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ import itertools
 import json
 import re
 import statistics
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +47,14 @@ from agent_memory.domain.search.relevance import RelevanceRule, coverage, subjec
 
 FILE = "relevance.json"  # in a model directory, beside embedding.json (adapters/model_directory.py)
 FLOORS = [0.2, 0.25, 0.3]
+GAPS: list[float | None] = [None, 0.01, 0.02, 0.03, 0.05]  # what spares a hit the spread cut (issue 48)
+SPARED: list[float | None] = [None, 0.3, 0.5, 1.0]
 KEEPS = [0.1, 0.15, 0.2, 0.25]
 SPREADS: list[float | None] = [None, 0.35, 0.3, 0.25]
 ALONE: list[float | None] = [None, 0.25, 0.3, 0.35, 0.4, 0.45]  # None: no evidence asked (the rule before words)
 COVERS = [0.3, 0.4, 0.5]
 CLOSES = [0.0, 0.1, 0.15, 0.2]
+EVIDENCE = ("cover", "close")  # read only with `alone`
 TURN = re.compile(r"(D\d+):(\d+)$")  # a LoCoMo turn's dia_id: session and number
 
 
@@ -80,31 +93,41 @@ def kept(question: dict[str, Any], rule: RelevanceRule, today: float) -> list[li
     return [question["hits"][n] for n in related or ()]
 
 
-def locomo_recall(questions: list[dict[str, Any]], rule: RelevanceRule, today: float) -> float:
+def locomo_recalls(questions: list[dict[str, Any]], rule: RelevanceRule, today: float) -> list[float]:
+    """Each question's recall@10 under a rule."""
     recall = []
     for question in questions:
         found = {key for hit in kept(question, rule, today)[:10] for key in hit[0]}
         wanted = set(question["answers"])
         recall.append(len(wanted & found) / len(wanted))
-    return statistics.fmean(recall)
+    return recall
 
 
-def asking(questions: list[dict[str, Any]], rule: RelevanceRule, today: float, k: int = 5) -> dict[str, float]:
-    """The asking set's figures under a rule, as bench/asking.py computes them (the broad answer aside)."""
-    recall, padded, unrelated = [], [], []
+def asking_outcomes(questions: list[dict[str, Any]], rule: RelevanceRule, today: float, k: int = 5) -> list[Any]:
+    """Each asking question's outcome under a rule: (recall@5, padded) for one that has answers, the answer's
+    emptiness for an unrelated one, None for an open one (answered by the broad rule)."""
+    outcomes: list[Any] = []
     for question in questions:
         got = [hit[0][0] for hit in kept(question, rule, today)[:k]]
         if question["kind"] == "unrelated":
-            unrelated.append(float(not got))
+            outcomes.append(float(not got))
         elif question["kind"] != "open":
             wanted = set(question["answers"])
             right = [key for key in got if key in wanted]
-            recall.append(len(right) / len(wanted))
-            padded.append(float(len(right) < len(got)))
+            outcomes.append((len(right) / len(wanted), float(len(right) < len(got))))
+        else:
+            outcomes.append(None)
+    return outcomes
+
+
+def asking_figures(outcomes: list[Any]) -> dict[str, float]:
+    """The asking set's figures over some questions' outcomes, as bench/asking.py computes them."""
+    answered = [o for o in outcomes if isinstance(o, tuple)]
+    unrelated = [o for o in outcomes if isinstance(o, float)]
     return {
-        "recall@5": round(statistics.fmean(recall), 4),
-        "padded": round(statistics.fmean(padded), 4),
-        "unrelated_empty": round(statistics.fmean(unrelated), 4),
+        "recall@5": round(statistics.fmean(o[0] for o in answered), 4) if answered else 1.0,
+        "padded": round(statistics.fmean(o[1] for o in answered), 4) if answered else 0.0,
+        "unrelated_empty": round(statistics.fmean(unrelated), 4) if unrelated else 1.0,
     }
 
 
@@ -129,13 +152,14 @@ def errors(row: dict[str, Any]) -> float:
     return row["padded"] + (1 - row["unrelated_empty"]) + 2 * (1 - row["recall@5"])
 
 
-def rules(unrelated: float, related: float) -> list[RelevanceRule]:
-    """Every rule of the grid: the similarity lines, then with each kind of evidence a hit may need."""
+def rules(unrelated: float, related: float, evidence: bool) -> list[RelevanceRule]:
+    """Every rule of the grid: the similarity lines, what spares a hit the spread cut, then (with `evidence`) each
+    kind of evidence a hit may need."""
     grid = []
-    for floor, keep, spread in itertools.product(FLOORS, KEEPS, SPREADS):
-        if keep > floor:
+    for floor, keep, spread, gap, spared in itertools.product(FLOORS, KEEPS, SPREADS, GAPS, SPARED):
+        if keep > floor or (spread is None and (gap, spared) != (None, None)):
             continue
-        for alone, cover, close in itertools.product(ALONE, COVERS, CLOSES):
+        for alone, cover, close in itertools.product(ALONE if evidence else [None], COVERS, CLOSES):
             if alone is None and (cover, close) != (COVERS[0], CLOSES[0]):
                 continue  # without evidence asked, cover and close change nothing
             if alone is not None and alone < keep:
@@ -150,6 +174,8 @@ def rules(unrelated: float, related: float) -> list[RelevanceRule]:
                     alone=alone,
                     cover=cover,
                     close=close,
+                    gap=gap,
+                    spared=spared,
                 )
             )
     return grid
@@ -160,58 +186,185 @@ def numbers(rule: RelevanceRule) -> dict[str, float | None]:
         "floor": rule.floor,
         "keep": rule.keep,
         "spread": rule.spread,
+        "gap": rule.gap,
+        "spared": rule.spared,
         "alone": rule.alone,
         "cover": rule.cover,
         "close": rule.close,
     }
 
 
+class Replay:
+    """Every question's outcome under a rule, replayed once; figures over any subset of conversations or stores."""
+
+    def __init__(self, sets: list[dict[str, Any]], today: float) -> None:
+        self.today = today
+        self.locomo = {s["unit"]: s["questions"] for s in sets if s["set"] == "locomo"}
+        self.asking = [q for s in sets if s["set"] == "asking" for q in s["questions"]]
+        self.conversations = sorted({q["conversation"] for qs in self.locomo.values() for q in qs})
+        self.stores = sorted({q["store"] for q in self.asking}, key=[q["store"] for q in self.asking].index)
+        self._cache: dict[RelevanceRule, dict[str, list[Any]]] = {}
+
+    def outcomes(self, rule: RelevanceRule, today: float | None = None) -> dict[str, list[Any]]:
+        if rule not in self._cache:
+            floor = self.today if today is None else today
+            replayed = {unit: locomo_recalls(q, rule, floor) for unit, q in self.locomo.items()}
+            replayed["asking"] = asking_outcomes(self.asking, rule, floor)
+            self._cache[rule] = replayed
+        return self._cache[rule]
+
+    def recall(self, rule: RelevanceRule, unit: str, conversations: set[str], today: float | None = None) -> float:
+        values = [
+            r
+            for q, r in zip(self.locomo[unit], self.outcomes(rule, today)[unit], strict=True)
+            if q["conversation"] in conversations
+        ]
+        return statistics.fmean(values)
+
+    def asked(self, rule: RelevanceRule, stores: set[str], today: float | None = None) -> dict[str, float]:
+        picked = [
+            o for q, o in zip(self.asking, self.outcomes(rule, today)["asking"], strict=True) if q["store"] in stores
+        ]
+        return asking_figures(picked)
+
+    def losses(self, rule: RelevanceRule, off: RelevanceRule, conversations: list[str]) -> dict[str, dict[str, float]]:
+        """Per conversation and protocol, the points of recall@10 the rule costs against no rule."""
+        return {
+            unit: {
+                c: round(100 * (self.recall(off, unit, {c}, 0.0) - self.recall(rule, unit, {c})), 2)
+                for c in conversations
+            }
+            for unit in self.locomo
+        }
+
+
+def choose(
+    replay: Replay,
+    grid: list[RelevanceRule],
+    off: RelevanceRule,
+    today_rule: RelevanceRule,
+    conversations: list[str],
+    stores: set[str],
+    max_loss: float,
+) -> tuple[RelevanceRule, dict[str, Any]]:
+    """Among the rules that cost at most max_loss of recall@10 on every one of these conversations (both
+    protocols) and lose no asking recall@5 on these stores against the floor alone, the fewest asking errors."""
+    today = replay.asked(today_rule, stores)["recall@5"]
+    best: tuple[float, RelevanceRule, dict[str, Any]] | None = None
+    for rule in grid:
+        row: dict[str, Any] = replay.asked(rule, stores)
+        if row["recall@5"] < today:
+            continue
+        worst = max(max(per.values()) for per in replay.losses(rule, off, conversations).values())
+        if worst > 100 * max_loss:
+            continue
+        row["worst_loss_points"] = worst
+        if best is None or errors(row) < best[0]:
+            best = (errors(row), rule, row)
+    if best is None:  # nothing but the floor alone: it thins no answer
+        return today_rule, replay.asked(today_rule, stores)
+    return best[1], best[2]
+
+
+def dominating(
+    replay: Replay,
+    grid: list[RelevanceRule],
+    off: RelevanceRule,
+    before: RelevanceRule,
+    every: list[str],
+    stores: set[str],
+) -> dict[str, Any]:
+    """The rule that costs no more than the rule shipped before on any conversation and protocol, with asking figures
+    no worse, of the smallest worst loss (then fewest asking errors): what the gap and spared options win back."""
+    old, shown = replay.losses(before, off, every), replay.asked(before, stores)
+    found: list[tuple[float, float, RelevanceRule, dict[str, Any]]] = []
+    for rule in grid:
+        losses, row = replay.losses(rule, off, every), replay.asked(rule, stores)
+        worse = row["recall@5"] < shown["recall@5"] or errors(row) > errors(shown)
+        if worse or any(losses[u][c] > old[u][c] for u in old for c in every):
+            continue
+        found.append((max(max(per.values()) for per in losses.values()), errors(row), rule, losses))
+    worst, _, rule, losses = min(found, key=lambda item: item[:2])
+    return {**numbers(rule), **replay.asked(rule, stores), "worst_loss_points": worst, "loss_points": losses}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("recorded", nargs="+", type=Path)
-    parser.add_argument("--max-loss", type=float, default=0.005)
+    parser.add_argument("--max-loss", type=float, default=0.003, help="recall@10 a rule may cost on any conversation")
     parser.add_argument(
         "--today-floor", type=float, default=0.2, help="the floor before per-hit relevance (decision 21)"
     )
-    parser.add_argument("--hold-out", help="a store of the asking set left out of the choice, reported apart")
-    parser.add_argument("--write", type=Path, help="a model directory: write its relevance.json there")
+    parser.add_argument("--evidence", action="store_true", help="also try the evidence options (alone, cover, close)")
+    parser.add_argument("--write", type=Path, help="a model directory: write its relevance.json there if it ships")
     args = parser.parse_args()
     sets = [json.loads(path.read_text(encoding="utf-8")) for path in args.recorded]
     prepared(sets)
-    locomo = {s["unit"]: s["questions"] for s in sets if s["set"] == "locomo"}
-    everything = [q for s in sets if s["set"] == "asking" for q in s["questions"]]
-    asked = [q for q in everything if q.get("store") != args.hold_out]
-    held = [q for q in everything if q.get("store") == args.hold_out]
+    replay = Replay(sets, args.today_floor)
     unrelated, related = scale(sets)
     off = RelevanceRule(unrelated, 0.0, related)
-    floor_only = RelevanceRule(unrelated, args.today_floor, related, floor=args.today_floor)
-    base = {unit: locomo_recall(questions, off, 0.0) for unit, questions in locomo.items()}
-    today = asking(asked, floor_only, args.today_floor)["recall@5"]
-    rows = []
-    for rule in rules(unrelated, related):
-        row: dict[str, Any] = {**numbers(rule), **asking(asked, rule, args.today_floor)}
-        if row["recall@5"] >= today:  # the LoCoMo replay only for the rules that may be chosen
-            row["locomo_loss"] = {
-                unit: round(base[unit] - locomo_recall(q, rule, args.today_floor), 4) for unit, q in locomo.items()
+    today_rule = RelevanceRule(unrelated, args.today_floor, related, floor=args.today_floor)
+    before = RelevanceRule(unrelated, 0.2, related, spread=0.3, floor=0.2)  # shipped before issue 48
+    grid = rules(unrelated, related, args.evidence)
+    every, stores = replay.conversations, replay.stores
+    folds = []
+    for k, held in enumerate(every):
+        store = stores[k % len(stores)]
+        rest = [c for c in every if c != held]
+        rule, row = choose(replay, grid, off, today_rule, rest, set(stores) - {store}, args.max_loss)
+        folds.append(
+            {
+                "held_out": held,
+                "held_out_store": store,
+                "chosen": numbers(rule),
+                "chosen_on_the_rest": row,
+                "recall@10": {
+                    unit: {
+                        "no_rule": round(replay.recall(off, unit, {held}, 0.0), 4),
+                        "chosen": round(replay.recall(rule, unit, {held}), 4),
+                        "before": round(replay.recall(before, unit, {held}), 4),
+                    }
+                    for unit in replay.locomo
+                },
+                "held_out_asking": {
+                    "floor_only": replay.asked(today_rule, {store}),
+                    "chosen": replay.asked(rule, {store}),
+                    "before": replay.asked(before, {store}),
+                },
             }
-        rows.append(row)
-    allowed = [r for r in rows if "locomo_loss" in r and max(r["locomo_loss"].values()) <= args.max_loss]
-    chosen = min(allowed, key=errors)
-    rule = RelevanceRule(unrelated=unrelated, related=related, **{key: chosen[key] for key in numbers(off)})
+        )
+        print(f"fold {held}: {numbers(rule)}", file=sys.stderr)
+    rule, row = choose(replay, grid, off, today_rule, every, set(stores), args.max_loss)
+    losses = replay.losses(rule, off, every)
+    ships = all(value <= 100 * args.max_loss for per in losses.values() for value in per.values())
     report: dict[str, Any] = {
-        "before": {"locomo_recall@10": base, **asking(asked, off, 0.0), "today": asking(asked, floor_only, 0.2)},
-        "chosen": chosen,
-        "all_asking": asking(everything, rule, args.today_floor),
+        "rules_tried": len(grid),
+        "max_loss_points": 100 * args.max_loss,
+        "folds": folds,
+        "chosen": {**numbers(rule), **row},
+        "chosen_loss_points": losses,
+        "ships": ships,
+        "before_loss_points": replay.losses(before, off, every),
+        "recall@10": {
+            unit: {
+                "no_rule": round(replay.recall(off, unit, set(every), 0.0), 4),
+                "chosen": round(replay.recall(rule, unit, set(every)), 4),
+                "before": round(replay.recall(before, unit, set(every)), 4),
+            }
+            for unit in replay.locomo
+        },
+        "asking": {
+            "no_rule": replay.asked(off, set(stores), 0.0),
+            "floor_only": replay.asked(today_rule, set(stores)),
+            "chosen": replay.asked(rule, set(stores)),
+            "before": replay.asked(before, set(stores)),
+        },
     }
-    if held:
-        report["held_out"] = {
-            "store": args.hold_out,
-            "today": asking(held, floor_only, args.today_floor),
-            "chosen": asking(held, rule, args.today_floor),
-        }
-    written = {"unrelated": unrelated, **numbers(rule), "related": related}
-    print(json.dumps({**report, "rule": written, "curve": rows}, indent=1))
-    if args.write is not None:
+    shown = {k: v for k, v in numbers(rule).items() if v is not None and (rule.alone is not None or k not in EVIDENCE)}
+    written = {"unrelated": unrelated, **shown, "related": related}
+    report["dominating"] = dominating(replay, grid, off, before, every, set(stores))
+    print(json.dumps({**report, "rule": written}, indent=1))
+    if args.write is not None and ships:
         about = "this model's relevance rule, written by bench/relevance_calibration.py"
         (args.write / FILE).write_text(json.dumps({**written, "about": about}, indent=1) + "\n", encoding="utf-8")
 

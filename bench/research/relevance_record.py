@@ -64,7 +64,13 @@ def locomo_set(service: Any, data: Path, unit: str) -> list[dict[str, Any]]:
         for qa, evidence in locomo.questions(conversation, unit):
             search = SearchMemories(query=qa["question"], **where)
             asked.append(
-                {"question": qa["question"], "kind": "specific", "answers": sorted(evidence), "hits": ranked(service, search)}
+                {
+                    "question": qa["question"],
+                    "kind": "specific",
+                    "answers": sorted(evidence),
+                    "conversation": str(conversation["sample_id"]),  # the fold it falls in (issue 48)
+                    "hits": ranked(service, search),
+                }
             )
         print(f"searched {conversation['sample_id']}", file=sys.stderr)
     return asked

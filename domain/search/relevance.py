@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from typing import TypeVar
@@ -87,7 +88,8 @@ class RelevanceRule:
     `related`: the similarity of a typical hit that answers its question (relevance 1 at and over it);
     `floor`: the similarity the best hit needs for anything to be related (else the answer is empty);
     `keep`: a hit under it is not related to the question and leaves the answer; `spread`: a hit more than
-    this under the answer's best hit leaves it too (None: no such cut). Then the evidence a hit over those lines
+    this under the answer's best hit leaves it too (None: no such cut), unless `gap` or `spared` spares it (issue 48:
+    a run of similarities down from the best with no step wider than `gap`, or `spared` of the subject words). Then the evidence a hit over those lines
     needs (None `alone`: none, the similarity is enough): words — at least `cover` of the question's subject words
     (`subject_words`) are in it — or a similarity of `alone` on its own, or one within `close` of the best hit's.
     An answer none of whose hits has words or `alone` is empty. Similarities are this model's cosines: another
@@ -101,6 +103,11 @@ class RelevanceRule:
     alone: float | None = field(default=None, validator=_optional)
     cover: float = field(default=1.0, validator=_fraction)
     close: float = field(default=0.0, validator=_fraction)
+    # issue 48: what spares a hit the `spread` cut (None: nothing). `gap`: a hit joined to the best by a run of the
+    # answer's similarities with no step wider than this (the answer's own spread, not one distance from the best);
+    # `spared`: a hit with at least this share of the question's subject words (keyword evidence)
+    gap: float | None = field(default=None, validator=_optional)
+    spared: float | None = field(default=None, validator=_optional)
 
     def relevance(self, similarity: float) -> float:
         """The one figure a hit shows, in [0, 1]: 0 as close as unrelated text gets, 1 as close as what answers a
@@ -117,6 +124,22 @@ class RelevanceRule:
             return -math.inf
         return self.keep if self.spread is None else max(self.keep, best - self.spread)
 
+    def run_line(self, near: Sequence[float]) -> float:
+        """The lowest similarity reached down from the best through the answer's similarities (at or over `keep`)
+        without a step wider than `gap` (inf: no `gap`, nothing spared this way)."""
+        if self.gap is None:
+            return math.inf
+        ordered = sorted((value for value in near if value >= self.keep), reverse=True)
+        reached = ordered[0] if ordered else math.inf
+        for higher, lower in itertools.pairwise(ordered):
+            if higher - lower > self.gap:
+                break
+            reached = lower
+        return reached
+
+    def _spared(self, share: float) -> bool:
+        return self.spared is not None and share >= self.spared > 0.0
+
     def related_hits(
         self, hits: Sequence[Hit], similarity: Callable[[Hit], float], words: Callable[[Hit], float]
     ) -> list[Hit] | None:
@@ -128,12 +151,20 @@ class RelevanceRule:
         near = [similarity(hit) for hit in hits]
         best = max(near, default=-math.inf)
         line = self.line(best)
+        if line > self.keep and (self.gap is not None or self.spared is not None):
+            run = self.run_line(near)
+            over = [
+                value >= line or value >= run or (value >= self.keep and self._spared(words(hit)))
+                for hit, value in zip(hits, near, strict=True)
+            ]
+        else:
+            over = [value >= line for value in near]
         if self.alone is None:
-            return [hit for hit, value in zip(hits, near, strict=True) if value >= line]
+            return [hit for hit, keep in zip(hits, over, strict=True) if keep]
         kept: list[Hit] = []
         evident = False
-        for hit, value in zip(hits, near, strict=True):
-            if value < line:
+        for hit, value, keep in zip(hits, near, over, strict=True):
+            if not keep:
                 continue
             worded = words(hit) >= self.cover > 0.0
             if worded or value >= self.alone or value >= best - self.close:

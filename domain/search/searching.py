@@ -18,6 +18,7 @@ from agent_memory.domain.paging import page_problem
 from agent_memory.domain.paths import CategoryPath
 from agent_memory.domain.ports import Vector, VectorStore
 from agent_memory.domain.results import validated
+from agent_memory.domain.search.about_user import about_user, asks_about_user, user_names
 from agent_memory.domain.search.hybrid import DEPTH, SearchMode, fuse
 from agent_memory.domain.search.long_memories import WithParts
 from agent_memory.domain.search.relevance import UNCALIBRATED, RelevanceRule, coverage, is_broad, subject_words
@@ -150,7 +151,7 @@ class Searching:
                 if self.ctx.confidence_now(memory) >= plan.floor
             ]
             # nearest first: when the nearest that qualifies is unrelated, so is every memory deeper
-            related = plan.related_hits(qualified, lambda hit: hit.similarity)
+            related = None if plan.about_user else plan.related_hits(qualified, lambda hit: hit.similarity)
             if related is None:
                 return Success(self._broad(plan, qualified))
             line = plan.line(qualified[0].similarity) if qualified else -math.inf
@@ -286,7 +287,7 @@ class Searching:
             i: max(sides.similarity.get(n, 0.0) for n in (i, *sides.links.get(i, (None, None))) if n)
             for i, _ in ranking
         }
-        related = plan.related_hits(hits, lambda hit: near[hit.memory.id])
+        related = None if plan.about_user else plan.related_hits(hits, lambda hit: near[hit.memory.id])
         if related is None:
             return self._broad(plan, hits)
         return SearchResults(tuple(related[: plan.limit]), limit=plan.limit)
@@ -299,7 +300,9 @@ class Searching:
     def _broad(self, plan: _SearchPlan, hits: list[ScoredMemory]) -> SearchResults:
         """Nothing is related to the question: a broad one ("what do you know about me?") answers the candidates
         (the scope's memories nearest to it, every filter passed) ranked by what matters: confidence now (freshness,
-        reinforcement), then the latest touched; any other question answers nothing."""
+        reinforcement), then the latest touched; any other question answers nothing. A broad question about the
+        one asking ("me", "my", "the user": always answered here, its similarities say nothing) puts the memories
+        about the user first (domain.search.about_user: a user type, or the user's words or names in the text)."""
         if not plan.broad or not hits:
             return SearchResults((), limit=plan.limit)
 
@@ -307,7 +310,12 @@ class Searching:
             memory = hit.memory
             return max(memory.updated_at, memory.last_reinforced_at or memory.updated_at).timestamp()
 
-        ranked = sorted(hits, key=lambda hit: (-hit.confidence, -touched(hit), hit.memory.id))
+        names = user_names(hit.memory.content for hit in hits) if plan.about_user else frozenset()
+
+        def user_first(hit: ScoredMemory) -> int:
+            return -about_user(hit.memory, names) if plan.about_user else 0
+
+        ranked = sorted(hits, key=lambda hit: (user_first(hit), -hit.confidence, -touched(hit), hit.memory.id))
         return SearchResults(tuple(ranked[: plan.limit]), limit=plan.limit, broad=True)
 
 
@@ -406,6 +414,12 @@ class _SearchPlan:
     def broad(self) -> bool:
         """Whether the question names no subject of its own (domain.search.relevance.is_broad)."""
         return is_broad(self.query)
+
+    @property
+    def about_user(self) -> bool:
+        """Whether a broad question asks about the one asking ("what do you know about me?"), judging on (issue 48):
+        its answer is the memories about the user first, not whatever clears the relevance line."""
+        return self.judged and self.broad and asks_about_user(self.query)
 
     def related(self, best: float) -> bool:
         """Whether a search has anything related to the query: the best candidate's similarity (or a thread

@@ -314,3 +314,24 @@ def test_a_text_within_the_window_has_no_parts_and_a_long_one_is_cut_into_overla
     embedded = embedder.embed_parts([text, "short"]).unwrap()
     assert len(embedded[0]) == len(parts) and embedded[1] == []
     assert max_abs_diff(embedded[0], vectors(embedder.embed_documents(parts))) < 1e-6
+
+
+@pytest.mark.slow
+def test_a_long_texts_sentences_are_parts_too_so_one_sentence_is_not_diluted(embedder: OnnxMiniLMEmbedder) -> None:
+    """Issue 48 (PARTS_SCHEME 2): after the later windows, each sentence of a long text is a part of its own; a short
+    one ("Yes.") is joined to the next, a text of one long sentence has only its windows."""
+    from agent_memory.adapters.token_windows import SENTENCE_MIN
+
+    sentences = [f"Entry {n} records that the blue kettle number {n} was cleaned after lunch." for n in range(60)]
+    text = " ".join([*sentences[:30], "Yes.", *sentences[30:]])
+    assert embedder._loaded is not None
+    windows = embedder._loaded.windows
+    later = windows.later_windows([text])[0]
+    parts = windows.parts([text])[0]
+    assert parts[: len(later)] == later
+    assert parts[len(later) :] == [*sentences[:30], f"Yes. {sentences[30]}", *sentences[31:]]
+    assert len(windows.whole.encode("Yes.", add_special_tokens=False).ids) < SENTENCE_MIN
+    assert windows.parts(["a short note. Two sentences."]) == [[]]  # within the window: no parts at all
+    embedded = embedder.embed_parts([text]).unwrap()[0]
+    assert len(embedded) == len(parts)
+    assert max_abs_diff(embedded[-1:], vectors(embedder.embed_documents(parts[-1:]))) < 1e-6

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
 from agent_memory.adapters.in_memory import InMemoryPartVectors
-from agent_memory.adapters.sqlite_parts import SqlitePartVectors
+from agent_memory.adapters.sqlite_parts import SqlitePartVectors, _blob
+from agent_memory.adapters.token_windows import PARTS_SCHEME
 from agent_memory.domain.errors import ErrorCode
 from agent_memory.domain.ports import PartVectors
 from tests.contract.part_vectors_contract import STORE, PartVectorsContract, X, Y
@@ -44,6 +47,21 @@ class TestSqlitePartVectors(PartVectorsContract):
         assert [i for i, _ in ok(reader.nearest(STORE, X, 5))] == ["a"]
         ok(reader.put(STORE, {"c": [X]}))  # and its own writes
         assert [i for i, _ in ok(reader.nearest(STORE, X, 5))] == ["c", "a"]
+
+    def test_parts_cut_by_an_earlier_scheme_count_as_none_until_a_rebuild_drops_them(self, tmp_path: Path) -> None:
+        """Issue 48: parts of scheme 1 (128-token windows only) sit in `parts_<store>`: no memory counts as having
+        parts (status warns of them), a search does not read them, and a rebuild (reindex) drops the old table."""
+        path = tmp_path / "parts.sqlite3"
+        with closing(sqlite3.connect(path)) as old, old:
+            old.execute("CREATE TABLE parts_default (id TEXT NOT NULL, part INTEGER NOT NULL, vector BLOB NOT NULL)")
+            old.execute("INSERT INTO parts_default VALUES ('a', 1, ?)", (_blob(X),))
+        parts = SqlitePartVectors(path)
+        assert ok(parts.holding(STORE, ["a"])) == set() and ok(parts.nearest(STORE, X, 5)) == []
+        ok(parts.rebuild(STORE, {"a": [X]}))
+        assert ok(parts.holding(STORE, ["a"])) == {"a"}
+        with closing(sqlite3.connect(path)) as after:
+            tables = {row[0] for row in after.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert tables == {f"parts{PARTS_SCHEME}_default"}
 
     def test_a_bad_file_is_a_storage_error_saying_reindex(self, tmp_path: Path) -> None:
         path = tmp_path / "parts.sqlite3"

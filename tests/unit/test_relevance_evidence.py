@@ -1,6 +1,7 @@
 """The evidence a hit needs to stay in an answer (issue 40): the question's subject words, or a similarity of its own,
 or one close to the best hit's; an answer with no such hit is empty (a broad question's scope answer aside)."""
 
+import attrs
 import pytest
 
 from agent_memory.adapters.clock import FixedClock
@@ -85,3 +86,25 @@ def test_a_rule_without_evidence_keeps_every_hit_over_its_lines() -> None:
     assert kept == hits[:2]
     assert RULE.related_hits(hits, lambda hit: hit[1], lambda hit: 0.0) == [("a", 0.6)]  # the best, alone
     assert RULE.related_hits(hits[1:], lambda hit: hit[1], lambda hit: 0.0) is None  # no words, under alone
+
+
+def test_gap_and_spared_spare_a_hit_the_spread_cut_and_nothing_else() -> None:
+    """Issue 48: a hit more than `spread` under the best stays when the answer's similarities run down to it in
+    steps of at most `gap`, or when it has `spared` of the question's subject words; never under `keep`."""
+    hits = ["best", "a", "b", "c", "worded", "low"]
+    near = {"best": 0.9, "a": 0.8, "b": 0.7, "c": 0.5, "worded": 0.26, "low": 0.15}
+    words = {"worded": 1.0, "low": 1.0}
+    spread = RelevanceRule(unrelated=0.1, keep=0.2, related=0.8, spread=0.3)
+
+    def kept(rule: RelevanceRule) -> list[str] | None:
+        return rule.related_hits(hits, near.__getitem__, lambda hit: words.get(hit, 0.0))
+
+    assert kept(spread) == ["best", "a", "b"]  # 0.6 is the line
+    assert kept(attrs.evolve(spread, gap=0.1)) == ["best", "a", "b"]  # 0.7 → 0.5 is a step of 0.2: the run ends
+    assert kept(attrs.evolve(spread, gap=0.2)) == ["best", "a", "b", "c"]  # then 0.5 → 0.26 is wider
+    assert kept(attrs.evolve(spread, gap=0.25)) == ["best", "a", "b", "c", "worded"]  # 0.15 is under keep
+    assert kept(attrs.evolve(spread, spared=1.0)) == ["best", "a", "b", "worded"]  # its words; "low" under keep
+    assert kept(attrs.evolve(spread, spared=1.0, gap=0.01)) == ["best", "a", "b", "worded"]
+    assert spread.run_line([0.9, 0.8]) == float("inf")  # no gap: nothing spared by a run
+    no_spread = RelevanceRule(unrelated=0.1, keep=0.2, related=0.8, gap=0.01, spared=0.5)
+    assert kept(no_spread) == ["best", "a", "b", "c", "worded"]  # nothing to spare: keep alone decides

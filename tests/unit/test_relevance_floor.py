@@ -26,6 +26,7 @@ MEANINGS: dict[str, Vector] = {
     "The printer is out of toner": [0.0, 0.0, -1.0],  # unrelated to the tea and the beverage (cosine 0)
     "The user once tried coffee": [0.6, -0.05, 0.7984],  # cosine 0.45 to the beverage question
     "what do you know about me?": [0.0, 1.0, 0.0],  # names no subject: cosine 0 to the tea, 0.6 to the beverage
+    "what do you remember?": [0.0, 1.0, 0.0],  # names no subject, and nobody in particular
 }
 TEA = "The user drinks green tea every morning"
 
@@ -170,10 +171,13 @@ def test_a_broad_question_answers_the_scopes_memories_by_what_matters(clock: Fix
     service = tea_drinker(clock, SearchPolicy(min_similarity=0.2, relevance=RULE))  # the tea first, then later:
     clock.advance(hours=1)
     service.create(CreateMemory(content="The printer is out of toner")).unwrap()
-    answer = service.search(SearchMemories(query="what do you know about me?", mode=mode)).unwrap()
+    answer = service.search(SearchMemories(query="what do you remember?", mode=mode)).unwrap()
     assert answer.broad  # nothing is related (cosine 0 to both): the scope's memories, equally confident, latest first
     assert [hit.memory.content for hit in answer.results] == ["The printer is out of toner", TEA]
     assert [hit.relevance for hit in answer.results] == [0.0, 0.0]
+    about_me = service.search(SearchMemories(query="what do you know about me?", mode=mode)).unwrap()
+    assert about_me.broad  # about the one asking: the memory about the user first (issue 48)
+    assert [hit.memory.content for hit in about_me.results] == [TEA, "The printer is out of toner"]
     unrelated = service.search(SearchMemories(query="quantum chromodynamics lecture", mode=mode)).unwrap()
     assert not unrelated.broad and unrelated.results == ()
     related = service.search(SearchMemories(query="favourite hot beverage?", mode=mode)).unwrap()
