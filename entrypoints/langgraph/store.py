@@ -413,7 +413,7 @@ class MemoryStore(BaseStore):
         return sweep(self)
 
     async def asweep_ttl(self) -> int:
-        return await asyncio.to_thread(self.sweep_ttl)
+        return await asyncio.to_thread(sweep, self)
 
     def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> threading.Thread | None:
         """Sweep every `sweep_interval_minutes` (default the TTLConfig's) in a daemon thread; None without one."""
