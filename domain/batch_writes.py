@@ -72,12 +72,21 @@ def _checked(update: UpdateMemory, now: datetime) -> Result[dict[str, Any], Doma
 def _by_store(
     ctx: Context, updates: Sequence[UpdateMemory], changes: Sequence[dict[str, Any]], *, touch: bool
 ) -> Result[list[MemoryView], DomainError]:
+    names = [validated(partial(check_store_name, u.store or ctx.policy.default_store)) for u in updates]
+    return Fold.collect(names, Success(())).bind(lambda known: _in_groups(ctx, updates, changes, known, touch=touch))
+
+
+def _in_groups(
+    ctx: Context,
+    updates: Sequence[UpdateMemory],
+    changes: Sequence[dict[str, Any]],
+    names: Sequence[str],
+    *,
+    touch: bool,
+) -> Result[list[MemoryView], DomainError]:
     groups: dict[str, list[int]] = {}
-    for at, update in enumerate(updates):
-        named = validated(partial(check_store_name, update.store or ctx.policy.default_store))
-        if isinstance(named, Failure):
-            return named
-        groups.setdefault(named.unwrap(), []).append(at)
+    for at, name in enumerate(names):
+        groups.setdefault(name, []).append(at)
     answers: dict[int, MemoryView] = {}
 
     def write(store: str, ats: list[int]) -> Result[None, DomainError]:
@@ -96,36 +105,46 @@ def _update_in(
     now = ctx.clock.now()
     before: dict[str, Memory] = {}
     after: dict[str, Memory] = {}
-    answered: list[str] = []
-    read = _read_ids(ctx, store_name, [update.ref for update, _ in share])
-    if isinstance(read, Failure):
-        return read
-    for update, fields in share:
-        loaded = _loaded(ctx, store_name, update, read.unwrap())
-        if isinstance(loaded, Failure):
-            return loaded
-        stored = loaded.unwrap()
-        current = after.get(stored.id, stored)
-        changed = validated(partial(evolve, current, **fields, updated_at=now if touch else current.updated_at))
-        if isinstance(changed, Failure):
-            return changed
-        before.setdefault(stored.id, stored)
-        after[stored.id] = changed.unwrap()
-        answered.append(stored.id)
-    pairs = [(before[memory_id], memory) for memory_id, memory in after.items()]
-    written = ctx.open(store_name, create=False).bind(lambda store: _write_changes(ctx, store, store_name, pairs))
-    return written.map(lambda _: [ctx.view(after[memory_id]) for memory_id in answered])
+
+    def changed(stored: Memory, fields: dict[str, Any]) -> Result[str, DomainError]:
+        current = after.get(stored.id, stored)  # an earlier update of this batch: change what it left
+        made = validated(partial(evolve, current, **fields, updated_at=now if touch else current.updated_at))
+        return made.map(lambda memory: _noted(before, after, stored, memory))
+
+    def step(read: dict[str, Memory], item: tuple[UpdateMemory, dict[str, Any]]) -> Result[str, DomainError]:
+        return _loaded(ctx, store_name, item[0], read).bind(lambda stored: changed(stored, item[1]))
+
+    return (
+        _read_ids(ctx, store_name, [update.ref for update, _ in share])
+        .bind(lambda read: in_turn(share, partial(step, read)))
+        .bind(
+            lambda answered: (
+                ctx.open(store_name, create=False)
+                .bind(lambda store: _write_changes(ctx, store, store_name, [(before[i], m) for i, m in after.items()]))
+                .map(lambda _: [ctx.view(after[memory_id]) for memory_id in answered])
+            )
+        )
+    )
+
+
+def _noted(before: dict[str, Memory], after: dict[str, Memory], stored: Memory, changed: Memory) -> str:
+    before.setdefault(stored.id, stored)
+    after[stored.id] = changed
+    return stored.id
+
+
+def _canonical(ref: str) -> Result[tuple[str, str], DomainError]:
+    return validated(partial(check_memory_id, ref)).map(lambda canonical: (ref, canonical))
 
 
 def _read_ids(ctx: Context, store_name: str, refs: Sequence[str]) -> Result[dict[str, Memory], DomainError]:
     """The memories the refs that are ids name, by ref, read in one call (a path is looked up by itself)."""
-    ids: dict[str, str] = {}
-    for ref in refs:
-        if is_memory_id(ref):
-            canonical = validated(partial(check_memory_id, ref))
-            if isinstance(canonical, Failure):
-                return canonical
-            ids[ref] = canonical.unwrap()
+    return Fold.collect([_canonical(ref) for ref in refs if is_memory_id(ref)], Success(())).bind(
+        lambda pairs: _read_pairs(ctx, store_name, dict(pairs))
+    )
+
+
+def _read_pairs(ctx: Context, store_name: str, ids: dict[str, str]) -> Result[dict[str, Memory], DomainError]:
     if not ids:
         return Success({})
     found = ctx.open(store_name, create=False).bind(lambda store: store.get(list(dict.fromkeys(ids.values()))))
@@ -199,35 +218,36 @@ def remove_memories(ctx: Context, command: RemoveMemories) -> Result[list[Memory
 
 def _remove_found(ctx: Context, command: RemoveMemories, guard: Guard) -> Result[list[Memory], DomainError]:
     store_name = command.store or ctx.policy.default_store
-    opened = ctx.open(store_name, create=False)
-    if isinstance(opened, Failure):
-        return Success([]) if opened.failure().code in _GONE else opened
-    store = opened.unwrap()
-    ids: list[str] = []
-    for ref in command.refs:
-        if is_memory_id(ref):
-            canonical = validated(partial(check_memory_id, ref))
-            if isinstance(canonical, Failure):
-                return canonical
-            ids.append(canonical.unwrap())
-    found = store.get(list(dict.fromkeys(ids)))
-    if isinstance(found, Failure):
-        return found
-    memories = {m.id: m for m in found.unwrap() if visible(m, guard)}
-    for ref in command.refs:
-        if is_memory_id(ref):
-            continue
-        at = ctx.load_ref(ref, store_name, namespace=guard)
-        if isinstance(at, Failure):
-            if at.failure().code in _GONE:
-                continue
-            return at
-        memories.setdefault(at.unwrap().id, at.unwrap())
-    gone = list(memories)
-    if not gone:
-        return Success([])
-    return (
-        store.remove(gone)
-        .bind(lambda _: ctx.unindex_keywords(next(iter(memories.values())).store, gone))
-        .map(lambda _: list(memories.values()))
+    opened: Result[VectorStore | None, DomainError] = ctx.open(store_name, create=False)
+    return opened.lash(_none_if_gone).bind(
+        lambda store: Success([]) if store is None else _remove_in(ctx, store, store_name, command.refs, guard)
     )
+
+
+def _none_if_gone(error: DomainError) -> Result[None, DomainError]:
+    return Success(None) if error.code in _GONE else Failure(error)
+
+
+def _remove_in(
+    ctx: Context, store: VectorStore, store_name: str, refs: Sequence[str], guard: Guard
+) -> Result[list[Memory], DomainError]:
+    """The refs' memories (the ids in one read, each path by itself; those gone left out), removed in one write."""
+    by_id = _read_ids(ctx, store_name, refs).map(lambda read: {m.id: m for m in read.values() if visible(m, guard)})
+    at_paths = in_turn(
+        [ref for ref in refs if not is_memory_id(ref)], lambda ref: _at_path(ctx, ref, store_name, guard)
+    )
+    return by_id.bind(
+        lambda found: at_paths.map(lambda more: {**found, **{m.id: m for m in more if m is not None}})
+    ).bind(lambda memories: _gone(ctx, store, list(memories.values())))
+
+
+def _at_path(ctx: Context, ref: str, store_name: str, guard: Guard) -> Result[Memory | None, DomainError]:
+    found: Result[Memory | None, DomainError] = ctx.load_ref(ref, store_name, namespace=guard)
+    return found.lash(_none_if_gone)
+
+
+def _gone(ctx: Context, store: VectorStore, memories: list[Memory]) -> Result[list[Memory], DomainError]:
+    ids = [memory.id for memory in memories]
+    if not ids:
+        return Success([])
+    return store.remove(ids).bind(lambda _: ctx.unindex_keywords(memories[0].store, ids)).map(lambda _: memories)

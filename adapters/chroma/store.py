@@ -11,7 +11,7 @@ from uuid import UUID
 from attrs import define, evolve
 from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection
-from returns.result import Failure, Result, Success
+from returns.result import Result, Success
 
 from agent_memory.adapters.chroma import layout, mirror_policy, rebuild, sifting
 from agent_memory.adapters.chroma.boundary import Boundary, CollectionGone
@@ -99,26 +99,8 @@ class ChromaVectorStore:
         return self.boundary.result(partial(self._add, memories, embeddings))
 
     def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
-        """Overwrite memories and their vectors, in client-sized batches (one write each, not one per memory)."""
-        mismatch = count_mismatch(memories, embeddings)
-        if mismatch is not None:
-            return Failure(mismatch)
-        if not memories:
-            return Success(None)
-        vectors = [list(embedding) for embedding in embeddings]
-
-        def upsert(collection: Collection) -> None:
-            for batch in chunks(list(zip(memories, vectors, strict=True)), self.batch_size):
-                self._upsert(collection, [memory for memory, _ in batch], [vector for _, vector in batch])
-
-        def write(collection: Collection) -> None:
-            self._check_dimension(vectors)
-            mirror_policy.written(
-                self.session, collection, partial(upsert, collection), lambda mirror: mirror.upsert(memories, vectors)
-            )
-
-        needs = write_size([memory.content for memory in memories], len(vectors[0]))
-        return self._result("write memories", write, write=True, needs=needs)
+        """Overwrite memories and their vectors: the same upsert as `add` (one write per client-sized batch)."""
+        return self.boundary.result(partial(self._add, memories, embeddings))
 
     def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
         """Rewrite fields of existing memories, keeping their vectors; MEMORY_NOT_FOUND before any write."""

@@ -8,7 +8,6 @@ whose TTL ran out; `AsyncMemoryStore` (aio.py) awaits the same work.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
 from returns.result import Failure
 
@@ -17,14 +16,12 @@ from agent_memory.domain.commands import ListMemories, UpdateMemory
 from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.model import Memory
 from agent_memory.entrypoints.langgraph.ops import absent_code
+from agent_memory.entrypoints.langgraph.writes import ItemStore
 from agent_memory.entrypoints.tooling.errors import succeeded
 from agent_memory.entrypoints.tooling.items import extras_of, put_key
 
-if TYPE_CHECKING:
-    from agent_memory.entrypoints.langgraph.store import MemoryStore
 
-
-def renewed(store: MemoryStore, memories: list[Memory]) -> list[Memory]:
+def renewed(store: ItemStore, memories: list[Memory]) -> list[Memory]:
     """The memories with their expiry renewed by their items' TTLs (a read counts as use), `updated_at` kept; one
     without a TTL as it was, and one deleted or expired meanwhile as it was read."""
     now = store.service.clock.now()
@@ -57,7 +54,7 @@ def renewed(store: MemoryStore, memories: list[Memory]) -> list[Memory]:
     return answer
 
 
-def sweep(store: MemoryStore) -> int:
+def sweep(store: ItemStore) -> int:
     """Delete every item whose TTL ran out (its memory expired) for good; how many were deleted."""
     listed = ListMemories(category=store.category, store=store.store_name, include_expired=True)
     listing = dispatch(store.service, listed)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from langgraph.store.base import PutOp
 from returns.result import Failure
@@ -22,16 +22,32 @@ from agent_memory.domain.batch_writes import RemoveMemories, UpdateMemories
 from agent_memory.domain.commands import CreateMemories, CreateMemory, ListMemories, UpdateMemory
 from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.model import Memory
+from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.langgraph.ops import SOURCE, absent_code, id_key
 from agent_memory.entrypoints.tooling.items import encoded, item_path, put_key, readable_key
 
 LISTED_FROM = 8  # puts of one namespace in a run from which its items are listed at once, not looked up singly
 
-if TYPE_CHECKING:
-    from agent_memory.entrypoints.langgraph.store import MemoryStore
+
+class ItemStore(Protocol):
+    """What the writes (and the TTLs, ttl.py) read of the LangGraph store (store.py's MemoryStore)."""
+
+    @property
+    def service(self) -> MemoryService: ...
+
+    @property
+    def category(self) -> str: ...
+
+    @property
+    def store_name(self) -> str | None: ...
+
+    @property
+    def decay_policy(self) -> str: ...
+
+    def _memory(self, namespace: tuple[str, ...], key: str) -> Memory | None: ...
 
 
-def written_together(store: MemoryStore, run: list[PutOp]) -> set[int]:
+def written_together(store: ItemStore, run: list[PutOp]) -> set[int]:
     """Of a run of puts of different keys, the ids of those done here together (their result is None); the others
     are for the store's own put."""
     if len(run) < 2:
@@ -61,7 +77,7 @@ def written_together(store: MemoryStore, run: list[PutOp]) -> set[int]:
     return done
 
 
-def _listed(store: MemoryStore, run: list[PutOp]) -> dict[tuple[str, ...], dict[str, Memory]]:
+def _listed(store: ItemStore, run: list[PutOp]) -> dict[tuple[str, ...], dict[str, Memory]]:
     """The items `put` made in each namespace at least LISTED_FROM of the run's puts name, by key: one listing of
     the namespace instead of a lookup per item (a lookup by path scans the store on the files backend and in
     Qdrant's local mode, so a batch's lookups cost its size times the store's)."""
@@ -87,7 +103,7 @@ def _listed(store: MemoryStore, run: list[PutOp]) -> dict[tuple[str, ...], dict[
     return known
 
 
-def _expiry(store: MemoryStore, op: PutOp) -> object:
+def _expiry(store: ItemStore, op: PutOp) -> object:
     return None if op.ttl is None else store.service.clock.now() + timedelta(minutes=op.ttl)
 
 
@@ -95,7 +111,7 @@ def _content(op: PutOp) -> str:
     return encoded(op.key, op.value, {"index": op.index, "ttl": op.ttl}, plain=readable_key(op.key))
 
 
-def _created(store: MemoryStore, ops: list[PutOp]) -> set[int]:
+def _created(store: ItemStore, ops: list[PutOp]) -> set[int]:
     if not ops:
         return set()
     creates = tuple(
@@ -115,7 +131,7 @@ def _created(store: MemoryStore, ops: list[PutOp]) -> set[int]:
     return set() if isinstance(created, Failure) else {id(op) for op in ops}
 
 
-def _updated(store: MemoryStore, pairs: list[tuple[PutOp, Memory]]) -> set[int]:
+def _updated(store: ItemStore, pairs: list[tuple[PutOp, Memory]]) -> set[int]:
     if not pairs:
         return set()
     updates = []
@@ -136,7 +152,7 @@ def _updated(store: MemoryStore, pairs: list[tuple[PutOp, Memory]]) -> set[int]:
     return set() if isinstance(updated, Failure) else {id(op) for op, _ in pairs}
 
 
-def _removed(store: MemoryStore, pairs: list[tuple[PutOp, Memory]]) -> set[int]:
+def _removed(store: ItemStore, pairs: list[tuple[PutOp, Memory]]) -> set[int]:
     if not pairs:
         return set()
     removed = dispatch(store.service, RemoveMemories(refs=tuple(held.id for _, held in pairs), store=store.store_name))
