@@ -174,7 +174,8 @@ def _write_changes(
     ctx: Context, store: VectorStore, store_name: str, pairs: list[tuple[Memory, Memory]]
 ) -> Result[None, DomainError]:
     """Metadata-only changes in one write, content changes embedded together and replaced in one write, then the
-    keyword index and parts in step: journaled as one unit (a failure or a kill part-way puts every memory back)."""
+    keyword index and parts in step: journaled as one unit (a failure or a kill part-way puts every memory back);
+    a single memory is written as `update` writes it, unjournaled."""
     same = [new for old, new in pairs if old.content == new.content]
     retexted = [new for old, new in pairs if old.content != new.content]
 
@@ -186,6 +187,8 @@ def _write_changes(
         )
 
     embedded = ctx.embedder.embed_documents([m.content for m in retexted]) if retexted else Success([])
+    if len(pairs) == 1:  # one memory's write, as `update` does it: no journal to pay (a read's TTL renewal)
+        return embedded.bind(write)
     pending = PendingBatch(store_name, (), tuple(old for old, _ in pairs))
     return embedded.bind(lambda vectors: ctx.whole(store, pending, lambda: write(vectors)))
 

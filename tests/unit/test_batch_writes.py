@@ -147,3 +147,20 @@ def test_removals_keep_to_the_callers_namespace(counted: MemoryService) -> None:
     bad = dispatch(counted, RemoveMemories(refs=(theirs.id, "  ")))  # a mistake in the call: nothing removed
     assert isinstance(bad, Failure) and bad.failure().code is ErrorCode.INVALID_INPUT
     assert counted.get(theirs.id).unwrap().memory.id == theirs.id
+
+
+def test_a_write_failing_part_way_puts_every_memory_back(
+    counted: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = made(counted, 2)
+
+    def refused(_store: InMemoryVectorStore, _memories: object, _vectors: object) -> Result[None, DomainError]:
+        return Failure(DomainError(ErrorCode.STORAGE_ERROR, "disk full"))
+
+    monkeypatch.setattr(InMemoryVectorStore, "replace", refused)  # the metadata-only one is written before it
+    updates = (UpdateMemory(ref=before[0].id, tags=("changed",)), UpdateMemory(ref=before[1].id, content="new text"))
+    failed = dispatch(counted, UpdateMemories(updates=updates))
+    assert isinstance(failed, Failure) and failed.failure().code is ErrorCode.STORAGE_ERROR
+    monkeypatch.undo()
+    after = [counted.get(m.id).unwrap().memory for m in before]
+    assert [(m.content, m.tags) for m in after] == [(m.content, m.tags) for m in before]
