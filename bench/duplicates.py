@@ -126,7 +126,7 @@ def create_cost(embedder: OnnxMiniLMEmbedder, threshold: float, creates: int, st
     from agent_memory.entrypoints.settings import Settings
 
     def _scope(memory: Memory) -> MemoryFilter:
-        return same_scope(memory)  # as Writing._neighbours asks (in_scope drops the expired ones after)
+        return evolve(same_scope(memory), alive_at=memory.updated_at)
 
     texts = [f"Note {n}: the user mentioned item {n * 7919 % 104729} during session {n % 97}." for n in range(creates)]
     seed = [

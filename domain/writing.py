@@ -189,9 +189,7 @@ class Writing:
     def _neighbours(
         self, store: VectorStore, memory: Memory, vector: Vector
     ) -> Result[list[tuple[Memory, float]], DomainError]:
-        # no `alive_at` in the query: on Chroma it made the filtered search ten times slower (16 ms against 1.5 ms
-        # at 2,000 memories), and `in_scope` drops the expired ones from what the query gives
-        where = same_scope(memory)
+        where = evolve(same_scope(memory), alive_at=memory.updated_at)
         threshold = self.ctx.policy.duplicate_similarity or 0.0  # only asked when there is one
         return nearest(lambda limit: store.query(vector, where, limit), threshold)
 

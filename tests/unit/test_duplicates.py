@@ -168,8 +168,7 @@ def test_a_namespace_crowded_by_copies_below_it_still_finds_its_own_duplicate(cl
 
 
 def test_an_expired_memory_is_no_duplicate(clock: FixedClock) -> None:
-    """The store is asked for the scope's nearest without an expiry condition (issue 47: on Chroma it made the query
-    ten times slower); the expired ones it gives are dropped after, so a create never skips to or names one."""
+    """A memory expired when the new one is made is never named, skipped to or updated (issue 41's scope rule)."""
     service = service_with(clock, DuplicatePolicy.SKIP)
     expiring = service.create(CreateMemory(content=DARK, expires_at=clock.now() + timedelta(hours=1))).unwrap()
     clock.advance(hours=2)
