@@ -88,9 +88,9 @@ class ClaimedStore:
             lambda pairs: self._claimed(pairs, lambda: self.inner.update_metadata(memories))
         )
 
-    def replace(self, memory: Memory, embedding: Vector) -> Result[None, DomainError]:
-        return self._before([memory]).bind(
-            lambda pairs: self._claimed(pairs, lambda: self.inner.replace(memory, embedding))
+    def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
+        return self._before(memories).bind(
+            lambda pairs: self._claimed(pairs, lambda: self.inner.replace(memories, embeddings))
         )
 
     def remove(self, ids: Sequence[str]) -> Result[None, DomainError]:

@@ -63,8 +63,11 @@ class InMemoryVectorStore:
             self.records[memory.id] = (memory, self.records[memory.id][1])
         return Success(None)
 
-    def replace(self, memory: Memory, embedding: Vector) -> Result[None, DomainError]:
-        self.records[memory.id] = (memory, tuple(embedding))
+    def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
+        if len(memories) != len(embeddings):
+            return Failure(DomainError(ErrorCode.STORAGE_ERROR, "memories and embeddings differ in number"))
+        for memory, vector in zip(memories, embeddings, strict=True):
+            self.records[memory.id] = (memory, tuple(vector))
         return Success(None)
 
     def remove(self, ids: Sequence[str]) -> Result[None, DomainError]:

@@ -1,6 +1,6 @@
-"""LangGraph's own store suites (checkpoint-sqlite's tests/test_store.py and test_async_store.py) run against
-`MemoryStore` with only the store swapped: every test's SqliteStore / AsyncSqliteStore is a MemoryStore over a
-fresh data directory of the chosen backend. Prints one JSON object per backend: passed, failed, the failed tests.
+"""LangGraph's own store suites (checkpoint-sqlite's tests/test_store.py, test_async_store.py and test_ttl.py) run
+against `MemoryStore` with only the store swapped: every test's SqliteStore is a MemoryStore, every AsyncSqliteStore
+an AsyncMemoryStore, over a fresh data directory of the chosen backend (closed when the test's `with` ends). Prints one JSON object per backend: passed, failed, the failed tests.
 
 Needs a checkout of the langgraph repository (its tests are not packaged), `langgraph-checkpoint-sqlite` (the
 sqlite-internal helpers some tests import) and `pytest-asyncio` (the async suite's tests are coroutines):
@@ -22,7 +22,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-SUITES = ("test_store.py", "test_async_store.py")
+SUITES = ("test_store.py", "test_async_store.py", "test_ttl.py")
 
 SWAP = '''"""The swapped store: a MemoryStore over a fresh data directory per store, as SqliteStore's API opens one."""
 
@@ -35,7 +35,7 @@ from contextlib import asynccontextmanager, contextmanager
 from agent_memory.adapters.in_memory import HashingEmbedder
 from agent_memory.entrypoints.bootstrap import build_service
 from agent_memory.entrypoints.settings import load_settings
-from agent_memory.langgraph import MemoryStore
+from agent_memory.langgraph import AsyncMemoryStore, MemoryStore
 
 _made = []
 atexit.register(lambda: [shutil.rmtree(path, ignore_errors=True) for path in _made])
@@ -54,7 +54,7 @@ class _Store(MemoryStore):
         return None
 
 
-class _AsyncStore(MemoryStore):
+class _AsyncStore(AsyncMemoryStore):
     async def setup(self):
         return None
 
@@ -63,14 +63,16 @@ class SqliteStore:
     @classmethod
     @contextmanager
     def from_conn_string(cls, conn_string, *, index=None, ttl=None, **_ignored):
-        yield _Store(_service(), index=index, ttl=ttl)
+        with _Store(_service(), index=index, ttl=ttl) as store:
+            yield store
 
 
 class AsyncSqliteStore:
     @classmethod
     @asynccontextmanager
     async def from_conn_string(cls, conn_string, *, index=None, ttl=None, **_ignored):
-        yield _AsyncStore(_service(), index=index, ttl=ttl)
+        async with _AsyncStore(_service(), index=index, ttl=ttl) as store:
+            yield store
 '''
 
 INI = """[pytest]
@@ -90,7 +92,10 @@ def prepared(checkout: Path, into: Path) -> Path:
     for name in SUITES:
         text = (source / name).read_text()
         text = re.sub(
-            r"^from langgraph\.store\.sqlite import (\w+)$", r"from tests._swap import \1", text, flags=re.MULTILINE
+            r"^from langgraph\.store\.sqlite(?:\.aio)? import (\w+)$",
+            r"from tests._swap import \1",
+            text,
+            flags=re.MULTILINE,
         )
         (package / name).write_text(text)
     return into

@@ -409,9 +409,9 @@ class Context:
 
     def index_keywords(self, store: str, memories: Sequence[Memory]) -> Result[None, DomainError]:
         """Keep the keyword index and the long memories' parts in step after a write (no-op without them)."""
-        return self._index_words(store, memories).bind(lambda _: self.index_parts(store, memories))
+        return self.index_words(store, memories).bind(lambda _: self.index_parts(store, memories))
 
-    def _index_words(self, store: str, memories: Sequence[Memory]) -> Result[None, DomainError]:
+    def index_words(self, store: str, memories: Sequence[Memory]) -> Result[None, DomainError]:
         if self.keywords is None or not memories:
             return Success(None)
         return self.keywords.upsert(store, [keyword_entry(m) for m in memories])
@@ -431,11 +431,11 @@ class Context:
         embedded again only when its content changed."""
         old, new = keyword_entry(before), keyword_entry(after)
         if old.thread != new.thread:  # another scope: it leaves its old neighbours and joins the new thread's end
-            words = self._unindex_words(after.store, [after.id]).bind(lambda _: self._index_words(after.store, [after]))
+            words = self.unindex_words(after.store, [after.id]).bind(lambda _: self.index_words(after.store, [after]))
         elif old.text == new.text:
             words = Success(None)
         else:
-            words = self._index_words(after.store, [after])
+            words = self.index_words(after.store, [after])
         if before.content == after.content:
             return words
         return words.bind(lambda _: self.index_parts(after.store, [after]))
@@ -443,11 +443,11 @@ class Context:
     def unindex_keywords(self, store: str, ids: Sequence[str]) -> Result[None, DomainError]:
         """Forget memories in the keyword index and their parts."""
         parts = self.parts
-        return self._unindex_words(store, ids).bind(
+        return self.unindex_words(store, ids).bind(
             lambda _: Success(None) if parts is None or not ids else parts.remove(store, ids)
         )
 
-    def _unindex_words(self, store: str, ids: Sequence[str]) -> Result[None, DomainError]:
+    def unindex_words(self, store: str, ids: Sequence[str]) -> Result[None, DomainError]:
         if self.keywords is None or not ids:
             return Success(None)
         return self.keywords.remove(store, ids)

@@ -13,6 +13,7 @@ from typing import Any, Protocol, TypeVar, cast
 from returns.result import Result
 
 from agent_memory.domain import commands as c
+from agent_memory.domain.batch_writes import RemoveMemories, UpdateMemories, remove_memories, update_memories
 from agent_memory.domain.context import Context
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.maintenance import prune_memories, reindex_store, store_status
@@ -63,6 +64,11 @@ HANDLERS: dict[type[c.Asks[Any]], Handler] = {
 }
 
 
+# commands only in-process callers run (many writes in one, their fields records): no door lists them, dispatch
+# runs them (domain/batch_writes.py)
+IN_PROCESS: dict[type[c.Asks[Any]], Handler] = {UpdateMemories: update_memories, RemoveMemories: remove_memories}
+
+
 def commands() -> tuple[type[c.Asks[Any]], ...]:
     """Every command of the table, in its order (read at call time: a command registered later is in it)."""
     return tuple(HANDLERS)
@@ -86,7 +92,9 @@ def dispatch(on: Context | HasContext, command: c.Asks[T]) -> Result[T, DomainEr
     A door builds the command from its caller's input, calls this, and renders the outcome; it never calls a
     handler another way, so every door does the same thing."""
     context = on if isinstance(on, Context) else on.context
-    handler = next(HANDLERS[kind] for kind in type(command).__mro__ if kind in HANDLERS)  # a subclass: its base's
+    handler = next(  # a subclass: its base's
+        table[kind] for kind in type(command).__mro__ for table in (HANDLERS, IN_PROCESS) if kind in table
+    )
     # the table maps each command type to the handler of that type, which answers with what its `Asks[T]` names;
     # a dict cannot say so to mypy (its values share one type), hence this one cast
     return cast("Result[T, DomainError]", handler(context, command))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Sequence
 from enum import Enum
 
@@ -92,9 +93,17 @@ def nearest(query: Query, threshold: float, limit: int = NEIGHBOURS) -> Result[l
 
 def cosine(left: Vector, right: Vector) -> float:
     """The cosine similarity of two vectors (0 when either is all zeros)."""
-    dot = sum(a * b for a, b in zip(left, right, strict=True))
-    norms = math.sqrt(sum(a * a for a in left)) * math.sqrt(sum(b * b for b in right))
-    return dot / norms if norms else 0.0
+    return normed_cosine(left, math.hypot(*left), right, math.hypot(*right))
+
+
+def normed_cosine(left: Vector, left_norm: float, right: Vector, right_norm: float) -> float:
+    """`cosine` with both norms known (a batch's vectors are compared pairwise: each norm is taken once). The dot
+    product runs in C (map and sum over the floats), not a generator: a batch of 200 creates in one scope makes
+    19,900 pairs, which cost seconds the other way."""
+    if len(left) != len(right):
+        raise ValueError(f"Vectors of {len(left)} and {len(right)} dimensions cannot be compared.")
+    norms = left_norm * right_norm
+    return sum(map(operator.mul, left, right)) / norms if norms else 0.0
 
 
 @frozen
@@ -159,6 +168,7 @@ class BatchPlan:
         self.changed: dict[str, tuple[Memory, Memory, Vector]] = {}
         self.answers: list[Answer] = []
         self.skipped_to: dict[str, Memory] = {}  # stored memories a create skipped to, unchanged
+        self._norms: dict[str, float] = {}  # the norm of each added memory's vector, taken once
 
     def final(self, memory_id: str) -> Memory:
         """A memory the batch names, as the batch leaves it."""
@@ -170,7 +180,14 @@ class BatchPlan:
 
     def _batch_candidates(self, new: Memory, vector: Vector) -> list[Candidate]:
         mine = [(memory, vec) for memory, vec in self.added.values() if in_scope(new, memory)][-IN_BATCH_WINDOW:]
-        return [Candidate(memory, cosine(vector, vec)) for memory, vec in mine]
+        norm = math.hypot(*vector)
+        return [Candidate(memory, normed_cosine(vector, norm, vec, self._norm(memory.id, vec))) for memory, vec in mine]
+
+    def _norm(self, memory_id: str, vector: Vector) -> float:
+        known = self._norms.get(memory_id)
+        if known is None:
+            known = self._norms[memory_id] = math.hypot(*vector)
+        return known
 
     def _stored_candidates(self, new: Memory, vector: Vector, found: list[tuple[Memory, float]]) -> list[Candidate]:
         """The store's neighbours in the new memory's scope, as this batch has changed them so far."""
@@ -200,6 +217,7 @@ class BatchPlan:
             after = evolve(target, content=new.content, updated_at=new.updated_at)
             if target.id in self.added:
                 self.added[target.id] = (after, vector)
+                self._norms.pop(target.id, None)  # its vector is the new text's now
             else:
                 before = self.changed[target.id][0] if target.id in self.changed else target
                 self.changed[target.id] = (before, after, vector)

@@ -45,7 +45,7 @@ class EmptyStore:
     def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
         return _not_written_yet()
 
-    def replace(self, memory: Memory, embedding: Vector) -> Result[None, DomainError]:
+    def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
         return _not_written_yet()
 
     def remove(self, ids: Sequence[str]) -> Result[None, DomainError]:

@@ -197,7 +197,7 @@ class Transfer:
         embedded = self.ctx.embedder.embed_documents(to_embed) if to_embed else Success([])
         return embedded.bind(
             lambda vectors: (
-                in_turn(list(zip(new_text, vectors, strict=False)), lambda pair: store.replace(*pair))
+                (store.replace(new_text, list(vectors)[: len(new_text)]) if new_text else Success(None))
                 .bind(lambda _: store.update_metadata(same_text) if same_text else Success(None))
                 .bind(lambda _: store.add(fresh, list(vectors)[len(new_text) :]) if fresh else Success(None))
                 .bind(lambda _: self.ctx.unindex_keywords(batch[0].store, rethreaded))

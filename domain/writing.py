@@ -214,14 +214,18 @@ class Writing:
         stored = (store.add(added, [vector for _, vector in plan.added.values()]) if added else Success(None)).bind(
             lambda _: self.ctx.index_keywords(store_name, added)
         )
-        return stored.bind(
-            lambda _: in_turn(
-                plan.changed.values(),
-                lambda change: store.replace(change[1], change[2]).bind(
-                    lambda _: self.ctx.reindex_words(change[0], change[1])
-                ),
+        changed = list(plan.changed.values())
+        return (
+            stored.bind(
+                lambda _: (
+                    store.replace([after for _, after, _ in changed], [vector for _, _, vector in changed])
+                    if changed
+                    else Success(None)
+                )
             )
-        ).map(lambda _: None)
+            .bind(lambda _: in_turn(changed, lambda change: self.ctx.reindex_words(change[0], change[1])))
+            .map(lambda _: None)
+        )
 
     def _answer(self, plan: BatchPlan, answer: Answer) -> MemoryView:
         return evolve(
@@ -257,7 +261,7 @@ class Writing:
             written = store.update_metadata([after])
         else:
             written = self.ctx.embedder.embed_documents([after.content]).bind(
-                lambda vectors: store.replace(after, vectors[0])
+                lambda vectors: store.replace([after], vectors)
             )
         return written.bind(lambda _: self.ctx.reindex_words(before, after))
 
@@ -348,7 +352,7 @@ def update_memory(ctx: Context, command: UpdateMemory) -> Result[MemoryView, Dom
     an error."""
     return (
         future_expiry(command.expires_at, ctx.clock.now())
-        .bind(lambda _: _changes(command))
+        .bind(lambda _: changes_of(command))
         .bind(lambda fields: ctx.exclusive(command.store, lambda: Writing(ctx)._updated(command, fields)))
     )
 
@@ -460,7 +464,7 @@ def _path_since_taken(error: DomainError) -> DomainError:
     )
 
 
-def _changes(command: UpdateMemory) -> Result[dict[str, Any], DomainError]:
+def changes_of(command: UpdateMemory) -> Result[dict[str, Any], DomainError]:
     """The fields an update sets, checked: INVALID_INPUT for contradictory options or nothing to change."""
     fields: dict[str, Any] = {
         name: getattr(command, name) for name in _UPDATE_SETS if getattr(command, name) is not None

@@ -98,17 +98,9 @@ class ChromaVectorStore:
         """Upsert (so a re-added id is overwritten, as in the reference store), in client-sized batches."""
         return self.boundary.result(partial(self._add, memories, embeddings))
 
-    def replace(self, memory: Memory, embedding: Vector) -> Result[None, DomainError]:
-        def write(collection: Collection) -> None:
-            self._check_dimension([embedding])
-            mirror_policy.written(
-                self.session,
-                collection,
-                partial(self._upsert, collection, [memory], [list(embedding)]),
-                lambda mirror: mirror.upsert([memory], [embedding]),
-            )
-
-        return self._result("write memories", write, write=True, needs=write_size([memory.content], len(embedding)))
+    def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
+        """Overwrite memories and their vectors: the same upsert as `add` (one write per client-sized batch)."""
+        return self.boundary.result(partial(self._add, memories, embeddings))
 
     def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
         """Rewrite fields of existing memories, keeping their vectors; MEMORY_NOT_FOUND before any write."""

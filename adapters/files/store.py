@@ -143,14 +143,19 @@ class FilesVectorStore:
 
         return self.files.locked("update memories", update)
 
-    def replace(self, memory: Memory, embedding: Vector) -> Result[None, DomainError]:
+    def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
+        mismatch = count_mismatch(memories, embeddings)
+        if mismatch is not None:
+            return Failure(mismatch)
+
         def replace(batch: Batch) -> None:
-            self._check_storable(batch, [memory])
-            finder = self._finder([memory.id], walk_for_unindexed=True)
-            with self._undone_on_failure(batch, finder, [memory]):
-                self._save(batch, finder, memory)
+            self._check_storable(batch, memories)
+            finder = self._finder([memory.id for memory in memories], walk_for_unindexed=True)
+            with self._undone_on_failure(batch, finder, memories):
+                for memory in memories:
+                    self._save(batch, finder, memory)
                 batch.finish()
-                value_of(self.index.replace(memory, embedding))
+                value_of(self.index.replace(memories, embeddings))
 
         return self.files.locked("replace a memory", replace)
 

@@ -58,8 +58,8 @@ class QdrantVectorStore:
         """Upsert (so a re-added id is overwritten, as in the reference store), in bounded batches."""
         return self.boundary.result("write memories", partial(self._add, memories, embeddings))
 
-    def replace(self, memory: Memory, embedding: Vector) -> Result[None, DomainError]:
-        return self.boundary.result("write memories", partial(self._add, [memory], [embedding]))
+    def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
+        return self.boundary.result("write memories", partial(self._add, memories, embeddings))
 
     def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
         """Overwrite the payload of existing memories, keeping their vectors; MEMORY_NOT_FOUND before any write."""

@@ -106,8 +106,8 @@ class WithParts:
     def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
         return self.store.update_metadata(memories)
 
-    def replace(self, memory: Memory, embedding: Vector) -> Result[None, DomainError]:
-        return self.store.replace(memory, embedding)
+    def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
+        return self.store.replace(memories, embeddings)
 
     def remove(self, ids: Sequence[str]) -> Result[None, DomainError]:
         return self.store.remove(ids)

@@ -3,7 +3,7 @@ and the cosine scores a query gets from them, as LangGraph's own stores compute 
 
 With an `index` (`{"dims": …, "embed": …, "fields": [...]}`), an item's score for a query is the highest cosine
 between the query's embedding and the embeddings of its indexed field texts (`fields`, default the whole value
-`"$"`; SqliteStore's `text_fields` is read as `fields`; a put's `index=[...]` replaces them for that item, `index=False` leaves it unscored). `embed` is a LangChain
+`"$"`; SqliteStore's `text_fields` is read as `fields`, and the store's `index_config` holds both; a put's `index=[...]` replaces them for that item, `index=False` leaves it unscored). `embed` is a LangChain
 `Embeddings`, a function of a list of texts, or a provider string: `"agent-memory"` is this product's own
 embedder (offline); any other string goes to LangChain's `init_embeddings` (langchain and the provider's package).
 The texts' vectors are computed when an item is searched and kept in this process, by text, for later searches.
@@ -62,9 +62,8 @@ def index_config(raw: Mapping[str, Any] | None, service: MemoryService) -> tuple
     embed = raw["embed"]
     embeddings = ServiceEmbeddings(service) if embed == OWN_EMBEDDER else ensure_embeddings(embed)
     config: dict[str, Any] = dict(raw)
-    if "text_fields" in config:  # kept as LangGraph's stores keep it: under `fields`
-        config["fields"] = fields
-        del config["text_fields"]
+    # under both names LangGraph's stores keep it: `fields` (InMemoryStore, PostgresStore), `text_fields` (SqliteStore)
+    config["fields"] = config["text_fields"] = list(fields)
     config["__tokenized_fields"] = tokenized(fields)
     return config, embeddings  # type: ignore[return-value]
 

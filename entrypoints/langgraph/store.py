@@ -18,15 +18,16 @@ so a batch with a bad operation changes nothing.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import threading
+import weakref
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, Self
 
 from returns.result import Failure
 
 from agent_memory.domain.commands import (
-    CreateMemories,
     CreateMemory,
     DeleteMemory,
     GetMemory,
@@ -44,7 +45,6 @@ from agent_memory.entrypoints.extras import missing_extra
 from agent_memory.entrypoints.tooling.items import (
     CATEGORY,
     encoded,
-    extras_of,
     item_path,
     key_and_value,
     put_key,
@@ -92,9 +92,22 @@ from agent_memory.entrypoints.langgraph.ops import (
     product_op,
     search_item,
 )
+from agent_memory.entrypoints.langgraph.ttl import renewed, sweep
 from agent_memory.entrypoints.langgraph.value_filters import chosen_namespaces, matches, prefix_pushdown
+from agent_memory.entrypoints.langgraph.writes import written_together
 
 __all__ = ["CATEGORY", "MemoryStore", "item_path"]
+
+# stores not closed yet, closed at interpreter exit before the modules go (a Qdrant client left to its __del__ then
+# prints an ImportError)
+_OPEN: weakref.WeakSet[MemoryStore] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_stores() -> None:
+    for store in list(_OPEN):
+        store.close()
+
 
 _UPSERT_ROUNDS = 64  # create/update turns a put takes while other writers create and delete its key
 
@@ -154,6 +167,7 @@ class MemoryStore(BaseStore):
             self._async = AsyncRunner(self._outcomes, self.batch, max_concurrency)
         except ValueError as error:
             raise invalid(str(error)) from None
+        _OPEN.add(self)
 
     @classmethod
     def from_settings(
@@ -186,6 +200,11 @@ class MemoryStore(BaseStore):
         return self._category
 
     @property
+    def decay_policy(self) -> str:
+        """The decay policy of the items `put` makes."""
+        return self._decay_policy
+
+    @property
     def store_name(self) -> str | None:
         """The product's store the items are kept in (None: the configured one)."""
         return self._store
@@ -214,14 +233,15 @@ class MemoryStore(BaseStore):
 
     def _outcomes(self, ops: list[Op], *, stop: bool = False) -> list[Outcome]:
         """Each operation's result or exception, in order (with `stop`, none after the first exception). Puts of
-        different keys in a row commute: those of new items are created as one batch, embedded together."""
+        different keys in a row commute: they are written together, each kind in one write (writes.py)."""
         outcomes: list[Outcome] = []
         at = 0
         while at < len(ops):
-            run: list[Op] = list(put_run(ops, at))
-            created = self._created_together(run)
-            for op in run or [ops[at]]:
-                if id(op) in created:
+            run = put_run(ops, at)
+            together = written_together(self, run)
+            steps: list[Op] = [*run] or [ops[at]]
+            for op in steps:
+                if id(op) in together:
                     outcomes.append(None)
                     continue
                 try:
@@ -232,34 +252,6 @@ class MemoryStore(BaseStore):
                         return outcomes
             at += max(len(run), 1)
         return outcomes
-
-    def _created_together(self, run: list[Op]) -> set[int]:
-        """Of a run of puts, those of items that do not exist yet, created in one batch: their ids (none when
-        fewer than two are new, or when the batch is refused, e.g. another writer created one meanwhile)."""
-        if len(run) < 2:
-            return set()
-        fresh = [
-            op
-            for op in run
-            if isinstance(op, PutOp) and op.value is not None and self._load(tuple(op.namespace), op.key) is None
-        ]
-        if len(fresh) < 2:
-            return set()
-        creates = tuple(
-            CreateMemory(
-                content=encoded(op.key, op.value, {"index": op.index, "ttl": op.ttl}, plain=readable_key(op.key)),
-                namespace=tuple(op.namespace),
-                path=item_path(op.namespace, op.key, category=self._category),
-                store=self._store,
-                source=SOURCE,
-                decay_policy=self._decay_policy,
-                expires_at=None if op.ttl is None else self._service.clock.now() + timedelta(minutes=op.ttl),
-                on_duplicate="keep",  # an item's key is its identity: a put is stored under it, like or not
-            )
-            for op in fresh
-        )
-        created = dispatch(self._service, CreateMemories(memories=creates))
-        return set() if isinstance(created, Failure) else {id(op) for op in fresh}
 
     def _run(self, op: Op) -> OpResult:
         if isinstance(op, GetOp):
@@ -306,22 +298,9 @@ class MemoryStore(BaseStore):
         if memory is None:
             return None
         if op.refresh_ttl:
-            memory = self._refreshed(memory)
+            memory = renewed(self, [memory])[0]
         decoded = self._decoded(memory, None)
         return None if decoded is None else item_of(memory, *decoded)
-
-    def _refreshed(self, memory: Memory) -> Memory:
-        """The memory with its expiry renewed by its item's TTL (a read counts as use); as it was without a TTL."""
-        minutes = extras_of(memory).get("ttl")
-        if not isinstance(minutes, int | float):
-            return memory
-        expires_at = self._service.clock.now() + timedelta(minutes=minutes)
-        command = UpdateMemory(ref=memory.id, store=self._store, namespace=memory.namespace, expires_at=expires_at)
-        renewed = dispatch(self._service, command)
-        if isinstance(renewed, Failure) and absent_code(renewed.failure()):
-            return memory  # deleted or expired meanwhile: the read answers what it read
-        view: Any = succeeded(renewed)
-        return view.memory  # type: ignore[no-any-return]
 
     def _decoded(self, memory: Memory, namespace: tuple[str, ...] | None) -> tuple[str, dict[str, Any]] | None:
         """(key, value) of a memory as an item (in `namespace` exactly, when given); None without a namespace."""
@@ -423,32 +402,18 @@ class MemoryStore(BaseStore):
     def _refreshing(self, op: SearchOp, hits: list[SearchItem]) -> list[SearchItem]:
         """The hits, their items' TTLs renewed when the search asks it (LangGraph's refresh on read)."""
         if op.refresh_ttl and self.ttl_config is not None:
-            for hit in hits:
-                memory = self._memory(to_product(hit.namespace), hit.key)
-                if memory is not None:
-                    self._refreshed(memory)
+            held = [self._memory(to_product(hit.namespace), hit.key) for hit in hits]
+            renewed(self, [memory for memory in held if memory is not None])
         return hits
 
     # --- TTL sweeping ---------------------------------------------------------------------------------
 
     def sweep_ttl(self) -> int:
         """Delete every item whose TTL ran out (its memory expired) for good; how many were deleted."""
-        listed = ListMemories(category=self._category, store=self._store, include_expired=True)
-        listing = dispatch(self._service, listed)
-        if isinstance(listing, Failure) and absent_code(listing.failure()):
-            return 0
-        now, swept = self._service.clock.now(), 0
-        for view in succeeded(listing).memories:
-            memory = view.memory
-            if memory.is_expired(now) and put_key(memory, category=self._category) is not None and memory.path:
-                gone = dispatch(
-                    self._service, RemoveMemory(ref=str(memory.path), store=self._store, namespace=memory.namespace)
-                )
-                swept += not isinstance(gone, Failure)
-        return swept
+        return sweep(self)
 
     async def asweep_ttl(self) -> int:
-        return await asyncio.to_thread(self.sweep_ttl)
+        return await asyncio.to_thread(sweep, self)
 
     def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> threading.Thread | None:
         """Sweep every `sweep_interval_minutes` (default the TTLConfig's) in a daemon thread; None without one."""
@@ -460,9 +425,39 @@ class MemoryStore(BaseStore):
 
     def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
         """Stop the sweeper thread; whether it has stopped (True when none ran)."""
+        return self._stop_sweeper_thread(timeout)
+
+    def _stop_sweeper_thread(self, timeout: float | None) -> bool:
         stopped = self._sweeper is None or stop_sweeping(self._sweeper, timeout)
         self._sweeper = None if stopped else self._sweeper
         return stopped
+
+    # --- closing ---------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop the sweeper, let the async calls' threads go and release the engine clients (Qdrant's client and,
+        in local mode, its folder lock; embedded Chroma's files): a later call opens them again."""
+        from agent_memory.entrypoints.bootstrap import release_storage
+
+        _OPEN.discard(self)
+        self._stop_sweeper_thread(None)
+        self._async.close()
+        release_storage(self._service.context.catalog)
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.close)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     def _listed(self, prefix: tuple[str, ...]) -> list[tuple[Memory, tuple[str, dict[str, Any]]]]:
         """Every item under the namespace prefix (in the product's namespaces below it too): every memory there."""

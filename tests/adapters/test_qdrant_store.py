@@ -446,7 +446,7 @@ def test_wrong_dimension_is_an_embedding_mismatch(catalog: QdrantCatalog) -> Non
 def test_library_errors_become_storage_errors(catalog: QdrantCatalog) -> None:
     store = ok(catalog.open("default", create=True))
     store.dimension = None  # let the bad vector reach Qdrant
-    failure = failed_with(store.replace(full_memory(), [1.0, 0.0]), ErrorCode.STORAGE_ERROR)
+    failure = failed_with(store.replace([full_memory()], [[1.0, 0.0]]), ErrorCode.STORAGE_ERROR)
     assert failure.cause
 
 

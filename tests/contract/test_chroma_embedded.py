@@ -215,7 +215,7 @@ def test_library_errors_become_storage_errors(tmp_path: Path) -> None:
     store = ok(embedded(tmp_path).open("default", create=True))
     store.dimension = None  # let the bad vector reach Chroma
     ok(store.add([full_memory()], [axis(0)]))
-    failure = store.replace(full_memory(), [1.0, 0.0])
+    failure = store.replace([full_memory()], [[1.0, 0.0]])
     failed_with(failure, ErrorCode.STORAGE_ERROR)
     assert failure.failure().cause
 

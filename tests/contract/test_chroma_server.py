@@ -82,7 +82,7 @@ def test_a_server_that_goes_away_gives_backend_unavailable_on_every_call(tmp_pat
     assert_unavailable(store.get([memory.id]), host, port)
     assert_unavailable(store.scan(MemoryFilter()), host, port)
     assert_unavailable(store.update_metadata([memory]), host, port)
-    assert_unavailable(store.replace(memory, axis(1)), host, port)
+    assert_unavailable(store.replace([memory], [axis(1)]), host, port)
     assert_unavailable(store.remove([memory.id]), host, port)
     assert_unavailable(store.count(), host, port)
     assert_unavailable(catalog.health(), host, port)

@@ -652,12 +652,28 @@ class VectorStoreContract:
         memory, _ = next((m, v) for m, v in pairs if m.tags and not m.deleted)
         replaced = evolve(memory, content="brand new content", tags=(), updated_at=NOW)
         target = unit([0.3, -0.1, 0.9, 0.2, -0.5, 0.1, 0.0, 0.4][:DIM] + [0.0] * max(0, DIM - 8))
-        ok(loaded.replace(replaced, target))
+        ok(loaded.replace([replaced], [target]))
         assert ok(loaded.get([memory.id])) == [replaced]
         hits = ok(loaded.query(target, MemoryFilter(include_deleted=True), 1))
         assert [(m, round(s, 4)) for m, s in hits] == [(replaced, 1.0)]
         after = [(replaced, target) if m.id == memory.id else (m, v) for m, v in pairs]
         assert_scan_matches(loaded, after, MemoryFilter(tags=memory.tags[:1], include_deleted=True))
+        assert ok(loaded.count()) == len(pairs)
+
+    def test_replace_writes_several_memories_in_one_call(
+        self, loaded: VectorStore, pairs: list[tuple[Memory, list[float]]]
+    ) -> None:
+        chosen = pairs[:3]
+        replaced = [evolve(m, content=f"rewritten {n}", updated_at=NOW) for n, (m, _) in enumerate(chosen)]
+        targets = [v for _, v in reversed(chosen)]  # each takes another's vector
+        ok(loaded.replace(replaced, targets))
+        assert sorted(ok(loaded.get([m.id for m in replaced])), key=lambda m: m.id) == sorted(
+            replaced, key=lambda m: m.id
+        )
+        for memory, target in zip(replaced, targets, strict=True):
+            hits = ok(loaded.query(target, MemoryFilter(include_deleted=True), 1))
+            assert (hits[0][0], round(hits[0][1], 4)) == (memory, 1.0)
+        failed_with(loaded.replace(replaced[:2], targets[:1]), ErrorCode.STORAGE_ERROR)
         assert ok(loaded.count()) == len(pairs)
 
     def test_similarities_score_stored_vectors_and_omit_unknown_ids(

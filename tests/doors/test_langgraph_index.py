@@ -25,7 +25,7 @@ class Letters(Embeddings):
 def test_text_fields_is_honoured_as_fields(service: MemoryService) -> None:
     store = MemoryStore(service, index={"dims": 26, "embed": Letters(), "text_fields": ["title"]})
     assert store.index_config is not None and store.index_config["fields"] == ["title"]
-    assert "text_fields" not in store.index_config
+    assert store.index_config["text_fields"] == ["title"]  # readable by SqliteStore's name too (issue 50)
     store.put(NS, "a", {"title": "zebra", "body": "quiet quiet quiet"})
     store.put(NS, "b", {"title": "quiet", "body": "zebra zebra zebra"})
     hits = store.search(NS, query="zebra")
@@ -39,3 +39,13 @@ def test_fields_and_a_different_text_fields_are_refused_naming_fields(service: M
         MemoryStore(service, index=index)
     same = MemoryStore(service, index={**index, "text_fields": ["title"]})
     assert same.index_config is not None and same.index_config["fields"] == ["title"]
+
+
+def test_index_config_exposes_fields_and_text_fields_as_langgraphs_stores_do(service: MemoryService) -> None:
+    """InMemoryStore and PostgresStore keep `fields`, SqliteStore `text_fields`: code written for either reads them."""
+    given = MemoryStore(service, index={"dims": 26, "embed": Letters(), "fields": ["body"]})
+    assert given.index_config is not None
+    assert (given.index_config["fields"], given.index_config["text_fields"]) == (["body"], ["body"])
+    default = MemoryStore(service, index={"dims": 26, "embed": Letters()})
+    assert default.index_config is not None
+    assert (default.index_config["fields"], default.index_config["text_fields"]) == (["$"], ["$"])

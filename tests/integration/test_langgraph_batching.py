@@ -14,9 +14,11 @@ import pytest
 pytest.importorskip("langgraph.store.base")
 
 from langgraph.store.base import GetOp, Op, PutOp
-from returns.result import Result
+from returns.result import Failure, Result
 
 from agent_memory.adapters.in_memory import HashingEmbedder
+from agent_memory.domain.batch_writes import UpdateMemories
+from agent_memory.domain.dispatch import IN_PROCESS
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.ports import Vector
 from agent_memory.domain.service import MemoryService
@@ -125,8 +127,16 @@ class FailingStore(MemoryStore):
         return super()._run(op)
 
 
-def test_a_failing_call_fails_alone_and_a_bad_setting_is_refused(service: MemoryService) -> None:
-    MemoryStore(service).put(NS, "bad", {"v": 0})  # an update, not a create: it runs on its own, and fails
+def refusing(_ctx: object, _command: UpdateMemories) -> Result[object, DomainError]:
+    """UpdateMemories as a backend that refuses the write would answer it."""
+    return Failure(DomainError(ErrorCode.STORAGE_ERROR, "the backend refused it"))
+
+
+def test_a_failing_call_fails_alone_and_a_bad_setting_is_refused(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    MemoryStore(service).put(NS, "bad", {"v": 0})  # an update: written with the batch's other updates, if any
+    monkeypatch.setitem(IN_PROCESS, UpdateMemories, refusing)  # the batch's update refused: each put on its own
     store = FailingStore(service)
 
     async def mixed() -> list[object]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from agent_memory.adapters.clock import FixedClock
@@ -163,3 +165,14 @@ def test_a_namespace_crowded_by_copies_below_it_still_finds_its_own_duplicate(cl
     mine = service.create(CreateMemory(content=DARK_AGAIN, namespace=("team",))).unwrap()
     skipped = service.create(CreateMemory(content=DARK, namespace=("team",))).unwrap()
     assert (skipped.memory.id, skipped.on_duplicate) == (mine.memory.id, "skipped")
+
+
+def test_an_expired_memory_is_no_duplicate(clock: FixedClock) -> None:
+    """A memory expired when the new one is made is never named, skipped to or updated (issue 41's scope rule)."""
+    service = service_with(clock, DuplicatePolicy.SKIP)
+    expiring = service.create(CreateMemory(content=DARK, expires_at=clock.now() + timedelta(hours=1))).unwrap()
+    clock.advance(hours=2)
+    again = service.create(CreateMemory(content=DARK_AGAIN)).unwrap()
+    assert again.memory.id != expiring.memory.id and again.duplicates == () and again.on_duplicate == ""
+    live = service.create(CreateMemory(content=DARK)).unwrap()
+    assert live.memory.id == again.memory.id and live.on_duplicate == "skipped"

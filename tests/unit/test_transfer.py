@@ -115,9 +115,11 @@ def test_a_re_import_embeds_and_writes_only_what_changed(clock: FixedClock, monk
     replaced: list[str] = []
     real_replace = InMemoryVectorStore.replace
 
-    def replace(store: InMemoryVectorStore, memory: Memory, vector: Vector) -> Result[None, DomainError]:
-        replaced.append(memory.id)
-        return real_replace(store, memory, vector)
+    def replace(
+        store: InMemoryVectorStore, memories: Sequence[Memory], vectors: Sequence[Vector]
+    ) -> Result[None, DomainError]:
+        replaced.extend(memory.id for memory in memories)
+        return real_replace(store, memories, vectors)
 
     monkeypatch.setattr(InMemoryVectorStore, "replace", replace)
     again = target.import_memories(exported).unwrap()  # the same memories: nothing to embed or write

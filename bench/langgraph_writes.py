@@ -1,0 +1,110 @@
+"""LangGraph's writes by kind: new puts, puts over existing keys (updates) and deletes, each as `--calls`
+concurrent async calls (`aput` / `adelete`) on a `MemoryStore` over a fresh data directory of each backend.
+Prints one JSON object per backend (calls/s of each kind, and updates' and deletes' time as a multiple of new
+puts'): on a shared machine compare the ratios within one run.
+
+    PYTHONPATH=. python bench/langgraph_writes.py --backend chroma files qdrant --calls 200 --repeat 3
+
+`--embedder hashing` keeps the model's time out (what is left is the store's own work); `--profile DIR` writes a
+cProfile of each kind's calls to DIR.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from agent_memory.adapters.in_memory import HashingEmbedder
+from agent_memory.entrypoints.bootstrap import build_service
+from agent_memory.entrypoints.settings import load_settings
+from agent_memory.langgraph import MemoryStore
+
+WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima")
+
+
+def text(n: int, round_: int) -> str:
+    """A short note, different for every key and round (so an update re-embeds, as a changed value does)."""
+    picked = " ".join(WORDS[(n * 7 + k * 3 + round_) % len(WORDS)] for k in range(8))
+    return f"note {n} of round {round_}: the user said {picked}"
+
+
+async def timed(calls: list[Callable[[], Awaitable[Any]]], profile: Path | None, name: str) -> float:
+    """Seconds for all the calls run concurrently (each awaited once)."""
+    profiler = cProfile.Profile() if profile is not None else None
+    if profiler is not None:
+        profiler.enable()
+    began = time.perf_counter()
+    await asyncio.gather(*(call() for call in calls))
+    spent = time.perf_counter() - began
+    if profiler is not None and profile is not None:
+        profiler.disable()
+        profiler.dump_stats(profile / f"{name}.prof")
+    return spent
+
+
+async def one_round(
+    store: MemoryStore, calls: int, round_: int, profile: Path | None, backend: str
+) -> dict[str, float]:
+    ns = ("bench", f"r{round_}")
+    puts = [lambda n=n: store.aput(ns, f"k{n}", {"content": text(n, round_)}) for n in range(calls)]
+    updates = [lambda n=n: store.aput(ns, f"k{n}", {"content": text(n, round_ + 1000)}) for n in range(calls)]
+    deletes = [lambda n=n: store.adelete(ns, f"k{n}") for n in range(calls)]
+    spent = {}
+    for kind, batch in (("new_puts", puts), ("updates", updates), ("deletes", deletes)):
+        spent[kind] = await timed(batch, profile, f"{backend}-{kind}-{round_}")
+    if any(await asyncio.gather(*(store.aget(ns, f"k{n}") for n in range(0, calls, 17)))):
+        raise SystemExit(f"{backend}: an item is still there after its delete")
+    return spent
+
+
+def measure(backend: str, calls: int, repeat: int, embedder: str, profile: Path | None) -> dict[str, Any]:
+    home = tempfile.mkdtemp(prefix="langgraph-writes-")
+    try:
+        flags = {"data_dir": os.path.join(home, "data"), "backend": backend}
+        service = build_service(
+            load_settings(flags, {"HOME": home}).unwrap(), embedder=HashingEmbedder() if embedder == "hashing" else None
+        ).unwrap()
+        store = MemoryStore(service)
+        store.put(("bench", "warm"), "w", {"content": "warm the model and open the store"})
+        rounds = [asyncio.run(one_round(store, calls, r, profile, backend)) for r in range(repeat)]
+        median = {kind: statistics.median(r[kind] for r in rounds) for kind in rounds[0]}
+        return {
+            "backend": backend,
+            "embedder": embedder,
+            "calls": calls,
+            "repeat": repeat,
+            "per_second": {kind: round(calls / s, 1) for kind, s in median.items()},
+            "times_new_puts": {kind: round(s / median["new_puts"], 2) for kind, s in median.items()},
+            "load_average": os.getloadavg()[0],
+        }
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backend", nargs="+", default=["chroma", "files", "qdrant"])
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--embedder", choices=["shipped", "hashing"], default="shipped")
+    parser.add_argument("--profile", type=Path, help="write a cProfile of each kind's calls into this directory")
+    arguments = parser.parse_args()
+    if arguments.profile is not None:
+        arguments.profile.mkdir(parents=True, exist_ok=True)
+    for backend in arguments.backend:
+        report = measure(backend, arguments.calls, arguments.repeat, arguments.embedder, arguments.profile)
+        print(json.dumps(report), flush=True)
+
+
+if __name__ == "__main__":
+    main()
