@@ -233,6 +233,13 @@ class Session:
             self._reset()
             self._seen = current
 
+    @property
+    def generation(self) -> int | None:
+        """The data directory's generation as of this process's last operation (exact inside `run`, which reads it
+        under the lock); None before the first or when the file was not written by this module. A mirror in
+        `mirrors` holds the store as of this generation (adapters.chroma.mirror_file keeps it so)."""
+        return None if self._seen is None or self._seen < 0 else self._seen
+
     def stop_racing(self, build: RacingWrites) -> None:
         """Stop recording this process's writes for `build` (a background build that is over)."""
         with self._mutex:
