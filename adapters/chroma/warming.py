@@ -19,6 +19,7 @@ mirror (session.racing), it holds exactly as many memories as the collection. Ot
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 import time
@@ -31,7 +32,7 @@ from chromadb.api.models.Collection import Collection
 
 from agent_memory.adapters.chroma import mirror_file
 from agent_memory.adapters.chroma.records import memories_of
-from agent_memory.adapters.chroma.session import RacingWrites
+from agent_memory.adapters.chroma.session import RacingWrites, Session
 from agent_memory.adapters.chroma.store import ChromaVectorStore
 from agent_memory.adapters.chroma.vector_mirror import Columns, VectorMirror
 from agent_memory.adapters.shared.boundary import Abort
@@ -63,12 +64,16 @@ class Warmer:
     _guard: threading.Lock = field(factory=threading.Lock, init=False)
     _thread: threading.Thread | None = field(default=None, init=False)
     _idle: threading.Event = field(factory=threading.Event, init=False)
+    _sessions: list[Session] = field(factory=list, init=False)  # whose mirrors are written to their files at exit
 
     def want(self, store: ChromaVectorStore) -> None:
         """Build `store`'s mirror soon (once however often it is asked while waiting or building); returns at once."""
         if store.session.directory is None or store.mirror_limit <= 0:
             return  # a Chroma server's stores are never mirrored (adapters.chroma.mirror_policy)
         with self._guard:
+            if not any(session is store.session for session in self._sessions):
+                self._sessions.append(store.session)
+                atexit.register(store.session.keep_mirrors)  # what this process wrote is in the next one's mirror
             self._wanted.setdefault(store.name, store)
             self._idle.clear()
             if self._thread is None:
@@ -180,6 +185,7 @@ def _restored(store: ChromaVectorStore, collection_id: UUID, generation: int | N
         LOG.info("mirror file of collection %r not used: %s", store.name, why)
         return None
     LOG.info("mirror of collection %r restored from its file (generation %d)", store.name, generation)
+    store.session.mirror_files[collection_id] = generation
     return mirror
 
 
@@ -233,6 +239,8 @@ def _write(
         mirror_file.save(directory, str(collection_id), generation, dimension, columns)
     except OSError as error:
         LOG.warning("cannot write the mirror file of collection %r: %s", store.name, error)
+        return
+    store.session.mirror_files[collection_id] = generation
 
 
 def _read(

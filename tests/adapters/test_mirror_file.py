@@ -6,6 +6,7 @@ import logging
 from collections.abc import Iterator
 from pathlib import Path
 
+import attrs
 import pytest
 
 from agent_memory.adapters.chroma import mirror_file
@@ -197,3 +198,25 @@ def test_a_damaged_file_is_ignored_and_written_again(tmp_path: Path, caplog: pyt
 
 def generation_of(path: Path) -> int:
     return int((path / ".agent-memory.generation").read_text())
+
+
+def test_this_process_s_writes_are_kept_in_the_file_when_it_closes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    catalog = ChromaCatalog(path=tmp_path, embedder_name=MODEL, dimension=DIM)
+    pairs, later = sample(20, seed=41), sample(4, seed=42)
+    ok(ok(catalog.open("default", create=True)).add([m for m, _ in pairs], [v for _, v in pairs]))
+    catalog, _ = warmed(tmp_path)
+    store = ok(catalog.open("default", create=False))
+    ok(store.add([m for m, _ in later], [v for _, v in later]))
+    ok(store.remove([pairs[0][0].id]))
+    moved = attrs.evolve(pairs[1][0], agent="moved")
+    ok(store.update_metadata([moved]))
+
+    caplog.set_level(logging.INFO, logger="agent_memory.adapters.chroma.warming")
+    _, mirror = restarted(tmp_path)  # closing wrote the file at the generation of the last write
+    assert "from its file" in caplog.text
+    assert len(mirror) == 23 and mirror.get([pairs[0][0].id]) == []
+    assert mirror.get([moved.id]) == [moved]
+    (best, _), *_ = mirror.query(later[2][1], MemoryFilter(include_deleted=True), 1)
+    assert best == later[2][0]
