@@ -132,7 +132,8 @@ class ChromaCatalog:
 
     def keep_warm(self) -> None:
         """Mirror the embedded database's stores in the background, now and after another process's writes
-        (adapters.chroma.warming); searches no longer build mirrors themselves. A server's: nothing to do."""
+        (adapters.chroma.warming); searches no longer build mirrors themselves. A server's stores are then mirrored
+        once searched (adapters.chroma.node_mirror)."""
         if self.host is not None and self.node is not None:
             self.node.active = True  # a server's stores are mirrored once searched (adapters.chroma.node_mirror)
         if self.host is not None or self.mirror_limit <= 0:

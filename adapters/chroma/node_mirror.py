@@ -118,9 +118,11 @@ class NodeMirrors:
         boundary: Boundary,
         on_collection: OnCollection,
         request: tuple[Vector, MemoryFilter, int],
+        read: Callable[[list[str]], list[Memory]],
     ) -> list[tuple[Memory, float]] | None:
-        """The search answered from the mirror after catching up on the feed, its hits checked against the engine;
-        None when there is no mirror yet (one is being built: the caller asks Chroma meanwhile). Raises Abort."""
+        """The search answered from the mirror after catching up on the feed, its hits read again through the
+        store's own read path (`read`) and checked against the filter; None when there is no mirror yet (one is
+        being built: the caller asks Chroma meanwhile). Raises Abort."""
         embedding, where, limit = request
         with self._guard:
             state = self._mirrors.get(store)
@@ -134,7 +136,7 @@ class NodeMirrors:
         with self._guard:
             self._catch_up(store, state, collection, boundary)
             hits = state.mirror.query(embedding, where, limit + SLACK)
-        return _checked(hits, collection, boundary, where)[:limit]
+        return _checked(hits, read, where)[:limit]
 
     def _catch_up(self, store: str, state: _Mirrored, collection: Collection, boundary: Boundary) -> None:
         """Read the key after the watermark; when there is one, every record after it, and their ids again."""
@@ -251,16 +253,12 @@ def _refresh(mirror: VectorMirror, collection: Collection, boundary: Boundary, i
 
 
 def _checked(
-    hits: list[tuple[Memory, float]], collection: Collection, boundary: Boundary, where: MemoryFilter
+    hits: list[tuple[Memory, float]], read: Callable[[list[str]], list[Memory]], where: MemoryFilter
 ) -> list[tuple[Memory, float]]:
-    """The hits as the engine holds them now, kept only when they still pass the filter."""
+    """The hits as the store's read path answers them now, kept only when they still pass the filter."""
     if not hits:
         return []
-    found = boundary.call(
-        "read memories",
-        lambda: collection.get(ids=[memory.id for memory, _ in hits], include=["documents", "metadatas"]),
-    )
-    current = {m.id: m for m in memories_of(found["ids"], found["documents"] or [], found["metadatas"] or [])}
+    current = {m.id: m for m in read([memory.id for memory, _ in hits])}
     return [
         (current[memory.id], score)
         for memory, score in hits

@@ -259,7 +259,7 @@ class ChromaVectorStore:
                 return mirror.query(embedding, where, limit)
             if self.node is not None:
                 answered = self.node.query(
-                    self.name, collection, self.boundary, self.on_collection, (embedding, where, limit)
+                    self.name, collection, self.boundary, self.on_collection, (embedding, where, limit), self._read
                 )
                 if answered is not None:
                     return answered
@@ -453,6 +453,14 @@ class ChromaVectorStore:
 
         needs = write_size([memory.content for memory, _ in pairs], len(pairs[0][1]))
         self._run("write memories", write, write=True, needs=needs)
+
+    def _read(self, ids: list[str]) -> list[Memory]:
+        """`get` as a plain call (raises Abort): the record check a node mirror's hits pass."""
+        found: Result[list[Memory], DomainError] = self.get(ids)
+        if isinstance(found, Success):
+            memories: list[Memory] = found.unwrap()
+            return memories
+        raise Abort(found.failure())
 
     def _announce(self, ids: Sequence[str]) -> None:
         """After a write reached a server: its change record, so every node's mirror reads these ids again."""

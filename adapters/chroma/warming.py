@@ -69,7 +69,7 @@ class Warmer:
     def want(self, store: ChromaVectorStore) -> None:
         """Build `store`'s mirror soon (once however often it is asked while waiting or building); returns at once."""
         if store.session.directory is None or store.mirror_limit <= 0:
-            return  # a Chroma server's stores are never mirrored (adapters.chroma.mirror_policy)
+            return  # a Chroma server's stores are mirrored by adapters.chroma.node_mirror instead
         with self._guard:
             if not any(session is store.session for session in self._sessions):
                 self._sessions.append(store.session)
