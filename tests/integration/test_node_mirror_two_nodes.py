@@ -89,3 +89,21 @@ def test_b_s_mirror_follows_a_s_writes_by_meaning(tmp_path: Path, chroma_server:
     a.reindex().unwrap()  # a new collection: B drops its mirror, asks Chroma meanwhile and builds a new one
     assert found(b, new)[:1] == [new]
     assert mirrored(b) == len(FILLER) + 2
+
+
+def test_a_one_shot_node_and_a_store_over_the_limit_are_never_mirrored(
+    tmp_path: Path, chroma_server: ChromaServer, collection: str
+) -> None:
+    a = node(tmp_path / "a", chroma_server, collection)
+    one_shot, bounded = node(tmp_path / "c", chroma_server, collection), node(tmp_path / "d", chroma_server, collection)
+    bounded.catalog.keep_warm()
+    mirrors(bounded).limit = len(FILLER) - 1
+    a.create_many([CreateMemory(content=text) for text in FILLER]).unwrap()
+    for service in (one_shot, bounded):
+        for text in FILLER[:3]:
+            assert found(service, text)[:1] == [text]  # answered by Chroma
+    deadline = time.monotonic() + BOUND_S
+    while mirrors(bounded)._building and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert mirrors(one_shot)._building == set() and mirrors(one_shot)._mirrors == {}
+    assert mirrors(bounded)._building == set() and mirrors(bounded)._mirrors == {}
