@@ -78,15 +78,15 @@ def _files(settings: Settings, embedder: Embedder) -> Result[StoreCatalog, Domai
     return Success(FilesCatalog(root=settings.data_dir / "files", index=index))
 
 
-def _mirror_nodes(catalog: StoreCatalog) -> None:
+def _mirror_nodes(catalog: StoreCatalog, folder: Path) -> None:
     """Over a Chroma server, this node's mirrors of the stores it searches, fed from the engine's "vectors" feed
-    (adapters/chroma/node_mirror.py; built only once the catalog is kept warm)."""
+    (adapters/chroma/node_mirror.py; built only once the catalog is kept warm), kept in files under `folder`."""
     from agent_memory.adapters.chroma.catalog import ChromaCatalog
     from agent_memory.adapters.chroma.ledger import ChromaLedger
     from agent_memory.adapters.chroma.node_mirror import NodeMirrors
 
     if isinstance(catalog, ChromaCatalog):
-        catalog.node = NodeMirrors(ChromaLedger.of(catalog), catalog.mirror_limit)
+        catalog.node = NodeMirrors(ChromaLedger.of(catalog), catalog.mirror_limit, folder=folder)
 
 
 def _missing_qdrant(purpose: str) -> DomainError | None:
@@ -100,7 +100,7 @@ def build_catalog(settings: Settings, embedder: Embedder) -> Result[StoreCatalog
     if settings.backend == "chroma":
         catalog = _chroma(settings, embedder, path=settings.data_dir / "chroma")
         if settings.chroma_host:
-            _mirror_nodes(catalog)
+            _mirror_nodes(catalog, settings.data_dir)
         return Success(catalog)
     if settings.backend == "qdrant":
         absent = _missing_qdrant("The qdrant backend")

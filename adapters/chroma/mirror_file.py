@@ -19,7 +19,7 @@ import hashlib
 import json
 import os
 import pathlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -94,6 +94,21 @@ def save(directory: pathlib.Path, collection: str, generation: int, dimension: i
 
 def load(directory: pathlib.Path, collection: str, generation: int, dimension: int | None) -> VectorMirror:
     """The mirror the file holds, when it is this collection's at this generation; else Unusable."""
+    mirror, _ = _load(directory, collection, dimension, lambda held: held == generation, generation)
+    return mirror
+
+
+def load_behind(
+    directory: pathlib.Path, collection: str, newest: int, dimension: int | None
+) -> tuple[VectorMirror, int]:
+    """The mirror the file holds and its generation, when it is this collection's at a generation no later than
+    `newest` (a node's mirror over a server: its feed watermark, caught up from there); else Unusable."""
+    return _load(directory, collection, dimension, lambda held: held <= newest, newest)
+
+
+def _load(
+    directory: pathlib.Path, collection: str, dimension: int | None, fits: Callable[[int], bool], wanted: int
+) -> tuple[VectorMirror, int]:
     target = path_of(directory, collection)
     try:
         with open(target, "rb") as handle:
@@ -105,17 +120,20 @@ def load(directory: pathlib.Path, collection: str, generation: int, dimension: i
         raise Unusable("no mirror file") from error
     except OSError as error:
         raise Unusable(f"cannot read the mirror file: {error}") from error
-    header = _header(data, collection, generation, dimension)
+    header = _header(data, collection, dimension)
+    if not isinstance(header.get("generation"), int) or not fits(header["generation"]):
+        raise Unusable(f"a mirror file of generation {header.get('generation')}, the data is at {wanted}")
     body = memoryview(data)[len(MAGIC) + 8 + int.from_bytes(data[len(MAGIC) : len(MAGIC) + 8], "little") :]
     sections: dict[str, list[int]] = header["sections"]
     if sum(length for _, length in sections.values()) != len(body):
         raise Unusable("the mirror file is truncated")
     if hashlib.blake2b(body, digest_size=32).hexdigest() != header["digest"]:
         raise Unusable("the mirror file is damaged")
-    return VectorMirror.restored(int(header["dimension"]), _columns(body, sections, header), parse_record)
+    mirror = VectorMirror.restored(int(header["dimension"]), _columns(body, sections, header), parse_record)
+    return mirror, int(header["generation"])
 
 
-def _header(data: bytearray, collection: str, generation: int, dimension: int | None) -> dict[str, Any]:
+def _header(data: bytearray, collection: str, dimension: int | None) -> dict[str, Any]:
     if data[: len(MAGIC)] != MAGIC or len(data) < len(MAGIC) + 8:
         raise Unusable("not a mirror file")
     length = int.from_bytes(data[len(MAGIC) : len(MAGIC) + 8], "little")
@@ -125,8 +143,6 @@ def _header(data: bytearray, collection: str, generation: int, dimension: int | 
         raise Unusable("the mirror file's header is damaged") from error
     if not isinstance(header, dict) or header.get("version") != VERSION or header.get("collection") != collection:
         raise Unusable("a mirror file of another version or collection")
-    if header.get("generation") != generation:
-        raise Unusable(f"a mirror file of generation {header.get('generation')}, the data is at {generation}")
     if dimension is not None and header.get("dimension") != dimension:
         raise Unusable("a mirror file of another dimension")
     return header

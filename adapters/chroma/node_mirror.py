@@ -12,13 +12,17 @@ the write. The hits are read again from the engine and checked against the filte
 mirror never answers a record the engine no longer holds as it was (deleted, moved, changed by a writer the mirror
 has not heard of yet, or dropped by the store's own read path). A search before the mirror is ready, or of a store
 over `limit` records, is Chroma's own query, as before; a reindex (a new collection id) drops the mirror and builds
-it again. Memory is bounded by `limit` records per store (about 1.6 KB each at 384 dimensions).
+it again. Memory is bounded by `limit` records per store (about 1.6 KB each at 384 dimensions). With a `folder`
+(the node's data directory) each mirror is kept in a file of its own (adapters.chroma.mirror_file, its generation
+the feed watermark), written after a build and at exit, and a new process restores it and catches up from there.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
+import pathlib
 import threading
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -29,7 +33,7 @@ from attrs import define, field
 from chromadb.api.models.Collection import Collection
 from returns.result import Result, Success
 
-from agent_memory.adapters.chroma import layout
+from agent_memory.adapters.chroma import layout, mirror_file
 from agent_memory.adapters.chroma.boundary import Boundary
 from agent_memory.adapters.chroma.records import memories_of
 from agent_memory.adapters.chroma.vector_mirror import VectorMirror
@@ -66,6 +70,7 @@ class _Mirrored:
     collection_id: UUID
     mirror: VectorMirror
     mark: int  # the seq of the last feed record applied
+    saved: int = -2  # the mark its file was written at (-2: never)
 
 
 @define(eq=False)
@@ -75,10 +80,12 @@ class NodeMirrors:
     ledger: Ledger
     limit: int
     active: bool = False  # set by `keep_warm`: a one-shot process never reads a whole store
+    folder: pathlib.Path | None = None  # where the mirrors' files are kept (None: not kept)
     _guard: threading.Lock = field(factory=threading.Lock)
     _mirrors: dict[str, _Mirrored] = field(factory=dict)
     _building: set[str] = field(factory=set)
     _heads: dict[str, int] = field(factory=dict)  # the highest seq this process has seen per store
+    _exit_hook: bool = field(default=False)
 
     # --- writers
 
@@ -164,6 +171,9 @@ class NodeMirrors:
             if store in self._building:
                 return
             self._building.add(store)
+            if not self._exit_hook and self.folder is not None:
+                self._exit_hook = True
+                atexit.register(self.keep_files)
         threading.Thread(
             target=self._build, args=(store, on_collection, boundary), name="agent-memory-node-mirror", daemon=True
         ).start()
@@ -172,7 +182,7 @@ class NodeMirrors:
         try:
             for attempt in range(1, ATTEMPTS + 1):
                 try:
-                    if self._attempt(store, on_collection, boundary):
+                    if self._attempt(store, on_collection, boundary, use_file=attempt == 1):
                         return
                 except Abort as abort:
                     LOG.warning("cannot mirror collection %r: %s", store, abort.error.message)
@@ -184,15 +194,23 @@ class NodeMirrors:
             with self._guard:
                 self._building.discard(store)
 
-    def _attempt(self, store: str, on_collection: OnCollection, boundary: Boundary) -> bool:
-        """Read the feed's head, then the store page by page, then catch up from that head: whatever was written
-        while it read is read again. Installed when it then holds as many records as the collection."""
+    def _attempt(self, store: str, on_collection: OnCollection, boundary: Boundary, *, use_file: bool) -> bool:
+        """Read the feed's head, then the store page by page (or its file, at a watermark no later than the head),
+        then catch up from there: whatever was written while it read is read again. When it then holds another number
+        of records than the collection, the ids that differ are read again."""
         listed: list[LedgerRecord] = _unwrap(self.ledger.listed(store, KIND, after=self._heads.get(store, -1)))
         head = max([self._heads.get(store, -1), *(r.seq for r in listed)])
 
-        def read(collection: Collection) -> tuple[UUID, VectorMirror] | None:
+        def read(collection: Collection) -> tuple[UUID, VectorMirror, int, bool] | None:
             if boundary.call("count memories", collection.count) > self.limit:
                 return None
+            if use_file and self.folder is not None:
+                try:
+                    restored, mark = mirror_file.load_behind(self.folder, str(collection.id), head, None)
+                    LOG.info("mirror of collection %r restored from its file (watermark %d)", store, mark)
+                    return collection.id, restored, mark, True
+                except mirror_file.Unusable as why:
+                    LOG.info("mirror file of collection %r not used: %s", store, why)
             memories: list[Memory] = []
             vectors: list[Any] = []
             offset = 0
@@ -213,27 +231,55 @@ class NodeMirrors:
                 offset += layout.SCAN_PAGE
             if not vectors or len(vectors) != len(memories):
                 return None
-            return collection.id, VectorMirror.of(len(vectors[0]), memories, vectors)
+            return collection.id, VectorMirror.of(len(vectors[0]), memories, vectors), head, False
 
         built = on_collection("read the store into memory", read)
         if built is None:
             return True  # too large, empty or unreadable: searches keep going to Chroma
-        collection_id, mirror = built
-        state = _Mirrored(collection_id, mirror, head)
+        collection_id, mirror, mark, from_file = built
+        state = _Mirrored(collection_id, mirror, mark, saved=mark if from_file else -2)
 
         def settle(collection: Collection) -> bool:
             if collection.id != collection_id:
                 return False
-            with self._guard:
-                self._catch_up(store, state, collection, boundary)
+            # not installed yet: no search reads or changes it, so this needs no guard (searches go on meanwhile)
+            self._catch_up(store, state, collection, boundary)
             if len(mirror) != boundary.call("count memories", collection.count):
-                return False  # a removal moved records across a page, or a write is between the engine and its record
+                # a removal moved records across a page, or a write reached the engine without its record (its
+                # writer died, or its claim failed): the ids that differ are read again
+                _reconcile(mirror, collection, boundary)
             with self._guard:
                 self._mirrors[store] = state
             LOG.info("mirrored collection %r of the Chroma server: %d memories", store, len(mirror))
             return True
 
-        return bool(on_collection("install a mirror", settle))
+        if not on_collection("install a mirror", settle):
+            return False
+        if not from_file:
+            self._save(store, state)
+        return True
+
+    # --- files
+
+    def keep_files(self) -> None:
+        """Write the file of each mirror that has caught up since its file was written (at exit)."""
+        with self._guard:
+            held = list(self._mirrors.items())
+        for store, state in held:
+            if state.saved != state.mark:
+                self._save(store, state)
+
+    def _save(self, store: str, state: _Mirrored) -> None:
+        if self.folder is None:
+            return
+        with self._guard:  # catch-ups change the mirror under the guard: a consistent copy at one watermark
+            columns, mark = state.mirror.columns(), state.mark
+        try:
+            mirror_file.save(self.folder, str(state.collection_id), mark, state.mirror.dimension, columns)
+        except OSError as error:
+            LOG.warning("cannot write the mirror file of collection %r: %s", store, error)
+            return
+        state.saved = mark
 
 
 def _refresh(mirror: VectorMirror, collection: Collection, boundary: Boundary, ids: list[str]) -> None:
@@ -250,6 +296,14 @@ def _refresh(mirror: VectorMirror, collection: Collection, boundary: Boundary, i
             mirror.upsert(memories, vectors)
         present.update(memory.id for memory in memories)
     mirror.remove([memory_id for memory_id in ids if memory_id not in present])
+
+
+def _reconcile(mirror: VectorMirror, collection: Collection, boundary: Boundary) -> None:
+    """The ids the collection holds and the mirror does not read in, those it no longer holds removed."""
+    held = set(boundary.call("list memory ids", partial(collection.get, include=[]))["ids"])
+    mirrored = set(mirror.ids())
+    mirror.remove(list(mirrored - held))
+    _refresh(mirror, collection, boundary, sorted(held - mirrored))
 
 
 def _checked(

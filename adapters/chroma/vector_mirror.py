@@ -166,6 +166,10 @@ class VectorMirror:
     def __len__(self) -> int:
         return len(self._rows)
 
+    def ids(self) -> list[str]:
+        """The ids of its memories."""
+        return list(self._rows)
+
     def get(self, ids: Iterable[str]) -> list[Memory]:
         """The memories with these ids, in the order asked, unknown ids left out."""
         found = (self._memory(row) for i in ids if (row := self._rows.get(i)) is not None)

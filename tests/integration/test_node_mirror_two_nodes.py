@@ -4,6 +4,7 @@ an old text or an old path; a reindex on A is followed by a new mirror."""
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from pathlib import Path
@@ -107,3 +108,25 @@ def test_a_one_shot_node_and_a_store_over_the_limit_are_never_mirrored(
         time.sleep(0.1)
     assert mirrors(one_shot)._building == set() and mirrors(one_shot)._mirrors == {}
     assert mirrors(bounded)._building == set() and mirrors(bounded)._mirrors == {}
+
+
+def test_a_restarted_node_restores_its_mirror_from_its_file_and_catches_up(
+    tmp_path: Path, chroma_server: ChromaServer, collection: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    a, b = node(tmp_path / "a", chroma_server, collection), node(tmp_path / "b", chroma_server, collection)
+    b.catalog.keep_warm()
+    a.create_many([CreateMemory(content=text) for text in FILLER]).unwrap()
+    assert mirrored(b) == len(FILLER)
+    assert list((tmp_path / "b" / ".agent-memory-mirrors").glob("*.mirror"))
+
+    gone = a.create(CreateMemory(content="The garage code is 4417 and changes in May")).unwrap()
+    new = "While B was down: the water meter sits behind the boiler"  # written while B restarts
+    a.create(CreateMemory(content=new)).unwrap()
+    a.delete(gone.memory.id).unwrap()
+    caplog.set_level(logging.INFO, logger="agent_memory.adapters.chroma.node_mirror")
+    again = node(tmp_path / "b", chroma_server, collection)
+    again.catalog.keep_warm()
+    assert mirrored(again) == len(FILLER) + 2
+    assert "restored from its file" in caplog.text
+    assert found(again, new)[:1] == [new]
+    assert "The garage code is 4417 and changes in May" not in found(again, "The garage code is 4417")
