@@ -48,13 +48,21 @@ service = build_service(settings).unwrap()
 store = service.catalog.open("default", create=False).unwrap()
 service.embedder.embed_query("load the model").unwrap()
 opened = time.perf_counter()
-service.catalog.keep_warm()
+import threading
+timings = {}
+def search():
+    began = time.perf_counter()
+    service.search(SearchMemories(query="When did Caroline go to the support group?", project="p3")).unwrap()
+    timings["first"] = time.perf_counter() - began
 asked = time.perf_counter()
-service.search(SearchMemories(query="When did Caroline go to the support group?", project="p3")).unwrap()
-first = time.perf_counter() - asked
+service.catalog.keep_warm()
+searcher = threading.Thread(target=search)
+searcher.start()  # a search while the mirror is made: answered by Chroma, it waits for nothing
 while not store.session.mirrors:
-    time.sleep(0.01)
+    time.sleep(0.005)
 ready = time.perf_counter() - asked
+searcher.join()
+first = timings["first"]
 print(json.dumps({"open_s": round(opened - started, 2), "first_search_ms": round(first * 1000, 1),
                   "ready_s": round(ready, 2), "memories": len(next(iter(store.session.mirrors.values())))}))
 """
@@ -167,11 +175,14 @@ def main() -> None:
     parser.add_argument("--server-sizes", default="10000")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    report: dict[str, Any] = {"load_average": os.getloadavg()}
-    report["time_to_ready"] = [time_to_ready(int(n)) for n in args.sizes.split(",") if n]
-    report["server_beside_embedded"] = [
-        server_beside_embedded(int(n), args.repeat) for n in args.server_sizes.split(",") if n
-    ]
+    report: dict[str, Any] = {"load_average": os.getloadavg(), "time_to_ready": [], "server_beside_embedded": []}
+    for n in (int(n) for n in args.sizes.split(",") if n):
+        report["time_to_ready"].append(time_to_ready(n))
+        print(json.dumps(report["time_to_ready"][-1]), file=sys.stderr, flush=True)
+    for n in (int(n) for n in args.server_sizes.split(",") if n):
+        report["server_beside_embedded"].append(server_beside_embedded(n, args.repeat))
+        print(json.dumps(report["server_beside_embedded"][-1]), file=sys.stderr, flush=True)
+    report["load_average_after"] = os.getloadavg()
     print(json.dumps(report, indent=2))
 
 

@@ -141,7 +141,12 @@ class NodeMirrors:
                 self._build_soon(store, on_collection, boundary)
             return None
         with self._guard:
-            self._catch_up(store, state, collection, boundary)
+            try:
+                self._catch_up(store, state, collection, boundary)
+            except Abort as abort:  # what it holds can no longer be trusted: Chroma answers, a new one is built
+                LOG.warning("mirror of collection %r dropped: %s", store, abort.error.message)
+                self._mirrors.pop(store, None)
+                return None
             hits = state.mirror.query(embedding, where, limit + SLACK)
         return _checked(hits, read, where)[:limit]
 

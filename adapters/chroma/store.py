@@ -182,6 +182,10 @@ class ChromaVectorStore:
 
     def get(self, ids: Sequence[str]) -> Result[list[Memory], DomainError]:
         """The memories with these ids, in the order asked, unknown ids left out."""
+        return self.boundary.result(partial(self._read, list(ids))) if ids else Success([])
+
+    def _read(self, ids: list[str]) -> list[Memory]:
+        """`get` as a plain call (raises Abort); also the record check a node mirror's hits pass."""
         unique = list(dict.fromkeys(ids))
 
         def read(collection: Collection) -> list[Memory]:
@@ -197,7 +201,7 @@ class ChromaVectorStore:
                     found.update((memory.id, memory) for memory in self._memories(page))
             return [found[i] for i in ids if i in found]
 
-        return self._result("read memories", read) if unique else Success([])
+        return self._run("read memories", read)
 
     def passing(self, ids: Sequence[str], where: MemoryFilter) -> Result[set[str], DomainError]:
         """The ids among these that `where` keeps: by the mirror's masks, else by adapters.chroma.sifting."""
@@ -453,14 +457,6 @@ class ChromaVectorStore:
 
         needs = write_size([memory.content for memory, _ in pairs], len(pairs[0][1]))
         self._run("write memories", write, write=True, needs=needs)
-
-    def _read(self, ids: list[str]) -> list[Memory]:
-        """`get` as a plain call (raises Abort): the record check a node mirror's hits pass."""
-        found: Result[list[Memory], DomainError] = self.get(ids)
-        if isinstance(found, Success):
-            memories: list[Memory] = found.unwrap()
-            return memories
-        raise Abort(found.failure())
 
     def _announce(self, ids: Sequence[str]) -> None:
         """After a write reached a server: its change record, so every node's mirror reads these ids again."""
