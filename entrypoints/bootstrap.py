@@ -79,6 +79,17 @@ def _files(settings: Settings, embedder: Embedder) -> Result[StoreCatalog, Domai
     return Success(FilesCatalog(root=settings.data_dir / "files", index=index))
 
 
+def _mirror_nodes(catalog: StoreCatalog, folder: Path) -> None:
+    """Over a Chroma server, this node's mirrors of the stores it searches, fed from the engine's "vectors" feed
+    (adapters/chroma/node_mirror.py; built only once the catalog is kept warm), kept in files under `folder`."""
+    from agent_memory.adapters.chroma.catalog import ChromaCatalog
+    from agent_memory.adapters.chroma.ledger import ChromaLedger
+    from agent_memory.adapters.chroma.node_mirror import NodeMirrors
+
+    if isinstance(catalog, ChromaCatalog):
+        catalog.node = NodeMirrors(ChromaLedger.of(catalog), catalog.mirror_limit, folder=folder)
+
+
 def _missing_qdrant(purpose: str) -> DomainError | None:
     from agent_memory.entrypoints.extras import missing_extra
 
@@ -88,7 +99,10 @@ def _missing_qdrant(purpose: str) -> DomainError | None:
 def build_catalog(settings: Settings, embedder: Embedder) -> Result[StoreCatalog, DomainError]:
     """The configured backend's store catalog; only that backend's library is imported."""
     if settings.backend == "chroma":
-        return Success(_chroma(settings, embedder, path=settings.data_dir / "chroma"))
+        catalog = _chroma(settings, embedder, path=settings.data_dir / "chroma")
+        if settings.chroma_host:
+            _mirror_nodes(catalog, settings.data_dir)
+        return Success(catalog)
     if settings.backend == "qdrant":
         absent = _missing_qdrant("The qdrant backend")
         return (

@@ -20,6 +20,7 @@ from agent_memory.adapters.chroma.boundary import Boundary
 from agent_memory.adapters.chroma.categories import ChromaCategories
 from agent_memory.adapters.chroma.clients import DATABASE_FILE, server_client
 from agent_memory.adapters.chroma.mirror_policy import MIRROR_LIMIT
+from agent_memory.adapters.chroma.node_mirror import NodeMirrors
 from agent_memory.adapters.chroma.session import Session, embedded_session
 from agent_memory.adapters.chroma.store import ChromaVectorStore
 from agent_memory.adapters.chroma.warming import Warmer
@@ -55,6 +56,9 @@ class ChromaCatalog:
     mirror_limit: int = MIRROR_LIMIT  # see adapters.chroma.mirror_policy; 0 sends every search to Chroma
     mirror_eagerly: bool = False  # tests: mirror every store at its first search
     warmer: Warmer = field(factory=Warmer)  # builds the mirrors in the background once `keep_warm` is called
+    node: NodeMirrors | None = (
+        None  # over a server: this node's mirrors fed from the engine (adapters.chroma.node_mirror)
+    )
     _warm: bool = field(default=False, init=False, repr=False)
     _guard: threading.Lock = field(factory=threading.Lock, init=False, repr=False)  # the store handles
     _session: Session | None = field(default=None, init=False, repr=False)
@@ -128,7 +132,10 @@ class ChromaCatalog:
 
     def keep_warm(self) -> None:
         """Mirror the embedded database's stores in the background, now and after another process's writes
-        (adapters.chroma.warming); searches no longer build mirrors themselves. A server's: nothing to do."""
+        (adapters.chroma.warming); searches no longer build mirrors themselves. A server's stores are then mirrored
+        once searched (adapters.chroma.node_mirror)."""
+        if self.host is not None and self.node is not None:
+            self.node.active = True  # a server's stores are mirrored once searched (adapters.chroma.node_mirror)
         if self.host is not None or self.mirror_limit <= 0:
             return
         with self._guard:
@@ -224,5 +231,6 @@ class ChromaCatalog:
                     self.session, collection, self.boundary, batch_size, self.mirror_limit, self.mirror_eagerly
                 )
                 store.warm = self.warmer.want if self._warm else None
+                store.node = self.node
                 self._stores[name] = store
             return store

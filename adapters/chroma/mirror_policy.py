@@ -38,8 +38,8 @@ def current(
     The rule is the ski-rental one: keep answering from Chroma until the time its searches of this store
     took (since another process last wrote) reaches the estimated time to read the store into a mirror,
     then build it. Whatever the pattern of searches and foreign writes, that spends at most about twice
-    what the best choice made in hindsight would. A server's stores (no directory) are never mirrored:
-    other clients write there unannounced. `eagerly` (tests) builds at the first search. Not `inline`
+    what the best choice made in hindsight would. A server's stores (no directory) are not mirrored here:
+    other clients write there unannounced (adapters.chroma.node_mirror follows them through the engine's feed). `eagerly` (tests) builds at the first search. Not `inline`
     (a long-lived process builds its mirrors in the background, adapters.chroma.warming): never builds.
     """
     mirror = session.mirrors.get(collection.id)

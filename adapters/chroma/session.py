@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import pathlib
 import threading
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from chromadb.api.models.Collection import Collection
 from chromadb.api.shared_system_client import SharedSystemClient
 from chromadb.errors import ChromaError
 
-from agent_memory.adapters.chroma import layout
+from agent_memory.adapters.chroma import layout, mirror_file
 from agent_memory.adapters.chroma.boundary import Boundary, Sent
 from agent_memory.adapters.chroma.clients import embedded_client, reads_a_copy
 from agent_memory.adapters.chroma.takeback import log_position, take_back
@@ -39,6 +40,7 @@ from agent_memory.adapters.shared.private import PRIVATE_FILE, private_directory
 from agent_memory.domain.errors import DomainError, ErrorCode
 
 T = TypeVar("T")
+LOG = logging.getLogger(__name__)
 
 LOCK_FILE = ".agent-memory.lock"  # an embedded data directory's lock, held around every operation on it
 GENERATION_FILE = ".agent-memory.generation"  # how many writes the data directory has seen (see Session)
@@ -95,6 +97,9 @@ class Session:
     mirrors: dict[UUID, VectorMirror] = field(factory=dict, init=False)
     search_seconds: dict[UUID, float] = field(factory=dict, init=False)
     build_s_per_record: float = field(default=MIRROR_BUILD_S_PER_RECORD, init=False)  # learnt from each build
+    # per collection id: the generation its mirror's file holds (adapters.chroma.mirror_file), when this process
+    # restored or wrote it; a mirror at another generation is written again by `keep_mirrors`
+    mirror_files: dict[UUID, int] = field(factory=dict, init=False)
     # what a mirror built outside `run` (adapters.chroma.warming) checks before it is installed: the resets
     # (another process wrote: what was read is stale), the closes, and this process's writes that raced it
     resets: int = field(default=0, init=False)
@@ -237,14 +242,40 @@ class Session:
             self._reset()
             self._seen = current
 
+    @property
+    def generation(self) -> int | None:
+        """The data directory's generation as of this process's last operation (exact inside `run`, which reads it
+        under the lock); None before the first or when the file was not written by this module. A mirror in
+        `mirrors` holds the store as of this generation (adapters.chroma.mirror_file keeps it so)."""
+        return None if self._seen is None or self._seen < 0 else self._seen
+
     def stop_racing(self, build: RacingWrites) -> None:
         """Stop recording this process's writes for `build` (a background build that is over)."""
         with self._mutex:
             self.racing[:] = [other for other in self.racing if other is not build]
 
-    def close(self) -> None:
-        """Close the client (its files are released); the next operation makes a new one."""
+    def keep_mirrors(self) -> None:
+        """Write the file of each mirror that holds more than its file (this process wrote since it was restored
+        or written), so the next process restores it as it is now; best effort (a failure is logged)."""
         with self._mutex:
+            generation = self.generation
+            if self.directory is None or generation is None or not self.mirrors or not self.directory.is_dir():
+                return
+            for collection_id, mirror in list(self.mirrors.items()):
+                if self.mirror_files.get(collection_id) == generation:
+                    continue
+                try:
+                    mirror_file.save(self.directory, str(collection_id), generation, mirror.dimension, mirror.columns())
+                except OSError as error:
+                    LOG.warning("cannot write the mirror file of collection %s: %s", collection_id, error)
+                    continue
+                self.mirror_files[collection_id] = generation
+
+    def close(self) -> None:
+        """Close the client (its files are released), its mirrors kept in their files first; the next operation
+        makes a new one."""
+        with self._mutex:
+            self.keep_mirrors()
             self.closes += 1
             self._reset()
 

@@ -13,10 +13,11 @@ from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection
 from returns.result import Result, Success
 
-from agent_memory.adapters.chroma import layout, mirror_policy, rebuild, sifting
+from agent_memory.adapters.chroma import layout, mirror_policy, rebuild, record_writes, sifting
 from agent_memory.adapters.chroma.boundary import Boundary, CollectionGone
 from agent_memory.adapters.chroma.mirror_policy import MIRROR_LIMIT
-from agent_memory.adapters.chroma.records import memories_of, memory_metadata, ranked, to_where
+from agent_memory.adapters.chroma.node_mirror import NodeMirrors
+from agent_memory.adapters.chroma.records import memories_of, ranked, to_where
 from agent_memory.adapters.chroma.salvage import (
     SalvageError,
     damaged_index_problem,
@@ -58,6 +59,7 @@ class ChromaVectorStore:
     # a long-lived process's request for the mirror to be built in the background (adapters.chroma.warming);
     # with it a search never builds the mirror itself
     warm: Callable[[ChromaVectorStore], None] | None = None
+    node: NodeMirrors | None = None  # over a server: the node's mirrors and their feed (adapters.chroma.node_mirror)
     _collection_id: UUID | None = None
 
     @classmethod
@@ -124,11 +126,12 @@ class ChromaVectorStore:
 
             def write() -> None:
                 for batch in chunks(same, self.batch_size):
-                    self._update_fields(collection, batch)
+                    record_writes.update_fields(self.boundary, collection, batch)
                 for batch in chunks(changed, self.batch_size):
-                    self._update_content(collection, batch)
+                    record_writes.update_content(self.boundary, collection, batch)
 
             mirror_policy.written(self.session, collection, write, lambda mirror: mirror.update(list(latest.values())))
+            self._announce(ids)
 
         needs = write_size([memory.content for memory in latest.values()], self.dimension)
         return self._result("update memories", update, write=True, needs=needs)
@@ -144,6 +147,7 @@ class ChromaVectorStore:
                     self.boundary.call("delete memories", partial(collection.delete, ids=list(batch)))
 
             mirror_policy.written(self.session, collection, write, lambda mirror: mirror.remove(unique))
+            self._announce(unique)
 
         return self._result("delete memories", delete, write=True, needs=None)  # never refused for want of room
 
@@ -169,6 +173,10 @@ class ChromaVectorStore:
 
     def get(self, ids: Sequence[str]) -> Result[list[Memory], DomainError]:
         """The memories with these ids, in the order asked, unknown ids left out."""
+        return self.boundary.result(partial(self._read, list(ids))) if ids else Success([])
+
+    def _read(self, ids: list[str]) -> list[Memory]:
+        """`get` as a plain call (raises Abort); also the record check a node mirror's hits pass."""
         unique = list(dict.fromkeys(ids))
 
         def read(collection: Collection) -> list[Memory]:
@@ -184,7 +192,7 @@ class ChromaVectorStore:
                     found.update((memory.id, memory) for memory in self._memories(page))
             return [found[i] for i in ids if i in found]
 
-        return self._result("read memories", read) if unique else Success([])
+        return self._run("read memories", read)
 
     def passing(self, ids: Sequence[str], where: MemoryFilter) -> Result[set[str], DomainError]:
         """The ids among these that `where` keeps: by the mirror's masks, else by adapters.chroma.sifting."""
@@ -244,6 +252,12 @@ class ChromaVectorStore:
             )
             if mirror is not None:
                 return mirror.query(embedding, where, limit)
+            if self.node is not None:
+                answered = self.node.query(
+                    self.name, collection, self.boundary, self.on_collection, (embedding, where, limit), self._read
+                )
+                if answered is not None:
+                    return answered
             if self.warm is not None:
                 self.warm(self)
             clause = to_where(where)
@@ -422,7 +436,7 @@ class ChromaVectorStore:
 
             def upsert() -> None:
                 for batch in chunks(pairs, self.batch_size):
-                    self._upsert(collection, [m for m, _ in batch], [v for _, v in batch])
+                    record_writes.upsert(self.boundary, collection, [m for m, _ in batch], [v for _, v in batch])
 
             mirror_policy.written(
                 self.session,
@@ -430,9 +444,15 @@ class ChromaVectorStore:
                 upsert,
                 lambda mirror: mirror.upsert([m for m, _ in pairs], [v for _, v in pairs]),
             )
+            self._announce([m.id for m, _ in pairs])
 
         needs = write_size([memory.content for memory, _ in pairs], len(pairs[0][1]))
         self._run("write memories", write, write=True, needs=needs)
+
+    def _announce(self, ids: Sequence[str]) -> None:
+        """After a write reached a server: its change record, so every node's mirror reads these ids again."""
+        if self.node is not None and self.session.directory is None:
+            self.node.written(self.name, ids)
 
     def _count(self) -> int:
         return self._run("count memories", lambda collection: self.boundary.call("count memories", collection.count))
@@ -454,37 +474,3 @@ class ChromaVectorStore:
 
     def _memories(self, found: Any) -> list[Memory]:
         return memories_of(found["ids"], found["documents"] or [], found["metadatas"] or [])
-
-    def _upsert(self, collection: Collection, memories: Sequence[Memory], vectors: Sequence[list[float]]) -> None:
-        self.boundary.call(
-            "write memories",
-            lambda: collection.upsert(
-                ids=[m.id for m in memories],
-                embeddings=cast(Any, list(vectors)),
-                documents=[m.content for m in memories],
-                metadatas=cast(Any, [memory_metadata(m) for m in memories]),
-            ),
-        )
-
-    def _update_fields(self, collection: Collection, memories: Sequence[Memory]) -> None:
-        self.boundary.call(
-            "update memories",
-            lambda: collection.update(
-                ids=[m.id for m in memories], metadatas=cast(Any, [memory_metadata(m) for m in memories])
-            ),
-        )
-
-    def _update_content(self, collection: Collection, memories: Sequence[Memory]) -> None:
-        """New content with the stored vector: Chroma wants embeddings with documents when it has no embedder."""
-        ids = [m.id for m in memories]
-        found = self.boundary.call("read embeddings", lambda: collection.get(ids=ids, include=["embeddings"]))
-        vectors = dict(zip(found["ids"], found["embeddings"] if found["embeddings"] is not None else [], strict=False))
-        self.boundary.call(
-            "update memories",
-            lambda: collection.update(
-                ids=ids,
-                embeddings=cast(Any, [[float(x) for x in vectors[i]] for i in ids]),
-                documents=[m.content for m in memories],
-                metadatas=cast(Any, [memory_metadata(m) for m in memories]),
-            ),
-        )

@@ -7,13 +7,15 @@ A brute-force matrix product over 10k unit vectors takes under a millisecond. Th
 store holds and answers `query`, `get` and `similarities` with the semantics of `MemoryFilter.matches`.
 
 It knows nothing about where its contents come from: the owner (the Chroma store, by the rule of
-adapters.chroma.mirror_policy) builds it from the collection, applies its own writes to it, and drops it whenever another process may have written.
+adapters.chroma.mirror_policy) builds it from the collection or restores it from its file (adapters.chroma.mirror_file),
+applies its own writes to it, and drops it whenever another process may have written. A restored mirror keeps each
+record as the bytes of its file until a search or `get` returns it (`parse`): the filters need only each row's keys.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from attrs import define, field
@@ -22,13 +24,56 @@ from agent_memory.adapters.shared.record_time import NEVER_EXPIRES_US, micros
 from agent_memory.adapters.shared.vector_math import unit_rows
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import DecayPolicy, Memory
+from agent_memory.domain.paths import MemoryPath
 
 MAX_CACHED_MASKS = 256  # condition masks kept between searches (one per scope value, tag, prefix… asked for)
 
 Condition = tuple[str, Any]  # (field, wanted value): one equality / prefix / tag test of a MemoryFilter
 
 
-def _test(condition: Condition) -> Callable[[Memory], bool]:
+class Keys(NamedTuple):
+    """The fields of a memory the mirror's condition masks test (named as Memory names them)."""
+
+    namespace: tuple[str, ...]
+    tags: tuple[str, ...]
+    path: MemoryPath | None
+    agent: str
+    personality: str
+    project: str
+    type: str
+    global_: bool
+
+    @classmethod
+    def of(cls, memory: Memory) -> Keys:
+        return cls(
+            memory.namespace,
+            tuple(memory.tags),
+            memory.path,
+            memory.agent,
+            memory.personality,
+            memory.project,
+            memory.type,
+            memory.global_,
+        )
+
+
+@define(frozen=True)
+class Columns:
+    """A mirror's live rows as whole columns, in row order: what its file holds (adapters.chroma.mirror_file).
+
+    `records` holds each row's Memory, or the bytes its file kept for it (parsed when it is first returned)."""
+
+    ids: list[str]
+    keys: list[Keys]
+    records: list[Memory | bytes]
+    matrix: np.ndarray  # float32 unit rows
+    deleted: np.ndarray
+    expires_us: np.ndarray
+    anchor_us: np.ndarray
+    stable: np.ndarray
+
+
+def _test(condition: Condition) -> Callable[[Keys], bool]:
     """The predicate of one condition, exactly as MemoryFilter.matches applies it."""
     name, wanted = condition
     if name == "namespace":
@@ -69,9 +114,11 @@ class VectorMirror:
     """
 
     dimension: int
+    parse: Callable[[str, bytes], Memory] | None = None  # a restored row's record from its file's bytes
     _ids: list[str | None] = field(factory=list)
     _rows: dict[str, int] = field(factory=dict)
-    _memories: list[Memory | None] = field(factory=list)
+    _memories: list[Memory | bytes | None] = field(factory=list)
+    _keys: list[Keys | None] = field(factory=list)
     _matrix: np.ndarray = field(init=False)
     _live: np.ndarray = field(init=False)
     _deleted: np.ndarray = field(init=False)
@@ -91,14 +138,41 @@ class VectorMirror:
         mirror.upsert(memories, vectors)
         return mirror
 
+    @classmethod
+    def restored(cls, dimension: int, columns: Columns, parse: Callable[[str, bytes], Memory]) -> VectorMirror:
+        """A mirror of these columns as they are (no row is parsed: `parse` reads a record when it is returned)."""
+        mirror = cls(dimension, parse)
+        mirror._install(columns)
+        return mirror
+
+    def columns(self) -> Columns:
+        """The live rows as copies (the mirror may change afterwards: its owner applies writes in place)."""
+        live = [row for row, memory_id in enumerate(self._ids) if memory_id is not None]
+        records = [self._memories[row] for row in live]
+        keys = [self._keys[row] for row in live]
+        return Columns(
+            ids=[self._ids[row] or "" for row in live],
+            keys=[k for k in keys if k is not None],
+            records=[r for r in records if r is not None],
+            matrix=self._matrix[live].copy(),
+            deleted=self._deleted[live].copy(),
+            expires_us=self._expires_us[live].copy(),
+            anchor_us=self._anchor_us[live].copy(),
+            stable=self._stable[live].copy(),
+        )
+
     # --- reads
 
     def __len__(self) -> int:
         return len(self._rows)
 
+    def ids(self) -> list[str]:
+        """The ids of its memories."""
+        return list(self._rows)
+
     def get(self, ids: Iterable[str]) -> list[Memory]:
         """The memories with these ids, in the order asked, unknown ids left out."""
-        found = (self._memories[row] for i in ids if (row := self._rows.get(i)) is not None)
+        found = (self._memory(row) for i in ids if (row := self._rows.get(i)) is not None)
         return [memory for memory in found if memory is not None]
 
     def passing(self, ids: Iterable[str], where: MemoryFilter) -> set[str]:
@@ -132,7 +206,7 @@ class VectorMirror:
         best = best[np.argsort(-scores[best], kind="stable")][:take]
         pairs: list[tuple[Memory, float]] = []
         for row in best.tolist():
-            memory = self._memories[row]
+            memory = self._memory(row)
             if memory is not None:
                 pairs.append((memory, float(scores[row])))
         return pairs
@@ -167,11 +241,23 @@ class VectorMirror:
             if row is not None:
                 self._ids[row] = None
                 self._memories[row] = None
+                self._keys[row] = None
                 self._live[row] = False
         if len(self._ids) > 64 and len(self._rows) < len(self._ids) // 2:
             self._compact()
 
     # --- helpers
+
+    def _memory(self, row: int) -> Memory | None:
+        """The row's memory, parsed from its file's bytes the first time it is asked for."""
+        record = self._memories[row]
+        if isinstance(record, bytes):
+            memory_id = self._ids[row]
+            if self.parse is None or memory_id is None:
+                return None
+            record = self.parse(memory_id, record)
+            self._memories[row] = record
+        return record
 
     def _keep(self, where: MemoryFilter, size: int) -> np.ndarray:
         keep = self._live[:size].copy()
@@ -192,21 +278,23 @@ class VectorMirror:
                 self._masks.clear()
             test = _test(condition)
             mask = np.zeros(len(self._live), dtype=bool)
-            for row, memory in enumerate(self._memories):
-                if memory is not None and test(memory):
+            for row, keys in enumerate(self._keys):
+                if keys is not None and test(keys):
                     mask[row] = True
             self._masks[condition] = mask
         return mask
 
     def _set(self, row: int, memory: Memory) -> None:
+        keys = Keys.of(memory)
         self._memories[row] = memory
+        self._keys[row] = keys
         self._live[row] = True
         self._deleted[row] = memory.deleted
         self._expires_us[row] = NEVER_EXPIRES_US if memory.expires_at is None else micros(memory.expires_at)
         self._anchor_us[row] = micros(memory.decay_anchor)
         self._stable[row] = memory.decay_policy is DecayPolicy.STABLE
         for condition, mask in self._masks.items():
-            mask[row] = _test(condition)(memory)
+            mask[row] = _test(condition)(keys)
 
     def _append(self, memory_id: str) -> int:
         row = len(self._ids)
@@ -214,6 +302,7 @@ class VectorMirror:
             self._grow(max(64, 2 * row))
         self._ids.append(memory_id)
         self._memories.append(None)
+        self._keys.append(None)
         self._rows[memory_id] = row
         return row
 
@@ -239,10 +328,21 @@ class VectorMirror:
             masks[condition] = grown
 
     def _compact(self) -> None:
-        """Drop dead rows: rebuild from the live ones, in their order."""
-        live = [row for row, memory_id in enumerate(self._ids) if memory_id is not None]
-        memories = [self._memories[row] for row in live]
-        matrix = self._matrix[live]
-        self._ids, self._rows, self._memories, self._masks = [], {}, [], {}
-        self._allocate(0)
-        self.upsert([m for m in memories if m is not None], matrix)
+        """Drop dead rows: the live ones again, in their order (a restored record stays unparsed)."""
+        self._install(self.columns())
+
+    def _install(self, columns: Columns) -> None:
+        """Become exactly these rows (with room for as many again), condition masks dropped."""
+        size = len(columns.ids)
+        self._ids = list[str | None](columns.ids)
+        self._rows = {memory_id: row for row, memory_id in enumerate(columns.ids)}
+        self._memories = list[Memory | bytes | None](columns.records)
+        self._keys = list[Keys | None](columns.keys)
+        self._masks = {}
+        self._allocate(max(64, size))
+        self._matrix[:size] = columns.matrix
+        self._live[:size] = True
+        self._deleted[:size] = columns.deleted
+        self._expires_us[:size] = columns.expires_us
+        self._anchor_us[:size] = columns.anchor_us
+        self._stable[:size] = columns.stable

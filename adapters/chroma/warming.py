@@ -6,6 +6,10 @@ catalog to keep it warm: every existing store is then read into a mirror by a da
 another process's write has dropped it (the next search asks for it). Searches never wait: until the mirror
 is installed they are answered by Chroma.
 
+A mirror built so is written to its own file (adapters.chroma.mirror_file) with the data directory's generation; a
+later process that finds the directory at that generation restores the file instead (seconds at 100k, not minutes),
+and one that finds it stale, damaged or missing reads Chroma as before and writes it anew.
+
 The build reads the collection page by page, each page under the session's lock (so a search waits for one
 page at most), and installs the mirror under the lock only when nothing it read can be stale: no other
 process wrote (the session's resets), the collection is the same one (no rebuild swapped it), no write of
@@ -15,6 +19,7 @@ mirror (session.racing), it holds exactly as many memories as the collection. Ot
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 import time
@@ -25,10 +30,11 @@ from uuid import UUID
 from attrs import define, field
 from chromadb.api.models.Collection import Collection
 
+from agent_memory.adapters.chroma import mirror_file
 from agent_memory.adapters.chroma.records import memories_of
-from agent_memory.adapters.chroma.session import RacingWrites
+from agent_memory.adapters.chroma.session import RacingWrites, Session
 from agent_memory.adapters.chroma.store import ChromaVectorStore
-from agent_memory.adapters.chroma.vector_mirror import VectorMirror
+from agent_memory.adapters.chroma.vector_mirror import Columns, VectorMirror
 from agent_memory.adapters.shared.boundary import Abort
 from agent_memory.domain.model import Memory
 
@@ -58,12 +64,16 @@ class Warmer:
     _guard: threading.Lock = field(factory=threading.Lock, init=False)
     _thread: threading.Thread | None = field(default=None, init=False)
     _idle: threading.Event = field(factory=threading.Event, init=False)
+    _sessions: list[Session] = field(factory=list, init=False)  # whose mirrors are written to their files at exit
 
     def want(self, store: ChromaVectorStore) -> None:
         """Build `store`'s mirror soon (once however often it is asked while waiting or building); returns at once."""
         if store.session.directory is None or store.mirror_limit <= 0:
-            return  # a Chroma server's stores are never mirrored (adapters.chroma.mirror_policy)
+            return  # a Chroma server's stores are mirrored by adapters.chroma.node_mirror instead
         with self._guard:
+            if not any(session is store.session for session in self._sessions):
+                self._sessions.append(store.session)
+                atexit.register(store.session.keep_mirrors)  # what this process wrote is in the next one's mirror
             self._wanted.setdefault(store.name, store)
             self._idle.clear()
             if self._thread is None:
@@ -143,7 +153,7 @@ def _attempt(store: ChromaVectorStore, paused: Callable[[], None] | None) -> Vec
     session, boundary = store.session, store.boundary
     resets, closes = session.resets, session.closes
 
-    def begin(collection: Collection) -> tuple[UUID, RacingWrites] | VectorMirror | None:
+    def begin(collection: Collection) -> tuple[UUID, RacingWrites, int | None] | VectorMirror | None:
         installed = session.mirrors.get(collection.id)
         if installed is not None:
             return installed
@@ -151,16 +161,32 @@ def _attempt(store: ChromaVectorStore, paused: Callable[[], None] | None) -> Vec
             return None
         racing = RacingWrites(collection.id)
         session.racing.append(racing)
-        return collection.id, racing
+        return collection.id, racing, session.generation
 
     begun = store.on_collection("prepare a mirror", begin)
     if not isinstance(begun, tuple):
         return begun
-    collection_id, racing = begun
+    collection_id, racing, generation = begun
     try:
-        return _read_and_install(store, collection_id, racing, (resets, closes), paused)
+        restored = _restored(store, collection_id, generation)
+        return _read_and_install(store, collection_id, racing, (resets, closes), paused, restored)
     finally:
         session.stop_racing(racing)
+
+
+def _restored(store: ChromaVectorStore, collection_id: UUID, generation: int | None) -> VectorMirror | None:
+    """The mirror's file when it holds this collection at this generation (read outside the lock), else None."""
+    directory = store.session.directory
+    if directory is None or generation is None:
+        return None
+    try:
+        mirror = mirror_file.load(directory, str(collection_id), generation, store.dimension)
+    except mirror_file.Unusable as why:
+        LOG.info("mirror file of collection %r not used: %s", store.name, why)
+        return None
+    LOG.info("mirror of collection %r restored from its file (generation %d)", store.name, generation)
+    store.session.mirror_files[collection_id] = generation
+    return mirror
 
 
 def _read_and_install(
@@ -169,6 +195,7 @@ def _read_and_install(
     racing: RacingWrites,
     seen: tuple[int, int],
     paused: Callable[[], None] | None,
+    restored: VectorMirror | None = None,
 ) -> VectorMirror | None:
     session, boundary = store.session, store.boundary
 
@@ -178,6 +205,52 @@ def _read_and_install(
         if session.resets != seen[0] or collection.id != collection_id or racing.spoiled:
             raise _Stale
 
+    mirror = restored if restored is not None else _read(store, check, seen, paused)
+    if mirror is None:
+        return None
+    snapshot: list[tuple[int | None, Columns]] = []
+
+    def install(collection: Collection) -> VectorMirror:
+        check(collection)
+        for change in racing.changes:
+            if change(mirror) is False:
+                raise _Stale
+        if len(mirror) != boundary.call("count memories", collection.count):
+            raise _Stale  # a removal moved records across a page boundary while they were read
+        session.mirrors[collection_id] = mirror
+        if restored is None:  # what it holds now is the store at the generation now seen: that is what the file keeps
+            snapshot.append((session.generation, mirror.columns()))
+        return mirror
+
+    installed = store.on_collection("install a mirror", install)
+    for generation, columns in snapshot:
+        _write(store, collection_id, generation, installed.dimension, columns)
+    return installed
+
+
+def _write(
+    store: ChromaVectorStore, collection_id: UUID, generation: int | None, dimension: int, columns: Columns
+) -> None:
+    """Write the mirror's file (best effort: without it the next process reads Chroma, as before)."""
+    directory = store.session.directory
+    if directory is None or generation is None:
+        return
+    try:
+        mirror_file.save(directory, str(collection_id), generation, dimension, columns)
+    except OSError as error:
+        LOG.warning("cannot write the mirror file of collection %r: %s", store.name, error)
+        return
+    store.session.mirror_files[collection_id] = generation
+
+
+def _read(
+    store: ChromaVectorStore,
+    check: Callable[[Collection], None],
+    seen: tuple[int, int],
+    paused: Callable[[], None] | None,
+) -> VectorMirror | None:
+    """The store read out of Chroma page by page into a new mirror (None when it cannot be mirrored)."""
+    session, boundary = store.session, store.boundary
     memories: list[Memory] = []
     vectors: list[Any] = []
     offset = 0
@@ -204,16 +277,4 @@ def _read_and_install(
     dimension = store.dimension or (len(vectors[0]) if vectors else None)
     if dimension is None or len(vectors) != len(memories):
         return None
-    mirror = VectorMirror.of(dimension, memories, vectors)  # outside the lock: searches go on meanwhile
-
-    def install(collection: Collection) -> VectorMirror:
-        check(collection)
-        for change in racing.changes:
-            if change(mirror) is False:
-                raise _Stale
-        if len(mirror) != boundary.call("count memories", collection.count):
-            raise _Stale  # a removal moved records across a page boundary while they were read
-        session.mirrors[collection_id] = mirror
-        return mirror
-
-    return store.on_collection("install a mirror", install)
+    return VectorMirror.of(dimension, memories, vectors)  # outside the lock: searches go on meanwhile

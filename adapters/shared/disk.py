@@ -150,7 +150,9 @@ def read_only_copy(directory: Path) -> Path:
         atexit.register(_remove_copies)
     _COPIES.append(copy)
     target = copy / directory.name
-    shutil.copytree(directory, target, symlinks=True, ignore=shutil.ignore_patterns("*.lock", ".lock"))
+    # the search mirrors' files (adapters.chroma.mirror_file) are read from the real directory: not copied
+    ignored = shutil.ignore_patterns("*.lock", ".lock", ".agent-memory-mirrors")
+    shutil.copytree(directory, target, symlinks=True, ignore=ignored)
     return target
 
 
