@@ -209,9 +209,10 @@ def test_mcp_pinned_alice_never_reaches_bobs_memories(
         # an id Alice's namespace does not hold is unknown to her: as in LangMem, update creates her own memory
         # and delete does nothing (bob_untouched below checks Bob's memories)
         failed, text = mcp.call("manage_memory", {"action": "update", "id": ref, "content": "hers", "user_id": "alice"})
-        assert not failed and text.startswith("created memory ") and not any(i in text for i in bob_ids.values())
+        said = json.loads(text)["result"]
+        assert not failed and said.startswith("created memory ") and not any(i in text for i in bob_ids.values())
         failed, text = mcp.call("manage_memory", {"action": "delete", "id": ref, "user_id": "alice"})
-        assert not failed and text == f"Deleted memory {ref}"
+        assert not failed and json.loads(text)["result"] == f"Deleted memory {ref}"
     for name, arguments in (
         ("list_memories", {"include_expired": True}),
         ("get_recent_memories", {"include_expired": True}),
