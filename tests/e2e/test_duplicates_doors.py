@@ -70,7 +70,8 @@ def test_cli_text_says_what_each_policy_did(tmp_path: Path) -> None:
     kept = text("create", DARK_AGAIN, "--on-duplicate", "keep")
     assert re.match(rf"Created memory [0-9a-f-]{{36}} \(a near-duplicate of {named} kept beside it\)\n", kept), kept
     assert re.match(
-        rf"Skipped: a near-duplicate of {named} and 1 more; nothing stored\n", text("create", DARK, "--on-duplicate", "skip")
+        rf"Skipped: a near-duplicate of {named} and 1 more; nothing stored\n",
+        text("create", DARK, "--on-duplicate", "skip"),
     )
     merged = text("create", DARK, "--on-duplicate", "update")
     assert re.match(rf"Merged into {first['id']} \(preferences/theme, similarity 1\.00\)", merged), merged
