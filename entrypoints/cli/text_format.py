@@ -57,8 +57,12 @@ def _what_was_done(m: dict[str, Any]) -> str:
 
 def created(m: dict[str, Any]) -> str:
     if "created" in m:  # a batch (`create --jsonl`): the ids, one per line, then the records that repeated one
-        lines = [f"Created {_memories(m['count'])}:", *m["created"]]
-        lines += [f"record {r['record']}: {_what_was_done(r)}" for r in m.get("duplicates", [])]
+        repeats = m.get("duplicates", [])
+        not_made = sum(1 for r in repeats if r.get("on_duplicate") in ("skipped", "updated"))
+        head = f"Created {_memories(m['count'] - not_made)}"
+        if not_made:
+            head += f" ({m['count']} records, {not_made} skipped or merged into a near-duplicate)"
+        lines = [head + ":", *m["created"], *(f"record {r['record']}: {_what_was_done(r)}" for r in repeats)]
         return "\n".join(lines)
     said = _what_was_done(m)
     return said[0].upper() + said[1:] + "\n" + memory(m).split("\n", 1)[1]
