@@ -1,6 +1,6 @@
 """Schemathesis' positive-data conformance run against a real `memory serve`: schema-valid requests refused, wrong Allow.
 
-    python bench/schemathesis_run.py [--examples 20] [--seed 1] [--checks all] [--out FILE] [--log FILE]
+    python bench/schemathesis_run.py [--examples 20] [--seed 1] [--checks all] [--token T] [--out FILE] [--log FILE]
 
 Starts `memory serve` (embedded Chroma, no token) in a fresh sandbox (HOME, MEMORY_CONFIG and MEMORY_DATA_DIR under
 a temporary directory) on a free loopback port, then runs the installed `schemathesis` command against its
@@ -43,7 +43,7 @@ def free_port() -> int:
         return port
 
 
-def serve(home: Path, port: int) -> subprocess.Popen[bytes]:
+def serve(home: Path, port: int, token: str | None = None) -> subprocess.Popen[bytes]:
     config = home / "empty-config.toml"
     config.touch()
     env = {
@@ -52,6 +52,7 @@ def serve(home: Path, port: int) -> subprocess.Popen[bytes]:
         "MEMORY_CONFIG": str(config),
         "MEMORY_DATA_DIR": str(home / "data"),
         "ANONYMIZED_TELEMETRY": "False",
+        **({} if token is None else {"MEMORY_API_TOKEN": token}),
     }
     log = (home / "server.log").open("wb")
     process = subprocess.Popen([str(BIN / "memory"), "serve", "--port", str(port)], env=env, stdout=log, stderr=log)
@@ -83,11 +84,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--checks", default="all", help="Schemathesis' --checks, or issue-42 for that run's four")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--token", help="serve with this API token and send it (ignored_auth then checks the guard)")
     parser.add_argument("--log", type=Path, help="where to write Schemathesis' own report")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         home, port = Path(folder), free_port()
-        process = serve(home, port)
+        process = serve(home, port, args.token)
         started = time.monotonic()
         try:
             run = subprocess.run(
@@ -95,6 +97,7 @@ def main() -> None:
                     str(BIN / "schemathesis"), "run", f"http://127.0.0.1:{port}/openapi.json",
                     "--mode", "positive", "--phases", "examples,coverage,fuzzing", "--checks", CHECKS.get(args.checks, args.checks),
                     "-n", str(args.examples), "--seed", str(args.seed), "--workers", "1",
+                    *([] if args.token is None else ["-H", f"Authorization: Bearer {args.token}"]),
                 ],
                 capture_output=True, text=True, check=False, cwd=folder,  # its cache stays in the sandbox
             )  # fmt: skip
@@ -108,6 +111,7 @@ def main() -> None:
         "examples_per_operation": args.examples,
         "seed": args.seed,
         "checks": args.checks,
+        "token": args.token is not None,
         "exit_code": run.returncode,
         "seconds": round(time.monotonic() - started, 1),
         **counts(run.stdout),
