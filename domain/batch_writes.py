@@ -10,7 +10,6 @@ one memory per call.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -26,7 +25,7 @@ from agent_memory.domain.ports import PendingBatch, VectorStore
 from agent_memory.domain.results import in_turn, validated
 from agent_memory.domain.tenancy import Guard, visible
 from agent_memory.domain.views import MemoryView
-from agent_memory.domain.writing import changes_of, future_expiry
+from agent_memory.domain.writing import changes_of
 
 _GONE = (ErrorCode.MEMORY_NOT_FOUND, ErrorCode.STORE_NOT_FOUND)  # nothing there to remove: not an error here
 
@@ -60,13 +59,8 @@ class RemoveMemories(Asks[list[Memory]]):
 
 def update_memories(ctx: Context, command: UpdateMemories) -> Result[list[MemoryView], DomainError]:
     """Check every update, then write each store's share under its lock (see UpdateMemories)."""
-    now = ctx.clock.now()
-    checked = Fold.collect([_checked(update, now) for update in command.updates], Success(()))
+    checked = Fold.collect([changes_of(update) for update in command.updates], Success(()))
     return checked.bind(lambda changes: _by_store(ctx, command.updates, changes, touch=command.touch))
-
-
-def _checked(update: UpdateMemory, now: datetime) -> Result[dict[str, Any], DomainError]:
-    return future_expiry(update.expires_at, now).bind(lambda _: changes_of(update))
 
 
 def _by_store(

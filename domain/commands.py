@@ -142,7 +142,11 @@ class CreateMemory(Asks[MemoryView]):
         default="", metadata=doc("The conversation or session it is part of: memories of one thread share context.")
     )
     expires_at: datetime | None = field(
-        default=None, metadata=doc("ISO 8601 time after which the memory is hidden, e.g. 2026-12-31T23:59:00Z.")
+        default=None,
+        metadata=doc(
+            "ISO 8601 time after which the memory is hidden, e.g. 2026-12-31T23:59:00Z (one already past hides it "
+            "at once)."
+        ),
     )
     created_at: datetime | None = field(default=None, metadata=doc("When it was made (ISO 8601; default now)."))
     on_duplicate: str | None = field(
@@ -217,7 +221,8 @@ class UpdateMemory(Asks[MemoryView]):
         default=None, metadata=doc("Replaces the citations; [] clears them; omit to keep them.")
     )
     expires_at: datetime | None = field(
-        default=None, metadata=doc("New expiry (ISO 8601; without a time zone it is UTC).")
+        default=None,
+        metadata=doc("New expiry (ISO 8601; without a time zone it is UTC; one already past hides it at once)."),
     )
     clear_expiry: bool = field(default=False, metadata=doc("Remove the expiry date."))
     agent: str | None = field(default=None, metadata=doc("New agent scope; omit to keep it."))

@@ -117,19 +117,15 @@ class Writing:
 
     def _new_memory(self, command: CreateMemory, now: datetime) -> Result[Fresh, DomainError]:
         created = command.created_at or now
-        return (
-            future_expiry(command.expires_at, now)
-            .bind(lambda _: parse_duplicate_policy(command.on_duplicate, self.ctx.policy.on_duplicate))
-            .bind(
-                lambda policy: (
-                    new_memory_namespace(self.ctx.tenant, command.namespace)
-                    .bind(
-                        lambda namespace: optional_path(command.path).bind(
-                            lambda path: self._built(command, created, namespace, path)
-                        )
+        return parse_duplicate_policy(command.on_duplicate, self.ctx.policy.on_duplicate).bind(
+            lambda policy: (
+                new_memory_namespace(self.ctx.tenant, command.namespace)
+                .bind(
+                    lambda namespace: optional_path(command.path).bind(
+                        lambda path: self._built(command, created, namespace, path)
                     )
-                    .map(lambda memory: Fresh(memory, policy))
                 )
+                .map(lambda memory: Fresh(memory, policy))
             )
         )
 
@@ -348,12 +344,10 @@ class Writing:
 
 
 def update_memory(ctx: Context, command: UpdateMemory) -> Result[MemoryView, DomainError]:
-    """Change content or metadata; content changes are re-embedded. Nothing to change, or an expiry already past, is
-    an error."""
-    return (
-        future_expiry(command.expires_at, ctx.clock.now())
-        .bind(lambda _: changes_of(command))
-        .bind(lambda fields: ctx.exclusive(command.store, lambda: Writing(ctx)._updated(command, fields)))
+    """Change content or metadata; content changes are re-embedded. Nothing to change is an error; an expiry already
+    past expires the memory at once (as a create's does)."""
+    return changes_of(command).bind(
+        lambda fields: ctx.exclusive(command.store, lambda: Writing(ctx)._updated(command, fields))
     )
 
 
@@ -417,18 +411,6 @@ def remove_memory(ctx: Context, command: RemoveMemory) -> Result[Memory, DomainE
     store = command.store
     return ctx.exclusive(
         store, lambda: ctx.load_ref(command.ref, store, namespace=command.namespace).bind(Writing(ctx)._removed)
-    )
-
-
-def future_expiry(expires_at: datetime | None, now: datetime) -> Result[None, DomainError]:
-    """INVALID_INPUT for an expiry already past: the memory would be hidden the moment it is written."""
-    if expires_at is None or expires_at.tzinfo is None or expires_at > now:
-        return Success(None)  # a time without a zone is the memory's own check to refuse (it needs one)
-    return Failure(
-        invalid_input(
-            f"expires_at {expires_at.isoformat()} is already past (it is now {now.isoformat()}): "
-            "give a time in the future, or leave expires_at out."
-        )
     )
 
 

@@ -113,12 +113,16 @@ def _place_of(facts: dict[str, Any]) -> wire.Place | None:
     return wire.Place(Path(facts["directory"]), Path(facts["socket"]))
 
 
-def server_list(silence: float) -> list[dict[str, Any]]:
+def server_list(silence: float, directory: Path) -> list[dict[str, Any]]:
     """`memory server list`: every live memory server of this user (one, or two while a newer build takes over):
     pid, state (serving, or draining for a successor), RSS, clients (commands and MCP sessions), idle time and
-    each store it holds open (data directory, backend, the sessions holding it, its idle time)."""
+    each store it holds open (data directory, backend, the sessions holding it, its idle time). This user is its
+    server directory (its HOME's, or XDG_STATE_HOME's): the servers of other HOMEs of the same uid, which the
+    registry also holds (`stop --everywhere` stops them), are not listed."""
     listed = []
     for facts in wire.registered():
+        if facts.get("directory") != str(directory):
+            continue
         pid = facts["pid"]
         entry: dict[str, Any] = {key: facts.get(key) for key in ("directory", "pid", "state", "started_at")}
         entry["rss_mb"] = _rss_mb(pid)

@@ -36,10 +36,36 @@ def memory(m: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _duplicate(d: dict[str, Any]) -> str:
+    """'<id> (<path>, similarity 0.93)': a near-duplicate a create found."""
+    where = f"{d['path']}, " if d.get("path") else ""
+    return f"{d['id']} ({where}similarity {d['similarity']:.2f})"
+
+
+def _what_was_done(m: dict[str, Any]) -> str:
+    """What a create did, the near-duplicate it found first: skipped, merged into it, or created beside it."""
+    found = m.get("duplicates") or []
+    if not found:
+        return f"created memory {m['id']}"
+    best = _duplicate(found[0]) + (f" and {len(found) - 1} more" if len(found) > 1 else "")
+    if m.get("on_duplicate") == "skipped":
+        return f"skipped: a near-duplicate of {best}; nothing stored"
+    if m.get("on_duplicate") == "updated":
+        return f"merged into {best}: its content is now the new text"
+    return f"created memory {m['id']} (a near-duplicate of {best} kept beside it)"
+
+
 def created(m: dict[str, Any]) -> str:
-    if "created" in m:  # a batch (`create --jsonl`): the ids, one per line
-        return f"Created {_memories(m['count'])}:\n" + "\n".join(m["created"])
-    return "Created " + memory(m)[0].lower() + memory(m)[1:]
+    if "created" in m:  # a batch (`create --jsonl`): the ids, one per line, then the records that repeated one
+        repeats = m.get("duplicates", [])
+        not_made = sum(1 for r in repeats if r.get("on_duplicate") in ("skipped", "updated"))
+        head = f"Created {_memories(m['count'] - not_made)}"
+        if not_made:
+            head += f" ({m['count']} records, {not_made} skipped or merged into a near-duplicate)"
+        lines = [head + ":", *m["created"], *(f"record {r['record']}: {_what_was_done(r)}" for r in repeats)]
+        return "\n".join(lines)
+    said = _what_was_done(m)
+    return said[0].upper() + said[1:] + "\n" + memory(m).split("\n", 1)[1]
 
 
 def reinforced(m: dict[str, Any]) -> str:

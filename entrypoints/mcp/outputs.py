@@ -31,9 +31,13 @@ _WIRE_NAMES = {"global_": "global"}  # a field's JSON name where it is not its P
 _MEMORY_KEYS = ("id", "content", "path", "created_at", "updated_at")
 
 
+NULL: Schema = {"type": "null"}
+
+
 def _nullable(schema: Schema) -> Schema:
-    kind = schema["type"]
-    return {**schema, "type": [*kind, "null"] if isinstance(kind, list) else [kind, "null"]}
+    """`schema` or null, said as `anyOf` (a list of types, `"type": [X, "null"]`, is valid JSON Schema, but not
+    every MCP client reads it: the Inspector's strict mode warns on each)."""
+    return {"anyOf": [schema, NULL]}
 
 
 def _type_schema(hint: Any) -> Schema:
@@ -182,8 +186,9 @@ SCHEMAS: dict[str, Schema] = {  # the answer kinds the tools render (mcp_tools.T
 
 
 def compact_input_schema(schema: Schema) -> Schema:
-    """An argument schema without what pydantic adds for Python's sake: titles (the names say them) and
-    `anyOf [X, null]` written out where `type: [X, "null"]` says the same; `tools/list` carries every one."""
+    """An argument schema without what pydantic adds for Python's sake: titles (the names say them) and null
+    defaults (an optional argument is one not required); a nullable type stays `anyOf [X, null]`, which every
+    client reads, and the namespaced agent tools state which namespace arguments they need (`namespace_rule`)."""
     return _compacted(schema)  # type: ignore[no-any-return]
 
 
@@ -193,30 +198,34 @@ def _compacted(node: Any) -> Any:
     if not isinstance(node, dict):
         return node
     # a title is text; a property called "title" (a schema, not text) stays; a null default is said by absence
-    shrunk = {
+    return {
         key: _compacted(value)
         for key, value in node.items()
         if not (key == "title" and isinstance(value, str)) and not (key == "default" and value is None)
     }
-    options = shrunk.get("anyOf")
-    if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
-        (other,) = [option for option in options if option != {"type": "null"}]
-        if set(other) <= {
-            "type",
-            "items",
-            "enum",
-            "minimum",
-            "maximum",
-            "minLength",
-            "maxLength",
-            "additionalProperties",
-        } and (isinstance(other.get("type"), str)):
-            del shrunk["anyOf"]
-            merged = {**other, "type": [other["type"], "null"]}
-            if "enum" in merged:
-                merged["enum"] = [*merged["enum"], None]
-            shrunk = {**merged, **shrunk}
-    return shrunk
 
 
-__all__ = ["SCHEMAS", "compact_input_schema", "memory_schema", "view_schema"]
+def _given(name: str, kind: str) -> Schema:
+    return {"required": [name], "properties": {name: {"type": kind}}}
+
+
+# what resolve_namespace needs (domain/namespaces.py): a namespace, else user_id, else org_id and agent_id, each
+# given and not null (a namespace's {placeholders} need their keys too, which only the call can tell)
+NAMESPACE_RULE: Schema = {
+    "anyOf": [
+        _given("namespace", "array"),
+        _given("user_id", "string"),
+        {
+            "required": ["org_id", "agent_id"],
+            "properties": {"org_id": {"type": "string"}, "agent_id": {"type": "string"}},
+        },
+    ]
+}
+
+
+def namespace_rule(schema: Schema) -> Schema:
+    """An agent tool's argument schema with the rule on its namespace arguments as a whole."""
+    return {**schema, **NAMESPACE_RULE}
+
+
+__all__ = ["SCHEMAS", "compact_input_schema", "memory_schema", "namespace_rule", "view_schema"]

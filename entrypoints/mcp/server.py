@@ -28,7 +28,7 @@ from agent_memory.entrypoints.error_table import row
 from agent_memory.entrypoints.http.safety import ANY_HOST, HttpPolicy, media_type_problem, refuse_open_bind
 from agent_memory.entrypoints.mcp.callers import CALLER, Callers, refuse_cursor, unknown_arguments, validation_text
 from agent_memory.entrypoints.mcp.command_tools import AGENT_TOOLS, ToolSpec, argument_model, run_tool, tool_annotations
-from agent_memory.entrypoints.mcp.outputs import SCHEMAS, compact_input_schema
+from agent_memory.entrypoints.mcp.outputs import SCHEMAS, compact_input_schema, namespace_rule
 from agent_memory.entrypoints.mcp.prompts import add_prompts, prompt_problem
 from agent_memory.entrypoints.mcp.resources import add_resources
 from agent_memory.entrypoints.mcp.stdio import REFUSED_TOOL, run_stdio
@@ -74,12 +74,9 @@ def _error(text: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 
-def _text(text: str, structured: Payload) -> CallToolResult:
-    """An agent tool's answer: spec 003's text, and the same as the object its output schema describes."""
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
-
-
 def _reply(outcome: Outcome) -> CallToolResult:
+    """A tool's answer: the object its output schema describes, its text the same JSON (the MCP spec's SHOULD; an
+    agent tool's spec 003 sentence is its `result`, its list its `results`), or the error's text."""
     match outcome:
         case Success(payload):
             text = json.dumps(payload, ensure_ascii=False)
@@ -237,7 +234,7 @@ class _Tools:
                 tags=tags,
                 on_duplicate=on_duplicate,
             )
-            return _text(sentence, {"action": action, "id": sentence.rsplit(" ", 1)[-1], "result": sentence})
+            return _reply(Success({"action": action, "id": sentence.rsplit(" ", 1)[-1], "result": sentence}))
 
         return self._run(lambda: _agent_step(step))
 
@@ -269,7 +266,7 @@ class _Tools:
                 self.service, resolved, query=query, limit=limit, offset=offset, filter=filter, store=self._store(store)
             )
             hits = json.loads(found)
-            return _text(found, {"results": hits, "count": len(hits)})
+            return _reply(Success({"results": hits, "count": len(hits)}))
 
         return self._run(lambda: _agent_step(step))
 
@@ -323,7 +320,7 @@ def _agent_tool(name: str, tools: _Tools) -> Tool:
         description=description,
         annotations=tool_annotations(title, read_only, destructive, read_only),
     )
-    made.parameters = compact_input_schema(made.parameters)
+    made.parameters = namespace_rule(compact_input_schema(made.parameters))
     made.fn_metadata.output_schema = SCHEMAS["manage" if name == "manage_memory" else "facts"]
     return made
 

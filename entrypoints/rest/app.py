@@ -36,7 +36,13 @@ from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.error_table import row
 from agent_memory.entrypoints.http.safety import HttpPolicy, json_body_problem, media_type_problem, refuse_open_bind
 from agent_memory.entrypoints.rest.admin import ADMIN_ROUTES
-from agent_memory.entrypoints.rest.contract import AllowedMethods, allowed_methods, exact_bodies, options_answer
+from agent_memory.entrypoints.rest.contract import (
+    AllowedMethods,
+    allowed_methods,
+    exact_bodies,
+    exact_parameters,
+    options_answer,
+)
 from agent_memory.entrypoints.rest.docs import OfflineDocsPlugin
 from agent_memory.entrypoints.rest.memories import MEMORY_ROUTES
 from agent_memory.entrypoints.rest.replies import Door, Payload, error_body
@@ -162,7 +168,8 @@ def _declared_queries(app: Litestar) -> QueryNames:
 def _query_problem(request: Request[Any, Any, Any], declared: QueryNames) -> str | None:
     """An unknown or repeated query parameter: refused, never ignored, so `?namespace=` on a route that reads
     the namespace from its body (or a misspelt `?namepsace=` on one that reads it here) cannot widen the guard."""
-    names = [name for name, _ in parse_qsl(request.scope.get("query_string", b"").decode("latin-1"), True)]
+    pairs = parse_qsl(request.scope.get("query_string", b"").decode("latin-1"), True)
+    names = [name for name, _ in pairs]
     takes = declared.get(request.route_handler, frozenset())
     unknown = sorted({name for name in names if name not in takes})
     if unknown:
@@ -171,6 +178,9 @@ def _query_problem(request: Request[Any, Any, Any], declared: QueryNames) -> str
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
         return f"Query parameter(s) {', '.join(repeated)} given more than once: give each once."
+    empty = sorted({name for name, value in pairs if not value})
+    if empty:  # `?store=` is not the default store: leaving the parameter out is
+        return f"Query parameter(s) {', '.join(empty)} given without a value: give one, or leave the parameter out."
     return None
 
 
@@ -268,6 +278,7 @@ def build_app(
     declared.update(_declared_queries(app))
     allowed.update(allowed_methods(app))
     exact_bodies(app)
+    exact_parameters(app)
     return app
 
 

@@ -144,8 +144,10 @@ def _true(name: str) -> OpenAPISchema:
 
 
 def _absent(name: str, value: Any = None) -> OpenAPISchema:
-    """An object whose `name` is absent or `value` (null by default)."""
-    return OpenAPISchema(properties={name: OpenAPISchema(const=value)})
+    """An object whose `name` is absent or `value` (null by default: said as the type null, since the document
+    leaves a `const` of None out, which made the rule say nothing)."""
+    said = OpenAPISchema(type=OpenAPIType.NULL) if value is None else OpenAPISchema(const=value)
+    return OpenAPISchema(properties={name: said})
 
 
 def _search_pages() -> list[OpenAPISchema]:
@@ -195,6 +197,32 @@ def exact_bodies(app: Litestar) -> None:
                     schema = components[ref.rsplit("/", 1)[-1]]
                     schema.additional_properties = False
                     _whole_body_rules(dto.model_type, schema)
+
+
+def exact_parameters(app: Litestar) -> None:
+    """The query parameters as the server reads them: a string, never null (a query cannot say null; an empty
+    value is refused, app._query_problem, and leaving the parameter out is how to say none); and the routes that
+    answer without a token (opt `public`, e.g. /health) declare `security: []`, overriding the document's bearer."""
+    for route in app.routes:
+        for handler in getattr(route, "route_handlers", ()):
+            path = (app.openapi_schema.paths or {}).get(_openapi_path(route.path))
+            for method in getattr(handler, "http_methods", ()):
+                operation = getattr(path, method.lower(), None)
+                if operation is None:
+                    continue
+                if handler.opt.get("public") and app.openapi_schema.security:
+                    operation.security = []
+                for parameter in operation.parameters or ():
+                    schema = getattr(parameter, "schema", None)
+                    if getattr(parameter, "param_in", None) == "query" and isinstance(schema, OpenAPISchema):
+                        _not_null(schema)
+
+
+def _not_null(schema: OpenAPISchema) -> None:
+    """`oneOf: [X, null]` (Litestar's optional parameter) as X alone, its constraints kept."""
+    options = [o for o in schema.one_of or () if isinstance(o, OpenAPISchema) and o.type != OpenAPIType.NULL]
+    if schema.one_of and len(options) == 1 and len(schema.one_of) == 2:
+        schema.type, schema.one_of = options[0].type, None
 
 
 # the Allow header of each route's OPTIONS answer, by the handler that answers it

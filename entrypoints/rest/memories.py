@@ -42,8 +42,10 @@ from agent_memory.entrypoints.rest.bodies import (
 )
 from agent_memory.entrypoints.rest.queries import QueryRoute, query_handler
 from agent_memory.entrypoints.rest.replies import (
+    NOTHING_CREATED,
     Door,
     Payload,
+    created_status,
     failure_reply,
     failures,
     guarded,
@@ -61,7 +63,7 @@ from agent_memory.entrypoints.rest.replies import (
     return_dto=None,
     status_code=201,
     tags=["memories"],
-    responses=failures(400, 409, 413, 415, 422, 503),
+    responses={200: NOTHING_CREATED, **failures(400, 409, 413, 415, 422, 503)},
 )
 async def create_memory(
     data: JSONBody[DTOData[CreateMemory]],
@@ -69,13 +71,15 @@ async def create_memory(
     store: StoreQuery = None,
     idempotency_key: IdempotencyHeader = None,
 ) -> Response[Payload]:
-    """Store a new memory. With `path` it is created at that path (409 DESTINATION_EXISTS if taken). With an
+    """Store a new memory: 201 with its `Location`. With `path` it is created at that path (409 DESTINATION_EXISTS
+    if taken). When a live memory of its scope already says the same (`on_duplicate`: skip or update), nothing new
+    is made: 200 with that memory (`Content-Location`), and `on_duplicate` says what was done. With an
     `Idempotency-Key` header, a retry answers the memory the first request stored."""
     command = data.create_instance(store=store, idempotency_key=idempotency_key)
     return await door.reply(
         lambda service: create_in_utc(command).bind(lambda ready: dispatch(service, ready)),
         out.view_json,
-        201,
+        created_status,
         lambda view: with_store(f"/memories/{view.memory.id}", store),
     )
 

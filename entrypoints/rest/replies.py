@@ -17,10 +17,12 @@ from returns.result import Result, Success
 
 from agent_memory.domain import commands as c
 from agent_memory.domain.dispatch import dispatch
+from agent_memory.domain.duplicates import ACTIONS, DuplicatePolicy
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.model import check_namespace
 from agent_memory.domain.results import validated
 from agent_memory.domain.service import MemoryService
+from agent_memory.domain.views import MemoryView
 from agent_memory.entrypoints.advice import worded
 from agent_memory.entrypoints.error_table import row
 
@@ -64,6 +66,23 @@ def failures(*statuses: int) -> dict[int, ResponseSpec]:
     }
 
 
+# POST /memories when nothing was created: a near-duplicate was skipped to or merged into (domain/duplicates.py)
+NOTHING_CREATED = ResponseSpec(
+    data_container=dict[str, Any],
+    description="Nothing new was stored: a live memory of the same scope already says this, and the request's "
+    "`on_duplicate` (skip or update) chose it. The body is that memory (updated: with the new content), "
+    "`on_duplicate` says what was done (skipped or updated), `duplicates` names the near-duplicates found; "
+    "`Content-Location` is where to read it.",
+    generate_examples=False,
+)
+
+
+def created_status(view: MemoryView) -> int:
+    """201 when a create stored a new memory (with or without near-duplicates kept beside it), 200 when it skipped
+    to or updated an existing one."""
+    return 200 if view.on_duplicate in (ACTIONS[DuplicatePolicy.SKIP], ACTIONS[DuplicatePolicy.UPDATE]) else 201
+
+
 def error_body(error: DomainError) -> Payload:
     """{"error", "code"} plus the path and, for the caller's own mistakes, the cause."""
     body: Payload = {"error": worded(error.message, "rest"), "code": error.code.value}
@@ -83,17 +102,24 @@ def no_route(message: str) -> Response[Payload]:
 
 
 Locate = Callable[[T], str]
+Status = int | Callable[[T], int]  # a route's success status, or how to tell it from the value (a create's)
 
 
 def _reply(
-    outcome: Result[T, DomainError], render: Callable[[T], Payload], status: int = 200, locate: Locate[T] | None = None
+    outcome: Result[T, DomainError],
+    render: Callable[[T], Payload],
+    status: Status[T] = 200,
+    locate: Locate[T] | None = None,
 ) -> Response[Payload]:
-    """The thin door's last step: a success rendered with the CLI's JSON shapes (with `locate`, a Location header
-    naming where to read what was created), a failure as its error body."""
+    """The thin door's last step: a success rendered with the CLI's JSON shapes (with `locate`, a `Location` header
+    naming where to read what a 201 created, or `Content-Location` naming the resource another status answers
+    with: the existing memory a create skipped to or merged into), a failure as its error body."""
 
     def success(value: T) -> Response[Payload]:
-        headers = None if locate is None else {"Location": locate(value)}
-        return Response(render(value), status_code=status, headers=headers)
+        code = status(value) if callable(status) else status
+        header = "Location" if code == 201 else "Content-Location"
+        headers = None if locate is None else {header: locate(value)}
+        return Response(render(value), status_code=code, headers=headers)
 
     return unwrap_or_failure(outcome.map(success).alt(failure_reply))
 
@@ -136,7 +162,7 @@ class Door:
         return await anyio.to_thread.run_sync(self._locked, use, limiter=self._slot)
 
     async def reply(
-        self, use: Use[T], render: Callable[[T], Payload], status: int = 200, locate: Locate[T] | None = None
+        self, use: Use[T], render: Callable[[T], Payload], status: Status[T] = 200, locate: Locate[T] | None = None
     ) -> Response[Payload]:
         """Run one use case and answer with its JSON (the CLI's shapes) or its error body."""
         return _reply(await self.run(use), render, status, locate)

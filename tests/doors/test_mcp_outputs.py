@@ -78,6 +78,8 @@ def test_every_tool_answers_structured_content_that_fits_its_output_schema(name:
     assert not answer.is_error, (name, text)
     assert isinstance(answer.structured_content, dict), name
     jsonschema.validate(answer.structured_content, schema)  # type: ignore[arg-type]
+    assert [block.type for block in answer.content] == ["text"]
+    assert json.loads(text) == answer.structured_content, name  # the MCP spec's SHOULD: the text is the same JSON
     if name == "prune_memories":
         assert answer.structured_content["count"] == 1
     if name == "list_memories":
@@ -91,8 +93,10 @@ def test_the_agent_tools_answer_structured_content(files_service: MemoryService)
 
     manage, search = with_client(files_service, scenario)
     assert manage.structured_content is not None and manage.structured_content["action"] == "create"
-    assert manage.structured_content["result"].endswith(manage.structured_content["id"])
-    assert search.structured_content == {"results": json.loads(search.content[0].text), "count": 1}  # type: ignore[union-attr]
+    assert manage.structured_content["result"] == f"created memory {manage.structured_content['id']}"  # spec 003's
+    assert json.loads(manage.content[0].text) == manage.structured_content  # type: ignore[union-attr]
+    assert search.structured_content is not None and search.structured_content["count"] == 1
+    assert json.loads(search.content[0].text) == search.structured_content  # type: ignore[union-attr]
 
 
 def test_an_output_schema_refuses_an_answer_of_another_shape(files_service: MemoryService) -> None:
@@ -126,10 +130,49 @@ def test_every_tool_carries_every_hint(files_service: MemoryService) -> None:
     assert tools["add_memory"].annotations.idempotent_hint is False  # type: ignore[union-attr]
 
 
-def test_tools_list_carries_no_pydantic_titles(files_service: MemoryService) -> None:
+def type_lists(node: Any, where: str = "") -> list[str]:
+    """Where a schema says `"type": [X, "null"]` (a list of types) instead of an `anyOf`."""
+    if isinstance(node, list):
+        return [found for n, item in enumerate(node) for found in type_lists(item, f"{where}[{n}]")]
+    if not isinstance(node, dict):
+        return []
+    here = [where] if isinstance(node.get("type"), list) else []
+    return here + [found for key, value in node.items() for found in type_lists(value, f"{where}.{key}")]
+
+
+def test_tools_list_carries_no_pydantic_titles_and_no_type_lists(files_service: MemoryService) -> None:
     tools = with_client(files_service, lambda client: client.list_tools()).tools
-    listed = json.dumps([tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools])
-    assert '"title": "Path Or Id"' not in listed and "anyOf" not in listed
+    dumped = [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools]
+    assert '"title": "Path Or Id"' not in json.dumps(dumped)
+    assert type_lists(dumped) == []  # nullable types are anyOf [X, null], which every client reads
+    assert type_lists({"t": [{"type": ["string", "null"]}]}) == [".t[0]"]  # the check finds one
+    update = next(tool for tool in dumped if tool["name"] == "update_memory")
+    content = update["inputSchema"]["properties"]["content"]["anyOf"]
+    assert [option["type"] for option in content] == ["string", "null"] and content[0]["maxLength"] > 0
+
+
+@pytest.mark.parametrize("name", ["manage_memory", "search_memory"])
+def test_the_agent_tools_state_their_namespace_rule_as_the_server_applies_it(
+    name: str, files_service: MemoryService
+) -> None:
+    """namespace, or user_id, or org_id and agent_id: a call the schema admits is served, one it refuses is refused."""
+    tools = with_client(files_service, lambda client: client.list_tools()).tools
+    schema = next(tool.input_schema for tool in tools if tool.name == name)
+    base = AGENT_CALLS[name] | {"user_id": None}
+    calls = [
+        ({"namespace": ["team", "t1"]}, True),
+        ({"user_id": "u2"}, True),
+        ({"org_id": "acme", "agent_id": "a1"}, True),
+        ({}, False),
+        ({"org_id": "acme"}, False),
+        ({"agent_id": "a1"}, False),
+        ({"user_id": None}, False),
+    ]
+    for extra, admitted in calls:
+        arguments = {key: value for key, value in (base | extra).items() if key in extra or value is not None}
+        valid = jsonschema.Draft202012Validator(schema).is_valid(arguments)
+        answer = with_client(files_service, lambda client, a=arguments: client.call_tool(name, a))
+        assert (valid, not answer.is_error) == (admitted, admitted), (arguments, answer.content)
 
 
 def test_get_and_update_take_a_path_or_an_id_as_spec_002_calls_them(files_service: MemoryService) -> None:

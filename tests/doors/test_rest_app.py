@@ -564,15 +564,17 @@ def test_a_category_delete_is_soft_restore_undoes_it_and_purge_is_for_good(clien
     assert client.get("/status").json()["deleted_count"] == 0
 
 
-def test_an_expiry_already_past_is_refused_saying_so(client: TestClient[Any]) -> None:
-    refused = fails(
-        client.post("/memories", json={"content": "x", "expires_at": "2025-12-31T00:00:00Z"}), 422, "INVALID_INPUT"
-    )
-    assert "already past" in refused["error"]
-    made = create(client, path="notes/soon", expires_at="2026-02-01T00:00:00Z")
+def test_an_expiry_already_past_expires_the_memory_at_once(client: TestClient[Any]) -> None:
+    """Issue 50: a request the document admits is served; a past expiry is how one says "expire it now"."""
+    late = create(client, path="notes/late", expires_at="2025-12-31T00:00:00Z")
+    assert late["expires_at"] == "2025-12-31T00:00:00Z"
+    fails(client.get("/memories/notes/late"), 410, "MEMORY_EXPIRED")
+    create(client, path="notes/soon", expires_at="2026-02-01T00:00:00Z")
     changed = client.patch("/memories/notes/soon", json={"expires_at": "2020-01-01T00:00:00Z"})
-    assert "already past" in fails(changed, 422, "INVALID_INPUT")["error"]
-    assert client.get("/memories/notes/soon").json() == made  # nothing changed
+    assert changed.status_code == 200 and changed.json()["expires_at"] == "2020-01-01T00:00:00Z"
+    fails(client.get("/memories/notes/soon"), 410, "MEMORY_EXPIRED")
+    assert client.get("/memories/notes/soon", params={"include_expired": "true"}).status_code == 200
+    assert client.get("/status").json()["expired_count"] == 2
 
 
 # --- status, health, backend failures, bugs -------------------------------------------------------------------

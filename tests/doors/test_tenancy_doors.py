@@ -95,7 +95,9 @@ def test_rest_alice_never_reaches_bobs_memories(
                 no_hint(response.text, bob_ids)
     for guard in ("", "user", "user/bob", "/"):
         response = client.get(f"/memories/{bob_ids['secret']}?namespace={guard}")
-        assert response.status_code == 422, response.text
+        # an empty value is refused before any route runs (400, issue 50), the others by the guard's check (422)
+        assert response.status_code == (400 if guard == "" else 422), response.text
+        assert response.json()["code"] == "INVALID_INPUT"
     clock.advance(hours=2)
     listings = [
         client.get("/memories"),
@@ -209,9 +211,10 @@ def test_mcp_pinned_alice_never_reaches_bobs_memories(
         # an id Alice's namespace does not hold is unknown to her: as in LangMem, update creates her own memory
         # and delete does nothing (bob_untouched below checks Bob's memories)
         failed, text = mcp.call("manage_memory", {"action": "update", "id": ref, "content": "hers", "user_id": "alice"})
-        assert not failed and text.startswith("created memory ") and not any(i in text for i in bob_ids.values())
+        said = json.loads(text)["result"]
+        assert not failed and said.startswith("created memory ") and not any(i in text for i in bob_ids.values())
         failed, text = mcp.call("manage_memory", {"action": "delete", "id": ref, "user_id": "alice"})
-        assert not failed and text == f"Deleted memory {ref}"
+        assert not failed and json.loads(text)["result"] == f"Deleted memory {ref}"
     for name, arguments in (
         ("list_memories", {"include_expired": True}),
         ("get_recent_memories", {"include_expired": True}),

@@ -57,8 +57,8 @@ PAST = "2001-01-01T00:00:00Z"
 
 
 def expired_line(path: str | None, content: str, *, expires_at: str = PAST, **fields: Any) -> str:
-    """One memory already expired, as `memory export` writes it. Creating one is refused (an expiry already past is
-    INVALID_INPUT), so a test that needs an expired memory imports it: `cli.ok("import", stdin=expired_line(…))`."""
+    """One memory already expired, as `memory export` writes it, with the id and times a test names: a test that
+    needs an expired memory of its own making imports it: `cli.ok("import", stdin=expired_line(…))`."""
     record = {
         "id": str(uuid.uuid4()),
         "content": content,

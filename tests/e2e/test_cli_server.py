@@ -94,6 +94,51 @@ def test_a_home_too_deep_for_a_socket_still_gets_its_server(tmp_path: Path) -> N
         deep.stop_servers()
 
 
+def test_server_list_shows_this_homes_server_only_and_no_other_user_reaches_it(tmp_path: Path) -> None:
+    """Issue 50: two HOMEs of one uid on one machine each list their own server, never the other's; a process of
+    another uid can neither connect to a socket nor read the registry of servers."""
+    mine, theirs = (MemoryCli(tmp_path / name, "files", mode="served") for name in ("mine", "theirs"))
+    try:
+        for cli in (mine, theirs):
+            cli.ok("create", "a note")
+        for cli, other in ((mine, theirs), (theirs, mine)):
+            listed = cli.ok("server", "list")
+            assert [server["pid"] for server in listed["servers"]] == [pid_of(cli)] and listed["count"] == 1
+            assert listed["servers"][0]["directory"] == str(server_directory(cli.data_dir.parent))
+            assert pid_of(other) not in [server["pid"] for server in listed["servers"]]
+            text = cli("server", "list", "--format", "text").stdout
+            assert text.startswith("1 memory server\n") and str(pid_of(other)) not in text
+        sockets = [Path(str(status(cli)["socket"])) for cli in (mine, theirs)]
+        for where in sockets:
+            assert stat.S_IMODE(where.stat().st_mode) == 0o600 and where.stat().st_uid == os.getuid()
+            assert stat.S_IMODE(where.parent.stat().st_mode) == 0o700
+        registry = USER_TMP / "servers"
+        assert stat.S_IMODE(registry.stat().st_mode) == 0o700 and stat.S_IMODE(USER_TMP.stat().st_mode) == 0o700
+        system_python = Path("/usr/bin/python3")  # one the other user may run (a venv's may sit in root's HOME)
+        if os.getuid() != 0 or not system_python.exists():
+            return  # only root can run a process as another user
+        probe = (
+            "import socket, sys, os\n"
+            "for where in sys.argv[2:]:\n"
+            "    s = socket.socket(socket.AF_UNIX)\n"
+            "    try:\n"
+            "        s.connect(where); print('reached', where)\n"
+            "    except OSError as e: print('refused', e.errno)\n"
+            "try: print('listed', os.listdir(sys.argv[1]))\n"
+            "except OSError as e: print('unlisted', e.errno)\n"
+        )
+        ran = subprocess.run(
+            [str(system_python), "-I", "-c", probe, str(registry), *map(str, sockets)],
+            user=65534, group=65534, extra_groups=[], capture_output=True, text=True, check=False, timeout=60,
+            cwd="/",
+        )  # fmt: skip
+        assert ran.returncode == 0, ran.stderr
+        assert ran.stdout.split() == ["refused", "13", "refused", "13", "unlisted", "13"], ran.stdout
+    finally:
+        mine.stop_servers()
+        theirs.stop_servers()
+
+
 def test_status_and_stop(served: MemoryCli) -> None:
     assert status(served)["status"] == "stopped"
     served.ok("create", "a note")

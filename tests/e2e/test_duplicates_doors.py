@@ -3,6 +3,7 @@ the agent tools' manage_memory, the LangGraph store; MCP's and REST's are in the
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,30 @@ def test_cli_names_the_duplicate_skips_by_flag_and_refuses_an_unknown_policy(tmp
     assert "duplicates" not in other and other["content"] == LIGHT
     error = cli.fails("create", DARK, "--on-duplicate", "merge")
     assert "keep" in error["error"] and "update" in error["error"]
+    assert cli.ok("status")["memory_count"] == 3
+
+
+def test_cli_text_says_what_each_policy_did(tmp_path: Path) -> None:
+    """Issue 50: `--format text` says skipped / merged into / created beside, naming the near-duplicate."""
+    cli = MemoryCli(tmp_path, "chroma")
+    first = cli.ok("add", "preferences/theme", "--content", DARK)
+    named = rf"{first['id']} \(preferences/theme, similarity [01]\.\d\d\)"
+
+    def text(*args: str) -> str:
+        ran = cli(*args, "--format", "text")
+        assert ran.code == 0, ran.stderr
+        return ran.stdout
+
+    kept = text("create", DARK_AGAIN, "--on-duplicate", "keep")
+    assert re.match(rf"Created memory [0-9a-f-]{{36}} \(a near-duplicate of {named} kept beside it\)\n", kept), kept
+    assert re.match(
+        rf"Skipped: a near-duplicate of {named} and 1 more; nothing stored\n",
+        text("create", DARK, "--on-duplicate", "skip"),
+    )
+    merged = text("create", DARK, "--on-duplicate", "update")
+    assert re.match(rf"Merged into {first['id']} \(preferences/theme, similarity 1\.00\)", merged), merged
+    assert f"\n  {DARK}\n" in merged  # then the memory it names, as it now reads
+    assert text("create", LIGHT).startswith("Created memory ")  # no duplicate: as before
     assert cli.ok("status")["memory_count"] == 3
 
 

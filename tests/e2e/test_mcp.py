@@ -256,10 +256,8 @@ def test_get_without_citations_has_an_empty_list_and_missing_is_memory_not_found
 
 def test_expired_memories_are_hidden_unless_asked(mcp: Mcp) -> None:
     path = f"{unique('expiry')}/gone"
-    refused = mcp.fails("add_memory", {"path": path, "content": "old news", "expires_at": "2000-01-01T00:00:00Z"})
-    assert refused.startswith("INVALID_INPUT: expires_at 2000-01-01T00:00:00+00:00 is already past")
-    assert mcp.cli is not None  # an expired memory comes only from an import (as an export holds it)
-    mcp.cli.ok("import", stdin=expired_line(path, "old news"))
+    added = mcp.ok("add_memory", {"path": path, "content": "old news", "expires_at": "2000-01-01T00:00:00Z"})
+    assert added["expires_at"] == "2000-01-01T00:00:00Z"  # an expiry already past expires it at once (issue 50)
     assert mcp.fails("get_memory", {"path_or_id": path}).startswith("MEMORY_EXPIRED:")
     assert mcp.ok("get_memory", {"path_or_id": path, "include_expired": True})["content"] == "old news"
 
@@ -429,13 +427,16 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_answering(
 
 def test_manage_memory_create_update_delete(mcp: Mcp) -> None:
     user = {"user_id": unique("u")}
-    created = mcp.ok("manage_memory", {"content": "User prefers green tea", **user})
+    created = mcp.ok("manage_memory", {"content": "User prefers green tea", **user})["result"]
     assert created.startswith("created memory ")
     memory_id = created.removeprefix("created memory ")
     assert mcp.ok("get_memory", {"path_or_id": memory_id})["namespace"] == ["user", user["user_id"]]
     updated = mcp.ok("manage_memory", {"action": "update", "id": memory_id, "content": "User prefers oolong", **user})
-    assert updated == f"updated memory {memory_id}"
-    assert mcp.ok("manage_memory", {"action": "delete", "id": memory_id, **user}) == f"Deleted memory {memory_id}"
+    assert updated == {"action": "update", "id": memory_id, "result": f"updated memory {memory_id}"}
+    assert (
+        mcp.ok("manage_memory", {"action": "delete", "id": memory_id, **user})["result"]
+        == f"Deleted memory {memory_id}"
+    )
     assert mcp.fails("manage_memory", {"action": "delete", **user}).startswith("INVALID_INPUT: delete needs the id")
     assert mcp.fails("manage_memory", {"content": "no tenant"}).startswith("INVALID_INPUT: No namespace")
 
@@ -443,7 +444,7 @@ def test_manage_memory_create_update_delete(mcp: Mcp) -> None:
 def test_a_near_duplicate_is_named_and_updated_or_skipped_by_policy(mcp: Mcp) -> None:
     """Issue 41: the shipped model's calibrated threshold at the MCP door, on add_memory and manage_memory."""
     user = {"user_id": unique("u")}
-    first = mcp.ok("manage_memory", {"content": "User prefers dark mode", **user}).removeprefix("created memory ")
+    first = mcp.ok("manage_memory", {"content": "User prefers dark mode", **user})["id"]
     again = "Dark mode is the user's preferred theme"
     updated = mcp.call("manage_memory", {"content": again, "on_duplicate": "update", **user})
     assert updated.structured_content is not None and updated.structured_content["id"] == first
@@ -465,14 +466,14 @@ def test_a_near_duplicate_is_named_and_updated_or_skipped_by_policy(mcp: Mcp) ->
 
 def test_agent_tools_isolate_tenants(mcp: Mcp) -> None:
     one, two = {"user_id": unique("u1")}, {"user_id": unique("u2")}
-    mine = mcp.ok("manage_memory", {"content": "My favourite fruit is mango", **one}).removeprefix("created memory ")
-    theirs = mcp.ok("manage_memory", {"content": "My favourite fruit is papaya", **two}).removeprefix("created memory ")
-    assert [f["id"] for f in mcp.ok("search_memory", {"query": "favourite fruit", **one})] == [mine]
-    assert [f["id"] for f in mcp.ok("search_memory", {"query": "favourite fruit", **two})] == [theirs]
+    mine = mcp.ok("manage_memory", {"content": "My favourite fruit is mango", **one})["id"]
+    theirs = mcp.ok("manage_memory", {"content": "My favourite fruit is papaya", **two})["id"]
+    assert [f["id"] for f in mcp.ok("search_memory", {"query": "favourite fruit", **one})["results"]] == [mine]
+    assert [f["id"] for f in mcp.ok("search_memory", {"query": "favourite fruit", **two})["results"]] == [theirs]
     # their id is unknown in my namespace: as in LangMem, update creates mine and delete does nothing
-    made = mcp.ok("manage_memory", {"action": "update", "id": theirs, "content": "hacked", **one})
+    made = mcp.ok("manage_memory", {"action": "update", "id": theirs, "content": "hacked", **one})["result"]
     assert made.startswith("created memory ") and theirs not in made
-    assert mcp.ok("manage_memory", {"action": "delete", "id": theirs, **one}) == f"Deleted memory {theirs}"
+    assert mcp.ok("manage_memory", {"action": "delete", "id": theirs, **one})["result"] == f"Deleted memory {theirs}"
     assert mcp.ok("get_memory", {"path_or_id": theirs})["content"] == "My favourite fruit is papaya"
     guarded = mcp.fails("get_memory", {"path_or_id": theirs, "namespace": ["user", one["user_id"]]})
     assert guarded.startswith("MEMORY_NOT_FOUND:")
@@ -482,13 +483,13 @@ def test_search_memory_with_namespace_lists_and_org_agents(mcp: Mcp) -> None:
     org = unique("acme")
     for agent, text in (("alpha", "Deploys happen on Tuesday"), ("beta", "Deploys need two approvals")):
         mcp.ok("manage_memory", {"content": text, "org_id": org, "agent_id": agent})
-    whole_org = mcp.ok("search_memory", {"query": "deploys", "namespace": ["org", org]})
+    whole_org = mcp.ok("search_memory", {"query": "deploys", "namespace": ["org", org]})["results"]
     assert {tuple(f["namespace"]) for f in whole_org} == {("org", org, "alpha"), ("org", org, "beta")}
-    alpha = mcp.ok("search_memory", {"query": "deploys", "org_id": org, "agent_id": "alpha"})
+    alpha = mcp.ok("search_memory", {"query": "deploys", "org_id": org, "agent_id": "alpha"})["results"]
     assert [f["content"] for f in alpha] == ["Deploys happen on Tuesday"]
     keys = set(alpha[0])
     assert keys == {"namespace", "id", "content", "metadata", "created_at", "updated_at", "score", "key", "value"}
-    page = mcp.ok("search_memory", {"query": "deploys", "namespace": ["org", org], "limit": 1, "offset": 1})
+    page = mcp.ok("search_memory", {"query": "deploys", "namespace": ["org", org], "limit": 1, "offset": 1})["results"]
     assert [f["id"] for f in page] == [whole_org[1]["id"]]
 
 

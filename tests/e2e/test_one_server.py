@@ -76,7 +76,7 @@ def test_three_data_directories_used_in_turn_run_in_one_server_stay_isolated_and
                 assert cli.fails("get", ids[other])["code"] == "MEMORY_NOT_FOUND"
             assert cli.ok("status")["memory_count"] == 1
         assert server_processes(tmp_path / "data") == [pid]
-        listed = clis["files"].ok("server", "list")["servers"]  # every server of this uid: other HOMEs' too
+        listed = clis["files"].ok("server", "list")["servers"]  # this HOME's servers only (issue 50)
         (server,) = [each for each in listed if each["directory"] == str(server_directory(tmp_path))]
         assert server["pid"] == pid and server["state"] == "serving"
         held = {(store["data_dir"], store["backend"]) for store in server["stores"]}

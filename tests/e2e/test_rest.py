@@ -161,7 +161,8 @@ def test_a_near_duplicate_is_named_and_updated_by_policy_or_refused_when_unknown
     first = api.post("/memories", json={"content": "User prefers dark mode", "namespace": space}).json()
     again = {"content": "Dark mode is the user's preferred theme", "namespace": space}
     updated = api.post("/memories", json={**again, "on_duplicate": "update"})
-    assert updated.status_code == 201, updated.text
+    assert updated.status_code == 200, updated.text  # nothing was created (issue 50)
+    assert "location" not in updated.headers and updated.headers["content-location"] == f"/memories/{first['id']}"
     body = updated.json()
     assert (body["id"], body["content"], body["on_duplicate"]) == (first["id"], again["content"], "updated")
     assert body["duplicates"][0]["similarity"] >= 0.5

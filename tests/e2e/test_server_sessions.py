@@ -126,7 +126,7 @@ def test_another_build_starts_beside_a_live_session_and_the_old_server_drains(tm
                 assert {m["path"] for m in listed_by_mcp["memories"]} == raced
                 assert {m["path"] for m in shells.ok("list", "race")["memories"]} == raced
                 assert pid_of(shells) == new
-                ours = str(server_directory(tmp_path))  # the list has every server of this uid: other HOMEs' too
+                ours = str(server_directory(tmp_path))  # the list has this HOME's servers only (issue 50)
                 listed = {s["pid"]: s for s in shells.ok("server", "list")["servers"] if s["directory"] == ours}
                 assert {pid: s["state"] for pid, s in listed.items()} == {old: "draining", new: "serving"}
                 # each holds the store open: the old one for its session, the new one for the commands

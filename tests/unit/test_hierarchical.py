@@ -56,17 +56,19 @@ def test_expired_memories_need_include_expired(service: MemoryService, clock: Fi
     assert service.get("notes/soon", include_expired=True).unwrap().memory.path is not None
 
 
-def test_an_expiry_already_past_is_refused_on_create_batch_and_update(service: MemoryService) -> None:
+def test_an_expiry_already_past_expires_the_memory_at_once_on_create_batch_and_update(service: MemoryService) -> None:
+    """Issue 50: what the caller asked is done (the REST document cannot say "later than now", and a past expiry is
+    how one says "expire it now"): the memory is stored, hidden from reads and counted as expired."""
     past, now = T0 - timedelta(seconds=1), T0
-    for refused in (
-        service.add(CreateMemory(content="x", path="notes/late", expires_at=past)),
-        service.create(CreateMemory(content="x", expires_at=now)),  # expiring now is past too: hidden at once
-        service.create_many([CreateMemory(content="fine"), CreateMemory(content="x", expires_at=past)]),
-        service.update(UpdateMemory(ref=add(service, "notes/live"), expires_at=past)),
-    ):
-        assert isinstance(refused, Failure) and refused.failure().code is ErrorCode.INVALID_INPUT
-        assert "already past" in refused.failure().message
-    assert service.status().unwrap().memory_count == 1  # nothing refused was written
+    added = service.add(CreateMemory(content="x", path="notes/late", expires_at=past)).unwrap()
+    assert added.memory.expires_at == past
+    service.create(CreateMemory(content="x", expires_at=now)).unwrap()  # expiring now is past too: hidden at once
+    service.create_many([CreateMemory(content="fine"), CreateMemory(content="x", expires_at=past)]).unwrap()
+    live = add(service, "notes/live")
+    assert service.update(UpdateMemory(ref=live, expires_at=past)).unwrap().memory.expires_at == past
+    assert code_of(service.get("notes/late")) is ErrorCode.MEMORY_EXPIRED
+    assert code_of(service.get(live)) is ErrorCode.MEMORY_EXPIRED
+    assert (service.status().unwrap().memory_count, service.status().unwrap().expired_count) == (1, 4)
     naive = service.create(CreateMemory(content="x", expires_at=T0.replace(tzinfo=None) + timedelta(days=1)))
     assert code_of(naive) is ErrorCode.INVALID_INPUT  # the memory's own check: a time needs its zone
 

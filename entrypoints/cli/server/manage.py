@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent_memory.entrypoints.cli.places import InProcess, resolve_place, silence_seconds
+from agent_memory.entrypoints.cli.server.protocol import server_directory
 
 
 def manage_server(args: Any, env: Mapping[str, str]) -> int:
@@ -22,7 +23,7 @@ def manage_server(args: Any, env: Mapping[str, str]) -> int:
         return 1
     if args.server_command == "list" or getattr(args, "everywhere", False):
         if args.server_command == "list":
-            servers = server_list(silence)
+            servers = server_list(silence, server_directory(env))
             return _print_server_body({"servers": servers, "count": len(servers)}, args)
         return _print_server_body({"stopped": stop_everywhere(silence)}, args)
     try:
