@@ -7,7 +7,8 @@ match. A row's words are one field, its own words twice and each neighbour's onc
 and scope labels are terms of their own, the filters.
 
 A write changes only SQLite, and lists the ids it changed in a table there, in its own transaction: a Tantivy commit
-costs tens of milliseconds, so the next search pays one for every write before it, under the SQLite write lock.
+costs tens of milliseconds, so the next search pays one for every write before it, under the SQLite write lock
+(past CATCH_UP_ROWS waiting rows, an import, the write commits them itself).
 SQLite records the opstamp of each Tantivy commit; a search that finds Tantivy's meta.json at another one (a crash
 between the two commits, an index from before this one existed, a deleted folder) rebuilds the Tantivy index from
 the SQLite file. Where Tantivy cannot answer (a disk that refuses writes), the SQLite file's FTS5 ranking answers.
@@ -15,6 +16,7 @@ the SQLite file. Where Tantivy cannot answer (a disk that refuses writes), the S
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import sqlite3
@@ -33,6 +35,7 @@ from agent_memory.domain.thread_keys import THREAD_JOIN, KeywordScope, scope_lab
 
 WORDS = "words"  # the analyzer: FTS5's `porter unicode61 remove_diacritics 2`, as Tantivy names its parts
 UNSCOPED = "\x1f"  # the scope term of a thread written before scopes were in the key: every scope keeps it
+CATCH_UP_ROWS = 1000  # rows waiting for Tantivy past which the write commits them (an import), not the next search
 WRITER_HEAP = 15_000_000  # bytes; Tantivy's floor is 3 MB a thread, one thread writes
 FAILURES = (ValueError, OSError, RuntimeError)  # what the bindings raise for a bad index, a missing file or a lock
 
@@ -165,11 +168,15 @@ class TantivyKeywordIndex(SqliteKeywordIndex):
 
     def _written(self, connection: sqlite3.Connection, store: str, table: str, *, rebuilt: bool) -> None:
         """A write's rows wait in SQLite for the next search to bring Tantivy up to date (a Tantivy commit costs
-        tens of milliseconds: one per search after writes, not one per write); a rebuild rebuilds both now."""
+        tens of milliseconds: one per search after writes, not one per write), unless CATCH_UP_ROWS wait: an
+        import commits them as it goes, so its first search does not index it all. A rebuild rebuilds both now."""
         touched, self._touched = self._touched, set()
         connection.execute(f"CREATE TABLE IF NOT EXISTS {table}_pending (id TEXT PRIMARY KEY)")
         if not rebuilt:
             connection.executemany(f"INSERT OR IGNORE INTO {table}_pending(id) VALUES (?)", [(i,) for i in touched])
+            if connection.execute(f"SELECT count(*) FROM {table}_pending").fetchone()[0] >= CATCH_UP_ROWS:
+                with contextlib.suppress(*FAILURES):  # Tantivy's trouble never fails a write: a search repairs it
+                    self._apply_waiting(connection, store, table)
             return
         connection.execute(f"DELETE FROM {table}_pending")
         try:
@@ -177,6 +184,16 @@ class TantivyKeywordIndex(SqliteKeywordIndex):
         except FAILURES as error:  # the SQLite transaction rolls back: the rebuild changes neither
             self._opened.pop(store, None)
             raise OSError(f"the top-k index failed: {error}") from error
+
+    def _apply_waiting(self, connection: sqlite3.Connection, store: str, table: str) -> None:
+        """Commit the rows that writes left waiting to Tantivy, or every row where the two are apart."""
+        waiting = [str(r[0]) for r in connection.execute(f"SELECT id FROM {table}_pending").fetchall()]
+        try:
+            in_step = self._tantivy_generation(store) == self._sqlite_generation(connection, table)
+        except FAILURES:  # no meta.json: a new index (or a lost one), made from every row
+            in_step = False
+        self._write(connection, store, table, waiting if in_step else None)
+        connection.execute(f"DELETE FROM {table}_pending")
 
     @staticmethod
     def _waiting(connection: sqlite3.Connection, table: str) -> bool:
@@ -298,15 +315,13 @@ class TantivyKeywordIndex(SqliteKeywordIndex):
         def catch_up(connection: sqlite3.Connection) -> None:
             table = self._ensure(connection, store)
             connection.execute(f"CREATE TABLE IF NOT EXISTS {table}_pending (id TEXT PRIMARY KEY)")
-            waiting = [str(r[0]) for r in connection.execute(f"SELECT id FROM {table}_pending").fetchall()]
             try:
-                in_step = self._tantivy_generation(store) == self._sqlite_generation(connection, table)
-                self._write(connection, store, table, waiting if in_step else None)
+                self._apply_waiting(connection, store, table)
             except FAILURES:  # a damaged or foreign folder: made anew
                 self._opened.pop(store, None)
                 shutil.rmtree(self.folder / store, ignore_errors=True)
                 self._write(connection, store, table, None)
-            connection.execute(f"DELETE FROM {table}_pending")
+                connection.execute(f"DELETE FROM {table}_pending")
 
         try:
             return isinstance(self._run("updating the top-k index", catch_up, write=True), Success)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
-from agent_memory.adapters.tantivy_keywords import TantivyKeywordIndex
+from agent_memory.adapters.tantivy_keywords import CATCH_UP_ROWS, TantivyKeywordIndex
 from agent_memory.domain.ports import KeywordIndex
 from tests.contract import test_keyword_sqlite as sqlite_file
 from tests.contract.keyword_index_contract import STORE, entry, filler, ids_of, search
@@ -78,6 +78,19 @@ def test_a_write_waits_in_sqlite_until_a_search_brings_tantivy_up_to_date(tmp_pa
         assert connection.execute("SELECT id FROM kw_default_pending").fetchall() == [("a",)]
     assert ids_of(search(index, "banana")) == []
     assert ids_of(search(index, "cherry")) == ["a"]
+
+
+def test_an_import_commits_to_tantivy_as_it_goes(tmp_path: Path) -> None:
+    """CATCH_UP_ROWS rows waiting: the write commits them, so an import's first search does not index it all."""
+    path = tmp_path / "keywords.sqlite3"
+    index = TantivyKeywordIndex(path)
+    rows = [entry(f"m{n}", f"word{n} common", f"t{n}") for n in range(CATCH_UP_ROWS)]
+    ok(index.upsert(STORE, rows[:-1]))
+    assert not (index.folder / STORE).exists()
+    ok(index.upsert(STORE, rows[-1:]))
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("SELECT count(*) FROM kw_default_pending").fetchone() == (0,)
+    assert ids_of(search(TantivyKeywordIndex(path), f"word{CATCH_UP_ROWS - 1}")) == [f"m{CATCH_UP_ROWS - 1}"]
 
 
 def test_each_process_sees_the_others_writes(tmp_path: Path) -> None:
