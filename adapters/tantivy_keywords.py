@@ -26,7 +26,7 @@ from pathlib import Path
 import tantivy
 from returns.result import Result, Success
 
-from agent_memory.adapters.shared.private import private_directory
+from agent_memory.adapters.shared.private import owner_only_files, private_directory
 from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.ports import KeywordEntry
@@ -35,7 +35,7 @@ from agent_memory.domain.thread_keys import THREAD_JOIN, KeywordScope, scope_lab
 
 WORDS = "words"  # the analyzer: FTS5's `porter unicode61 remove_diacritics 2`, as Tantivy names its parts
 UNSCOPED = "\x1f"  # the scope term of a thread written before scopes were in the key: every scope keeps it
-CATCH_UP_ROWS = 1000  # rows waiting for Tantivy past which the write commits them (an import), not the next search
+CATCH_UP_ROWS = 5000  # rows waiting for Tantivy past which the write commits them (an import), not the next search
 WRITER_HEAP = 15_000_000  # bytes; Tantivy's floor is 3 MB a thread, one thread writes
 FAILURES = (ValueError, OSError, RuntimeError)  # what the bindings raise for a bad index, a missing file or a lock
 
@@ -115,7 +115,8 @@ class TantivyKeywordIndex(SqliteKeywordIndex):
                 private_directory(folder)
             elif not tantivy.Index.exists(str(folder)):
                 raise FileNotFoundError(folder)
-            index = tantivy.Index(self._schema, path=str(folder), reuse=True)
+            with owner_only_files():  # what Tantivy writes (meta.json, its lock files) is the owner's alone
+                index = tantivy.Index(self._schema, path=str(folder), reuse=True)
             words = analyzer()
             index.register_tokenizer(WORDS, words)
             opened = self._opened[store] = _Opened(index, words)
@@ -140,11 +141,7 @@ class TantivyKeywordIndex(SqliteKeywordIndex):
             rows += connection.execute(f"{sql} WHERE l.id IN ({','.join('?' * len(batch))})", batch).fetchall()
         return rows
 
-    def _write(self, connection: sqlite3.Connection, store: str, table: str, ids: Sequence[str] | None) -> None:
-        """Put the given rows (None: all) as SQLite holds them now into Tantivy; SQLite records its opstamp."""
-        if ids is not None and not ids:
-            return  # nothing changed (an upsert of the same texts): no commit, no deleted copies in the counts
-        opened = self._open(store, create=True)
+    def _commit(self, opened: _Opened, connection: sqlite3.Connection, table: str, ids: Sequence[str] | None) -> int:
         writer = opened.index.writer(WRITER_HEAP, 1)
         try:
             if ids is None:
@@ -154,12 +151,20 @@ class TantivyKeywordIndex(SqliteKeywordIndex):
                     writer.delete_documents_by_term("id", memory_id)
             for row in self._rows(connection, table, ids):
                 writer.add_document(self._document(row))  # type: ignore[arg-type]
-            generation = writer.commit()
+            return int(writer.commit())
         except BaseException:
             writer.rollback()
             raise
         finally:
             writer.wait_merging_threads()  # frees the writer's lock for the next write, whichever process
+
+    def _write(self, connection: sqlite3.Connection, store: str, table: str, ids: Sequence[str] | None) -> None:
+        """Put the given rows (None: all) as SQLite holds them now into Tantivy; SQLite records its opstamp."""
+        if ids is not None and not ids:
+            return  # nothing changed (an upsert of the same texts): no commit, no deleted copies in the counts
+        opened = self._open(store, create=True)
+        with owner_only_files():  # segments, merges and meta.json: the owner's alone, whatever the umask
+            generation = self._commit(opened, connection, table, ids)
         connection.execute(f"CREATE TABLE IF NOT EXISTS {table}_generation (generation INTEGER NOT NULL)")
         connection.execute(f"DELETE FROM {table}_generation")
         connection.execute(f"INSERT INTO {table}_generation(generation) VALUES (?)", (generation,))

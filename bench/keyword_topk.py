@@ -190,7 +190,7 @@ def main() -> None:
     args = parser.parse_args()
     asked = questions()
     report: dict[str, Any] = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "rows": []}
-    for size in (int(s) for s in args.sizes.split(",")):
+    for size in (int(s) for s in args.sizes.split(",") if s):
         indexed = entries(corpus(size))
         reference: dict[str, list[str]] = {}
         for name in args.engines.split(","):
