@@ -89,7 +89,7 @@ class TantivyKeywordIndex(SqliteKeywordIndex):
         self._opened: dict[str, _Opened] = {}
         self._touched: set[str] = set()  # the ids the write under way changed (writes hold self._lock)
 
-    # --- the generation: one number in SQLite and in Tantivy, bumped by every write -------------
+    # --- the generation: the opstamp of the last Tantivy commit, recorded in SQLite too --------
 
     @staticmethod
     def _sqlite_generation(connection: sqlite3.Connection, table: str) -> int:

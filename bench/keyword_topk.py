@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -160,6 +161,8 @@ def hybrid_rows(size: int, repeat: int) -> list[dict[str, Any]]:
             np.argpartition(-scores, 10)[:10]
             brute_ms.append((time.perf_counter() - started) * 1000)
     floor = statistics.median(embed_ms) + statistics.median(brute_ms)
+    for home in homes.values():
+        shutil.rmtree(home, ignore_errors=True)
     return [
         {
             "hybrid_filtered_with": name,
