@@ -220,6 +220,9 @@ class SqliteKeywordIndex:
         )
         connection.execute(f"DELETE FROM {table}_links WHERE id = ?", (memory_id,))
 
+    def _written(self, connection: sqlite3.Connection, store: str, table: str, *, rebuilt: bool) -> None:
+        """Called at the end of every write, inside its transaction: a subclass keeps a derived index in step."""
+
     # --- the port ---------------------------------------------------------------------------
 
     def upsert(self, store: str, entries: Sequence[KeywordEntry]) -> Result[None, DomainError]:
@@ -229,6 +232,7 @@ class SqliteKeywordIndex:
             table = self._ensure(connection, store)
             for entry in entries:
                 self._retext(connection, table, entry)
+            self._written(connection, store, table, rebuilt=False)
 
         return self._run("indexing", write, write=True)
 
@@ -237,6 +241,7 @@ class SqliteKeywordIndex:
             table = self._ensure(connection, store)
             for memory_id in ids:
                 self._unlink(connection, table, memory_id)
+            self._written(connection, store, table, rebuilt=False)
 
         return self._run("removing", delete, write=True)
 
@@ -308,6 +313,7 @@ class SqliteKeywordIndex:
             connection.execute(f"DELETE FROM {table}_links")
             for entry in entries:
                 self._append(connection, table, entry)
+            self._written(connection, store, table, rebuilt=True)
 
         def afresh(error: DomainError) -> Result[None, DomainError]:
             if not self._damaged():

@@ -159,9 +159,9 @@ def _feed_ledger(settings: Settings, catalog: StoreCatalog) -> Ledger | None:
 
 
 def build_keywords(settings: Settings, catalog: StoreCatalog) -> KeywordIndex:
-    """The keyword side: inside a Qdrant server (shared by every machine using it); with a Chroma server, SQLite FTS5
-    beside the data fed from the server's change feed (so every machine finds what any wrote); else SQLite FTS5
-    beside the data."""
+    """The keyword side: inside a Qdrant server (shared by every machine using it); with a Chroma server, SQLite
+    beside the data fed from the server's change feed (so every machine finds what any wrote); else SQLite beside
+    the data. SQLite keeps the rows and a Tantivy index beside it ranks them at top-k cost (issue 47)."""
     if settings.backend == "qdrant" and settings.qdrant_url:
         from agent_memory.adapters.qdrant.catalog import QdrantCatalog
         from agent_memory.adapters.qdrant.keywords import keyword_index_for
@@ -169,10 +169,10 @@ def build_keywords(settings: Settings, catalog: StoreCatalog) -> KeywordIndex:
         engine = _engine_catalog(catalog)
         if isinstance(engine, QdrantCatalog):
             return keyword_index_for(engine)
-    from agent_memory.adapters.sqlite_keywords import SqliteKeywordIndex
+    from agent_memory.adapters.tantivy_keywords import TantivyKeywordIndex
 
     # beside the data of the backend it indexes, so switching backends never mixes indexes
-    local = SqliteKeywordIndex(settings.data_dir / f"{settings.backend}-keywords.sqlite3")
+    local = TantivyKeywordIndex(settings.data_dir / f"{settings.backend}-keywords.sqlite3")
     ledger = _feed_ledger(settings, catalog)
     if ledger is None:
         return local
