@@ -24,8 +24,8 @@ from agent_memory.domain.model import Memory, check_memory_id, check_store_name
 from agent_memory.domain.ports import PendingBatch, VectorStore
 from agent_memory.domain.results import in_turn, validated
 from agent_memory.domain.tenancy import Guard, visible
+from agent_memory.domain.updating import changes_of
 from agent_memory.domain.views import MemoryView
-from agent_memory.domain.writing import changes_of
 
 _GONE = (ErrorCode.MEMORY_NOT_FOUND, ErrorCode.STORE_NOT_FOUND)  # nothing there to remove: not an error here
 
