@@ -12,6 +12,7 @@ from attrs import evolve, frozen
 from returns.iterables import Fold
 from returns.result import Failure, Result, Success
 
+from agent_memory.domain.batch_units import whole
 from agent_memory.domain.commands import (
     CreateMemories,
     CreateMemory,
@@ -34,6 +35,7 @@ from agent_memory.domain.model import (
     new_memory_id,
     parse_decay_policy,
 )
+from agent_memory.domain.path_rules import paths_free
 from agent_memory.domain.paths import MemoryPath, parse_memory_path
 from agent_memory.domain.ports import PendingBatch, Vector, VectorStore
 from agent_memory.domain.progress import Count, embedded
@@ -153,7 +155,7 @@ class Creating:
         return (
             self.ctx.open(store_name, create=True)
             .bind(self.ctx.check_model)
-            .bind(lambda store: self.ctx.paths_free(store, [fresh.memory for fresh in batch]))
+            .bind(lambda store: paths_free(store, [fresh.memory for fresh in batch]))
             .bind(lambda store: self._store_new(store, store_name, batch, count))
         )
 
@@ -172,7 +174,8 @@ class Creating:
                 )
             )
             .bind(
-                lambda plan: self.ctx.whole(
+                lambda plan: whole(
+                    self.ctx,
                     store,
                     PendingBatch(store_name, tuple(plan.added), tuple(old for old, _, _ in plan.changed.values())),
                     partial(self._write_plan, store, store_name, plan),

@@ -10,7 +10,9 @@ from agent_memory.domain.commands import DeleteMemory, RemoveMemory, RestoreMemo
 from agent_memory.domain.context import Context, is_memory_id
 from agent_memory.domain.errors import DomainError, ErrorCode, not_found
 from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.loading import load_ref, unexpired
 from agent_memory.domain.model import Memory
+from agent_memory.domain.path_rules import paths_free
 from agent_memory.domain.paths import parse_memory_path
 from agent_memory.domain.tenancy import Guard, visible
 from agent_memory.domain.views import MemoryView
@@ -24,7 +26,7 @@ def delete_memory(ctx: Context, command: DeleteMemory) -> Result[Memory, DomainE
     store = command.store
     return ctx.exclusive(
         store,
-        lambda: ctx.load_ref(command.ref, store, namespace=command.namespace).bind(
+        lambda: load_ref(ctx, command.ref, store, namespace=command.namespace).bind(
             lambda memory: _soft_deleted(ctx, memory, include_expired=command.include_expired)
         ),
     )
@@ -35,7 +37,7 @@ def _soft_deleted(ctx: Context, memory: Memory, *, include_expired: bool) -> Res
         return Failure(
             DomainError(ErrorCode.INVALID_OPERATION, f"Memory {memory.id} is already deleted.", path=memory.id)
         )
-    return ctx.unexpired(memory, include_expired=include_expired, doing="delete").bind(
+    return unexpired(ctx, memory, include_expired=include_expired, doing="delete").bind(
         lambda live: _mark_deleted(ctx, live)
     )
 
@@ -69,7 +71,7 @@ def _deleted_at(ctx: Context, ref: str, store: str | None, guard: Guard) -> Resu
             found = ctx.open(store, create=False).bind(lambda opened: opened.scan(where))
             return found.bind(lambda memories: _one_deleted(str(path), [m for m in memories if visible(m, guard)]))
         case _:  # an id, or a bad ref refused in the usual words
-            return ctx.load_ref(ref, store, namespace=guard)
+            return load_ref(ctx, ref, store, namespace=guard)
 
 
 def _one_deleted(path: str, found: list[Memory]) -> Result[Memory, DomainError]:
@@ -106,7 +108,7 @@ def _restored(ctx: Context, memory: Memory) -> Result[MemoryView, DomainError]:
     back = evolve(memory, deleted=False, deleted_at=None)  # every other field as it was
     return (
         ctx.open(memory.store, create=False)
-        .bind(lambda opened: ctx.paths_free(opened, [back]).alt(_path_since_taken))
+        .bind(lambda opened: paths_free(opened, [back]).alt(_path_since_taken))
         .bind(lambda opened: opened.update_metadata([back]))
         .map(lambda _: ctx.view(back))
     )
@@ -127,7 +129,7 @@ def remove_memory(ctx: Context, command: RemoveMemory) -> Result[Memory, DomainE
     store = command.store
     return ctx.exclusive(
         store,
-        lambda: ctx.load_ref(command.ref, store, namespace=command.namespace).bind(
+        lambda: load_ref(ctx, command.ref, store, namespace=command.namespace).bind(
             lambda memory: _removed(ctx, memory)
         ),
     )

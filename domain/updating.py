@@ -11,7 +11,9 @@ from returns.result import Failure, Result, Success
 from agent_memory.domain.commands import MoveMemory, ReinforceMemory, UpdateMemory
 from agent_memory.domain.context import Context
 from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
+from agent_memory.domain.loading import load_live
 from agent_memory.domain.model import DecayPolicy, Memory, parse_decay_policy, stored_rule
+from agent_memory.domain.path_rules import paths_free
 from agent_memory.domain.paths import MemoryPath, parse_memory_path
 from agent_memory.domain.ports import VectorStore
 from agent_memory.domain.results import validated
@@ -60,7 +62,8 @@ def changes_of(command: UpdateMemory) -> Result[dict[str, Any], DomainError]:
 
 
 def _updated(ctx: Context, command: UpdateMemory, fields: dict[str, Any]) -> Result[MemoryView, DomainError]:
-    loaded = ctx.load_live(
+    loaded = load_live(
+        ctx,
         command.ref,
         command.store,
         include_expired=command.include_expired,
@@ -98,8 +101,8 @@ def move_memory(ctx: Context, command: MoveMemory) -> Result[MemoryView, DomainE
     store = command.store
 
     def load_and_move(target: MemoryPath) -> Result[MemoryView, DomainError]:
-        return ctx.load_live(
-            command.ref, store, include_expired=command.include_expired, namespace=command.namespace, doing="move"
+        return load_live(
+            ctx, command.ref, store, include_expired=command.include_expired, namespace=command.namespace, doing="move"
         ).bind(lambda memory: _relocated(ctx, memory, target))
 
     return ctx.exclusive(store, lambda: parse_memory_path(command.destination).bind(load_and_move))
@@ -111,7 +114,7 @@ def _relocated(ctx: Context, memory: Memory, target: MemoryPath) -> Result[Memor
     moved = evolve(memory, path=target, updated_at=ctx.clock.now())
     return (
         ctx.open(memory.store, create=False)
-        .bind(lambda opened: ctx.paths_free(opened, [moved]))
+        .bind(lambda opened: paths_free(opened, [moved]))
         .bind(lambda opened: opened.update_metadata([moved]))
         .bind(lambda _: ctx.reindex_words(memory, moved))
         .map(lambda _: ctx.view(moved))
@@ -123,7 +126,7 @@ def reinforce_memory(ctx: Context, command: ReinforceMemory) -> Result[MemoryVie
     store = command.store
     return ctx.exclusive(
         store,
-        lambda: ctx.load_live(command.ref, store, include_expired=False, namespace=command.namespace).bind(
+        lambda: load_live(ctx, command.ref, store, include_expired=False, namespace=command.namespace).bind(
             lambda memory: _reinforced(ctx, memory)
         ),
     )
