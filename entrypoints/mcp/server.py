@@ -27,12 +27,13 @@ from agent_memory.entrypoints.advice import for_door, sentence
 from agent_memory.entrypoints.error_table import row
 from agent_memory.entrypoints.http.safety import refuse_open_bind
 from agent_memory.entrypoints.mcp.callers import CALLER, Callers, refuse_cursor, unknown_arguments, validation_text
-from agent_memory.entrypoints.mcp.command_tools import AGENT_TOOLS, ToolSpec, argument_model, run_tool, tool_annotations
+from agent_memory.entrypoints.mcp.command_tools import AGENT_TOOLS, ToolSpec, tool_annotations
 from agent_memory.entrypoints.mcp.http_gate import build_mcp_http_app
 from agent_memory.entrypoints.mcp.outputs import SCHEMAS, compact_input_schema, namespace_rule
 from agent_memory.entrypoints.mcp.prompts import add_prompts, prompt_problem
 from agent_memory.entrypoints.mcp.resources import add_resources
 from agent_memory.entrypoints.mcp.stdio import REFUSED_TOOL, run_stdio
+from agent_memory.entrypoints.mcp.tool_calls import argument_model, run_tool
 from agent_memory.entrypoints.settings import Settings
 from agent_memory.entrypoints.token_tenancy import UNAUTHORIZED, Tenancy
 from agent_memory.entrypoints.tooling.calls import run_manage, run_search
@@ -293,7 +294,7 @@ def _agent_step(step: Callable[[], CallToolResult]) -> CallToolResult:
 
 
 def _generated_tool(spec: ToolSpec, tools: _Tools) -> Tool:
-    """A tool made from its command: the command's fields are its arguments (mcp_tools.argument_model)."""
+    """A tool made from its command: the command's fields are its arguments (mcp.tool_calls.argument_model)."""
     model = argument_model(spec)
 
     def call(**arguments: Any) -> CallToolResult:
