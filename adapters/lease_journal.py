@@ -11,7 +11,8 @@ from attrs import evolve
 from returns.result import Failure, Result, Success
 
 from agent_memory.adapters.batch_journal import plain_batch
-from agent_memory.adapters.lease_locks import LeaseWriteLocks, released
+from agent_memory.adapters.lease_locks import LeaseWriteLocks
+from agent_memory.adapters.lease_tickets import released
 from agent_memory.adapters.shared.ledger import LedgerRecord
 from agent_memory.adapters.shared.plain import memory_from_plain
 from agent_memory.domain.errors import DomainError, ErrorCode

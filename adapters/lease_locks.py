@@ -7,14 +7,23 @@ import random
 import threading
 import time
 import uuid
-from collections import deque
 from collections.abc import Callable
 from typing import TypeVar
 
-from attrs import define, evolve, field
+from attrs import evolve
 from returns.result import Failure, Result, Success
 
 from agent_memory.adapters.clock import SystemClock
+from agent_memory.adapters.lease_tickets import (
+    Lease,
+    Queue,
+    Sighting,
+    Turn,
+    floor_key,
+    floor_of,
+    lease_key,
+    released,
+)
 from agent_memory.adapters.shared.boundary import Abort, as_result, value_of
 from agent_memory.adapters.shared.ledger import Field, Ledger, LedgerRecord
 from agent_memory.adapters.write_locks import DEFAULT_TIMEOUT_S
@@ -26,81 +35,11 @@ T = TypeVar("T")
 KIND = "lease"
 DEFAULT_TTL_S = 30.0  # a dead holder's (or waiter's) ticket is passed over this long after a waiter last saw it change
 RENEWALS_PER_TTL = 3  # the holder (and every waiter) renews its ticket every ttl/3
-GIVE_UP_SHARE = 2 / 3  # a ticket not renewed for this share of the ttl counts itself fenced out
 PRUNE_AFTER = 8  # older epochs are removed once this many have piled up below the holder
 FIRST_POLL_S = 0.005  # a waiter looks at the tickets ahead of it this soon, then backs off (with jitter) ...
 MAX_POLL_S = 0.05  # ... to at most this far apart
 LINGER_S = 0.03  # a lease got with nobody ahead is kept this long after the process's last write, for its next one
 REMEMBERED = 4096  # tickets known finished (passed over, or this process's own given back) kept in mind, newest
-
-
-def lease_key(store: str, epoch: int) -> str:
-    return f"lease/{store}/{epoch:012d}"
-
-
-def floor_key(store: str) -> str:
-    """The record (kind "lease", seq 0) saying below which epoch every ticket is finished and may be gone."""
-    return f"lease/{store}/floor"
-
-
-@define(eq=False)
-class Lease:
-    """A ticket this process holds: its store, its epoch (the fencing token), its record as last written, and the
-    monotonic time at which its last acknowledged write (claim or renewal) was sent."""
-
-    record: LedgerRecord
-    ttl: float
-    renewed: float
-    stop: threading.Event = field(factory=threading.Event)
-    contended: bool = False  # other tickets were waiting ahead of it when it was claimed
-
-    @property
-    def store(self) -> str:
-        return self.record.store
-
-    @property
-    def epoch(self) -> int:
-        return self.record.seq
-
-    def live(self) -> bool:
-        """Whether the holder may still write: renewed within GIVE_UP_SHARE of the ttl, on its own clock."""
-        return time.monotonic() - self.renewed < self.ttl * GIVE_UP_SHARE
-
-
-@define(eq=False)
-class Sighting:
-    """A waiter's view of a ticket ahead of it: which record state it saw, since when on its monotonic clock."""
-
-    beat: int
-    since: float
-
-
-@define(eq=False)
-class Turn:
-    """A thread of this process waiting for a store: woken with the lease handed over, or told to take a ticket."""
-
-    woken: threading.Event = field(factory=threading.Event)
-    lease: Lease | None = None
-    gone: bool = False  # it stopped waiting (timed out): skip it
-
-
-@define(eq=False)
-class Queue:
-    """This process's threads for one store: whether one of them holds the lease or is getting it, those waiting in
-    order, and how many of them the holder may still hand the lease to (those queued when it got it)."""
-
-    busy: bool = False
-    waiting: deque[Turn] = field(factory=deque)
-    budget: int = 0
-    idle: Lease | None = None  # a lease kept a moment after the last write (LINGER_S), none waiting for it
-
-
-def released(record: LedgerRecord) -> bool:
-    return bool(record.fields.get("released", False))
-
-
-def _floor(records: list[LedgerRecord]) -> int:
-    return max((int(r.fields.get("floor", 0)) for r in records if r.seq == 0), default=0)
 
 
 class LeaseWriteLocks:
@@ -323,7 +262,7 @@ class LeaseWriteLocks:
         its error; a stale claim, below the floor, is given back and a new one taken)."""
         while True:
             found = value_of(self.tickets(store))
-            floor = _floor(found)
+            floor = floor_of(found)
             epoch = max([floor, *(r.seq for r in found)])
             token = uuid.uuid4().hex
             fresh: dict[str, Field] = {"holder": token, "node": self.node, "beat": 0, "ttl": self.ttl}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -13,20 +12,24 @@ from returns.result import Failure, Result, Success
 from agent_memory.adapters.model_directory import (
     SHIPPED_DIMENSION,
     SHIPPED_DIRECTORY,
-    SHIPPED_NAME,
     ModelSpec,
     looks_like_directory,
     read_model_directory,
     shipped_spec,
+)
+from agent_memory.adapters.onnx_model import (
+    LoadedModel,
+    checked_dimension,
+    embedding_error,
+    load_session,
+    load_tokenizer,
+    present_file,
 )
 from agent_memory.adapters.token_windows import TokenWindows, beyond, byte_bound
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.search.relevance import UNCALIBRATED, RelevanceRule
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
     from agent_memory.adapters.model_check import Verdict, Vetting
     from agent_memory.domain.ports import Embedder, Vector
 
@@ -35,21 +38,6 @@ DEFAULT_BATCH_SIZE = 16  # measured here: 16 ≥ 32 > 64 once sorted by length (
 
 _MODEL_FILE = SHIPPED_DIRECTORY / "model.onnx"
 _TOKENIZER_FILE = SHIPPED_DIRECTORY / "tokenizer.json"
-_ORT_QUIET = 3  # onnxruntime log severity: errors and above only
-# onnxruntime raises its own classes, none of them a RuntimeError; not every version has every one.
-_ORT_ERROR_NAMES = (
-    "Fail",
-    "InvalidArgument",
-    "NoSuchFile",
-    "NoModel",
-    "EngineError",
-    "RuntimeException",
-    "InvalidProtobuf",
-    "ModelLoaded",
-    "NotImplemented",
-    "InvalidGraph",
-    "EPFail",
-)
 
 
 def default_model_path() -> Path | None:
@@ -60,74 +48,6 @@ def default_model_path() -> Path | None:
 def default_tokenizer_path() -> Path | None:
     """The model's tokenizer.json, shipped as package data of agent-memory itself."""
     return _TOKENIZER_FILE if _TOKENIZER_FILE.is_file() else None
-
-
-def _embedding_error(message: str, path: Path | None = None, cause: BaseException | None = None) -> DomainError:
-    return DomainError(
-        ErrorCode.EMBEDDING_ERROR,
-        message,
-        path=str(path) if path is not None else None,
-        cause=f"{type(cause).__name__}: {cause}" if cause is not None else None,
-    )
-
-
-def _quiet_onnxruntime() -> None:
-    """Call before every `import onnxruntime`: its telemetry stays off unless the user turned it on.
-
-    onnxruntime (1.2x+ on Linux) starts its telemetry when first imported: a device id and an event database
-    under ~/.cache/Microsoft/DeveloperTools and a `.ses` file in $TMPDIR. The product runs offline and writes
-    nothing outside its data directory. Set here, where the import happens, not when this module is imported.
-    """
-    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
-
-
-def _ort_errors() -> tuple[type[BaseException], ...]:
-    """onnxruntime's exception types plus OSError (reading the file); imported only once loading."""
-    _quiet_onnxruntime()
-    from onnxruntime.capi import onnxruntime_pybind11_state as state
-
-    found = (getattr(state, name, None) for name in _ORT_ERROR_NAMES)
-    return (OSError, *(kind for kind in found if isinstance(kind, type)))
-
-
-class _LoadedModel:
-    """The onnxruntime session and tokenizer of one embedder, and the arithmetic around them."""
-
-    def __init__(self, session: Any, tokenizer: Any, spec: ModelSpec) -> None:
-        self.session = session
-        self.tokenizer = tokenizer
-        self.spec = spec
-        self.errors = _ort_errors()
-        self.wants_token_types = any(i.name == "token_type_ids" for i in session.get_inputs())
-        self.windows = TokenWindows(tokenizer, spec)  # cutting a long text into the model's windows
-
-    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
-        """Truncated token ids (with [CLS] and [SEP]) of each text, unpadded."""
-        return [encoding.ids for encoding in self.tokenizer.encode_batch(list(texts))]
-
-    def embed_batch(self, batch: Sequence[list[int]]) -> npt.NDArray[np.float32]:
-        """Vectors for token id lists padded to the longest in this batch: mean or [CLS] pooled, then L2 (if set)."""
-        import numpy as np
-
-        width = max(len(ids) for ids in batch)
-        input_ids = np.zeros((len(batch), width), dtype=np.int64)
-        mask = np.zeros((len(batch), width), dtype=np.int64)
-        for row, ids in enumerate(batch):
-            input_ids[row, : len(ids)] = ids
-            mask[row, : len(ids)] = 1
-        feeds = {"input_ids": input_ids, "attention_mask": mask}
-        if self.wants_token_types:
-            feeds["token_type_ids"] = np.zeros_like(input_ids)
-        hidden = self.session.run(None, feeds)[0]
-        if self.spec.pooling == "cls":
-            pooled = hidden[:, 0, :]
-        else:
-            weights = mask[:, :, None].astype(np.float32)
-            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        if self.spec.normalize:
-            pooled = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
-        result: npt.NDArray[np.float32] = pooled.astype(np.float32)
-        return result
 
 
 def _batches_in_order(lengths: Sequence[int], batch_size: int, sort_by_length: bool) -> list[list[int]]:
@@ -177,7 +97,7 @@ class OnnxEmbedder:
             from agent_memory.adapters.model_check import Vetting
 
             self._vetting = Vetting(self._spec.directory, self._spec.name, verdicts)
-        self._loaded: _LoadedModel | None = None
+        self._loaded: LoadedModel | None = None
         self._windows: Result[TokenWindows, DomainError] | None = None  # the tokenizer's alone (`needs_parts`)
         self._lock = threading.Lock()
 
@@ -266,13 +186,13 @@ class OnnxEmbedder:
         with self._lock:
             if self._windows is None:
                 spec = self._spec
-                loaded = _present_file("tokenizer", self._tokenizer_path or spec.tokenizer_path, spec).bind(
-                    lambda path: _load_tokenizer(path, spec)
+                loaded = present_file("tokenizer", self._tokenizer_path or spec.tokenizer_path, spec).bind(
+                    lambda path: load_tokenizer(path, spec)
                 )
                 self._windows = loaded.map(lambda tokenizer: TokenWindows(tokenizer, spec))
             return self._windows
 
-    def _parts_of(self, model: _LoadedModel, texts: Sequence[str]) -> Result[list[list[Vector]], DomainError]:
+    def _parts_of(self, model: LoadedModel, texts: Sequence[str]) -> Result[list[list[Vector]], DomainError]:
         windows = model.windows.parts(texts)
         flat = [window for parts in windows for window in parts]
         if not flat:
@@ -294,7 +214,7 @@ class OnnxEmbedder:
         prefixed = [prefix + text for text in texts] if prefix else texts
         return self._model().bind(lambda model: self._embed_all(model, prefixed))
 
-    def _model(self) -> Result[_LoadedModel, DomainError]:
+    def _model(self) -> Result[LoadedModel, DomainError]:
         if self._loaded is not None:
             return Success(self._loaded)
         with self._lock:
@@ -304,7 +224,7 @@ class OnnxEmbedder:
                 return Failure(self._vetting.refusal(self._vetting.verdict))  # refused from then on, not loaded again
             return self._load().bind(self._checked).map(self._keep)
 
-    def _checked(self, loaded: _LoadedModel) -> Result[_LoadedModel, DomainError]:
+    def _checked(self, loaded: LoadedModel) -> Result[LoadedModel, DomainError]:
         """The loaded model if it passes its check on this machine; the shipped model (no directory) is not run."""
         if self._vetting is None:
             return Success(loaded)
@@ -316,31 +236,31 @@ class OnnxEmbedder:
                 document_prefix=self._spec.document_prefix,
             )
         except loaded.errors as error:
-            return Failure(_embedding_error(f"The embedding model failed to run: {self._spec.remedy}.", cause=error))
+            return Failure(embedding_error(f"The embedding model failed to run: {self._spec.remedy}.", cause=error))
         return judged.bind(lambda verdict: Success(loaded) if verdict.passed else Failure(vetting.refusal(verdict)))
 
-    def _keep(self, loaded: _LoadedModel) -> _LoadedModel:
+    def _keep(self, loaded: LoadedModel) -> LoadedModel:
         self._loaded = loaded
         return loaded
 
-    def _load(self) -> Result[_LoadedModel, DomainError]:
+    def _load(self) -> Result[LoadedModel, DomainError]:
         spec = self._spec
         return Result.do(
             loaded
-            for model_path in _present_file("model", self._model_path or spec.model_path, spec)
-            for tokenizer_path in _present_file("tokenizer", self._tokenizer_path or spec.tokenizer_path, spec)
-            for tokenizer in _load_tokenizer(tokenizer_path, spec)
+            for model_path in present_file("model", self._model_path or spec.model_path, spec)
+            for tokenizer_path in present_file("tokenizer", self._tokenizer_path or spec.tokenizer_path, spec)
+            for tokenizer in load_tokenizer(tokenizer_path, spec)
             for loaded in self._load_session_with(tokenizer, model_path)
         )
 
-    def _load_session_with(self, tokenizer: Any, model_path: Path) -> Result[_LoadedModel, DomainError]:
+    def _load_session_with(self, tokenizer: Any, model_path: Path) -> Result[LoadedModel, DomainError]:
         return (
-            _load_session(model_path, self._intra_op_num_threads, self._allow_spinning, self._spec)
-            .bind(lambda session: _checked_dimension(session, model_path, self._spec))
-            .map(lambda session: _LoadedModel(session, tokenizer, self._spec))
+            load_session(model_path, self._intra_op_num_threads, self._allow_spinning, self._spec)
+            .bind(lambda session: checked_dimension(session, model_path, self._spec))
+            .map(lambda session: LoadedModel(session, tokenizer, self._spec))
         )
 
-    def _embed_all(self, model: _LoadedModel, texts: Sequence[str]) -> Result[list[Vector], DomainError]:
+    def _embed_all(self, model: LoadedModel, texts: Sequence[str]) -> Result[list[Vector], DomainError]:
         import numpy as np
 
         try:
@@ -350,7 +270,7 @@ class OnnxEmbedder:
                 vectors[batch] = model.embed_batch([token_ids[i] for i in batch])
         except model.errors as error:
             return Failure(
-                _embedding_error(
+                embedding_error(
                     f"The embedding model failed to run: {self._spec.remedy} if this persists.", cause=error
                 )
             )
@@ -359,95 +279,6 @@ class OnnxEmbedder:
 
 
 OnnxMiniLMEmbedder = OnnxEmbedder  # the name it had while MiniLM was the only model
-
-
-def _present_file(what: str, path: Path | None, spec: ModelSpec) -> Result[Path, DomainError]:
-    """`path` when the file is there; else an error saying what to do (reinstall, or fix the directory)."""
-    if path is not None and path.is_file():
-        return Success(path)
-    where = (
-        f"the package ships models/{SHIPPED_DIRECTORY.name}/{path.name if path else ''}"
-        if spec.name == SHIPPED_NAME
-        else "a model directory holds model.onnx, tokenizer.json and embedding.json"
-    )
-    return Failure(_embedding_error(f"The embedding {what} file is missing: {spec.remedy} ({where}).", path=path))
-
-
-def _load_tokenizer(path: Path, spec: ModelSpec) -> Result[Any, DomainError]:
-    """The model's tokenizer, truncating at its window and not padding (batches pad themselves).
-
-    The JSON is checked first (an object with a tokenizer model) because `tokenizers` reports a broken
-    file as a plain Exception.
-    """
-    import json
-
-    from tokenizers import Tokenizer
-
-    try:
-        text = path.read_text(encoding="utf-8")
-        parsed = json.loads(text)
-    except (OSError, ValueError) as error:
-        return Failure(
-            _embedding_error(f"The embedding tokenizer file is unreadable: {spec.remedy}.", path=path, cause=error)
-        )
-    if not isinstance(parsed, dict) or not isinstance(parsed.get("model"), dict):
-        return Failure(
-            _embedding_error(
-                f"The embedding tokenizer file is not a Hugging Face tokenizer.json: {spec.remedy}.", path=path
-            )
-        )
-    tokenizer = Tokenizer.from_str(text)
-    tokenizer.no_padding()
-    tokenizer.enable_truncation(max_length=spec.max_tokens)
-    return Success(tokenizer)
-
-
-def _load_session(
-    path: Path, intra_op_num_threads: int, allow_spinning: bool, spec: ModelSpec
-) -> Result[Any, DomainError]:
-    """A quiet CPU onnxruntime session on the model file.
-
-    Spinning (idle threads busy-waiting for work) is off by default: on 2 shared cores it made
-    batches slower and queries ~50% slower whenever another process was busy.
-    """
-    _quiet_onnxruntime()
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.log_severity_level = _ORT_QUIET
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.intra_op_num_threads = intra_op_num_threads
-    options.inter_op_num_threads = 1
-    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if allow_spinning else "0")
-    try:
-        session = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
-    except _ort_errors() as error:
-        return Failure(
-            _embedding_error(
-                f"The embedding model file could not be loaded: {spec.remedy} (the model file is missing or damaged).",
-                path=path,
-                cause=error,
-            )
-        )
-    return Success(session)
-
-
-def _checked_dimension(session: Any, path: Path, spec: ModelSpec | None = None) -> Result[Any, DomainError]:
-    """The session, if its first output is token states of the declared width: a swapped file must not mix vectors."""
-    spec = spec or shipped_spec()
-    shape = session.get_outputs()[0].shape
-    features = shape[-1]
-    if len(shape) == 3 and features == spec.dimension:
-        return Success(session)
-    if spec.name == SHIPPED_NAME:
-        fix = f"point model_path at all-MiniLM-L6-v2, or {spec.remedy}"
-    elif len(shape) != 3:
-        fix = f"{spec.remedy}: its first output must be the token states [batch, tokens, width], got {list(shape)}"
-    else:
-        fix = f'{spec.remedy}: set "dimension": {features} in embedding.json if this is the model you meant'
-    return Failure(
-        _embedding_error(f"The embedding model gives {features}-d vectors, not {spec.dimension}: {fix}.", path=path)
-    )
 
 
 EMBEDDERS: dict[str, Callable[[], Embedder]] = {"minilm": OnnxEmbedder}

@@ -72,7 +72,7 @@ def main() -> None:
     filters = TAGGED if args.stage == "tags" else SCOPE
     reads = {"on": 0, "off": 0}
     get = ChromaVectorStore.get
-    sifts = searching._sifts
+    sifts = searching.sifts
     with tempfile.TemporaryDirectory() as home:
         service = service_for("chroma", home)
         tagged = args.stage == "tags"
@@ -108,14 +108,14 @@ def main() -> None:
                     elif args.stage == "scope":  # off: the index ranks the whole namespace, the search drops the rest
                         searching.keyword_scope = keyword_scope if side == "on" else no_scope
                     else:  # off: every keyword hit is read (or, --oracle, only those that pass)
-                        searching._sifts = sifts if side == "on" or args.oracle else never
+                        searching.sifts = sifts if side == "on" or args.oracle else never
                         ChromaVectorStore.get = counted(side, args.oracle and side == "off")  # type: ignore[method-assign]
                     started = time.perf_counter()
                     found = searcher.search(SearchMemories(query=question, **filters)).unwrap()
                     times[side].append((time.perf_counter() - started) * 1000)
                     if args.stage == "tags":
                         ChromaVectorStore.get = get  # type: ignore[method-assign]
-                        searching._sifts = sifts
+                        searching.sifts = sifts
                         results[side] = [(h.memory.id, h.score) for h in found.results]
                 if args.stage == "tags" and results["on"] != results["off"]:
                     raise SystemExit(f"the two sides ranked {question!r} differently")

@@ -17,15 +17,17 @@ from attrs import evolve, field, frozen
 from returns.iterables import Fold
 from returns.result import Failure, Result, Success
 
+from agent_memory.domain.batch_units import whole
 from agent_memory.domain.commands import Asks, UpdateMemory, doc
 from agent_memory.domain.context import Context, is_memory_id, keyword_entry
 from agent_memory.domain.errors import DomainError, ErrorCode, not_found
+from agent_memory.domain.loading import load_live, load_ref, readable
 from agent_memory.domain.model import Memory, check_memory_id, check_store_name
 from agent_memory.domain.ports import PendingBatch, VectorStore
 from agent_memory.domain.results import in_turn, validated
 from agent_memory.domain.tenancy import Guard, visible
+from agent_memory.domain.updating import changes_of
 from agent_memory.domain.views import MemoryView
-from agent_memory.domain.writing import changes_of
 
 _GONE = (ErrorCode.MEMORY_NOT_FOUND, ErrorCode.STORE_NOT_FOUND)  # nothing there to remove: not an error here
 
@@ -154,13 +156,13 @@ def _loaded(ctx: Context, store: str, update: UpdateMemory, read: dict[str, Memo
     """The memory an update names, as `load_live` finds it: within the caller's guard, live (or expired if asked)."""
     known = read.get(update.ref)
     if known is None:
-        return ctx.load_live(
-            update.ref, store, include_expired=update.include_expired, namespace=update.namespace, doing="update"
+        return load_live(
+            ctx, update.ref, store, include_expired=update.include_expired, namespace=update.namespace, doing="update"
         )
     return (
         ctx.guard(update.namespace)
         .bind(lambda guard: Success(known) if visible(known, guard) else Failure(not_found(known.id)))
-        .bind(lambda memory: ctx.readable(memory, include_expired=update.include_expired, doing="update"))
+        .bind(lambda memory: readable(ctx, memory, include_expired=update.include_expired, doing="update"))
     )
 
 
@@ -184,7 +186,7 @@ def _write_changes(
     if len(pairs) == 1:  # one memory's write, as `update` does it: no journal to pay (a read's TTL renewal)
         return embedded.bind(write)
     pending = PendingBatch(store_name, (), tuple(old for old, _ in pairs))
-    return embedded.bind(lambda vectors: ctx.whole(store, pending, lambda: write(vectors)))
+    return embedded.bind(lambda vectors: whole(ctx, store, pending, lambda: write(vectors)))
 
 
 def _reindexed(ctx: Context, store: str, pairs: list[tuple[Memory, Memory]]) -> Result[None, DomainError]:
@@ -239,7 +241,7 @@ def _remove_in(
 
 
 def _at_path(ctx: Context, ref: str, store_name: str, guard: Guard) -> Result[Memory | None, DomainError]:
-    found: Result[Memory | None, DomainError] = ctx.load_ref(ref, store_name, namespace=guard)
+    found: Result[Memory | None, DomainError] = load_ref(ctx, ref, store_name, namespace=guard)
     return found.lash(_none_if_gone)
 
 

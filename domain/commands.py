@@ -4,6 +4,9 @@ A field's `metadata` holds its `FieldDoc`: the sentence a door shows for it, its
 build their arguments from these (the MCP tools in entrypoints/mcp/command_tools.py), and the table of handlers
 (domain/dispatch.py) hands a command to its handler. Commands hold raw user input (strings for enums and paths): the
 handler validates it, so every door refuses a bad value the same way.
+
+It stays one module: the doors read the commands as one table, and the recipes for a new command or field edit it
+in one place (tests/doors/test_command_recipe.py, tests/contract/test_add_a_field.py).
 """
 
 from __future__ import annotations

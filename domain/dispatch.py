@@ -15,22 +15,15 @@ from returns.result import Result
 from agent_memory.domain import commands as c
 from agent_memory.domain.batch_writes import RemoveMemories, UpdateMemories, remove_memories, update_memories
 from agent_memory.domain.context import Context
+from agent_memory.domain.creating import create_memories, create_memory
+from agent_memory.domain.deleting import delete_memory, remove_memory, restore_memory
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.maintenance import prune_memories, reindex_store, store_status
 from agent_memory.domain.reading import find_duplicates, get_memory, list_memories, recent_memories
 from agent_memory.domain.search.searching import search_memories
 from agent_memory.domain.stores import create_category, create_store, delete_category, describe_category, list_stores
 from agent_memory.domain.transfer import export_memories, import_memories
-from agent_memory.domain.writing import (
-    create_memories,
-    create_memory,
-    delete_memory,
-    move_memory,
-    reinforce_memory,
-    remove_memory,
-    restore_memory,
-    update_memory,
-)
+from agent_memory.domain.updating import move_memory, reinforce_memory, update_memory
 
 T = TypeVar("T")
 C = TypeVar("C", bound=c.Asks[Any])

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 
 from attrs import evolve, frozen
 from returns.result import Failure, Result, Success
 
+from agent_memory.domain.batch_units import recover
 from agent_memory.domain.commands import PruneMemories, ReindexStore, StoreStatus
 from agent_memory.domain.context import Context, keyword_entry
 from agent_memory.domain.errors import DomainError
@@ -107,7 +109,7 @@ class Maintenance:
 
     def _recovered(self, name: str) -> Result[tuple[str, ...], DomainError]:
         """Roll back the store's interrupted batches now, so that status and reindex can say so."""
-        return validated(lambda: check_store_name(name)).bind(self.ctx.recover).map(rolled_back)
+        return validated(lambda: check_store_name(name)).bind(partial(recover, self.ctx)).map(rolled_back)
 
     def _status_of(self, name: str, guard: Guard) -> Result[Status, DomainError]:
         def report(location: Mapping[str, str], opened: VectorStore) -> Result[Status, DomainError]:

@@ -12,6 +12,7 @@ from agent_memory.domain.context import Context, optional_category, under
 from agent_memory.domain.duplicates import Candidate, duplicates_of, in_scope, named, nearest, same_scope
 from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
 from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.loading import load_live
 from agent_memory.domain.model import Memory
 from agent_memory.domain.paging import MAX_PAGE, MAX_RECENT, page_problem
 from agent_memory.domain.paths import CategoryPath
@@ -21,8 +22,8 @@ from agent_memory.domain.views import CategorySummary, Duplicate, Listing, Memor
 
 def get_memory(ctx: Context, command: GetMemory) -> Result[MemoryView, DomainError]:
     """A live memory by id or path with its confidence now; soft-deleted ones are not found."""
-    loaded = ctx.load_live(
-        command.ref, command.store, include_expired=command.include_expired, namespace=command.namespace
+    loaded = load_live(
+        ctx, command.ref, command.store, include_expired=command.include_expired, namespace=command.namespace
     )
     return loaded.map(ctx.view)
 
@@ -50,7 +51,7 @@ def find_duplicates(ctx: Context, command: FindDuplicates) -> Result[tuple[Dupli
             )
         )
 
-    loaded = ctx.load_live(command.ref, command.store, include_expired=True, namespace=command.namespace)
+    loaded = load_live(ctx, command.ref, command.store, include_expired=True, namespace=command.namespace)
     return loaded.bind(around)
 
 

@@ -10,11 +10,13 @@ from attrs import evolve, frozen
 from returns.iterables import Fold
 from returns.result import Failure, Result, Success
 
+from agent_memory.domain.batch_units import whole
 from agent_memory.domain.commands import ExportMemories, ImportMemories
 from agent_memory.domain.context import Context, keyword_entry
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory, check_store_name
+from agent_memory.domain.path_rules import paths_free
 from agent_memory.domain.paths import CategoryPath, parse_category_path
 from agent_memory.domain.ports import CategoryRegistry, PendingBatch, VectorStore
 from agent_memory.domain.results import in_turn, validated
@@ -144,7 +146,7 @@ class Transfer:
         return (
             self.ctx.open(name, create=True)
             .bind(self.ctx.check_model)
-            .bind(lambda store: self.ctx.paths_free(store, group))
+            .bind(lambda store: paths_free(store, group))
             .bind(lambda store: self._import_group(store, group, tally))
         )
 
@@ -171,7 +173,8 @@ class Transfer:
             tuple(m.id for m in group if m.id not in before),
             tuple(before[m.id] for m in group if m.id in before and before[m.id] != m),
         )
-        return self.ctx.whole(
+        return whole(
+            self.ctx,
             store,
             pending,
             lambda: in_turn(batches, lambda batch: self._write_batch(store, batch, before).map(tally.add)),

@@ -26,7 +26,9 @@ from agent_memory.entrypoints.json_codec import JSON
 from agent_memory.entrypoints.timestamps import not_a_timestamp, parse_iso
 
 
-@frozen(kw_only=True, eq=False)  # one object per door entry, hashed by identity (mcp.argument_model caches on it)
+@frozen(
+    kw_only=True, eq=False
+)  # one object per door entry, hashed by identity (mcp.tool_calls.argument_model caches on it)
 class DoorSpec:
     """A command as one door presents it (never what it does): its name at the door and the door's names for its
     fields, the fields the door leaves out and why, the optional ones it requires, and its own wording."""

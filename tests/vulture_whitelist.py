@@ -9,9 +9,9 @@ hypothesis find by name. Each line says where the name is; add one only for a na
 # adapters: a write-log code kept beside its siblings, onnxruntime's session options, a verdict's field
 UPSERT  # unused variable (adapters/chroma/salvage.py:25)
 milliseconds  # unused variable (adapters/model_check.py:95)
-_.log_severity_level  # unused attribute (adapters/onnx_embedder.py:417)
-_.graph_optimization_level  # unused attribute (adapters/onnx_embedder.py:418)
-_.inter_op_num_threads  # unused attribute (adapters/onnx_embedder.py:420)
+_.log_severity_level  # unused attribute (adapters/onnx_model.py:159)
+_.graph_optimization_level  # unused attribute (adapters/onnx_model.py:160)
+_.inter_op_num_threads  # unused attribute (adapters/onnx_model.py:162)
 
 # domain: the update flag read by name (stored(clear_with=...)), the public Command alias, an attrs default
 clear_expiry  # unused variable (domain/commands.py:215)

@@ -1,4 +1,8 @@
-"""The VectorStore over one Chroma collection, and its rebuild: a `.next` collection filled, then swapped in."""
+"""The VectorStore over one Chroma collection, and its rebuild: a `.next` collection filled, then swapped in.
+
+It stays one module: one class, the port's methods over one collection beside the retry, swap and salvage rules
+they all go through (its records, layout and boundary are modules of their own).
+"""
 
 from __future__ import annotations
 

@@ -17,7 +17,8 @@ from attrs import define, evolve, field, frozen
 from returns.result import Failure, Result, Success
 
 from agent_memory.adapters.files.boundary import LOCK_TIMEOUT_S, guarded
-from agent_memory.adapters.files.directory import Batch, Record, StoreFiles
+from agent_memory.adapters.files.directory import Batch, StoreFiles
+from agent_memory.adapters.files.file_records import Record
 from agent_memory.adapters.files.format import dump_block, read_block, to_domain_error
 from agent_memory.adapters.files.layout import (
     CATEGORY_FILE,

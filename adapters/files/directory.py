@@ -10,19 +10,18 @@ any old file is removed, so a moved memory's new file is durable before the old 
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
 import filelock
-from attrs import define, evolve, field, frozen
+from attrs import define, evolve, field
 from returns.result import Failure, Result, Success
 
 from agent_memory.adapters.files.boundary import guarded
+from agent_memory.adapters.files.file_records import Folder, Record, Stamp, raise_it, read_bytes, stamp_of
 from agent_memory.adapters.files.format import to_domain_error
 from agent_memory.adapters.files.frontmatter import parse_frontmatter
 from agent_memory.adapters.files.layout import (
@@ -48,62 +47,6 @@ from agent_memory.domain.model import Memory
 from agent_memory.domain.paths import MemoryPath
 
 T = TypeVar("T")
-
-Stamp = tuple[int, int, int]  # a file version as (inode, size, modification time in ns): a rename or an edit changes it
-
-
-def _raise(error: OSError) -> None:
-    raise error
-
-
-def _read_bytes(path: Path) -> tuple[bytes, Stamp] | None:
-    """The file's bytes and version, without following a symbolic link; None when there is no such file.
-
-    Opened without blocking (a named pipe called `*.md` would otherwise wait for a writer, hanging every read of
-    the store) and read only when it is a regular file: anything else is an OSError, reported like an unreadable
-    file."""
-    try:
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as error:
-        if error.errno == errno.ELOOP:  # a symbolic link: not part of the store
-            return None
-        raise
-    with os.fdopen(descriptor, "rb") as handle:
-        status = os.fstat(handle.fileno())  # before reading: an edit during the read makes the stamp stale, not wrong
-        if not stat.S_ISREG(status.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file (a named pipe, socket or device)", str(path))
-        return handle.read(), (status.st_ino, status.st_size, status.st_mtime_ns)
-
-
-def stamp_of(place: Path) -> Stamp | None:
-    try:
-        status = place.lstat()
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    return (status.st_ino, status.st_size, status.st_mtime_ns)
-
-
-@frozen
-class Record:
-    """One memory file as read: the memory, its unknown keys, where it lies, and its text."""
-
-    memory: Memory
-    extra: Mapping[str, object]
-    parts: Parts
-    text: str
-    stamp: Stamp | None = None
-    digest: str | None = None  # of the bytes it was read from (None for a file this process wrote)
-
-
-@frozen
-class Folder:
-    """One directory of a walk: where it is, whether it was empty, and its regular files."""
-
-    parts: Parts
-    empty: bool
-    files: tuple[str, ...]
 
 
 @define
@@ -182,7 +125,7 @@ class StoreFiles:
 
     def walk(self) -> Iterator[Folder]:
         """Every directory of the store, top first, without reserved folders or links."""
-        for folder, subfolders, names in os.walk(self.directory, onerror=_raise):
+        for folder, subfolders, names in os.walk(self.directory, onerror=raise_it):
             parts = Path(folder).relative_to(self.directory).parts
             empty = not subfolders and not names
             subfolders[:] = sorted(s for s in subfolders if self._walkable(parts, s, folder))
@@ -212,7 +155,7 @@ class StoreFiles:
     def _read(self, parts: Parts) -> tuple[str, Stamp, bytes] | None:
         """The file's text, version and bytes."""
         place = self.readable(parts)
-        read = None if place is None else _read_bytes(place)
+        read = None if place is None else read_bytes(place)
         if read is None:
             return None
         try:

@@ -25,7 +25,8 @@ import attrs
 from attrs import define, evolve, field
 from returns.result import Failure, Result, Success
 
-from agent_memory.adapters.files.directory import Batch, Record, Stamp, StoreFiles
+from agent_memory.adapters.files.directory import Batch, StoreFiles
+from agent_memory.adapters.files.file_records import Record, Stamp
 from agent_memory.adapters.files.format import load_block, split_frontmatter, with_id
 from agent_memory.adapters.files.frontmatter import serialize_frontmatter
 from agent_memory.adapters.files.layout import (

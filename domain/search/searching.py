@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 from attrs import evolve, frozen
 from returns.result import Failure, Result, Success
@@ -11,20 +10,28 @@ from returns.result import Failure, Result, Success
 from agent_memory.domain.commands import SearchMemories
 from agent_memory.domain.context import Context, optional_category
 from agent_memory.domain.decay import oldest_anchor_for
-from agent_memory.domain.errors import DomainError, InvalidValue, invalid_input
+from agent_memory.domain.errors import DomainError, invalid_input
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory, ScoredMemory, check_store_name
 from agent_memory.domain.paging import page_problem
 from agent_memory.domain.paths import CategoryPath
 from agent_memory.domain.ports import Vector, VectorStore
 from agent_memory.domain.results import validated
-from agent_memory.domain.search.about_user import about_user, asks_about_user, user_names
+from agent_memory.domain.search.about_user import about_user, user_names
 from agent_memory.domain.search.hybrid import DEPTH, SearchMode, fuse
 from agent_memory.domain.search.long_memories import WithParts
-from agent_memory.domain.search.relevance import UNCALIBRATED, RelevanceRule, coverage, is_broad, subject_words
 from agent_memory.domain.search.reranking import Candidates, rerank
+from agent_memory.domain.search.search_plan import (
+    KeywordSide,
+    Links,
+    Reach,
+    Round,
+    SearchPlan,
+    Sides,
+    parse_mode,
+    sifts,
+)
 from agent_memory.domain.tenancy import Guard
-from agent_memory.domain.thread_keys import KeywordScope, keyword_scope, thread_of
 from agent_memory.domain.views import SearchResults
 
 MAX_SEARCH_LIMIT = 1000  # the deepest a search ranks: limit + offset of one page
@@ -39,9 +46,6 @@ def _page_problem(limit: int, offset: int) -> str | None:
     if problem is None and limit + offset > MAX_SEARCH_LIMIT:
         problem = f"limit + offset must be at most {MAX_SEARCH_LIMIT}, got {limit + offset}: narrow the search."
     return problem
-
-
-Links = dict[str, tuple[str | None, str | None]]  # a memory's previous and next neighbour in its thread
 
 
 def search_memories(ctx: Context, command: SearchMemories) -> Result[SearchResults, DomainError]:
@@ -79,7 +83,7 @@ class Searching:
             )
         )
 
-    def _plan(self, command: SearchMemories, guard: Guard) -> Result[_SearchPlan, DomainError]:
+    def _plan(self, command: SearchMemories, guard: Guard) -> Result[SearchPlan, DomainError]:
         if not isinstance(command.query, str) or not command.query.strip():
             return Failure(invalid_input("The search query is empty: say what to look for."))
         limit = self.ctx.policy.default_limit if command.limit is None else command.limit
@@ -102,10 +106,10 @@ class Searching:
 
     def _planned(
         self, command: SearchMemories, guard: Guard, limit: int, floor: float, prefix: CategoryPath | None
-    ) -> _SearchPlan:
+    ) -> SearchPlan:
         """The plan of a checked command; raises InvalidValue for a bad mode or store name."""
         now = self.ctx.clock.now()
-        return _SearchPlan(
+        return SearchPlan(
             mode=parse_mode(command.mode),
             query=command.query,
             store=check_store_name(command.store or self.ctx.policy.default_store),
@@ -125,7 +129,7 @@ class Searching:
             ),
         )
 
-    def _run(self, plan: _SearchPlan) -> Result[SearchResults, DomainError]:
+    def _run(self, plan: SearchPlan) -> Result[SearchResults, DomainError]:
         def ranked(store: VectorStore, vector: Vector) -> Result[SearchResults, DomainError]:
             if plan.mode is SearchMode.SEMANTIC or self.ctx.keywords is None:
                 return self._fetch(store, vector, plan, max(plan.limit * 2, 20))
@@ -140,7 +144,7 @@ class Searching:
         )
 
     def _fetch(
-        self, store: VectorStore, vector: Vector, plan: _SearchPlan, want: int
+        self, store: VectorStore, vector: Vector, plan: SearchPlan, want: int
     ) -> Result[SearchResults, DomainError]:
         """Semantic: the store's nearest memories, asking for more until enough pass the confidence floor."""
 
@@ -163,7 +167,7 @@ class Searching:
         return store.query(vector, plan.where, want).bind(qualify)
 
     def _blend(
-        self, store: VectorStore, vector: Vector, plan: _SearchPlan, depth: int
+        self, store: VectorStore, vector: Vector, plan: SearchPlan, depth: int
     ) -> Result[SearchResults, DomainError]:
         """Hybrid and keyword: candidates from both sides, filtered, then ranked (domain.search.hybrid)."""
         keywords = self.ctx.keywords
@@ -172,15 +176,15 @@ class Searching:
             store.query(vector, plan.where, depth) if plan.mode is SearchMode.HYBRID else Success([])
         )
         gathered = Result.do(  # the dense side's records are read already: the keyword side does not read them again
-            _Candidates(pairs, keyword)
+            Round(pairs, keyword)
             for pairs in dense
-            for keyword in self._keyword_side(store, plan, depth, _Reach(1.0, tuple(m for m, _ in pairs)))
+            for keyword in self._keyword_side(store, plan, depth, Reach(1.0, tuple(m for m, _ in pairs)))
         )
         return gathered.bind(lambda candidates: self._rank(store, vector, plan, depth, candidates))
 
     def _keyword_side(
-        self, store: VectorStore, plan: _SearchPlan, depth: int, reach: _Reach
-    ) -> Result[_KeywordSide, DomainError]:
+        self, store: VectorStore, plan: SearchPlan, depth: int, reach: Reach
+    ) -> Result[KeywordSide, DomainError]:
         """The first `depth` keyword hits for the query that pass every filter and the confidence floor, best
         first, scored bm25 / the best of them: a scope filter or deleted memories never thin the keyword
         side's share of the pool, and a filtered search scores as if the store held only what passes.
@@ -196,10 +200,10 @@ class Searching:
         deepest = max(depth, DEPTH * FILTERED_REACH)  # the same for every page up to that deep: one ranking
         asked = min(deepest, math.ceil(depth * reach.ratio))
 
-        def kept(hits: list[tuple[str, float]]) -> Result[_KeywordSide, DomainError]:
+        def kept(hits: list[tuple[str, float]]) -> Result[KeywordSide, DomainError]:
             known = {m.id for m in reach.read} | reach.rejected
             unread = [i for i, _ in hits if i not in known]
-            if not _sifts(plan.where, reach):  # every hit likely passes: one read, no store-side check first
+            if not sifts(plan.where, reach):  # every hit likely passes: one read, no store-side check first
                 return store.get(unread).bind(lambda memories: enough(hits, (*reach.read, *memories), reach.rejected))
             return store.passing(unread, plan.where).bind(
                 lambda passed: store.get([i for i in unread if i in passed]).bind(
@@ -211,7 +215,7 @@ class Searching:
 
         def enough(
             hits: list[tuple[str, float]], read: tuple[Memory, ...], rejected: frozenset[str]
-        ) -> Result[_KeywordSide, DomainError]:
+        ) -> Result[KeywordSide, DomainError]:
             hit = dict(hits)
             passing = {
                 m.id: m
@@ -220,13 +224,13 @@ class Searching:
             }
             if len(passing) < depth and len(hits) == asked and asked < deepest:
                 needed = math.ceil(depth * asked / max(len(passing), 1) * 1.25)
-                deeper = _Reach(min(deepest, max(asked * 4, needed)) / depth, read, rejected)
+                deeper = Reach(min(deepest, max(asked * 4, needed)) / depth, read, rejected)
                 return self._keyword_side(store, plan, depth, deeper)
             ordered = [(i, score) for i, score in hits if i in passing][:depth]
             best = max((score for _, score in ordered), default=1.0) or 1.0
             window = {i for i, _ in hits[: DEPTH * FILTERED_REACH]}  # what any page's search reads
             return Success(
-                _KeywordSide(
+                KeywordSide(
                     {i: score / best for i, score in ordered},
                     [passing[i] for i, _ in ordered],
                     [i for i, _ in ordered if i in window][:DEPTH],
@@ -238,7 +242,7 @@ class Searching:
         ).bind(kept)
 
     def _rank(
-        self, store: VectorStore, vector: Vector, plan: _SearchPlan, depth: int, found: _Candidates
+        self, store: VectorStore, vector: Vector, plan: SearchPlan, depth: int, found: Round
     ) -> Result[SearchResults, DomainError]:
         keywords = self.ctx.keywords
         assert keywords is not None
@@ -253,7 +257,7 @@ class Searching:
             return store.similarities(vector, [i for i in wanted if i not in similarity]).map(
                 lambda scored: self._ranked(
                     plan,
-                    _Sides(memories, candidates, similarity | scored, found.keyword, links, pool),
+                    Sides(memories, candidates, similarity | scored, found.keyword, links, pool),
                 )
             )
 
@@ -262,7 +266,7 @@ class Searching:
             return self._blend(store, vector, plan, depth * 4)
         return keywords.neighbours(plan.store, candidates).bind(score)
 
-    def _ranked(self, plan: _SearchPlan, sides: _Sides) -> SearchResults:
+    def _ranked(self, plan: SearchPlan, sides: Sides) -> SearchResults:
         """Keyword: by bm25. Hybrid: fused (domain.search.hybrid), then the learnt second stage. The pool does not
         depend on how deep the page ranks, so neither does any score."""
         if plan.mode is SearchMode.KEYWORD:
@@ -271,12 +275,12 @@ class Searching:
         ranking = fuse(sides.candidates, sides.similarity, sides.keyword, sides.links)
         return self._results(plan, sides, _second_stage(plan, sides, ranking))
 
-    def _results(self, plan: _SearchPlan, sides: _Sides, ranking: list[tuple[str, float]]) -> SearchResults:
+    def _results(self, plan: SearchPlan, sides: Sides, ranking: list[tuple[str, float]]) -> SearchResults:
         """The first `limit` of the ranking's related hits (decision 24): a hit is related when its own similarity
         or a thread neighbour's (a reply is as related as what it answers) reaches the model's line
         (`RelevanceRule.line`, from the best of them) with the evidence the model asks for
         (`RelevanceRule.related_hits`); none is when the best is under the relevance floor or no hit has words or
-        similarity enough (`_SearchPlan.related_hits`). The candidates and their similarities do not depend on the
+        similarity enough (`SearchPlan.related_hits`). The candidates and their similarities do not depend on the
         page, so every page of one search keeps the same hits. A keyword search is words only: every hit shares a
         word with the query and stays. A broad question with nothing related answers the scope's memories
         (`_broad`)."""
@@ -292,12 +296,12 @@ class Searching:
             return self._broad(plan, hits)
         return SearchResults(tuple(related[: plan.limit]), limit=plan.limit)
 
-    def _hit(self, plan: _SearchPlan, memory: Memory, similarity: float, score: float) -> ScoredMemory:
+    def _hit(self, plan: SearchPlan, memory: Memory, similarity: float, score: float) -> ScoredMemory:
         """One hit with its similarity, confidence now, rank score and relevance (the model's reading of it)."""
         relevance = plan.rule.relevance(similarity)
         return ScoredMemory(memory, round(similarity, 4), self.ctx.confidence_now(memory), round(score, 4), relevance)
 
-    def _broad(self, plan: _SearchPlan, hits: list[ScoredMemory]) -> SearchResults:
+    def _broad(self, plan: SearchPlan, hits: list[ScoredMemory]) -> SearchResults:
         """Nothing is related to the question: a broad one ("what do you know about me?") answers the candidates
         (the scope's memories nearest to it, every filter passed) ranked by what matters: confidence now (freshness,
         reinforcement), then the latest touched; any other question answers nothing. A broad question about the
@@ -319,7 +323,7 @@ class Searching:
         return SearchResults(tuple(ranked[: plan.limit]), limit=plan.limit, broad=True)
 
 
-def _second_stage(plan: _SearchPlan, sides: _Sides, first: list[tuple[str, float]]) -> list[tuple[str, float]]:
+def _second_stage(plan: SearchPlan, sides: Sides, first: list[tuple[str, float]]) -> list[tuple[str, float]]:
     """The pool (the first DEPTH of each side) reordered by the learnt ranker (domain.search.reranking), the deeper
     candidates after it in the first stage's order. The ranker sees the keyword side only DEPTH deep, as
     the pool was drawn, so how deep a page ranks changes no score."""
@@ -339,123 +343,3 @@ def _second_stage(plan: _SearchPlan, sides: _Sides, first: list[tuple[str, float
     )
     lowest = min((score for _, score in head), default=0.0)
     return head + [(i, min(score, lowest)) for i, score in first if i not in pooled]
-
-
-@frozen
-class _Sides:
-    """What a ranking is computed from: the candidates' records, their cosines, keyword scores and neighbours."""
-
-    memories: dict[str, Memory]
-    candidates: list[str]
-    similarity: dict[str, float]
-    keyword_side: _KeywordSide
-    links: Links
-    pool: list[str]  # the first DEPTH of each side: what the learnt second stage reorders
-
-    @property
-    def keyword(self) -> dict[str, float]:
-        """bm25 / the best, per keyword hit that passed the filters."""
-        return self.keyword_side.scores
-
-
-@frozen
-class _Candidates:
-    """One round of the blend: the dense side's hits, the keyword side's scores and their records."""
-
-    dense: list[tuple[Memory, float]]
-    keyword: _KeywordSide
-
-
-@frozen
-class _Reach:
-    """How deep the keyword index is asked, in hits per hit needed, the hits' records already read, and the
-    hits the store already said the filter rejects (never read)."""
-
-    ratio: float
-    read: tuple[Memory, ...]
-    rejected: frozenset[str] = frozenset()
-
-
-def _sifts(where: MemoryFilter, reach: _Reach) -> bool:
-    """Whether the keyword side asks the store which hits pass before reading them: under a tag or path
-    filter (the keyword index narrows by namespace and scope labels only, so most hits may fail), or once an
-    earlier ask showed that many fail (deleted, expired); otherwise nearly every hit passes and one read of
-    them all is cheaper than a check and then a read."""
-    return bool(where.tags) or where.path is not None or where.path_prefix is not None or reach.ratio > 1.0
-
-
-@frozen
-class _KeywordSide:
-    """The keyword hits that pass the search's filters, scored bm25 / the best of them, and their records."""
-
-    scores: dict[str, float]
-    memories: list[Memory]
-    pooled: list[str]  # the hits the pool takes: the first DEPTH among the first DEPTH * FILTERED_REACH hits
-
-
-@frozen(kw_only=True)
-class _SearchPlan:
-    mode: SearchMode
-    query: str
-    store: str
-    limit: int
-    floor: float
-    where: MemoryFilter
-    relevance: float = 0.0  # the relevance floor: the similarity the best candidate needs (0: off, no judging)
-    rule: RelevanceRule = UNCALIBRATED  # the model's own (SearchPolicy.relevance)
-    rerank: bool = True  # hybrid and keyword rankings go through the learnt second stage (SearchPolicy.rerank)
-
-    @property
-    def judged(self) -> bool:
-        """Whether hits are judged for relevance at all: a relevance floor of 0 turns it off (every candidate)."""
-        return self.relevance > 0.0
-
-    @property
-    def broad(self) -> bool:
-        """Whether the question names no subject of its own (domain.search.relevance.is_broad)."""
-        return is_broad(self.query)
-
-    @property
-    def about_user(self) -> bool:
-        """Whether a broad question asks about the one asking ("what do you know about me?"), judging on (issue 48):
-        its answer is the memories about the user first, not whatever clears the relevance line."""
-        return self.judged and self.broad and asks_about_user(self.query)
-
-    def related(self, best: float) -> bool:
-        """Whether a search has anything related to the query: the best candidate's similarity (or a thread
-        neighbour's) reaches the floor and the model's keep line (decision 24)."""
-        return not self.judged or best >= max(self.relevance, self.rule.floor, self.rule.keep)
-
-    def line(self, best: float) -> float:
-        """The similarity each hit (or its thread neighbour) needs when the best has `best` (0: judging off)."""
-        return self.rule.line(best) if self.judged else -math.inf
-
-    def related_hits(
-        self, hits: list[ScoredMemory], similarity: Callable[[ScoredMemory], float]
-    ) -> list[ScoredMemory] | None:
-        """The hits related to the query, in their order (all of them when judging is off), or None when none is:
-        the best similarity under the floor, or no hit with the evidence the model's rule asks for."""
-        if not hits or not self.judged:
-            return hits
-        if not self.related(max(similarity(hit) for hit in hits)):
-            return None
-        asked = subject_words(self.query)
-        return self.rule.related_hits(hits, similarity, lambda hit: coverage(asked, hit.memory.content))
-
-    @property
-    def thread_prefix(self) -> str | None:
-        """The keyword side's restriction to the filter's namespace (None: the whole store)."""
-        return thread_of(self.where.namespace) if self.where.namespace else None
-
-    @property
-    def keyword_scope(self) -> KeywordScope | None:
-        """The keyword side's restriction to the filter's scope labels (None: any scope)."""
-        return keyword_scope(self.where)
-
-
-def parse_mode(raw: str) -> SearchMode:
-    try:
-        return SearchMode(str(raw).strip().lower())
-    except ValueError:
-        names = ", ".join(m.value for m in SearchMode)
-        raise InvalidValue(f"Unknown search mode {raw!r}: use one of {names}.") from None

@@ -13,6 +13,9 @@ Search with a query is the service's hybrid search over the namespace prefix; wi
 prefix, newest update first. A filter is matched on the value as LangGraph's own stores match it (equality,
 nested dicts, $eq $ne $gt $gte $lt $lte). Operations of a batch run in order, after all have been checked,
 so a batch with a bad operation changes nothing.
+
+It stays one module: the one `BaseStore` LangGraph calls, method for method; what those methods share is in
+modules of their own beside it (ops, writes, labels, value_filters, ttl, index, batcher).
 """
 
 from __future__ import annotations

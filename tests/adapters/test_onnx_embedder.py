@@ -17,11 +17,11 @@ from returns.result import Failure, Result, Success
 from agent_memory.adapters.onnx_embedder import (
     EMBEDDERS,
     OnnxMiniLMEmbedder,
-    _checked_dimension,
     default_model_path,
     default_tokenizer_path,
     make_embedder,
 )
+from agent_memory.adapters.onnx_model import checked_dimension
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.ports import Embedder, Vector
 
@@ -133,7 +133,7 @@ def test_a_model_of_another_dimension_is_refused() -> None:
         def get_outputs(self) -> list[FakeOutput]:
             return [FakeOutput()]
 
-    result = _checked_dimension(FakeSession(), Path("other.onnx"))
+    result = checked_dimension(FakeSession(), Path("other.onnx"))
     assert isinstance(result, Failure)
     assert result.failure().code is ErrorCode.EMBEDDING_ERROR
     assert "768" in result.failure().message
@@ -268,7 +268,8 @@ def test_importing_the_adapter_leaves_the_environment_alone() -> None:
         "import os\n"
         "import agent_memory.adapters.onnx_embedder\n"
         "assert 'ORT_DISABLE_TELEMETRY' not in os.environ, 'set at import time'\n"
-        "agent_memory.adapters.onnx_embedder._ort_errors()\n"
+        "import agent_memory.adapters.onnx_model\n"
+        "agent_memory.adapters.onnx_model.ort_errors()\n"
         "assert os.environ['ORT_DISABLE_TELEMETRY'] == '1'\n"
     )
     env = {key: value for key, value in os.environ.items() if key != "ORT_DISABLE_TELEMETRY"}

@@ -18,16 +18,14 @@ from qdrant_client import QdrantClient, models
 
 import agent_memory.adapters.qdrant.layout as qdrant_layout
 from agent_memory.adapters.qdrant.catalog import QdrantCatalog
-from agent_memory.adapters.qdrant.keywords import (
+from agent_memory.adapters.qdrant.keyword_threads import (
     KEYWORD_PAYLOAD_FIELDS,
     TERMS,
-    QdrantKeywordIndex,
-    keyword_index_for,
-    normalised,
     point_id,
     scope_terms,
     thread_prefixes,
 )
+from agent_memory.adapters.qdrant.keywords import QdrantKeywordIndex, keyword_index_for, normalised
 from agent_memory.adapters.qdrant.keywords import create_collection as _create_collection
 from agent_memory.adapters.qdrant.terms import (
     AVERAGE_LENGTH,

@@ -16,7 +16,8 @@ from agent_memory.domain.errors import ErrorCode
 from agent_memory.domain.service import MemoryService, SearchPolicy
 from agent_memory.entrypoints.door_spec import DoorSpec
 from agent_memory.entrypoints.door_spec import command_from as door_command_from
-from agent_memory.entrypoints.mcp.command_tools import SPECS, ToolSpec, argument_model, run_tool
+from agent_memory.entrypoints.mcp.command_tools import SPECS, ToolSpec
+from agent_memory.entrypoints.mcp.tool_calls import argument_model, run_tool
 from tests.doors.examples import example, seeded
 
 

@@ -20,7 +20,8 @@ from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog
 from agent_memory.adapters.shared.names import store_not_found
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.mcp.command_tools import tool_names
-from agent_memory.entrypoints.mcp.server import build_mcp_http_app, build_mcp_server, run_mcp
+from agent_memory.entrypoints.mcp.http_gate import build_mcp_http_app
+from agent_memory.entrypoints.mcp.server import build_mcp_server, run_mcp
 from agent_memory.entrypoints.settings import load_settings
 from tests.isolation import empty_config
 

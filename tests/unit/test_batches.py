@@ -16,6 +16,7 @@ from agent_memory.adapters.in_memory import (
     InMemoryVectorStore,
     KillableJournal,
 )
+from agent_memory.domain.batch_units import recover
 from agent_memory.domain.commands import CreateMemory
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
@@ -179,5 +180,5 @@ def test_a_refused_commit_rolls_the_batch_back(catalog: InMemoryCatalog, clock: 
 def test_a_store_never_made_drops_its_interrupted_batch(service: MemoryService, journal: KillableJournal) -> None:
     batch = journal.begin(PendingBatch("elsewhere", ("00000000-0000-4000-8000-000000000001",))).unwrap()
     journal.release(batch)
-    assert service.context.recover("elsewhere") == Success((batch,))
+    assert recover(service.context, "elsewhere") == Success((batch,))
     assert journal.interrupted("elsewhere").unwrap() == ()

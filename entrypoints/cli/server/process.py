@@ -13,6 +13,8 @@ its own thread, so status, heartbeats and new clients are answered meanwhile. It
 its place to the successor that client starts and drains, keeping every live session (an MCP stdio session, a long
 command) until it ends, then exits (on Qdrant local mode it runs the other build's commands while a session holds the
 data, and leaves when the sessions end). The environment of a client never replaces it (server_protocol.build_identity).
+It stays one module: its parts share the server's lock, sessions and idle clock (its wire format, streams and
+storages are modules of their own).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from typing import Any
 
 from agent_memory.entrypoints.cli.server import protocol as wire
 from agent_memory.entrypoints.cli.server import streams as routed
-from agent_memory.entrypoints.cli.server.storages import Storages
+from agent_memory.entrypoints.cli.server.storages import Storages, warm_up
 from agent_memory.entrypoints.cli.server.streams import Sender
 
 SWEEP_S = 0.2  # how often the accept loop looks for storages idle past store_idle_seconds
@@ -99,7 +101,7 @@ class MemoryServer:
         self._listen()
         routed.log(f"serving on {self.place.socket} as pid {os.getpid()}")
         routed.log_library_events()
-        threading.Thread(target=_warm_up, args=(warm_backend,), daemon=True).start()
+        threading.Thread(target=warm_up, args=(warm_backend,), daemon=True).start()
         try:
             self._accept_until_done()
         finally:
@@ -459,21 +461,6 @@ class MemoryServer:
 def _arguments(request: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
     env = request.get("env")
     return [str(a) for a in request.get("argv") or []], {str(k): str(v) for k, v in (env or {}).items()}
-
-
-def _warm_up(backend: str | None) -> None:
-    """Import the handlers and the first command's storage library while its client is still connecting."""
-    import importlib
-
-    modules = ["agent_memory.entrypoints.cli.in_process", "agent_memory.entrypoints.cli.handlers"]
-    modules += ["agent_memory.entrypoints.bootstrap", "agent_memory.adapters.onnx_embedder"]
-    if backend is not None:
-        modules += [
-            "agent_memory.adapters.qdrant.catalog" if backend == "qdrant" else "agent_memory.adapters.chroma.catalog"
-        ]
-    for module in modules:
-        with contextlib.suppress(ImportError):
-            importlib.import_module(module)
 
 
 def main(argv: list[str] | None = None) -> None:

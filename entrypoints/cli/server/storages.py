@@ -1,4 +1,5 @@
-"""The memory server's open storages: one per store key, opened at first use, sharing loaded models, closed when idle."""
+"""The memory server's open storages: one per store key, opened at first use, sharing loaded models, closed when idle;
+and the libraries of the first storage imported while its client is still connecting."""
 
 from __future__ import annotations
 
@@ -150,3 +151,18 @@ def _give_back_memory() -> None:
     gc.collect()
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def warm_up(backend: str | None) -> None:
+    """Import the handlers and the first command's storage library while its client is still connecting."""
+    import importlib
+
+    modules = ["agent_memory.entrypoints.cli.in_process", "agent_memory.entrypoints.cli.handlers"]
+    modules += ["agent_memory.entrypoints.bootstrap", "agent_memory.adapters.onnx_embedder"]
+    if backend is not None:
+        modules += [
+            "agent_memory.adapters.qdrant.catalog" if backend == "qdrant" else "agent_memory.adapters.chroma.catalog"
+        ]
+    for module in modules:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)

@@ -1,0 +1,214 @@
+"""The handlers that create memories, one or a batch (at a free path or not), and the steps they share: build, embed,
+settle near-duplicates, write as one unit. Changing a memory is domain/updating.py; taking it out, deleting.py."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from functools import partial
+
+import attrs
+from attrs import evolve, frozen
+from returns.iterables import Fold
+from returns.result import Failure, Result, Success
+
+from agent_memory.domain.batch_units import whole
+from agent_memory.domain.commands import (
+    CreateMemories,
+    CreateMemory,
+)
+from agent_memory.domain.context import Context, optional_path
+from agent_memory.domain.duplicates import (
+    Answer,
+    BatchPlan,
+    Fresh,
+    nearest,
+    parse_duplicate_policy,
+    plan_batch,
+    same_scope,
+)
+from agent_memory.domain.errors import DomainError, invalid_input
+from agent_memory.domain.idempotency import KEYS_ARE_SINGLE, how_to_check, keyed_create, keyed_memory_id
+from agent_memory.domain.model import (
+    Memory,
+    check_store_name,
+    new_memory_id,
+    parse_decay_policy,
+)
+from agent_memory.domain.path_rules import paths_free
+from agent_memory.domain.paths import MemoryPath, parse_memory_path
+from agent_memory.domain.ports import PendingBatch, Vector, VectorStore
+from agent_memory.domain.progress import Count, embedded
+from agent_memory.domain.results import in_turn, validated
+from agent_memory.domain.tenancy import new_memory_namespace
+from agent_memory.domain.views import MemoryView, Progress, quiet
+
+# A command field that names a Memory field sets it as given, but for those read first (the store by name, the
+# namespace and path checked, the decay policy parsed, the time the memory's own).
+_CREATE_READS = frozenset({"store", "namespace", "path", "global_", "decay_policy", "created_at"})
+_MEMORY_FIELDS = attrs.fields(Memory)
+_CREATE_COPIES = tuple(
+    a.name for a in attrs.fields(CreateMemory) if hasattr(_MEMORY_FIELDS, a.name) and a.name not in _CREATE_READS
+)
+
+
+def create_memory(ctx: Context, command: CreateMemory) -> Result[MemoryView, DomainError]:
+    """Store a new memory with a fresh UUID; its confidence starts at 1.0. With a path, the path must be free
+    (DESTINATION_EXISTS otherwise); the store and categories come into being as needed. With an idempotency key,
+    its id comes from the key and a retry answers the memory the first stored (domain.idempotency)."""
+    if command.idempotency_key is not None:
+        return keyed_create(ctx, ctx.keys, command, partial(_create_one, ctx))
+    return _create_one(ctx, command)
+
+
+def _create_one(ctx: Context, command: CreateMemory) -> Result[MemoryView, DomainError]:
+    if command.path is None:
+        return _create_many(ctx, [command]).map(lambda views: views[0])
+    raw_path = command.path
+    return ctx.exclusive(
+        command.store,
+        lambda: (
+            new_memory_namespace(ctx.tenant, command.namespace)
+            .bind(lambda _: parse_memory_path(raw_path))
+            # the batch refuses a taken path (per namespace) under the same lock: one check, not two
+            .bind(lambda path: _create_many(ctx, [evolve(command, path=str(path))]))
+            .map(lambda views: views[0])
+        ),
+    )
+
+
+def create_memories(ctx: Context, command: CreateMemories) -> Result[list[MemoryView], DomainError]:
+    """Store a batch, embedded a slice at a time (progress counts the memories embedded; a store's part is written
+    once all of it is embedded); all are validated before any is written. Idempotency keys are for single creates."""
+    if any(each.idempotency_key is not None for each in command.memories):
+        return Failure(invalid_input(KEYS_ARE_SINGLE))
+    return _create_many(ctx, command.memories, command.progress)
+
+
+def _create_many(
+    ctx: Context, commands: Sequence[CreateMemory], progress: Progress = quiet
+) -> Result[list[MemoryView], DomainError]:
+    steps, now = Creating(ctx), ctx.clock.now()
+    built = Fold.collect([steps._new_memory(command, now) for command in commands], Success(()))
+    return built.bind(lambda batch: steps._write_batch(batch, Count(len(batch), progress)))
+
+
+@frozen
+class Creating:
+    """The steps of a create, one memory or a batch, on one context."""
+
+    ctx: Context
+
+    def _new_memory(self, command: CreateMemory, now: datetime) -> Result[Fresh, DomainError]:
+        created = command.created_at or now
+        return parse_duplicate_policy(command.on_duplicate, self.ctx.policy.on_duplicate).bind(
+            lambda policy: (
+                new_memory_namespace(self.ctx.tenant, command.namespace)
+                .bind(
+                    lambda namespace: optional_path(command.path).bind(
+                        lambda path: self._built(command, created, namespace, path)
+                    )
+                )
+                .map(lambda memory: Fresh(memory, policy))
+            )
+        )
+
+    def _built(
+        self, command: CreateMemory, created: datetime, namespace: tuple[str, ...], path: MemoryPath | None
+    ) -> Result[Memory, DomainError]:
+        return validated(
+            lambda: Memory(
+                id=new_memory_id()
+                if command.idempotency_key is None
+                else keyed_memory_id(
+                    check_store_name(command.store or self.ctx.policy.default_store), namespace, command.idempotency_key
+                ),
+                created_at=created,
+                updated_at=created,
+                store=check_store_name(command.store or self.ctx.policy.default_store),
+                namespace=namespace,
+                path=path,
+                global_=bool(command.global_),
+                decay_policy=parse_decay_policy(command.decay_policy),
+                **{name: getattr(command, name) for name in _CREATE_COPIES},
+            )
+        )
+
+    def _write_batch(self, batch: tuple[Fresh, ...], count: Count) -> Result[list[MemoryView], DomainError]:
+        by_store: dict[str, list[int]] = {}
+        for index, fresh in enumerate(batch):
+            by_store.setdefault(fresh.memory.store, []).append(index)
+        answers: dict[int, MemoryView] = {}
+
+        def write(store_name: str, indexes: list[int]) -> Result[None, DomainError]:
+            part = [batch[index] for index in indexes]
+            return self.ctx.exclusive(store_name, partial(self._write_new, store_name, part, count)).map(
+                lambda views: answers.update(zip(indexes, views, strict=True))
+            )
+
+        written = in_turn(by_store.items(), lambda item: write(*item)).lash(
+            lambda error: how_to_check([fresh.memory for fresh in batch], error)
+        )
+        return written.map(lambda _: [answers[index] for index in range(len(batch))])
+
+    def _write_new(self, store_name: str, batch: list[Fresh], count: Count) -> Result[list[MemoryView], DomainError]:
+        return (
+            self.ctx.open(store_name, create=True)
+            .bind(self.ctx.check_model)
+            .bind(lambda store: paths_free(store, [fresh.memory for fresh in batch]))
+            .bind(lambda store: self._store_new(store, store_name, batch, count))
+        )
+
+    def _store_new(
+        self, store: VectorStore, store_name: str, batch: list[Fresh], count: Count
+    ) -> Result[list[MemoryView], DomainError]:
+        """Embed the batch (a slice at a time, each counted), settle its near-duplicates (one nearest-neighbour
+        query each, reusing its vector), then add the new memories, change the ones updated and index their words
+        as one unit: a failure or a kill part-way leaves none of it (the journal records the new ids and the
+        updated memories as they were before the first write; the next open takes a killed batch back out)."""
+        return (
+            embedded(self.ctx.embedder, [fresh.memory.content for fresh in batch], count)
+            .bind(
+                lambda vectors: plan_batch(
+                    batch, vectors, partial(self._neighbours, store), self.ctx.policy.duplicate_similarity
+                )
+            )
+            .bind(
+                lambda plan: whole(
+                    self.ctx,
+                    store,
+                    PendingBatch(store_name, tuple(plan.added), tuple(old for old, _, _ in plan.changed.values())),
+                    partial(self._write_plan, store, store_name, plan),
+                ).map(lambda _: [self._answer(plan, answer) for answer in plan.answers])
+            )
+        )
+
+    def _neighbours(
+        self, store: VectorStore, memory: Memory, vector: Vector
+    ) -> Result[list[tuple[Memory, float]], DomainError]:
+        where = evolve(same_scope(memory), alive_at=memory.updated_at)
+        threshold = self.ctx.policy.duplicate_similarity or 0.0  # only asked when there is one
+        return nearest(lambda limit: store.query(vector, where, limit), threshold)
+
+    def _write_plan(self, store: VectorStore, store_name: str, plan: BatchPlan) -> Result[None, DomainError]:
+        added = [memory for memory, _ in plan.added.values()]
+        stored = (store.add(added, [vector for _, vector in plan.added.values()]) if added else Success(None)).bind(
+            lambda _: self.ctx.index_keywords(store_name, added)
+        )
+        changed = list(plan.changed.values())
+        return (
+            stored.bind(
+                lambda _: (
+                    store.replace([after for _, after, _ in changed], [vector for _, _, vector in changed])
+                    if changed
+                    else Success(None)
+                )
+            )
+            .bind(lambda _: in_turn(changed, lambda change: self.ctx.reindex_words(change[0], change[1])))
+            .map(lambda _: None)
+        )
+
+    def _answer(self, plan: BatchPlan, answer: Answer) -> MemoryView:
+        return evolve(
+            self.ctx.view(plan.final(answer.memory_id)), duplicates=answer.duplicates, on_duplicate=answer.action
+        )
