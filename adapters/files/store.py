@@ -21,8 +21,7 @@ from contextlib import contextmanager, suppress
 from functools import partial
 from pathlib import Path
 
-import attrs
-from attrs import define, evolve, field
+from attrs import define, evolve, field, fields
 from returns.result import Failure, Result, Success
 
 from agent_memory.adapters.files.directory import Batch, StoreFiles
@@ -48,7 +47,7 @@ from agent_memory.domain.ports import Vector, VectorStore
 
 def _same_but_store(one: Memory, other: Memory) -> bool:
     """Equal in every field but `store`, which for a file is where it lies (compared without re-validating)."""
-    return all(getattr(one, f.name) == getattr(other, f.name) for f in attrs.fields(Memory) if f.name != "store")
+    return all(getattr(one, f.name) == getattr(other, f.name) for f in fields(Memory) if f.name != "store")
 
 
 @define
