@@ -13,6 +13,7 @@ import pytest
 
 from agent_memory.adapters.chroma.catalog import ChromaCatalog
 from agent_memory.adapters.chroma.node_mirror import NodeMirrors
+from agent_memory.adapters.claimed_store import ClaimingCatalog
 from agent_memory.adapters.in_memory import HashingEmbedder
 from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
 from agent_memory.domain.service import MemoryService
@@ -33,8 +34,11 @@ def node(folder: Path, server: ChromaServer, collection: str) -> MemoryService:
 
 
 def mirrors(service: MemoryService) -> NodeMirrors:
-    assert isinstance(service.catalog, ChromaCatalog) and service.catalog.node is not None
-    return service.catalog.node
+    catalog = service.catalog
+    if isinstance(catalog, ClaimingCatalog):  # over a server the engine's catalog sits under the path claims
+        catalog = catalog.inner
+    assert isinstance(catalog, ChromaCatalog) and catalog.node is not None
+    return catalog.node
 
 
 def found(service: MemoryService, query: str, **scope: str) -> list[str]:
