@@ -18,7 +18,8 @@ from returns.iterables import Fold
 from returns.result import Failure, Result, Success
 
 from agent_memory.domain.batch_units import whole
-from agent_memory.domain.commands import Asks, UpdateMemory, doc
+from agent_memory.domain.command_docs import doc
+from agent_memory.domain.commands import Asks, UpdateMemory
 from agent_memory.domain.context import Context, is_memory_id, keyword_entry
 from agent_memory.domain.errors import DomainError, ErrorCode, not_found
 from agent_memory.domain.loading import load_live, load_ref, readable

@@ -1,23 +1,21 @@
 """What callers ask the use cases for: one attrs command per use case, each field describing itself once.
 
-A field's `metadata` holds its `FieldDoc`: the sentence a door shows for it, its bounds and its choices. The doors
-build their arguments from these (the MCP tools in entrypoints/mcp/command_tools.py), and the table of handlers
-(domain/dispatch.py) hands a command to its handler. Commands hold raw user input (strings for enums and paths): the
-handler validates it, so every door refuses a bad value the same way.
-
-It stays one module: the doors read the commands as one table, and the recipes for a new command or field edit it
-in one place (tests/doors/test_command_recipe.py, tests/contract/test_add_a_field.py).
+This is the one place a command is declared (the recipe in architecture.md, "A command"): a frozen attrs class
+saying what it `Asks` for, each field with its `doc(...)` (domain/command_docs.py: the sentence, bounds and choices
+a door shows). The doors build their arguments from these (the MCP tools in entrypoints/mcp/command_tools.py), and
+the table of handlers (domain/dispatch.py) hands a command to its handler. Commands hold raw user input (strings for
+enums and paths): the handler validates it, so every door refuses a bad value the same way. The commands are grouped
+by subject: memories, maintenance, stores and categories, then the in-process batches, export and import.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from attrs import NOTHING, Attribute, field, fields, frozen
+from attrs import field, frozen
 
+from agent_memory.domain.command_docs import doc
 from agent_memory.domain.duplicates import DUPLICATE_POLICIES
 from agent_memory.domain.model import MAX_CONTENT_CHARS, DecayPolicy, Memory
 from agent_memory.domain.paging import MAX_DESCRIPTION, MAX_PAGE, MAX_RECENT
@@ -40,7 +38,6 @@ from agent_memory.domain.views import (
 
 T = TypeVar("T", covariant=True)
 
-FIELD_DOC = "agent_memory.field_doc"
 SEARCH_MODES = ("hybrid", "semantic", "keyword")
 DECAY_POLICIES = tuple(policy.value for policy in DecayPolicy)
 
@@ -49,40 +46,6 @@ class Asks(Generic[T]):
     """The base of every command: what its handler answers with, so `dispatch` is typed per command."""
 
     __slots__ = ()
-
-
-@frozen(kw_only=True)
-class FieldDoc:
-    """What a door tells its caller about one command field: a sentence, numeric bounds, and the allowed values."""
-
-    text: str
-    least: float | None = None
-    most: float | None = None
-    choices: tuple[str, ...] = ()
-    max_length: int | None = None
-
-
-def doc(
-    text: str,
-    *,
-    least: float | None = None,
-    most: float | None = None,
-    choices: tuple[str, ...] = (),
-    max_length: int | None = None,
-) -> Mapping[str, FieldDoc]:
-    """A field's metadata: `field(metadata=doc("…"))`."""
-    return {FIELD_DOC: FieldDoc(text=text, least=least, most=most, choices=choices, max_length=max_length)}
-
-
-def field_doc(attribute: Attribute[Any]) -> FieldDoc:
-    """The FieldDoc of a command field (every command field has one; a test checks it)."""
-    found = attribute.metadata.get(FIELD_DOC)
-    return found if isinstance(found, FieldDoc) else FieldDoc(text="")
-
-
-def is_required(attribute: Attribute[Any]) -> bool:
-    """Whether a command field must be given (it has no default)."""
-    return attribute.default is NOTHING
 
 
 # --- the sentences several commands share -----------------------------------------------------------------------
@@ -451,19 +414,3 @@ class ImportMemories(Asks[ImportReport]):
 
 
 Command = Asks[Any]  # any command; the table of handlers (domain/dispatch.py) lists them
-
-
-def command_name(command: type[Any]) -> str:
-    """The name a door gives a command it presents as it is: CountMemories → count_memories (MCP's tool; the CLI
-    and REST say count-memories)."""
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", command.__name__).lower()
-
-
-def command_doc(command: type[Any]) -> str:
-    """A command's docstring on one line: what a door says of a command it presents as it is."""
-    return " ".join((command.__doc__ or command.__name__).split())
-
-
-def command_fields(command: type[Any]) -> tuple[Attribute[Any], ...]:
-    """A command's fields in declaration order (every command is an attrs class)."""
-    return tuple(fields(command))

@@ -21,6 +21,7 @@ from cattrs.errors import BaseValidationError
 from returns.result import Failure, Result, Success
 
 from agent_memory.domain import commands as c
+from agent_memory.domain.command_docs import command_fields
 from agent_memory.domain.errors import DomainError, invalid_input
 from agent_memory.entrypoints.json_codec import JSON
 from agent_memory.entrypoints.timestamps import not_a_timestamp, parse_iso
@@ -48,7 +49,7 @@ class DoorSpec:
         """The command's fields the door offers, in the command's order (none for an entry running no command)."""
         if self.command is None:
             return ()
-        return tuple(a.name for a in c.command_fields(self.command) if a.name not in self.omit)
+        return tuple(a.name for a in command_fields(self.command) if a.name not in self.omit)
 
 
 def command_from(

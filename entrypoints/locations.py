@@ -1,6 +1,6 @@
 """Where settings come from, in the standard library only: default paths and the environment variables they read.
 
-The `memory` command's thin client (cli_client.py) resolves the data directory and backend with these before it
+The `memory` command's thin client (cli/client.py) resolves the data directory and backend with these before it
 knows whether it will import anything else; settings.py builds the full, validated Settings on top of them.
 """
 

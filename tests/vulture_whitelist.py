@@ -14,8 +14,8 @@ _.graph_optimization_level  # unused attribute (adapters/onnx_model.py:160)
 _.inter_op_num_threads  # unused attribute (adapters/onnx_model.py:162)
 
 # domain: the update flag read by name (stored(clear_with=...)), the public Command alias, an attrs default
-clear_expiry  # unused variable (domain/commands.py:215)
-Command  # unused variable (domain/commands.py:438)
+clear_expiry  # unused variable (domain/commands.py:193)
+Command  # unused variable (domain/commands.py:416)
 _._build_context  # unused method (domain/service.py:71)
 
 # entrypoints: uvicorn's and Litestar's hooks, LangChain's and LangGraph's interfaces, OpenAPI schema attributes,

@@ -12,6 +12,7 @@ from attrs import evolve
 from returns.result import Failure, Result, Success
 
 from agent_memory.domain import commands as c
+from agent_memory.domain.command_docs import command_fields
 from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
 from agent_memory.domain.dispatch import commands, dispatch
 from agent_memory.domain.errors import DomainError, invalid_input
@@ -77,7 +78,7 @@ def command_from(
         names={argument["field"]: argument["name"].lstrip("-") for argument in offered},
         omit={
             attribute.name: "not among the subcommand's arguments"
-            for attribute in c.command_fields(command)
+            for attribute in command_fields(command)
             if attribute.name not in {argument["field"] for argument in offered}
             and attribute.name not in entry["common_fields"]
         },
@@ -142,7 +143,7 @@ _REPEAT_KEYS = ("id", "duplicates", "on_duplicate")
 
 
 # a JSON Lines record holds CreateMemory's fields (`global` for global_), so a new field is accepted with no edit
-_JSONL_FIELDS = {"global" if a.name == "global_" else a.name for a in c.command_fields(CreateMemory)}
+_JSONL_FIELDS = {"global" if a.name == "global_" else a.name for a in command_fields(CreateMemory)}
 
 
 # JSON escapes for the characters other tools (and str.splitlines) take for line breaks

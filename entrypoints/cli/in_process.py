@@ -44,7 +44,7 @@ def _settings_flags(args: Any) -> dict[str, object]:
 
 def run(argv: Sequence[str], *, env: Mapping[str, str] | None = None, services: Services | None = None) -> int:
     """Run one command and return its exit code; every failure is a JSON object on stderr. The memory server
-    (cli_server.py) passes the client's environment and its own, long-lived services; alone, it builds one."""
+    (cli/server/process.py) passes the client's environment and its own, long-lived services; alone, it builds one."""
     from agent_memory.entrypoints.json_codec import has_lone_surrogate
 
     broken = next((number for number, arg in enumerate(argv, start=1) if has_lone_surrogate(arg)), None)
@@ -263,7 +263,7 @@ def run_guarded(argv: Sequence[str], *, env: Mapping[str, str] | None = None, se
 
 
 def main() -> None:
-    """In-process entry point (the thin client, cli_client.py, calls it when the command runs here)."""
+    """In-process entry point (the thin client, cli/client.py, calls it when the command runs here)."""
     try:
         code = run_guarded(sys.argv[1:])
     except KeyboardInterrupt:

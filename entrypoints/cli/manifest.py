@@ -23,6 +23,7 @@ from typing import Any
 from attrs import NOTHING, Attribute, frozen
 
 from agent_memory.domain import commands as c
+from agent_memory.domain.command_docs import command_doc, command_fields, command_name, field_doc, is_required
 from agent_memory.domain.dispatch import commands
 from agent_memory.entrypoints.door_spec import DoorSpec
 
@@ -312,7 +313,7 @@ def table_specs(specs: tuple[CliSpec, ...] = SPECS) -> tuple[CliSpec, ...]:
     spec presents: named as the command (CountMemories → count-memories), its docstring as help, every field a flag."""
     presented = {kind for spec in specs for kind in (spec.command, *spec.also) if kind is not None}
     return tuple(
-        CliSpec(name=c.command_name(kind).replace("_", "-"), help=_help(c.command_doc(kind)), command=kind)
+        CliSpec(name=command_name(kind).replace("_", "-"), help=_help(command_doc(kind)), command=kind)
         for kind in commands()
         if kind not in presented
     )
@@ -335,7 +336,7 @@ def _kind(attribute: Attribute[Any], hints: Mapping[str, Any]) -> str:
 
 
 def _argument(spec: CliSpec, attribute: Attribute[Any], hints: Mapping[str, Any]) -> dict[str, Any]:
-    name, kind, doc = attribute.name, _kind(attribute, hints), c.field_doc(attribute)
+    name, kind, doc = attribute.name, _kind(attribute, hints), field_doc(attribute)
     cli_name = spec.names.get(name, name).replace("_", "-")
     positional = name in spec.positional
     default = attribute.default if attribute.default is not NOTHING else None
@@ -344,7 +345,7 @@ def _argument(spec: CliSpec, attribute: Attribute[Any], hints: Mapping[str, Any]
     dest = name if kind == "list" or name == "global_" else cli_name.replace("-", "_")
     if kind == "list" and name not in spec.names:
         cli_name = cli_name.removesuffix("s")  # --tag, --citation: one per flag, repeated
-    required = (c.is_required(attribute) or name in spec.required) and name not in spec.optional
+    required = (is_required(attribute) or name in spec.required) and name not in spec.optional
     return {
         "field": name,
         "name": cli_name if positional else f"--{cli_name}",
@@ -388,7 +389,7 @@ def subcommand(spec: CliSpec) -> dict[str, Any]:
     arguments: list[dict[str, Any]] = []
     if spec.command is not None:
         hints = typing.get_type_hints(spec.command)
-        offered = [a for a in c.command_fields(spec.command) if a.name not in spec.omit and a.name not in COMMON_FIELDS]
+        offered = [a for a in command_fields(spec.command) if a.name not in spec.omit and a.name not in COMMON_FIELDS]
         by_name = {a.name: a for a in offered}
         ordered = [by_name[name] for name in spec.positional] + [a for a in offered if a.name not in spec.positional]
         arguments = [_argument(spec, attribute, hints) for attribute in ordered]
@@ -397,7 +398,7 @@ def subcommand(spec: CliSpec) -> dict[str, Any]:
         "help": spec.help,
         "command": None if spec.command is None else spec.command.__name__,
         "group": spec.group,
-        "common_fields": sorted(COMMON_FIELDS & {a.name for a in c.command_fields(spec.command)})
+        "common_fields": sorted(COMMON_FIELDS & {a.name for a in command_fields(spec.command)})
         if spec.command is not None
         else [],
         "arguments": arguments + [_option(option) for option in spec.extra],

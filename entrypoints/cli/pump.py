@@ -1,6 +1,6 @@
 """The thin client's longer conversations with the memory server: an MCP stdio session, `server status`, `list`, `stop`.
 
-Standard library only, like cli_client.py.
+Standard library only, like cli/client.py.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from attrs import field, frozen
 from mcp.types import ToolAnnotations
 
 from agent_memory.domain import commands as c
+from agent_memory.domain.command_docs import command_doc, command_fields, command_name
 from agent_memory.domain.dispatch import commands
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints import json_codec as out
@@ -309,14 +310,14 @@ def tool_specs() -> tuple[ToolSpec, ...]:
 
 
 def _plain_spec(kind: type[c.Asks[Any]]) -> ToolSpec:
-    name = c.command_name(kind)
+    name = command_name(kind)
     return ToolSpec(
         name=name,
         command=kind,
-        title=c.command_doc(kind).split(". ")[0].removesuffix("."),
-        description=c.command_doc(kind),
+        title=command_doc(kind).split(". ")[0].removesuffix("."),
+        description=command_doc(kind),
         render=_by(out.outcome_json),
-        names={"global_": "global"} if "global_" in {a.name for a in c.command_fields(kind)} else {},
+        names={"global_": "global"} if "global_" in {a.name for a in command_fields(kind)} else {},
         output="any",
     )
 

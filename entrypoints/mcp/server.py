@@ -157,7 +157,7 @@ class _Server(MCPServer[Any]):
 
 @frozen
 class StdioSession:
-    """An MCP stdio session inside the memory server (cli_server.py): the server's service builder and lock, the
+    """An MCP stdio session inside the memory server (cli/server/process.py): the server's service builder and lock, the
     client's connection as stdin/stdout, and `ready`, called once the session starts serving."""
 
     services: Callable[[Settings], Result[MemoryService, DomainError]]

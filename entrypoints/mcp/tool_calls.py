@@ -14,6 +14,7 @@ from pydantic import Field, create_model
 from returns.result import Failure, Result
 
 from agent_memory.domain import commands as c
+from agent_memory.domain.command_docs import command_fields, field_doc, is_required
 from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.errors import DomainError, invalid_input
 from agent_memory.domain.service import MemoryService
@@ -46,11 +47,11 @@ def argument_model(spec: ToolSpec) -> type[ArgModelBase]:
     """The pydantic model the MCP SDK validates a call's arguments with (its JSON schema is the tool's)."""
     hints = typing.get_type_hints(spec.command)
     definitions: dict[str, Any] = {}
-    for attribute in c.command_fields(spec.command):
+    for attribute in command_fields(spec.command):
         if attribute.name in spec.omit:
             continue
-        described = c.field_doc(attribute)
-        required = c.is_required(attribute) or attribute.name in spec.required
+        described = field_doc(attribute)
+        required = is_required(attribute) or attribute.name in spec.required
         default = spec.defaults.get(attribute.name, ... if required else attribute.default)
         if isinstance(default, tuple):
             default = list(default)

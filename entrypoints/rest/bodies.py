@@ -17,7 +17,8 @@ from litestar.typing import FieldDefinition
 from returns.result import Failure, Result, Success
 
 from agent_memory.domain import commands as c
-from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory, doc, field_doc
+from agent_memory.domain.command_docs import doc, field_doc
+from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
 from agent_memory.domain.errors import DomainError, invalid_input
 from agent_memory.entrypoints.json_codec import parse_iso
 from agent_memory.entrypoints.rest.contract import NAMESPACE_TEXT, REF, STORE, field_schema

@@ -17,6 +17,7 @@ from litestar.openapi.spec import Schema as OpenAPISchema
 from litestar.status_codes import HTTP_204_NO_CONTENT
 
 from agent_memory.domain import commands as c
+from agent_memory.domain.command_docs import field_doc
 from agent_memory.domain.model import (
     MAX_LABEL_CHARS,
     MAX_LIST_ITEMS,
@@ -103,7 +104,7 @@ def _optional(hint: Any) -> bool:
 def field_schema(command: type[Any], attribute: attrs.Attribute[Any], hint: Any = None) -> Schema:
     """The JSON Schema keywords that say what the use case refuses in this command field: its FieldDoc's bounds and
     choices, then the rule its name stands for (a guard namespace, given, must name a tenant: at least one label)."""
-    described = c.field_doc(attribute)
+    described = field_doc(attribute)
     schema: Schema = {}
     if described.least is not None:
         schema["minimum"] = described.least

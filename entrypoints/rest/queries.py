@@ -15,7 +15,7 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.params import Parameter, PathParameter
 from returns.result import Result
 
-from agent_memory.domain import commands as c
+from agent_memory.domain.command_docs import command_fields, field_doc
 from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.service import MemoryService
@@ -60,8 +60,8 @@ def _parameters(route: QueryRoute) -> list[inspect.Parameter]:
     """The handler's parameters: the door, then each command field as a path or query parameter."""
     hints = typing.get_type_hints(route.command)
     made = [inspect.Parameter("door", inspect.Parameter.KEYWORD_ONLY, annotation=NamedDependency[Door])]
-    for attribute in c.command_fields(route.command):
-        name, described = attribute.name, c.field_doc(attribute)
+    for attribute in command_fields(route.command):
+        name, described = attribute.name, field_doc(attribute)
         # what the use case refuses, in the document only (rest/contract.py); the bounds Litestar checks itself
         constraints = {
             key: value

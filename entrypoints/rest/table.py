@@ -16,6 +16,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
 
 from agent_memory.domain import commands as c
+from agent_memory.domain.command_docs import command_fields, command_name
 from agent_memory.domain.dispatch import commands, dispatch
 from agent_memory.entrypoints import json_codec as out
 from agent_memory.entrypoints.door_spec import DoorSpec, command_from
@@ -31,7 +32,7 @@ NOT_ROUTED: Mapping[type[c.Asks[Any]], str] = {
 
 def route_name(kind: type[c.Asks[Any]]) -> str:
     """The command's name in the route: CountMemories → count-memories."""
-    return c.command_name(kind).replace("_", "-")
+    return command_name(kind).replace("_", "-")
 
 
 def routed() -> dict[str, type[c.Asks[Any]]]:
@@ -41,7 +42,7 @@ def routed() -> dict[str, type[c.Asks[Any]]]:
 
 def door_spec(kind: type[c.Asks[Any]]) -> DoorSpec:
     """The route's spec of a command: its name in the route, every field by its name (`global` for global_)."""
-    names = {"global_": "global"} if "global_" in {a.name for a in c.command_fields(kind)} else {}
+    names = {"global_": "global"} if "global_" in {a.name for a in command_fields(kind)} else {}
     return DoorSpec(name=route_name(kind), command=kind, names=names)
 
 

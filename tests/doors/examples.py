@@ -16,6 +16,7 @@ import pytest
 from attrs import NOTHING
 
 from agent_memory.domain import commands as c
+from agent_memory.domain.command_docs import command_fields
 from agent_memory.domain.model import Memory
 from agent_memory.domain.service import MemoryService
 from agent_memory.domain.views import StoreOutline
@@ -79,7 +80,7 @@ def seeded(service: MemoryService) -> MemoryService:
 def given_fields(command: c.Asks[Any]) -> dict[str, Any]:
     """The example's fields that differ from the command's defaults, as JSON values (lists, ISO 8601 strings)."""
     given: dict[str, Any] = {}
-    for attribute in c.command_fields(type(command)):
+    for attribute in command_fields(type(command)):
         value = getattr(command, attribute.name)
         if attribute.default is not NOTHING and value == attribute.default:
             continue

@@ -15,6 +15,7 @@ from attrs import field, frozen
 from returns.result import Success
 
 from agent_memory.domain import commands as c
+from agent_memory.domain.command_docs import command_fields
 from agent_memory.domain.dispatch import commands
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.cli import handlers as cli_handlers
@@ -83,7 +84,7 @@ def test_every_command_runs_from_the_cli(
 def test_each_field_is_offered_or_left_out_with_a_reason(name: str) -> None:
     spec = _BY_NAME[name]
     assert spec.command is not None
-    fields = {attribute.name for attribute in c.command_fields(spec.command)}
+    fields = {attribute.name for attribute in command_fields(spec.command)}
     presented = set(spec.omit) | set(spec.positional) | set(spec.names) | set(spec.wording) | spec.negatable
     assert presented <= fields, f"`memory {name}` presents fields {spec.command.__name__} does not have"
     assert all(spec.omit.values()), f"`memory {name}` leaves a field out without saying why"

@@ -11,6 +11,7 @@ from returns.result import Failure, Success
 from agent_memory.adapters.clock import FixedClock
 from agent_memory.adapters.in_memory import HashingEmbedder, InMemoryCatalog
 from agent_memory.domain import commands as c
+from agent_memory.domain.command_docs import command_fields, field_doc, is_required
 from agent_memory.domain.dispatch import commands, dispatch
 from agent_memory.domain.errors import ErrorCode
 from agent_memory.domain.service import MemoryService, SearchPolicy
@@ -23,8 +24,8 @@ from tests.doors.examples import example, seeded
 
 def test_every_command_field_describes_itself() -> None:
     for command in commands():
-        for attribute in c.command_fields(command):
-            assert c.field_doc(attribute).text, f"{command.__name__}.{attribute.name} has no description"
+        for attribute in command_fields(command):
+            assert field_doc(attribute).text, f"{command.__name__}.{attribute.name} has no description"
 
 
 def test_every_command_of_the_module_has_a_handler() -> None:
@@ -88,12 +89,12 @@ def _schema(spec: ToolSpec) -> dict[str, typing.Any]:
 def test_each_tool_shows_its_commands_fields_with_their_descriptions_and_bounds() -> None:
     for spec in SPECS:
         properties = _schema(spec)["properties"]
-        for attribute in c.command_fields(spec.command):
+        for attribute in command_fields(spec.command):
             if attribute.name in spec.omit:
                 assert spec.names.get(attribute.name, attribute.name) not in properties
                 continue
             shown = properties[spec.names.get(attribute.name, attribute.name)]
-            described = c.field_doc(attribute)
+            described = field_doc(attribute)
             sentence = spec.wording.get(attribute.name, described.text)
             assert shown["description"].startswith(sentence), (spec.name, attribute.name)
             text = str(shown)
@@ -136,8 +137,8 @@ def test_required_fields_are_required_by_the_tool(spec: ToolSpec) -> None:
     required = set(_schema(spec).get("required", []))
     expected = {
         spec.names.get(a.name, a.name)
-        for a in c.command_fields(spec.command)
-        if c.is_required(a) or a.name in spec.required
+        for a in command_fields(spec.command)
+        if is_required(a) or a.name in spec.required
     }
     if spec.alternates:  # the memory is one of path_or_id, path and id: none of them alone is required
         expected -= {spec.names.get("ref", "ref")}
@@ -166,14 +167,14 @@ def test_the_rest_bodies_describe_their_fields_from_the_same_commands(service: M
     assert set(bodies[c.CreateStore]["properties"]) == {"name"}
     assert set(bodies[c.CreateCategory]["properties"]) == {"path", "description"}  # the body's wire name: path
     for command, body in bodies.items():
-        for attribute in c.command_fields(command):
+        for attribute in command_fields(command):
             renamed = {"global_": "global", "path_prefix": "category"}
             if command is c.CreateCategory:
                 renamed = {"category": "path"}
             wire = renamed.get(attribute.name, attribute.name)
             shown = body["properties"].get(wire)
             if shown is not None:
-                assert shown["description"] == c.field_doc(attribute).text, (command.__name__, attribute.name)
+                assert shown["description"] == field_doc(attribute).text, (command.__name__, attribute.name)
 
 
 def test_a_search_tool_reports_the_limit_the_service_used(catalog: InMemoryCatalog, clock: FixedClock) -> None:
@@ -197,7 +198,7 @@ def test_the_prune_body_offers_every_field_of_its_command_but_the_query_paramete
     from agent_memory.entrypoints.rest.bodies import PruneRequest
 
     in_query = {"store", "namespace"}
-    wanted = {attribute.name for attribute in c.command_fields(c.PruneMemories)} - in_query
+    wanted = {attribute.name for attribute in command_fields(c.PruneMemories)} - in_query
     assert {attribute.name for attribute in attrs.fields(PruneRequest)} == wanted
 
 

@@ -13,6 +13,7 @@ from litestar.di import Provide
 from litestar.testing import TestClient
 
 from agent_memory.domain import commands as c
+from agent_memory.domain.command_docs import field_doc
 from agent_memory.domain.dispatch import commands, dispatch
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.rest.app import build_app
@@ -74,7 +75,7 @@ def test_category_and_path_prefix_at_once_is_400_saying_which_to_keep(client: Te
 
 def test_the_search_body_documents_category_and_deprecates_path_prefix(client: TestClient[Any]) -> None:
     body = schema_of(client.get("/openapi.json").json(), "/search")["properties"]
-    command_text = c.field_doc(attrs.fields(c.SearchMemories).path_prefix).text
+    command_text = field_doc(attrs.fields(c.SearchMemories).path_prefix).text
     assert body["category"]["description"] == command_text and not body["category"].get("deprecated")
     assert body["path_prefix"]["deprecated"] is True
 
@@ -95,7 +96,7 @@ def test_reinforce_and_move_are_operations_of_their_own_with_bodies_from_the_com
         body = schema_of(document, "/reinforce" if command is c.ReinforceMemory else "/move")
         assert set(body["properties"]) == wire and "ref" in body["required"]
         for name in wire:
-            assert body["properties"][name]["description"] == c.field_doc(attrs.fields_dict(command)[name]).text
+            assert body["properties"][name]["description"] == field_doc(attrs.fields_dict(command)[name]).text
         assert not operation.get("deprecated")
     old = document["paths"]["/memories/{ref}"]["post"]
     assert old["deprecated"] is True
@@ -183,7 +184,7 @@ def test_a_get_route_takes_its_commands_fields_as_query_parameters(
     fields = attrs.fields_dict(command)
     assert set(queries) == set(fields) - QUERY_ROUTES[(route, command)]
     for name, shown in queries.items():
-        described = c.field_doc(fields[name])
+        described = field_doc(fields[name])
         if name != "namespace":  # the guard is written 'user/u-123' in a query, a list of labels elsewhere
             assert shown["description"] == described.text, name
         if described.least is not None:

@@ -1,28 +1,21 @@
 """The local memory server: the `memory` command's handlers behind a Unix socket, one process per user (per HOME).
 
-Started detached by the thin client (cli_client.py), it runs each request with the same code as the in-process
-command (cli.run_guarded), on the client's arguments, environment, cwd, umask and stdin, and sends back the exact
-bytes of stdout and stderr and the exit code (a terminal's stderr as it is written: a progress bar moves). It serves
-every data directory and backend its requests name: each storage (catalog, keywords, locks) is opened at its first
-request and kept warm, one per storage setting (store key); storages with the same model share one loaded embedder;
-a storage unused for `store_idle_seconds` is closed (its engine clients, Qdrant local mode's folder lock) and its
-memory given back, and an embedder no open storage uses is dropped. Every request gets a service with its own policy
-settings. Requests run one at a time (the doors' rule: read-check-write steps never interleave); each connection has
-its own thread, so status, heartbeats and new clients are answered meanwhile. It stops after an idle time, on
-`memory server stop` or SIGTERM. A client of another build (an upgrade, another interpreter) makes it retire: it hands
-its place to the successor that client starts and drains, keeping every live session (an MCP stdio session, a long
-command) until it ends, then exits (on Qdrant local mode it runs the other build's commands while a session holds the
-data, and leaves when the sessions end). The environment of a client never replaces it (server_protocol.build_identity).
-It stays one module: its parts share the server's lock, sessions and idle clock (its wire format, streams and
-storages are modules of their own).
+Started detached by the thin client (cli/client.py), it takes each connection on a thread of its own and runs its
+request (running.py: a command on the client's streams, or an MCP session) one at a time (the doors' rule:
+read-check-write steps never interleave), so status, heartbeats and new clients are answered meanwhile. This module is
+the server's life: its socket and place, the lock requests take turns on, the live sessions and the idle clock. It
+serves every data directory and backend its requests name: each storage is opened at its first request and kept
+warm, and one unused for `store_idle_seconds` is closed (storages.py). It stops after an idle time, on `memory server
+stop` or SIGTERM. A client of another build (an upgrade, another interpreter) makes it retire: it hands its place to
+the successor that client starts and drains, keeping every live session (an MCP stdio session, a long command) until
+it ends, then exits (on Qdrant local mode it runs the other build's commands while a session holds the data, and
+leaves when the sessions end). The environment of a client never replaces it (protocol.build_identity).
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
-import io
 import json
 import os
 import signal
@@ -35,24 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from agent_memory.entrypoints.cli.server import protocol as wire
+from agent_memory.entrypoints.cli.server import running
 from agent_memory.entrypoints.cli.server import streams as routed
+from agent_memory.entrypoints.cli.server.running import Refusal
 from agent_memory.entrypoints.cli.server.storages import Storages, warm_up
 from agent_memory.entrypoints.cli.server.streams import Sender
 
 SWEEP_S = 0.2  # how often the accept loop looks for storages idle past store_idle_seconds
-
-
-def _remote(settings: Any) -> bool:
-    return bool(settings.chroma_host or settings.qdrant_url)
-
-
-class Refusal(Exception):
-    """A request this server must not run: nothing ran; `replace` means the server stops for a successor."""
-
-    def __init__(self, reason: str, message: str, *, replace: bool) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.replace = replace
 
 
 class MemoryServer:
@@ -77,7 +59,7 @@ class MemoryServer:
         self._place_lock: int | None = None  # the pid file's descriptor, locked while this server takes the place
         self._retiring = False
         self._successor_wanted = False  # another build asked while this one could not hand its storage on
-        self._entry: int | None = None  # this server's locked entry among the user's servers (server_protocol)
+        self._entry: int | None = None  # this server's locked entry among the user's servers (protocol.py)
         self._facts: dict[str, Any] = {}
         self._caller = threading.local()  # the connection of the command this thread runs (its batches' gate)
         self.storages = Storages(self._caller_there)  # used under self.lock
@@ -309,68 +291,11 @@ class MemoryServer:
     ) -> None:
         self._caller.connection = connection  # a batch commits only while its client is there to hear of it
         try:
-            self._execute_locked(request, result, send)
+            result["answer"] = running.run_command(request, send, self.storages, self.lock)
+        except Refusal as refusal:
+            result["answer"] = self._refusal(refusal)
         except BaseException as error:  # the worker must not die silently: the client then reports SERVER_LOST
             routed.log(f"request failed: {type(error).__name__}: {error}")
-
-    def _execute_locked(self, request: dict[str, Any], result: dict[str, Any], send_line: Sender) -> None:
-        from agent_memory.entrypoints.cli.in_process import run_guarded
-
-        found = request.get("streams")
-        streams: dict[str, Any] = found if isinstance(found, dict) else {}
-        raw_in = request.get("stdin")
-        stdin_tty = raw_in is None and bool((streams.get("stdin") or [0, 0, True])[2])
-        stdin = routed.client_text(
-            routed.ClientBytes(base64.b64decode(raw_in or ""), tty=stdin_tty), streams.get("stdin"), "strict"
-        )
-        out_bytes = routed.ClientBytes()
-        err_bytes = routed.client_stderr(bool((streams.get("stderr") or [0, 0, False])[2]), send_line)
-        stdout = routed.client_text(out_bytes, streams.get("stdout"), "strict")
-        stderr = routed.client_text(err_bytes, streams.get("stderr"), "backslashreplace")
-        argv, env = _arguments(request)
-        with self.lock:
-            try:
-                os.chdir(str(request.get("cwd")))
-                os.umask(int(request.get("umask", 0o022)) | 0o077)  # the data stays the user's alone
-            except (OSError, TypeError, ValueError):
-                result["answer"] = {"refused": "cwd", "message": "cannot enter the client's working directory"}
-                return
-            try:
-                self._check_storage(argv, env)
-            except Refusal as refusal:
-                result["answer"] = self._refusal(refusal)
-                return
-            routed.bind(stdin, stdout, stderr)
-            self.storages.touched.clear()
-            try:
-                code = run_guarded(argv, env=env, services=self.services)
-                stdout.flush()
-                stderr.flush()
-            finally:
-                routed.unbind()
-                os.chdir("/")
-                self.storages.used(self.storages.touched)
-        result["answer"] = {
-            "exit_code": code,
-            "stdout": base64.b64encode(out_bytes.getvalue()).decode("ascii"),
-            "stderr": base64.b64encode(err_bytes.getvalue()).decode("ascii"),
-        }
-
-    def _check_storage(self, argv: list[str], env: dict[str, str]) -> None:
-        """Refuse, before anything runs, a request for a storage server behind other proxy or CA variables than this
-        process has."""
-        from returns.result import Success
-
-        from agent_memory.entrypoints.cli.in_process import settings_of
-
-        loaded = settings_of(argv, env)
-        if not isinstance(loaded, Success):
-            return  # the run reports the bad arguments or settings itself, as in-process
-        settings = loaded.unwrap()
-        # a Chroma or Qdrant server's HTTP client reads the proxy and CA variables of this process when it is made:
-        # a client with others truly needs another server (this one retires, keeping its live sessions)
-        if _remote(settings) and wire.network_environment(env) != wire.network_environment(os.environ):
-            raise Refusal("settings", "the request's proxy or CA variables differ from this server's", replace=True)
 
     def _refusal(self, refusal: Refusal) -> dict[str, Any]:
         if refusal.replace and not self._retiring:
@@ -380,16 +305,15 @@ class MemoryServer:
 
     def _mcp(self, connection: socket.socket, reader: Any, request: dict[str, Any]) -> None:
         """`memory mcp` over this connection: the session runs here, on the warm service, until the client ends."""
-        from agent_memory.entrypoints.cli.in_process import serve_mcp_session
         from agent_memory.entrypoints.mcp.server import StdioSession
 
-        argv, env = _arguments(request)
+        argv, env = running.arguments(request)
         wire.send(connection, {"accepted": True})
-        with self.lock:
-            try:
-                self._check_storage(argv, env)
-            except Refusal as refusal:
-                return wire.send(connection, self._refusal(refusal))
+        try:
+            with self.lock:
+                running.check_storage(argv, env)
+        except Refusal as refusal:
+            return wire.send(connection, self._refusal(refusal))
         started = threading.Event()
 
         def ready() -> None:
@@ -403,21 +327,15 @@ class MemoryServer:
 
         def services(settings: Any) -> Any:
             with self.lock:
-                built = self.services(settings)
+                built = self.storages.service(settings)
                 self.storages.pin(settings, pinned)
                 return built
 
         output = connection.makefile("wb")
         session = StdioSession(services=services, lock=self.lock, stdin=reader, stdout=output, ready=ready)
-        out_bytes, err_bytes = routed.ClientBytes(), routed.ClientBytes()
-        stdout, stderr = io.TextIOWrapper(out_bytes, encoding="utf-8"), io.TextIOWrapper(err_bytes, encoding="utf-8")
-        routed.bind(io.StringIO(), stdout, stderr)
         try:
-            code = serve_mcp_session(argv, env, session)
-            stdout.flush()
-            stderr.flush()
+            never_started = running.run_session(argv, env, session)
         finally:
-            routed.unbind()
             with self._state:
                 self._sessions.discard(connection)
                 self._last_work = time.monotonic()
@@ -427,21 +345,9 @@ class MemoryServer:
             with contextlib.suppress(OSError):
                 output.close()
             return None
-        # it never served: a startup failure, reported as the in-process run reports it
-        return wire.send(
-            connection,
-            {
-                "exit_code": code,
-                "stdout": base64.b64encode(out_bytes.getvalue()).decode("ascii"),
-                "stderr": base64.b64encode(err_bytes.getvalue()).decode("ascii"),
-            },
-        )
+        return wire.send(connection, never_started)
 
-    # --- the storage, opened once ---------------------------------------------------------------------------
-
-    def services(self, settings: Any) -> Any:
-        """The service for one request's settings, on the storage its settings name (called with self.lock held)."""
-        return self.storages.service(settings)
+    # --- the storages, between requests ---------------------------------------------------------------------
 
     def _close_idle_storages(self, idle_seconds: float) -> None:
         """Close the storages unused for `idle_seconds` that no session holds; skipped while a request runs."""
@@ -456,11 +362,6 @@ class MemoryServer:
         """Whether the client of the command this thread runs is still connected (True outside a command)."""
         connection = getattr(self._caller, "connection", None)
         return connection is None or wire.still_connected(connection)
-
-
-def _arguments(request: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
-    env = request.get("env")
-    return [str(a) for a in request.get("argv") or []], {str(k): str(v) for k, v in (env or {}).items()}
 
 
 def main(argv: list[str] | None = None) -> None:

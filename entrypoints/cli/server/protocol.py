@@ -48,7 +48,7 @@ LOG_LIMIT = 1 << 20  # the log is rotated once past 1 MiB
 # MCP session's) server away. Only the variables below matter to a request beyond its settings, and only to one that
 # talks to a Chroma or Qdrant server: its HTTP client reads the proxy and CA variables of the process when it is made,
 # so they travel with each request, and a server whose own differ retires for one with the client's
-# (cli_server.MemoryServer._check_storage).
+# (running.check_storage).
 NETWORK_PREFIXES: tuple[str, ...] = ("SSL_CERT_", "GRPC_")
 NETWORK_VARIABLES = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"}
 NETWORK_VARIABLES |= {name.lower() for name in NETWORK_VARIABLES if name.endswith("_PROXY")}
@@ -149,7 +149,7 @@ def _source_stamp() -> str:
 def build_identity() -> str:
     """Who a server is: its protocol, version and code (where the package is, its modules' newest change, the
     interpreter, the file-system encoding). A client of another identity gets a server of its own beside this one,
-    which drains (cli_server.MemoryServer.retire); nothing in the environment is part of it (see NETWORK_VARIABLES).
+    which drains (process.MemoryServer.retire); nothing in the environment is part of it (see NETWORK_VARIABLES).
 
     The interpreter is the build, not the name it was started by: `memory`, `python -m agent_memory`, `python3 -m
     agent_memory` and the venv's `python3.11` are one program (the binary the names lead to, in one environment:
