@@ -148,13 +148,14 @@ class RelevanceRule:
         return reached
 
     def relative_line(self, near: Sequence[float]) -> float:
-        """The similarity `relative` times the answer's own spread under its best (inf: no `relative`, nothing
-        spared this way); the spread is the best less the median of the similarities at or over `keep`."""
+        """The similarity `relative` times the answer's own spread under its best, never under `keep` (inf: no
+        `relative`, nothing spared this way); the spread is the best less the median of the similarities at or over
+        `keep`."""
         over = [value for value in near if value >= self.keep]
         if self.relative is None or not over:
             return math.inf
         best = max(over)
-        return best - self.relative * (best - statistics.median(over))
+        return max(self.keep, best - self.relative * (best - statistics.median(over)))
 
     def _spared(self, share: float) -> bool:
         return self.spared is not None and share >= self.spared > 0.0

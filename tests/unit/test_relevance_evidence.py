@@ -125,5 +125,6 @@ def test_relative_spares_a_hit_within_a_multiple_of_the_answers_own_spread() -> 
     assert kept(attrs.evolve(spread, relative=1.0)) == ["best", "a", "b"]  # 0.7: no wider than the spread cut
     assert kept(attrs.evolve(spread, relative=2.0)) == ["best", "a", "b", "c"]
     assert kept(attrs.evolve(spread, relative=3.5)) == ["best", "a", "b", "c", "worded"]  # "low" is under keep
+    assert kept(attrs.evolve(spread, relative=10.0)) == ["best", "a", "b", "c", "worded"]  # keep still holds
     with pytest.raises(ValueError, match="relative"):
         attrs.evolve(spread, relative=0.0)
