@@ -18,7 +18,19 @@ TOKENIZER_FILE = "tokenizer.json"
 CONFIG_FILE = "embedding.json"
 # optional: the model's relevance rule, written by bench/relevance_calibration.py (without it: UNCALIBRATED)
 RELEVANCE_FILE = "relevance.json"
-RELEVANCE_KEYS = ("unrelated", "keep", "related", "floor", "spread", "alone", "cover", "close", "gap", "spared")
+RELEVANCE_KEYS = (
+    "unrelated",
+    "keep",
+    "related",
+    "floor",
+    "spread",
+    "alone",
+    "cover",
+    "close",
+    "gap",
+    "spared",
+    "relative",
+)
 # optional: the similarity at and over which two texts are near-duplicates, written by bench/duplicates.py --write
 DUPLICATES_FILE = "duplicates.json"
 POOLINGS = ("mean", "cls")
@@ -138,8 +150,8 @@ def read_model_directory(directory: Path) -> Result[ModelSpec, DomainError]:
 
 def read_relevance(directory: Path) -> Result[RelevanceRule | None, DomainError]:
     """The directory's relevance rule (relevance.json: unrelated, keep, related, floor — similarities 0 to 1 —,
-    spread, alone and gap, a similarity or null, cover, a share 0 to 1, close, a similarity, spared, a share or null;
-    the last six optional),
+    spread, alone and gap, a similarity or null, cover, a share 0 to 1, close, a similarity, spared, a share or null,
+    relative, a positive multiple or null; the last seven optional),
     None when it has none, or an INVALID_INPUT error saying what to fix."""
     path = directory / RELEVANCE_FILE
     if not path.is_file():
@@ -159,6 +171,7 @@ def read_relevance(directory: Path) -> Result[RelevanceRule | None, DomainError]
             )
         )
     spread, alone, gap, spared = raw.get("spread"), raw.get("alone"), raw.get("gap"), raw.get("spared")
+    relative = raw.get("relative")
     try:
         return Success(
             RelevanceRule(
@@ -172,11 +185,16 @@ def read_relevance(directory: Path) -> Result[RelevanceRule | None, DomainError]
                 close=float(raw.get("close", 0.0)),
                 gap=None if gap is None else float(gap),
                 spared=None if spared is None else float(spared),
+                relative=None if relative is None else float(relative),
             )
         )
     except (TypeError, ValueError) as error:
         return Failure(
-            _directory_error(directory, f"has a bad {RELEVANCE_FILE}: every number is a similarity, 0 to 1", error)
+            _directory_error(
+                directory,
+                f"has a bad {RELEVANCE_FILE}: every number is a similarity, 0 to 1 (relative: a multiple over 0)",
+                error,
+            )
         )
 
 

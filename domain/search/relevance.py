@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import statistics
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -78,6 +79,11 @@ def _optional(_: object, attribute: object, value: float | None) -> None:
         raise ValueError(f"a relevance rule's spread, alone and close are between 0 and 1 (or none), got {value}")
 
 
+def _multiple(_: object, attribute: object, value: float | None) -> None:
+    if value is not None and not 0.0 < value <= 100.0:
+        raise ValueError(f"a relevance rule's relative is a positive multiple of the answer's spread, got {value}")
+
+
 @frozen
 class RelevanceRule:
     """One model's reading of its own cosine similarities, and the evidence a hit needs to stay in an answer,
@@ -88,8 +94,9 @@ class RelevanceRule:
     `related`: the similarity of a typical hit that answers its question (relevance 1 at and over it);
     `floor`: the similarity the best hit needs for anything to be related (else the answer is empty);
     `keep`: a hit under it is not related to the question and leaves the answer; `spread`: a hit more than
-    this under the answer's best hit leaves it too (None: no such cut), unless `gap` or `spared` spares it (issue 48:
-    a run of similarities down from the best with no step wider than `gap`, or `spared` of the subject words). Then the evidence a hit over those lines
+    this under the answer's best hit leaves it too (None: no such cut), unless `gap`, `spared` or `relative` spares
+    it (issue 48: a run of similarities down from the best with no step wider than `gap`, `spared` of the subject
+    words, or within `relative` times the answer's own spread of the best). Then the evidence a hit over those lines
     needs (None `alone`: none, the similarity is enough): words — at least `cover` of the question's subject words
     (`subject_words`) are in it — or a similarity of `alone` on its own, or one within `close` of the best hit's.
     An answer none of whose hits has words or `alone` is empty. Similarities are this model's cosines: another
@@ -108,6 +115,9 @@ class RelevanceRule:
     # `spared`: a hit with at least this share of the question's subject words (keyword evidence)
     gap: float | None = field(default=None, validator=_optional)
     spared: float | None = field(default=None, validator=_optional)
+    # `relative`: a hit within this many times the answer's own spread (its best less its median similarity, over
+    # `keep`) of the best: the cut read on how far apart this answer's similarities lie, not on one distance
+    relative: float | None = field(default=None, validator=_multiple)
 
     def relevance(self, similarity: float) -> float:
         """The one figure a hit shows, in [0, 1]: 0 as close as unrelated text gets, 1 as close as what answers a
@@ -137,6 +147,16 @@ class RelevanceRule:
             reached = lower
         return reached
 
+    def relative_line(self, near: Sequence[float]) -> float:
+        """The similarity `relative` times the answer's own spread under its best, never under `keep` (inf: no
+        `relative`, nothing spared this way); the spread is the best less the median of the similarities at or over
+        `keep`."""
+        over = [value for value in near if value >= self.keep]
+        if self.relative is None or not over:
+            return math.inf
+        best = max(over)
+        return max(self.keep, best - self.relative * (best - statistics.median(over)))
+
     def _spared(self, share: float) -> bool:
         return self.spared is not None and share >= self.spared > 0.0
 
@@ -151,8 +171,8 @@ class RelevanceRule:
         near = [similarity(hit) for hit in hits]
         best = max(near, default=-math.inf)
         line = self.line(best)
-        if line > self.keep and (self.gap is not None or self.spared is not None):
-            run = self.run_line(near)
+        if line > self.keep and (self.gap is not None or self.spared is not None or self.relative is not None):
+            run = min(self.run_line(near), self.relative_line(near))
             over = [
                 value >= line or value >= run or (value >= self.keep and self._spared(words(hit)))
                 for hit, value in zip(hits, near, strict=True)

@@ -108,3 +108,23 @@ def test_gap_and_spared_spare_a_hit_the_spread_cut_and_nothing_else() -> None:
     assert spread.run_line([0.9, 0.8]) == float("inf")  # no gap: nothing spared by a run
     no_spread = RelevanceRule(unrelated=0.1, keep=0.2, related=0.8, gap=0.01, spared=0.5)
     assert kept(no_spread) == ["best", "a", "b", "c", "worded"]  # nothing to spare: keep alone decides
+
+
+def test_relative_spares_a_hit_within_a_multiple_of_the_answers_own_spread() -> None:
+    """Issue 48: `relative` reads the cut on the answer's own spread (its best less the median similarity over
+    `keep`): a hit more than `spread` under the best stays when it is within `relative` times that of the best."""
+    hits = ["best", "a", "b", "c", "worded", "low"]
+    near = {"best": 0.9, "a": 0.8, "b": 0.7, "c": 0.5, "worded": 0.26, "low": 0.15}
+    spread = RelevanceRule(unrelated=0.1, keep=0.2, related=0.8, spread=0.3)
+
+    def kept(rule: RelevanceRule) -> list[str] | None:
+        return rule.related_hits(hits, near.__getitem__, lambda hit: 0.0)
+
+    assert spread.relative_line(list(near.values())) == float("inf")  # no relative: nothing spared this way
+    assert attrs.evolve(spread, relative=2.0).relative_line(list(near.values())) == pytest.approx(0.5)  # 0.9 − 2 × 0.2
+    assert kept(attrs.evolve(spread, relative=1.0)) == ["best", "a", "b"]  # 0.7: no wider than the spread cut
+    assert kept(attrs.evolve(spread, relative=2.0)) == ["best", "a", "b", "c"]
+    assert kept(attrs.evolve(spread, relative=3.5)) == ["best", "a", "b", "c", "worded"]  # "low" is under keep
+    assert kept(attrs.evolve(spread, relative=10.0)) == ["best", "a", "b", "c", "worded"]  # keep still holds
+    with pytest.raises(ValueError, match="relative"):
+        attrs.evolve(spread, relative=0.0)
