@@ -1,7 +1,11 @@
-"""The VectorStore over one Chroma collection, and its rebuild: a `.next` collection filled, then swapped in.
+"""The VectorStore over one Chroma collection: the port's methods, and the rules every one goes through.
 
-It stays one module: one class, the port's methods over one collection beside the retry, swap and salvage rules
-they all go through (its records, layout and boundary are modules of their own).
+The class holds what all its methods share: finding the collection as of now (another process may have rebuilt
+it), retrying an operation that met a rebuild's swap, and falling back to chroma.sqlite3 when the vector index is
+damaged. Its parts live beside it: record_writes.py writes records (upserts, updates, deletes, each kept in the
+mirror), record_reads.py reads them from Chroma itself (or chroma.sqlite3), records.py converts them, sifting.py
+filters ids without a mirror, rebuild.py fills a `.next` collection and swaps it in, mirror_policy.py decides
+when the store is mirrored in process.
 """
 
 from __future__ import annotations
@@ -12,24 +16,21 @@ from functools import partial
 from typing import Any, TypeVar, cast
 from uuid import UUID
 
-from attrs import define, evolve
+from attrs import define
 from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection
 from returns.result import Result, Success
 
-from agent_memory.adapters.chroma import layout, mirror_policy, rebuild, record_writes, sifting
+from agent_memory.adapters.chroma import layout, mirror_policy, rebuild, record_reads, record_writes, sifting
 from agent_memory.adapters.chroma.boundary import Boundary, CollectionGone
 from agent_memory.adapters.chroma.mirror_policy import MIRROR_LIMIT
 from agent_memory.adapters.chroma.node_mirror import NodeMirrors
-from agent_memory.adapters.chroma.records import memories_of, ranked, to_where
+from agent_memory.adapters.chroma.records import ranked, to_where
 from agent_memory.adapters.chroma.salvage import (
-    SalvageError,
     damaged_index_problem,
     is_vector_index_damage,
-    salvage_memories,
 )
 from agent_memory.adapters.chroma.session import Session
-from agent_memory.adapters.shared.batching import chunks
 from agent_memory.adapters.shared.boundary import Abort, abort_if
 from agent_memory.adapters.shared.disk import FULL_DISK, write_size
 from agent_memory.adapters.shared.embeddings import count_mismatch, dimension_mismatch, mixed_dimensions
@@ -116,25 +117,7 @@ class ChromaVectorStore:
         ids = list(latest)
 
         def update(collection: Collection) -> None:
-            documents: dict[str, str | None] = {}
-            for id_batch in chunks(ids, self.batch_size):
-                found = self.boundary.call(
-                    "read memories", partial(collection.get, ids=list(id_batch), include=["documents"])
-                )
-                documents.update(zip(found["ids"], found["documents"] or [], strict=False))
-            missing = [memory_id for memory_id in ids if memory_id not in documents]
-            if missing:
-                raise Abort(DomainError(ErrorCode.MEMORY_NOT_FOUND, "Memory not found", path=missing[0]))
-            same = [latest[i] for i in ids if documents[i] == latest[i].content]
-            changed = [latest[i] for i in ids if documents[i] != latest[i].content]
-
-            def write() -> None:
-                for batch in chunks(same, self.batch_size):
-                    record_writes.update_fields(self.boundary, collection, batch)
-                for batch in chunks(changed, self.batch_size):
-                    record_writes.update_content(self.boundary, collection, batch)
-
-            mirror_policy.written(self.session, collection, write, lambda mirror: mirror.update(list(latest.values())))
+            record_writes.updated(self.session, self.boundary, collection, latest, self.batch_size)
             self._announce(ids)
 
         needs = write_size([memory.content for memory in latest.values()], self.dimension)
@@ -146,11 +129,7 @@ class ChromaVectorStore:
             return Success(None)
 
         def delete(collection: Collection) -> None:
-            def write() -> None:
-                for batch in chunks(unique, self.batch_size):
-                    self.boundary.call("delete memories", partial(collection.delete, ids=list(batch)))
-
-            mirror_policy.written(self.session, collection, write, lambda mirror: mirror.remove(unique))
+            record_writes.removed(self.session, self.boundary, collection, unique, self.batch_size)
             self._announce(unique)
 
         return self._result("delete memories", delete, write=True, needs=None)  # never refused for want of room
@@ -189,11 +168,7 @@ class ChromaVectorStore:
             if mirror is not None:
                 found.update((memory.id, memory) for memory in mirror.get(unique))
             else:
-                for batch in chunks(unique, self.batch_size):
-                    page = self.boundary.call(
-                        "read memories", partial(collection.get, ids=list(batch), include=["documents", "metadatas"])
-                    )
-                    found.update((memory.id, memory) for memory in self._memories(page))
+                found = record_reads.by_id(self.boundary, collection, unique, self.batch_size)
             return [found[i] for i in ids if i in found]
 
         return self._run("read memories", read)
@@ -218,14 +193,7 @@ class ChromaVectorStore:
             mirror = self.session.mirrors.get(collection.id)
             if mirror is not None:
                 return mirror.similarities(embedding, unique)
-            vectors: dict[str, Any] = {}
-            for batch in chunks(unique, self.batch_size):
-                found = self.boundary.call(
-                    "read vectors", partial(collection.get, ids=list(batch), include=["embeddings"])
-                )
-                stored = found["embeddings"] if found["embeddings"] is not None else []
-                vectors.update(zip(found["ids"], stored, strict=False))
-            return cosines(embedding, vectors)
+            return cosines(embedding, record_reads.vectors_by_id(self.boundary, collection, unique, self.batch_size))
 
         return self._result("read vectors", read) if unique else Success({})
 
@@ -284,27 +252,9 @@ class ChromaVectorStore:
 
     def scan(self, where: MemoryFilter) -> Result[list[Memory], DomainError]:
         """Every memory the filter keeps, read in pages of SCAN_PAGE."""
-        clause = to_where(where)
 
         def read(collection: Collection) -> list[Memory]:
-            memories: list[Memory] = []
-            offset = 0
-            while True:
-                page = self.boundary.call(
-                    "scan memories",
-                    partial(
-                        collection.get,
-                        where=cast(Any, clause),
-                        limit=layout.SCAN_PAGE,
-                        offset=offset,
-                        include=["documents", "metadatas"],
-                    ),
-                )
-                batch = self._memories(page)
-                memories.extend(batch)
-                if len(batch) < layout.SCAN_PAGE:
-                    return memories
-                offset += layout.SCAN_PAGE
+            return record_reads.scanned(self.boundary, collection, where)
 
         def scan() -> list[Memory]:
             try:
@@ -437,17 +387,7 @@ class ChromaVectorStore:
 
         def write(collection: Collection) -> None:
             self._check_dimension([vector for _, vector in pairs])
-
-            def upsert() -> None:
-                for batch in chunks(pairs, self.batch_size):
-                    record_writes.upsert(self.boundary, collection, [m for m, _ in batch], [v for _, v in batch])
-
-            mirror_policy.written(
-                self.session,
-                collection,
-                upsert,
-                lambda mirror: mirror.upsert([m for m, _ in pairs], [v for _, v in pairs]),
-            )
+            record_writes.upserted(self.session, self.boundary, collection, pairs, self.batch_size)
             self._announce([m.id for m, _ in pairs])
 
         needs = write_size([memory.content for memory, _ in pairs], len(pairs[0][1]))
@@ -462,19 +402,7 @@ class ChromaVectorStore:
         return self._run("count memories", lambda collection: self.boundary.call("count memories", collection.count))
 
     def _salvaged(self, error: DomainError) -> list[Memory]:
-        """With a damaged HNSW index, or a full disk (Chroma applies its log on reads, which then fails), the
-        records straight from chroma.sqlite3 (embedded only); else `error` aborts."""
-        directory = self.session.directory
-        if directory is None or not (is_vector_index_damage(error.cause) or FULL_DISK in error.message):
-            raise Abort(error)
-        try:
-            return salvage_memories(directory, self.name)
-        except SalvageError as problem:
-            message = f"{error.message} Reading the records without it failed: {problem}."
-            raise Abort(evolve(error, message=message)) from problem
+        return record_reads.salvaged(self.session.directory, self.name, error)
 
     def _check_dimension(self, vectors: Sequence[Vector]) -> None:
         abort_if(dimension_mismatch(self.dimension, vectors))
-
-    def _memories(self, found: Any) -> list[Memory]:
-        return memories_of(found["ids"], found["documents"] or [], found["metadatas"] or [])

@@ -21,7 +21,7 @@ import numpy as np
 from attrs import define, field
 
 from agent_memory.adapters.shared.record_time import NEVER_EXPIRES_US, micros
-from agent_memory.adapters.shared.vector_math import unit_rows
+from agent_memory.adapters.shared.vector_math import row_dots, unit_rows
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import DecayPolicy, Memory
 from agent_memory.domain.paths import MemoryPath
@@ -187,7 +187,7 @@ class VectorMirror:
         rows = {i: row for i in ids if (row := self._rows.get(i)) is not None}
         if not rows:
             return {}
-        scores = self._matrix[list(rows.values())] @ unit_rows(embedding)[0]
+        scores = row_dots(self._matrix[list(rows.values())], unit_rows(embedding)[0])
         return {memory_id: float(score) for memory_id, score in zip(rows, scores, strict=True)}
 
     def query(self, embedding: Sequence[float], where: MemoryFilter, limit: int) -> list[tuple[Memory, float]]:
@@ -199,7 +199,7 @@ class VectorMirror:
         candidates = int(np.count_nonzero(keep))
         if candidates == 0:
             return []
-        scores = self._matrix[:size] @ unit_rows(embedding)[0]
+        scores = row_dots(self._matrix[:size], unit_rows(embedding)[0])
         scores = np.where(keep, scores, -np.inf)
         take = min(limit, candidates)
         best = np.argpartition(-scores, take - 1)[:take] if take < size else np.arange(size)

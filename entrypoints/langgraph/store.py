@@ -9,13 +9,11 @@ created_at), while any other memory of the namespace is keyed by its id; the val
 LangMem's `{"content": text}`, else a JSON envelope). A delete removes an item `put` made for good, as LangGraph's
 stores do, and soft-deletes any other memory, as the product's doors do (decision 13).
 
-Search with a query is the service's hybrid search over the namespace prefix; without one it lists the
-prefix, newest update first. A filter is matched on the value as LangGraph's own stores match it (equality,
-nested dicts, $eq $ne $gt $gte $lt $lte). Operations of a batch run in order, after all have been checked,
-so a batch with a bad operation changes nothing.
-
-It stays one module: the one `BaseStore` LangGraph calls, method for method; what those methods share is in
-modules of their own beside it (ops, writes, labels, value_filters, ttl, index, batcher).
+Its parts: this module is the `BaseStore` LangGraph calls, method for method, with an item's get, put and delete;
+item_search.py searches items and lists namespaces; writes.py writes a batch's puts together; ttl.py renews and
+sweeps TTLs; ops.py checks operations and builds items; batcher.py runs the async calls; index.py, labels.py and
+value_filters.py are LangGraph's index, namespace labels and value filters. Operations of a batch run in order,
+after all have been checked, so a batch with a bad operation changes nothing.
 """
 
 from __future__ import annotations
@@ -31,16 +29,13 @@ from typing import Any, Self
 from returns.result import Failure
 
 from agent_memory.domain.commands import (
-    CreateMemory,
     DeleteMemory,
     GetMemory,
-    ListMemories,
     RemoveMemory,
-    SearchMemories,
     UpdateMemory,
 )
 from agent_memory.domain.dispatch import dispatch
-from agent_memory.domain.errors import ErrorCode, InvalidValue
+from agent_memory.domain.errors import InvalidValue
 from agent_memory.domain.model import Memory, check_store_name, parse_decay_policy
 from agent_memory.domain.paths import normalise_segment
 from agent_memory.domain.service import MemoryService
@@ -82,22 +77,17 @@ from agent_memory.entrypoints.langgraph.batcher import (
     sweeping,
 )
 from agent_memory.entrypoints.langgraph.index import VectorCache, index_config
-from agent_memory.entrypoints.langgraph.labels import to_product
+from agent_memory.entrypoints.langgraph.item_search import namespaces, searched
 from agent_memory.entrypoints.langgraph.ops import (
-    SOURCE,
     absent_code,
     check_op,
     checked_ttl,
-    cosine_ranked,
-    hybrid_ranked,
     id_key,
     item_of,
     product_op,
-    search_item,
 )
 from agent_memory.entrypoints.langgraph.ttl import renewed, sweep
-from agent_memory.entrypoints.langgraph.value_filters import chosen_namespaces, matches, prefix_pushdown
-from agent_memory.entrypoints.langgraph.writes import written_together
+from agent_memory.entrypoints.langgraph.writes import upserted, written_together
 
 __all__ = ["CATEGORY", "MemoryStore", "item_path"]
 
@@ -110,9 +100,6 @@ _OPEN: weakref.WeakSet[MemoryStore] = weakref.WeakSet()
 def _close_open_stores() -> None:
     for store in list(_OPEN):
         store.close()
-
-
-_UPSERT_ROUNDS = 64  # create/update turns a put takes while other writers create and delete its key
 
 
 class MemoryStore(BaseStore):
@@ -206,6 +193,11 @@ class MemoryStore(BaseStore):
     def decay_policy(self) -> str:
         """The decay policy of the items `put` makes."""
         return self._decay_policy
+
+    @property
+    def vectors(self) -> VectorCache | None:
+        """The index's embeddings of items' fields (None without LangGraph's index configured)."""
+        return self._vectors
 
     @property
     def store_name(self) -> str | None:
@@ -333,7 +325,7 @@ class MemoryStore(BaseStore):
             if not (isinstance(updated, Failure) and absent_code(updated.failure())):
                 succeeded(updated)
                 return
-        self._upsert(namespace, key, encoded(key, op.value, extras, plain=readable_key(key)), expires_at)
+        upserted(self, namespace, key, encoded(key, op.value, extras, plain=readable_key(key)), expires_at)
 
     def _delete(self, memory: Memory) -> None:
         """An item `put` made is removed for good (LangGraph's delete); any other memory soft-deleted (decision 13)."""
@@ -346,68 +338,13 @@ class MemoryStore(BaseStore):
         if not (isinstance(gone, Failure) and absent_code(gone.failure())):
             succeeded(gone)
 
-    def _upsert(self, namespace: tuple[str, ...], key: str, content: str, expires_at: Any) -> None:
-        """Create the item at its path, or update the memory there (another writer's create won the race)."""
-        path = item_path(namespace, key, category=self._category)
-        exists = self._load(namespace, key) is not None
-        for _ in range(_UPSERT_ROUNDS):
-            if not exists:
-                created = dispatch(
-                    self._service,
-                    CreateMemory(
-                        content=content,
-                        namespace=namespace,
-                        path=path,
-                        store=self._store,
-                        source=SOURCE,
-                        decay_policy=self._decay_policy,
-                        expires_at=expires_at,
-                        on_duplicate="keep",  # an item's key is its identity: a put is stored under it, like or not
-                    ),
-                )
-                if not (isinstance(created, Failure) and created.failure().code is ErrorCode.DESTINATION_EXISTS):
-                    succeeded(created)
-                    return
-                # another writer created it since we looked: theirs is updated over, as a put does
-            command = UpdateMemory(
-                ref=path,
-                store=self._store,
-                namespace=namespace,
-                content=content,
-                include_expired=True,
-                expires_at=expires_at,
-                clear_expiry=expires_at is None,
-            )
-            updated = dispatch(self._service, command)
-            if not (isinstance(updated, Failure) and absent_code(updated.failure())):
-                succeeded(updated)
-                return
-            exists = False  # a concurrent delete won since we looked: the put creates it again
-        raise invalid(f"The item {key!r} kept being created and deleted by other writers; put it again.")
-
-    # --- search -----------------------------------------------------------------------------------
+    # --- search / list namespaces (item_search.py) ---------------------------------------------------
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
-        prefix = tuple(op.namespace_prefix)
-        if op.limit == 0:
-            return []
-        if op.query and self._vectors is not None:
-            listed = [(memory, kv) for memory, kv in self._listed(prefix) if matches(kv[1], op.filter)]
-            return self._refreshing(op, cosine_ranked(op, listed, self._vectors, self.index_config))
-        if op.query:
-            return self._refreshing(op, self._ranked(op, prefix))
-        listed = self._listed(prefix)
-        matching = [(memory, kv) for memory, kv in listed if matches(kv[1], op.filter)]
-        matching.sort(key=lambda pair: (-pair[0].updated_at.timestamp(), pair[1][0]))
-        page = matching[op.offset : op.offset + op.limit]
-        return self._refreshing(op, [search_item(memory, key, value, None) for memory, (key, value) in page])
+        return searched(self, op)
 
-    def _refreshing(self, op: SearchOp, hits: list[SearchItem]) -> list[SearchItem]:
-        """The hits, their items' TTLs renewed when the search asks it (LangGraph's refresh on read)."""
-        if op.refresh_ttl and self.ttl_config is not None:
-            held = [self._memory(to_product(hit.namespace), hit.key) for hit in hits]
-            renewed(self, [memory for memory in held if memory is not None])
-        return hits
+    def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        return namespaces(self, op)
 
     # --- TTL sweeping ---------------------------------------------------------------------------------
 
@@ -461,32 +398,3 @@ class MemoryStore(BaseStore):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
-
-    def _listed(self, prefix: tuple[str, ...]) -> list[tuple[Memory, tuple[str, dict[str, Any]]]]:
-        """Every item under the namespace prefix (in the product's namespaces below it too): every memory there."""
-        listed = ListMemories(store=self._store, namespace=prefix or None)
-        listing = dispatch(self._service, listed)
-        if isinstance(listing, Failure) and absent_code(listing.failure()):
-            return []
-        found = []
-        for view in succeeded(listing).memories:
-            decoded = self._decoded(view.memory, None)
-            if decoded is not None:
-                found.append((view.memory, decoded))
-        return found
-
-    def _ranked(self, op: SearchOp, prefix: tuple[str, ...]) -> list[SearchItem]:
-        def search(limit: int) -> Any:  # LangGraph's stores rank every item of the prefix: no relevance floor
-            command = SearchMemories(
-                query=op.query or "", namespace=prefix or None, store=self._store, limit=limit, min_similarity=0.0
-            )
-            found = dispatch(self._service, command)
-            return None if isinstance(found, Failure) and absent_code(found.failure()) else succeeded(found)
-
-        return hybrid_ranked(op, search, lambda memory: self._decoded(memory, None))
-
-    # --- list namespaces ----------------------------------------------------------------------------
-
-    def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        namespaces = {memory.namespace for memory, _ in self._listed(prefix_pushdown(op))}
-        return chosen_namespaces(op, namespaces)

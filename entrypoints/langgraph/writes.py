@@ -6,14 +6,14 @@ new item is created, an item `put` made is updated over (re-embedded only when i
 one removes it for good, each kind as one command (CreateMemories, UpdateMemories, RemoveMemories: one store write
 each, where one per item cost an embedded Chroma commit apiece). A put over a memory keyed by its id, and any kind
 whose command is refused (another writer changed one of its items meanwhile), are left to the store's own put, one
-by one, which settles such races.
+by one, which settles such races (`upserted`: create, or update when another writer's create won).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from datetime import timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 from langgraph.store.base import PutOp
 from returns.result import Failure
@@ -21,11 +21,14 @@ from returns.result import Failure
 from agent_memory.domain.batch_writes import RemoveMemories, UpdateMemories
 from agent_memory.domain.commands import CreateMemories, CreateMemory, ListMemories, UpdateMemory
 from agent_memory.domain.dispatch import dispatch
+from agent_memory.domain.errors import ErrorCode
 from agent_memory.domain.model import Memory
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.langgraph.ops import SOURCE, absent_code, id_key
 from agent_memory.entrypoints.tooling.items import encoded, item_path, put_key, readable_key
+from agent_memory.entrypoints.tooling.tool_errors import invalid, succeeded
 
+UPSERT_ROUNDS = 64  # create/update turns a put takes while other writers create and delete its key
 LISTED_FROM = 8  # puts of one namespace in a run from which its items are listed at once, not looked up singly
 
 
@@ -157,3 +160,44 @@ def _removed(store: ItemStore, pairs: list[tuple[PutOp, Memory]]) -> set[int]:
         return set()
     removed = dispatch(store.service, RemoveMemories(refs=tuple(held.id for _, held in pairs), store=store.store_name))
     return set() if isinstance(removed, Failure) else {id(op) for op, _ in pairs}
+
+
+def upserted(store: ItemStore, namespace: tuple[str, ...], key: str, content: str, expires_at: Any) -> None:
+    """One put of an item: create it at its path, or update the memory there (another writer's create won the
+    race), for up to UPSERT_ROUNDS turns while other writers create and delete its key."""
+    path = item_path(namespace, key, category=store.category)
+    exists = store._memory(namespace, key) is not None
+    for _ in range(UPSERT_ROUNDS):
+        if not exists:
+            created = dispatch(
+                store.service,
+                CreateMemory(
+                    content=content,
+                    namespace=namespace,
+                    path=path,
+                    store=store.store_name,
+                    source=SOURCE,
+                    decay_policy=store.decay_policy,
+                    expires_at=expires_at,
+                    on_duplicate="keep",  # an item's key is its identity: a put is stored under it, like or not
+                ),
+            )
+            if not (isinstance(created, Failure) and created.failure().code is ErrorCode.DESTINATION_EXISTS):
+                succeeded(created)
+                return
+            # another writer created it since we looked: theirs is updated over, as a put does
+        command = UpdateMemory(
+            ref=path,
+            store=store.store_name,
+            namespace=namespace,
+            content=content,
+            include_expired=True,
+            expires_at=expires_at,
+            clear_expiry=expires_at is None,
+        )
+        updated = dispatch(store.service, command)
+        if not (isinstance(updated, Failure) and absent_code(updated.failure())):
+            succeeded(updated)
+            return
+        exists = False  # a concurrent delete won since we looked: the put creates it again
+    raise invalid(f"The item {key!r} kept being created and deleted by other writers; put it again.")
