@@ -68,20 +68,20 @@ EDITS: dict[str, list[tuple[str, str]]] = {
     ],
     "tests/adapters/test_stored_formats.py": [  # the deliberate update: the pinned bytes gain the new key
         (
-            "MEMORY = Memory(**FIELDS)  # type: ignore[arg-type]\n",
-            "MEMORY = Memory(**FIELDS, importance=0.5)  # type: ignore[arg-type]\n",
+            "MEMORY = Memory(**FIELDS, revision=3)  # type: ignore[arg-type]\n",
+            "MEMORY = Memory(**FIELDS, revision=3, importance=0.5)  # type: ignore[arg-type]\n",
         ),
         (
-            '"record": \'{"v":1,"store":"work","namespace":["user","a"],"tags":["x","y","x"],"source":"s","citations":["c1"],"thread":"th","created_at"',
-            '"record": \'{"v":1,"store":"work","namespace":["user","a"],"tags":["x","y","x"],"source":"s","citations":["c1"],"thread":"th","importance":0.5,"created_at"',
+            '"record": \'{"v":1,"store":"work","namespace":["user","a"],"tags":["x","y","x"],"source":"s","citations":["c1"],"thread":"th","revision":3',
+            '"record": \'{"v":1,"store":"work","namespace":["user","a"],"tags":["x","y","x"],"source":"s","citations":["c1"],"thread":"th","importance":0.5,"revision":3',
         ),
         (
-            '    "deleted": True,\n    "created_at"',
-            '    "deleted": True,\n    "importance": 0.5,\n    "created_at"',
+            '    "deleted": True,\n    "revision"',
+            '    "deleted": True,\n    "importance": 0.5,\n    "revision"',
         ),
         (
-            'deleted: true\ndeleted_at: 2026-11-23T01:02:03.456789Z\n---\ny"""\n\n\ndef test_chroma',
-            'deleted: true\ndeleted_at: 2026-11-23T01:02:03.456789Z\nimportance: 0.5\n---\ny"""\n\n\ndef test_chroma',
+            'deleted: true\ndeleted_at: 2026-11-23T01:02:03.456789Z\nrevision: 3\n---\ny"""\n\n\ndef test_chroma',
+            'deleted: true\ndeleted_at: 2026-11-23T01:02:03.456789Z\nimportance: 0.5\nrevision: 3\n---\ny"""\n\n\ndef test_chroma',
         ),
     ],
 }
