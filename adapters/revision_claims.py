@@ -22,7 +22,7 @@ UNREADABLE = (ValueError, KeyError, TypeError)  # a claim whose text holds no me
 
 Pair = tuple[Memory | None, Memory]  # a memory as stored now (None: not stored) and as the writer wants it
 Image = tuple[Memory | None, Vector | None]  # a revision's after-image: the memory (None: removed for good), and its
-# vector when its text changed
+# vector when that write re-embedded it
 Claimed = Callable[[Sequence[Pair], Callable[[], Result[None, DomainError]]], Result[None, DomainError]]
 
 
@@ -33,7 +33,7 @@ def revision_key(store: str, memory_id: str, revision: int) -> str:
 class RevisionClaims:
     """Revisions of each stored memory: records `rev/<store>/<id>/<n>`, n = 1, 2, …, each inserted only if absent
     (Ledger.claim), never changed or removed, each holding its after-image (the memory's plain JSON, and its vector
-    when that write changed the text). A write of an existing memory claims revision r + 1, r being the revision it
+    when that write re-embedded it). A write of an existing memory claims revision r + 1, r being the revision it
     READ (`Memory.revision`, carried from the use case's read to the store's write), so of writers that read the same
     revision, on any machines and after any pause, exactly one wins; the others are refused (CONFLICT naming the
     revision that won) and nothing of theirs is written. The claim is the commit; the record write applies it:
@@ -48,8 +48,12 @@ class RevisionClaims:
     A memory removed for good (`removed`) claims its next revision as a removal, so that an id added again later (a
     batch rolled back puts back what it replaced; an import) is adopted at that revision, never rolled forward to
     a state from before its removal.
-    Leaves out: a write of several memories is one claim per memory: a loss after wins puts the won ones back by
-    claiming their next revision with the state they had (nothing was written yet), then answers CONFLICT.
+    A write of several memories is one claim per memory: a loss after wins puts the won ones back by claiming their
+    next revision with the state they had (nothing was written yet), then answers CONFLICT.
+    Leaves out: a winner killed between its late (stale) write and its check leaves that stale state readable until
+    the next write of the memory (which finds the record behind the newest claim and puts the newest back); and a
+    memory whose put-back state needs a vector no revision record holds (a several-memory re-embedding write undone
+    after another writer applied its claim) is a STORAGE_ERROR asking for its content to be updated again.
     """
 
     def __init__(self, ledger: Ledger) -> None:
@@ -106,8 +110,7 @@ class RevisionClaims:
         for index, ((before, read), (_, after)) in enumerate(zip(pairs, bumped, strict=True)):
             if before is None:
                 continue
-            changed_text = vectors is not None and before.content != after.content
-            image = (after, vectors[index] if vectors is not None and changed_text else None)
+            image = (after, None if vectors is None else vectors[index])  # a re-embedding write keeps its vector
             stored = self._claim(after.store, after.id, after.revision, image)
             if stored is None:
                 won.append((before, after))
