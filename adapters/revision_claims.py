@@ -97,7 +97,7 @@ class RevisionClaims:
                     if self._claim(memory.store, memory.id, newest + 1, (None, None)) is None:
                         break
 
-        return as_result(lambda: run())
+        return as_result(run)
 
     # --- helpers (plain: they raise Abort, the port methods convert)
 
@@ -126,10 +126,12 @@ class RevisionClaims:
     def _checked(self, inner: VectorStore, bumped: Sequence[Pair]) -> None:
         """After the write: a memory whose later revision was claimed meanwhile (this writer paused between its claim
         and its write) gets that revision's state back, and the answer is CONFLICT."""
-        for before, after in bumped:
-            if before is None or not self._images(after.store, after.id, after.revision):
-                continue
-            newest = self._settle(inner, after.store, after.id)
+        overtaken = [
+            (after, self._settle(inner, after.store, after.id))
+            for before, after in bumped
+            if before is not None and self._images(after.store, after.id, after.revision)
+        ]
+        for after, newest in overtaken[:1]:
             raise Abort(
                 DomainError(
                     ErrorCode.CONFLICT,
