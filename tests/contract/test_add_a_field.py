@@ -61,8 +61,8 @@ EDITS: dict[str, list[tuple[str, str]]] = {
     ],
     "tests/field_examples.py": [  # its strategy: draw only values its rule takes
         (
-            '    "tags": st.lists(LABEL_TEXT, max_size=4).map(tuple),\n}\n',
-            '    "tags": st.lists(LABEL_TEXT, max_size=4).map(tuple),\n'
+            '    "revision": st.integers(min_value=0, max_value=2**31),  # a count of changes: never negative\n}\n',
+            '    "revision": st.integers(min_value=0, max_value=2**31),  # a count of changes: never negative\n'
             '    "importance": st.none() | st.floats(min_value=0.0, max_value=1.0),\n}\n',
         )
     ],
