@@ -11,6 +11,7 @@ from returns.iterables import Fold
 from returns.result import Failure, Result, Success
 
 from agent_memory.adapters.path_claims import PathClaims, Place
+from agent_memory.adapters.revision_claims import RevisionClaims
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory
@@ -60,9 +61,11 @@ class ClaimedStore:
 
     - `add` (create, batch, import): claims the path of each memory first, then writes; a memory whose path is
       claimed by another live, or still arriving, memory is refused (DESTINATION_EXISTS) and nothing is written;
-    - `update_metadata`, `replace` (move, restore, update): claim the path a memory moves to (or is restored at)
-      before writing, and free the path it left after;
-    - `remove` (remove for good, a batch rolled back): frees the paths of the memories removed, after.
+    - `update_metadata`, `replace` (update, move, delete, restore, reinforce, category changes): claim the path a
+      memory moves to (or is restored at) before writing, and free the path it left after; inside that, claim each
+      stored memory's next revision (RevisionClaims: a writer that read an older revision is refused, CONFLICT);
+    - `remove` (remove for good, a batch rolled back): frees the paths of the memories removed, after, and claims
+      their next revision as a removal (an id added back later is not rolled forward to its state before).
     A writer that pauses, for any time, between its checks and its write either holds its claim (nobody else can
     take the path meanwhile) or loses it when it resumes (refused, nothing written). On a failed write the claims
     just taken are freed again. Reads are the inner store's.
@@ -71,6 +74,7 @@ class ClaimedStore:
     def __init__(self, inner: VectorStore, claims: PathClaims) -> None:
         self.inner = inner
         self.claims = claims
+        self.revisions = RevisionClaims(claims.ledger)  # who may change an existing memory (revision_claims.py)
 
     # --- writes
 
@@ -84,19 +88,19 @@ class ClaimedStore:
         )
 
     def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
-        return self._before(memories).bind(
-            lambda pairs: self._claimed(pairs, lambda: self.inner.update_metadata(memories))
-        )
+        return self._before(memories).bind(lambda pairs: self.revisions.write(self.inner, pairs, None, self._claimed))
 
     def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
         return self._before(memories).bind(
-            lambda pairs: self._claimed(pairs, lambda: self.inner.replace(memories, embeddings))
+            lambda pairs: self.revisions.write(self.inner, pairs, embeddings, self._claimed)
         )
 
     def remove(self, ids: Sequence[str]) -> Result[None, DomainError]:
         return self.inner.get(ids).bind(
-            lambda gone: self.inner.remove(ids).bind(
-                lambda _: self._release([(place, m.id) for m in gone if (place := place_of(m)) is not None])
+            lambda gone: (
+                self.inner.remove(ids)
+                .bind(lambda _: self._release([(place, m.id) for m in gone if (place := place_of(m)) is not None]))
+                .bind(lambda _: self.revisions.removed(gone))
             )
         )
 

@@ -24,6 +24,9 @@ class ErrorCode(StrEnum):
     EMBEDDING_ERROR = "EMBEDDING_ERROR"
     # a write sent to the storage server that went away before answering: it may have been stored, or not
     OUTCOME_UNKNOWN = "OUTCOME_UNKNOWN"
+    # another writer changed the memory since this write read it (its revision won at the engine): nothing of this
+    # write was kept; read the memory again and retry
+    CONFLICT = "CONFLICT"
 
 
 @frozen

@@ -121,6 +121,11 @@ def _uuid(_i: object, _a: object, value: str) -> None:
         raise InvalidValue(f"{value!r} is not a canonical memory id.")
 
 
+def _revision(_instance: object, _attribute: object, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidValue(f"A revision is a whole number from 0, got {value!r:.40}.")
+
+
 def _tuple(value: Iterable[str] | str) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
@@ -188,6 +193,10 @@ class Memory:
     expires_at: datetime | None = field(default=None, validator=_aware, metadata=stored(clear_with="clear_expiry"))
     deleted: bool = False
     deleted_at: datetime | None = field(default=None, validator=_aware)
+    # how many times the memory was changed in place through a store that referees writers (a server engine's,
+    # adapters/revision_claims.py; 0 elsewhere): a write carries the revision it read, and such a store refuses it
+    # (CONFLICT) when another writer changed the memory since. Set by that store, never by a command.
+    revision: int = field(default=0, validator=_revision, metadata=stored(optional_in_old_records=True))
 
     def is_expired(self, now: datetime) -> bool:
         return self.expires_at is not None and self.expires_at <= now

@@ -167,6 +167,8 @@ class Transfer:
     def _import_known(
         self, store: VectorStore, batches: list[list[Memory]], before: dict[str, Memory], tally: _Tally
     ) -> Result[None, DomainError]:
+        # a known id is replaced over the revision stored, not the one it was exported at (Memory.revision)
+        batches = [[evolve(m, revision=before[m.id].revision) if m.id in before else m for m in b] for b in batches]
         group = [m for batch in batches for m in batch]
         pending = PendingBatch(
             group[0].store,

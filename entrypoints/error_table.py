@@ -60,6 +60,12 @@ ERRORS: Mapping[ErrorCode, ErrorRow] = MappingProxyType(
             python_hint="The write may have been stored: look it up by its path or id before writing it again, or "
             "retry with the same idempotency_key.",
         ),
+        ErrorCode.CONFLICT: ErrorRow(
+            FAILED,
+            409,
+            mcp_hint="Another writer changed this memory first: get_memory shows it now; apply the change again.",
+            python_hint="Another writer changed this memory first: read it again and apply the change again.",
+        ),
     }
 )
 

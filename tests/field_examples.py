@@ -104,6 +104,7 @@ _STRATEGY_BY_NAME: dict[str, st.SearchStrategy[Any]] = {
     "namespace": st.lists(_NAMESPACE_LABEL, max_size=3).map(tuple),
     "path": st.none() | st.lists(_SLUG, min_size=2, max_size=4).map(lambda segments: MemoryPath(tuple(segments))),
     "tags": st.lists(LABEL_TEXT, max_size=4).map(tuple),
+    "revision": st.integers(min_value=0, max_value=2**31),  # a count of changes: never negative
 }
 
 

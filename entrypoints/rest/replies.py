@@ -47,7 +47,7 @@ MEANING: Mapping[int, str] = {
     401: "No or a wrong API token (UNAUTHORIZED); only when the server has one",
     403: "A browser Origin that is not allowed (FORBIDDEN_ORIGIN): see MEMORY_ALLOWED_ORIGINS",
     404: "MEMORY_NOT_FOUND, CATEGORY_NOT_FOUND or STORE_NOT_FOUND",
-    409: "DESTINATION_EXISTS, INVALID_OPERATION (already deleted, cannot reinforce, store-wide under a namespace) or EMBEDDING_MISMATCH; an Idempotency-Key reused with another body (INVALID_OPERATION)",
+    409: "DESTINATION_EXISTS, INVALID_OPERATION (already deleted, cannot reinforce, store-wide under a namespace), EMBEDDING_MISMATCH or CONFLICT (another writer changed the memory first: read it again and retry); an Idempotency-Key reused with another body (INVALID_OPERATION)",
     410: "MEMORY_EXPIRED: pass include_expired=true to read or change it anyway",
     413: "The body is larger than 1 MiB (REQUEST_TOO_LARGE)",
     415: "A body that is not 'Content-Type: application/json' (INVALID_INPUT)",

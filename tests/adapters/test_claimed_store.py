@@ -77,7 +77,8 @@ def test_a_deleted_or_expired_holder_frees_its_path_and_a_restore_must_win_it_ba
     gone = memory("m1", deleted=True, deleted_at=datetime.now(UTC))
     a.update_metadata([gone]).unwrap()
     b.add([memory("m2")], [axis(1)]).unwrap()
-    refused(a.update_metadata([memory("m1")]))  # restoring m1 at its path: m2 holds it now
+    deleted = inner.records[uid("m1")][0]
+    refused(a.update_metadata([memory("m1", revision=deleted.revision)]))  # restoring m1 at its path: m2 holds it
     assert inner.records[uid("m1")][0].deleted
     b.update_metadata([memory("m2", expires_at=datetime.now(UTC) - timedelta(seconds=1))]).unwrap()
     assert a.add([memory("m3")], [axis(2)]) == Success(None)

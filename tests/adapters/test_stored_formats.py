@@ -44,7 +44,7 @@ FIELDS: dict[str, object] = {
     "deleted": True,
     "deleted_at": NOW,
 }
-MEMORY = Memory(**FIELDS)  # type: ignore[arg-type]
+MEMORY = Memory(**FIELDS, revision=3)  # type: ignore[arg-type]
 CHROMA_METADATA = {
     "namespace_prefixes": ["", "user", "user\x1fa"],
     "path": "a/b-c",
@@ -59,7 +59,7 @@ CHROMA_METADATA = {
     "deleted": True,
     "expires_us": 1795482123456789,
     "anchor_us": 1795395723456789,
-    "record": '{"v":1,"store":"work","namespace":["user","a"],"tags":["x","y","x"],"source":"s","citations":["c1"],"thread":"th","created_at":"2026-11-23T01:02:03.456789+00:00","updated_at":"2026-11-23T01:02:04.456789+00:00","last_reinforced_at":"2026-11-23T01:02:03.456789+00:00","expires_at":"2026-11-24T01:02:03.456789+00:00","deleted_at":"2026-11-23T01:02:03.456789+00:00"}',
+    "record": '{"v":1,"store":"work","namespace":["user","a"],"tags":["x","y","x"],"source":"s","citations":["c1"],"thread":"th","revision":3,"created_at":"2026-11-23T01:02:03.456789+00:00","updated_at":"2026-11-23T01:02:04.456789+00:00","last_reinforced_at":"2026-11-23T01:02:03.456789+00:00","expires_at":"2026-11-24T01:02:03.456789+00:00","deleted_at":"2026-11-23T01:02:03.456789+00:00"}',
 }
 QDRANT_PAYLOAD = {
     "content": "y",
@@ -79,6 +79,7 @@ QDRANT_PAYLOAD = {
     "thread": "th",
     "decay_policy": "reinforceable",
     "deleted": True,
+    "revision": 3,
     "created_at": "2026-11-23T01:02:03.456789+00:00",
     "updated_at": "2026-11-23T01:02:04.456789+00:00",
     "last_reinforced_at": "2026-11-23T01:02:03.456789+00:00",
@@ -115,6 +116,7 @@ decay_policy: reinforceable
 last_reinforced_at: 2026-11-23T01:02:03.456789Z
 deleted: true
 deleted_at: 2026-11-23T01:02:03.456789Z
+revision: 3
 ---
 y"""
 

@@ -61,27 +61,27 @@ EDITS: dict[str, list[tuple[str, str]]] = {
     ],
     "tests/field_examples.py": [  # its strategy: draw only values its rule takes
         (
-            '    "tags": st.lists(LABEL_TEXT, max_size=4).map(tuple),\n}\n',
-            '    "tags": st.lists(LABEL_TEXT, max_size=4).map(tuple),\n'
+            '    "revision": st.integers(min_value=0, max_value=2**31),  # a count of changes: never negative\n}\n',
+            '    "revision": st.integers(min_value=0, max_value=2**31),  # a count of changes: never negative\n'
             '    "importance": st.none() | st.floats(min_value=0.0, max_value=1.0),\n}\n',
         )
     ],
     "tests/adapters/test_stored_formats.py": [  # the deliberate update: the pinned bytes gain the new key
         (
-            "MEMORY = Memory(**FIELDS)  # type: ignore[arg-type]\n",
-            "MEMORY = Memory(**FIELDS, importance=0.5)  # type: ignore[arg-type]\n",
+            "MEMORY = Memory(**FIELDS, revision=3)  # type: ignore[arg-type]\n",
+            "MEMORY = Memory(**FIELDS, revision=3, importance=0.5)  # type: ignore[arg-type]\n",
         ),
         (
-            '"record": \'{"v":1,"store":"work","namespace":["user","a"],"tags":["x","y","x"],"source":"s","citations":["c1"],"thread":"th","created_at"',
-            '"record": \'{"v":1,"store":"work","namespace":["user","a"],"tags":["x","y","x"],"source":"s","citations":["c1"],"thread":"th","importance":0.5,"created_at"',
+            '"record": \'{"v":1,"store":"work","namespace":["user","a"],"tags":["x","y","x"],"source":"s","citations":["c1"],"thread":"th","revision":3',
+            '"record": \'{"v":1,"store":"work","namespace":["user","a"],"tags":["x","y","x"],"source":"s","citations":["c1"],"thread":"th","importance":0.5,"revision":3',
         ),
         (
-            '    "deleted": True,\n    "created_at"',
-            '    "deleted": True,\n    "importance": 0.5,\n    "created_at"',
+            '    "deleted": True,\n    "revision"',
+            '    "deleted": True,\n    "importance": 0.5,\n    "revision"',
         ),
         (
-            'deleted: true\ndeleted_at: 2026-11-23T01:02:03.456789Z\n---\ny"""\n\n\ndef test_chroma',
-            'deleted: true\ndeleted_at: 2026-11-23T01:02:03.456789Z\nimportance: 0.5\n---\ny"""\n\n\ndef test_chroma',
+            'deleted: true\ndeleted_at: 2026-11-23T01:02:03.456789Z\nrevision: 3\n---\ny"""\n\n\ndef test_chroma',
+            'deleted: true\ndeleted_at: 2026-11-23T01:02:03.456789Z\nimportance: 0.5\nrevision: 3\n---\ny"""\n\n\ndef test_chroma',
         ),
     ],
 }

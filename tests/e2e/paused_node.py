@@ -15,12 +15,13 @@ from typing import Any
 from chromadb.api.models.Collection import Collection
 from returns.result import Failure, Result, Success
 
-from agent_memory.domain.commands import CreateMemory
+from agent_memory.domain.commands import CreateMemory, UpdateMemory
 from agent_memory.domain.filters import MemoryFilter
 from tests.e2e.race_node import open_node
 
 WRITES = ("add", "upsert", "update")
-# "at": "record" (a store's records), "claim" (a path claim in the ledger) or "commit" (a batch's outcome record)
+# "at": "record" (a store's records), "claim" (a path claim in the ledger), "revision" (a memory's revision claim) or
+# "commit" (a batch's outcome record)
 armed: dict[str, str] = {}
 
 
@@ -31,8 +32,8 @@ def _pausing(name: str, write: Callable[..., Any]) -> Callable[..., Any]:
         at = armed.get("at")
         ids = [str(i) for i in kwargs.get("ids") or (args[0] if args else [])]
         record = at == "record" and "." not in self.name
-        ledger = self.name.endswith(".ledger") and at in ("claim", "commit")
-        claim = ledger and any(i.startswith("path/" if at == "claim" else "commit/") for i in ids)
+        prefix = {"claim": "path/", "revision": "rev/", "commit": "commit/"}.get(at or "")
+        claim = prefix is not None and self.name.endswith(".ledger") and any(i.startswith(prefix) for i in ids)
         if record or claim:
             armed.clear()
             say({"paused": name, "collection": self.name, "ids": ids})
@@ -82,6 +83,14 @@ def main() -> None:
             say(answered(service.delete(asked["ref"]).map(lambda memory: [])))
         elif op == "restore":
             say(answered(service.restore(asked["ref"])))
+        elif op == "update":
+            tags = tuple(asked["tags"]) if "tags" in asked else None
+            changed = UpdateMemory(ref=asked["ref"], content=asked.get("content"), tags=tags)
+            say(answered(service.update(changed)))
+        elif op == "get":  # the memory as stored, deleted or not
+            store = service.catalog.open("default", create=False).unwrap()
+            (m,) = store.get([asked["ref"]]).unwrap()
+            say({"ok": True, "content": m.content, "tags": list(m.tags), "deleted": m.deleted, "revision": m.revision})
         elif op == "scan":
             store = service.catalog.open("default", create=False).unwrap()
             live = store.scan(MemoryFilter()).unwrap()

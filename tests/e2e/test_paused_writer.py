@@ -2,7 +2,8 @@
 `chroma run` (issue 46): two node processes with their own HOME and data directory; node A stops itself in chromadb's
 client just before its write reaches the engine (its path claim, or its records), node B writes to the same path
 meanwhile (after passing A's lapsed lease over), then A goes on. Afterwards: no path holds two live memories, no
-path's write was acknowledged to both nodes, and every acknowledged write is there.
+path's write was acknowledged to both nodes, and every acknowledged write is there. The same for two changes of one
+memory (update, delete, restore): of two nodes that read one revision, one is acknowledged, the other told CONFLICT.
 
 The lease lasts MEMORY_LEASE_TTL_SECONDS = TTL here so that B passes A over in seconds; nothing here waits on a
 timing: the test waits for A to be stopped, for B's answer, and for A's."""
@@ -242,3 +243,67 @@ def test_a_node_killed_mid_batch_leaves_no_half_batch_and_no_doubled_path(nodes:
     live = b.ask(op="scan")["live"]
     assert not [m for m in live if m["content"].startswith("batch ")], live  # none of the killed batch
     audit(b, {answer["ids"][0]: "race/k2"} if answer["ok"] else {})
+
+
+# the change each node makes to one memory, and how the memory reads once that change stands
+CHANGES: dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]] = {
+    "update": ({"op": "update", "tags": ["a"]}, {"op": "update", "tags": ["b"]}, {"tags": ["a"]}, {"tags": ["b"]}),
+    "content": (
+        {"op": "update", "content": "a's words"},
+        {"op": "update", "content": "b's words"},
+        {"content": "a's words"},
+        {"content": "b's words"},
+    ),
+    "delete": ({"op": "delete"}, {"op": "update", "tags": ["b"]}, {"deleted": True}, {"tags": ["b"]}),
+    "restore": ({"op": "restore"}, {"op": "restore"}, {"deleted": False}, {"deleted": False}),
+}
+
+
+def reads(node: Node, ref: str, expected: dict[str, Any]) -> dict[str, Any]:
+    state = node.ask(op="get", ref=ref)
+    assert {key: state[key] for key in expected} == expected, state
+    return state
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+@pytest.mark.parametrize("at", ["revision", "record"])
+def test_a_paused_change_of_a_memory_and_another_nodes_change_of_it_are_never_both_acknowledged(
+    nodes: tuple[Node, Node], at: str, change: str
+) -> None:
+    a, b = nodes
+    a_write, b_write, a_state, b_state = CHANGES[change]
+    ref = a.ask(op="add", path=f"race/{change}", content="the memory both nodes change")["ids"][0]
+    if change == "restore":
+        assert a.ask(op="delete", ref=ref)["ok"]
+    a_answer, b_answer = paused_then(a, b, at, {**a_write, "ref": ref}, {**b_write, "ref": ref})
+    winner, loser, state = (b_answer, a_answer, b_state) if at == "revision" else (a_answer, b_answer, a_state)
+    # "revision": B claimed the revision both read first; "record": A held it while it slept, B finds it there
+    assert winner["ok"] and loser["code"] == "CONFLICT", (a_answer, b_answer)
+    assert ref in loser["message"] and "read it again" in loser["message"], loser
+    assert reads(b, ref, state)["revision"] == (2 if change == "restore" else 1)  # (the delete before was 1)
+    reads(a, ref, state)
+
+
+@pytest.mark.parametrize("change", ["update", "content", "delete"])
+def test_a_change_paused_after_its_claim_never_stays_over_a_later_acknowledged_one(
+    nodes: tuple[Node, Node], change: str
+) -> None:
+    a, b = nodes
+    a_write, b_write, _, b_state = CHANGES[change]
+    ref = a.ask(op="add", path=f"race/late-{change}", content="the memory both nodes change")["ids"][0]
+    assert a.ask(op="arm", at="record") == {"armed": "record"}
+    a.tell(**a_write, ref=ref)  # A wins revision 1 and stops before its write reaches the engine
+    assert "paused" in a.hear()
+    while not a.stopped():
+        time.sleep(0.01)
+    first = b.ask(**b_write, ref=ref)  # B read revision 0: refused, and A's revision 1 put in place (a delete:
+    # B, reading it deleted now, restores it)
+    assert first["code"] == "CONFLICT" and "revision 1" in first["message"], first
+    again = b.ask(**({"op": "restore"} if change == "delete" else b_write), ref=ref)
+    assert again["ok"], again  # B read revision 1 (deleted, for a delete) and wrote revision 2: acknowledged
+    a.process.send_signal(signal.SIGCONT)  # A's write of revision 1 lands now, after revision 2's
+    late = a.hear()
+    assert late.get("code") == "CONFLICT" and "revision 2" in late.get("message", ""), late
+    expected = {"deleted": False} if change == "delete" else b_state
+    assert reads(b, ref, expected)["revision"] == 2  # revision 2 is what stays: A's late write was put right
+    reads(a, ref, expected)
