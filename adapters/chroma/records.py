@@ -8,6 +8,7 @@ from typing import Any
 
 from agent_memory.adapters.shared import prefixes
 from agent_memory.adapters.shared.boundary import Abort
+from agent_memory.adapters.shared.commit_mark import COMMIT_KEY, mark_of, marked
 from agent_memory.adapters.shared.memory_fields import is_timestamp, memory_fields
 from agent_memory.adapters.shared.plain import memory_from_plain, plain_memory
 from agent_memory.adapters.shared.prefixes import NAMESPACE_JOIN, path_prefixes
@@ -60,7 +61,8 @@ def memory_metadata(memory: Memory) -> MetadataDict:
         "anchor_us": micros(memory.decay_anchor),
         RECORD_KEY: _record_text(plain),
     }
-    return {key: fields[key] for key in METADATA_KEYS}
+    mark = mark_of(memory)  # a running batch's record (adapters/shared/commit_mark.py): its key, at the end
+    return {key: fields[key] for key in METADATA_KEYS} | ({COMMIT_KEY: mark} if mark else {})
 
 
 def _record_text(plain: Mapping[str, Any]) -> str:
@@ -81,6 +83,9 @@ def memory_from_record(memory_id: str, document: str | None, meta: Mapping[str, 
     """
     if RECORD_KEY not in meta:
         return memory_from_plain(_legacy_plain(memory_id, document, meta))
+    if meta.get(COMMIT_KEY):  # a batch's record: the memory, marked with the batch's key
+        plain = {key: value for key, value in meta.items() if key != COMMIT_KEY}
+        return marked(memory_from_record(memory_id, document, plain), str(meta[COMMIT_KEY]))
     fields = _record_fields(meta[RECORD_KEY])
     missing = [key for key in RECORD_FIELDS if key not in fields and key not in _OPTIONAL_RECORD_FIELDS]
     if missing:
