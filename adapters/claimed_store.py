@@ -18,6 +18,13 @@ from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory
 from agent_memory.domain.ports import CategoryRegistry, StoreCatalog, Vector, VectorStore
 
+Courtesy = Callable[[str], bool]
+
+
+def _always(_: str) -> bool:
+    return True
+
+
 _ON_ITS_WAY = "is being written there by another writer (or its writer stopped before the write landed)"
 
 
@@ -31,17 +38,20 @@ def place_of(memory: Memory) -> Place | None:
 class ClaimingCatalog:
     """A StoreCatalog whose stores claim paths before writing (ClaimedStore); everything else is the inner one's."""
 
-    def __init__(self, inner: StoreCatalog, claims: PathClaims) -> None:
+    def __init__(self, inner: StoreCatalog, claims: PathClaims, *, may_void: Courtesy = _always) -> None:
         self.inner = inner
         self.claims = claims
         self.outcomes = CommitOutcomes.of(claims.ledger)
+        self.may_void = may_void
 
     @property
     def backend(self) -> str:
         return self.inner.backend
 
     def open(self, name: str, *, create: bool) -> Result[VectorStore, DomainError]:
-        return self.inner.open(name, create=create).map(lambda store: ClaimedStore(store, self.claims, self.outcomes))
+        return self.inner.open(name, create=create).map(
+            lambda store: ClaimedStore(store, self.claims, self.outcomes, may_void=self.may_void)
+        )
 
     def categories(self, name: str) -> Result[CategoryRegistry, DomainError]:
         return self.inner.categories(name)
@@ -74,13 +84,22 @@ class ClaimedStore:
     What a running batch adds carries its key (CommitOutcomes.mark_for), and so does its path claim: `get`, `query`
     and `scan` answer a batch's records only once it committed (CommitOutcomes.shown), on every node; a path whose
     holder was never written is freed by claiming that batch's outcome VOID (`_occupied`). Call every write under
-    the store's write lock (the WriteLocks port's rule): holding it is what lets a contender void another's batch.
+    the store's write lock (the WriteLocks port's rule): holding it is what lets a contender void another's batch
+    (`may_void(store)`: whether this process holds the store's lease; the lease orders, the claim decides).
     """
 
-    def __init__(self, inner: VectorStore, claims: PathClaims, outcomes: CommitOutcomes | None = None) -> None:
+    def __init__(
+        self,
+        inner: VectorStore,
+        claims: PathClaims,
+        outcomes: CommitOutcomes | None = None,
+        *,
+        may_void: Courtesy = _always,
+    ) -> None:
         self.inner = inner
         self.claims = claims
         self.outcomes = CommitOutcomes.of(claims.ledger) if outcomes is None else outcomes
+        self.may_void = may_void  # store → whether this process holds its write lease (the courtesy that orders)
 
     # --- writes
 
@@ -208,8 +227,9 @@ class ClaimedStore:
         commit = self.claims.commit_of(place, holder)
 
         def judged(found: list[Memory]) -> Result[str | None, DomainError]:
-            if not found:
-                return self._voided(place, holder, commit) if commit else Success(_ON_ITS_WAY)
+            if not found:  # never written: its batch may be voided (by the lease's holder), unless it runs here
+                voidable = commit and not self.outcomes.runs(commit) and self.may_void(place[0])
+                return self._voided(place, holder, commit) if voidable else Success(_ON_ITS_WAY)
             memory = found[0]
             if place_of(memory) != place:
                 return Success(

@@ -17,6 +17,7 @@ from agent_memory.domain.ports import PendingBatch
 
 COMMIT = "commit"  # the kind and key prefix of outcome records: `commit/<store>/<batch key>`
 KEPT, VOID = "kept", "void"
+MAX_DECIDED = 200_000  # outcomes kept per process (about 200 bytes each)
 
 
 def outcome_key(store: str, key: str) -> str:
@@ -96,11 +97,16 @@ class CommitOutcomes:
         with self._guard:
             return self._running.get(memory_id, ("", 0))[0]
 
+    def runs(self, key: str) -> bool:
+        """Whether a batch of this process runs under `key` (begun, not ended)."""
+        with self._guard:
+            return any(running == key for running, _ in self._running.values())
+
     # --- readers
 
     def decided(self, store: str, key: str) -> Result[str, DomainError]:
         """A batch's outcome: KEPT, VOID, or "" (running, or its writer stopped before claiming either)."""
-        return self._outcomes([(store, key)]).map(lambda found: found.get((store, key), ""))
+        return self._outcomes([(store, key)], even_running=True).map(lambda found: found.get((store, key), ""))
 
     def shown(self, memories: Sequence[Memory]) -> Result[list[Memory], DomainError]:
         """The memories a reader may see, in order, unmarked (see the class)."""
@@ -119,11 +125,14 @@ class CommitOutcomes:
             ]
         )
 
-    def _outcomes(self, batches: Sequence[tuple[str, str]]) -> Result[dict[tuple[str, str], str], DomainError]:
-        """The decided outcomes of these batches: the known ones, and the rest read in one round trip."""
+    def _outcomes(
+        self, batches: Sequence[tuple[str, str]], *, even_running: bool = False
+    ) -> Result[dict[tuple[str, str], str], DomainError]:
+        """The decided outcomes of these batches: the known ones, and the rest read in one round trip (but those
+        this process runs, undecided as far as a reader cares, unless `even_running`: voided meanwhile?)."""
         with self._guard:
             known = {batch: self._decided[batch] for batch in batches if batch in self._decided}
-            running = {key for key, _ in self._running.values()}
+            running = set() if even_running else {key for key, _ in self._running.values()}
         unseen = [(store, key) for store, key in batches if (store, key) not in known and key not in running]
         if not unseen:
             return Success(known)
@@ -135,6 +144,8 @@ class CommitOutcomes:
                 if outcome in (KEPT, VOID):
                     known[(store, key)] = outcome
             with self._guard:
+                if len(self._decided) >= MAX_DECIDED:  # a bound: a forgotten outcome is read again, once
+                    self._decided.clear()
                 self._decided.update(known)
             return known
 

@@ -92,14 +92,15 @@ class LeaseBatchJournal:
             )
         lease = self.leases.held(batch.store)
         if lease is None or not lease.live():
-            return Failure(
-                DomainError(
-                    ErrorCode.STORAGE_ERROR,
-                    f"The write lock of store '{batch.store}' could not be renewed in time (the storage server was "
-                    "slow or unreachable), so another writer may have taken it: the batch was not kept. Try again.",
-                    path=batch.store,
-                )
+            lapsed = DomainError(
+                ErrorCode.STORAGE_ERROR,
+                f"The write lock of store '{batch.store}' could not be renewed in time (the storage server was "
+                "slow or unreachable), so another writer may have taken it: the batch was not kept. Try again.",
+                path=batch.store,
             )
+            # voided meanwhile by the writer that took it over: say what that writer did instead
+            decided = self.outcomes.decided(batch.store, batch.key).value_or("")
+            return Failure(self._lost(batch) if decided == VOID else lapsed)
         outcome = self.outcomes.claim(batch.store, batch.key, KEPT)
         return outcome.bind(lambda kept: self.drop(batch) if kept else Failure(self._lost(batch)))
 

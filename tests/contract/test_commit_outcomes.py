@@ -18,6 +18,8 @@ from agent_memory.adapters.chroma.ledger import ChromaLedger
 from agent_memory.adapters.claimed_store import ClaimedStore
 from agent_memory.adapters.commit_outcomes import KEPT, VOID, CommitOutcomes
 from agent_memory.adapters.in_memory import InMemoryVectorStore
+from agent_memory.adapters.lease_journal import LeaseBatchJournal
+from agent_memory.adapters.lease_locks import LeaseWriteLocks
 from agent_memory.adapters.path_claims import PathClaims
 from agent_memory.adapters.qdrant.catalog import QdrantCatalog
 from agent_memory.adapters.qdrant.ledger import QdrantLedger
@@ -166,3 +168,40 @@ class CountingLedger:
     def read(self, keys: list[str]) -> Any:
         self.reads += 1
         return self.inner.read(keys)
+
+
+def test_a_create_not_written_yet_is_never_voided_by_a_writer_without_the_lease_nor_by_its_own_process(
+    engine: tuple[VectorStore, Ledger],
+) -> None:
+    store, ledger = engine
+    creator, outcomes = node(engine)
+    outcomes.begun(PendingBatch("default", (uid("a"),), key="k-alive"))
+    creator.claims.claim(("default", (), str(PLAN)), uid("a"), lambda _: Success(None), commit="k-alive").unwrap()
+    without_lease = ClaimedStore(store, PathClaims(ledger), CommitOutcomes(ledger), may_void=lambda _: False)
+    same_process = ClaimedStore(store, PathClaims(ledger), outcomes)  # its batch still runs here
+    for contender in (without_lease, same_process):
+        refused = contender.add([memory("b", PLAN)], [axis(1)])
+        assert isinstance(refused, Failure) and "being written there" in refused.failure().message
+    assert outcomes.decided("default", "k-alive") == Success("")  # undecided: the creator may still commit
+    creator.add([memory("a", PLAN)], [axis(0)]).unwrap()
+    assert outcomes.claim("default", "k-alive", KEPT) == Success(True)
+
+
+def test_a_stalled_creates_commit_is_refused_naming_the_memory_that_took_its_path() -> None:
+    ledger = InMemoryLedger()
+    store = InMemoryVectorStore()
+    stalled = LeaseWriteLocks(ledger, ttl=1.0)
+    journal = LeaseBatchJournal(stalled)
+    lease = stalled._acquire("default").unwrap()
+    stalled._leases["default"] = lease
+    begun = journal.begin(PendingBatch("default", (uid("a"),))).unwrap()
+    creator = ClaimedStore(store, PathClaims(ledger), journal.outcomes)
+    creator.claims.claim(("default", (), str(PLAN)), uid("a"), lambda _: Success(None), commit=begun.key).unwrap()
+    journal.outcomes.placed(begun.key, ("default", (), str(PLAN)), uid("a"))  # as ClaimedStore.add notes it
+    taker = ClaimedStore(store, PathClaims(ledger), CommitOutcomes(ledger))
+    assert taker.add([memory("b", PLAN)], [axis(1)]) == Success(None)  # it holds the lease the creator lost
+    store.add([marked(memory("a", PLAN), begun.key)], [axis(0)]).unwrap()  # the creator resumes: its write lands
+    error = journal.commit(begun).failure()
+    assert error.code is ErrorCode.DESTINATION_EXISTS and uid("b") in error.message
+    reader = ClaimedStore(store, PathClaims(ledger), CommitOutcomes(ledger))
+    assert {m.id for m in reader.scan(EVERYTHING).unwrap()} == {uid("b")}  # the late record: read by nobody
