@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -38,7 +39,8 @@ class CommitOutcomes:
     One per Ledger in a process (`of`): the batch journal and the stores share it.
     """
 
-    _each: ClassVar[dict[int, tuple[Ledger, CommitOutcomes]]] = {}
+    # by id of their ledger, while something holds them (each holds its ledger, so an id is never another's meanwhile)
+    _each: ClassVar[weakref.WeakValueDictionary[int, CommitOutcomes]] = weakref.WeakValueDictionary()
     _each_guard: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, ledger: Ledger) -> None:
@@ -52,9 +54,10 @@ class CommitOutcomes:
     def of(cls, ledger: Ledger) -> CommitOutcomes:
         """This process's outcomes over `ledger` (one per Ledger object)."""
         with cls._each_guard:
-            if id(ledger) not in cls._each:
-                cls._each[id(ledger)] = (ledger, cls(ledger))  # the ledger kept alive: its id is never reused
-            return cls._each[id(ledger)][1]
+            outcomes = cls._each.get(id(ledger))
+            if outcomes is None or outcomes.ledger is not ledger:
+                outcomes = cls._each[id(ledger)] = cls(ledger)
+            return outcomes
 
     # --- writers
 
