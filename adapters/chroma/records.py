@@ -59,14 +59,15 @@ def memory_metadata(memory: Memory) -> MetadataDict:
         "tags": list(dict.fromkeys(memory.tags)) or None,
         "expires_us": NEVER_EXPIRES_US if memory.expires_at is None else micros(memory.expires_at),
         "anchor_us": micros(memory.decay_anchor),
-        RECORD_KEY: _record_text(plain),
+        RECORD_KEY: _record_text(plain, mark_of(memory)),
     }
-    mark = mark_of(memory)  # a running batch's record (adapters/shared/commit_mark.py): its key, at the end
-    return {key: fields[key] for key in METADATA_KEYS} | ({COMMIT_KEY: mark} if mark else {})
+    return {key: fields[key] for key in METADATA_KEYS}
 
 
-def _record_text(plain: Mapping[str, Any]) -> str:
-    fields = {"v": RECORD_VERSION, **{key: plain[key] for key in RECORD_FIELDS}}
+def _record_text(plain: Mapping[str, Any], mark: str) -> str:
+    """The JSON record; a running batch's record (adapters/shared/commit_mark.py) carries its key in it, last (in
+    the JSON rather than a key of its own: Chroma keeps a row per metadata key)."""
+    fields = {"v": RECORD_VERSION, **{key: plain[key] for key in RECORD_FIELDS}} | ({COMMIT_KEY: mark} if mark else {})
     return json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -83,14 +84,11 @@ def memory_from_record(memory_id: str, document: str | None, meta: Mapping[str, 
     """
     if RECORD_KEY not in meta:
         return memory_from_plain(_legacy_plain(memory_id, document, meta))
-    if meta.get(COMMIT_KEY):  # a batch's record: the memory, marked with the batch's key
-        plain = {key: value for key, value in meta.items() if key != COMMIT_KEY}
-        return marked(memory_from_record(memory_id, document, plain), str(meta[COMMIT_KEY]))
     fields = _record_fields(meta[RECORD_KEY])
     missing = [key for key in RECORD_FIELDS if key not in fields and key not in _OPTIONAL_RECORD_FIELDS]
     if missing:
         raise KeyError(f"the record has no {missing[0]!r}")
-    return memory_from_plain(
+    memory = memory_from_plain(
         {
             **_filter_plain(meta),
             **{key: fields[key] for key in RECORD_FIELDS if key in fields},
@@ -98,6 +96,7 @@ def memory_from_record(memory_id: str, document: str | None, meta: Mapping[str, 
             "content": document if document is not None else "",
         }
     )
+    return marked(memory, str(fields.get(COMMIT_KEY) or ""))
 
 
 def memories_of(ids: Sequence[str], documents: Sequence[Any], metadatas: Sequence[Any]) -> list[Memory]:
