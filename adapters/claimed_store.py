@@ -10,12 +10,23 @@ from typing import Any
 from returns.iterables import Fold
 from returns.result import Failure, Result, Success
 
+from agent_memory.adapters.commit_outcomes import VOID, CommitOutcomes
 from agent_memory.adapters.path_claims import PathClaims, Place
 from agent_memory.adapters.revision_claims import RevisionClaims
+from agent_memory.adapters.shared.commit_mark import mark_of, marked
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory
 from agent_memory.domain.ports import CategoryRegistry, StoreCatalog, Vector, VectorStore
+
+Courtesy = Callable[[str], bool]
+
+
+def _always(_: str) -> bool:
+    return True
+
+
+_ON_ITS_WAY = "is being written there by another writer (or its writer stopped before the write landed)"
 
 
 def place_of(memory: Memory) -> Place | None:
@@ -28,16 +39,20 @@ def place_of(memory: Memory) -> Place | None:
 class ClaimingCatalog:
     """A StoreCatalog whose stores claim paths before writing (ClaimedStore); everything else is the inner one's."""
 
-    def __init__(self, inner: StoreCatalog, claims: PathClaims) -> None:
+    def __init__(self, inner: StoreCatalog, claims: PathClaims, *, may_void: Courtesy = _always) -> None:
         self.inner = inner
         self.claims = claims
+        self.outcomes = CommitOutcomes.of(claims.ledger)
+        self.may_void = may_void
 
     @property
     def backend(self) -> str:
         return self.inner.backend
 
     def open(self, name: str, *, create: bool) -> Result[VectorStore, DomainError]:
-        return self.inner.open(name, create=create).map(lambda store: ClaimedStore(store, self.claims))
+        return self.inner.open(name, create=create).map(
+            lambda store: ClaimedStore(store, self.claims, self.outcomes, may_void=self.may_void)
+        )
 
     def categories(self, name: str) -> Result[CategoryRegistry, DomainError]:
         return self.inner.categories(name)
@@ -68,17 +83,32 @@ class ClaimedStore:
       their next revision as a removal (an id added back later is not rolled forward to its state before).
     A writer that pauses, for any time, between its checks and its write either holds its claim (nobody else can
     take the path meanwhile) or loses it when it resumes (refused, nothing written). On a failed write the claims
-    just taken are freed again. Reads are the inner store's.
+    just taken are freed again.
+    What a running batch adds carries its key (CommitOutcomes.mark_for), and so does its path claim: `get`, `query`
+    and `scan` answer a batch's records only once it committed (CommitOutcomes.shown), on every node; a path whose
+    holder was never written is freed by claiming that batch's outcome VOID (`_occupied`). Call every write under
+    the store's write lock (the WriteLocks port's rule): holding it is what lets a contender void another's batch
+    (`may_void(store)`: whether this process holds the store's lease; the lease orders, the claim decides).
     """
 
-    def __init__(self, inner: VectorStore, claims: PathClaims) -> None:
+    def __init__(
+        self,
+        inner: VectorStore,
+        claims: PathClaims,
+        outcomes: CommitOutcomes | None = None,
+        *,
+        may_void: Courtesy = _always,
+    ) -> None:
         self.inner = inner
         self.claims = claims
         self.revisions = RevisionClaims(claims.ledger)  # who may change an existing memory (revision_claims.py)
+        self.outcomes = CommitOutcomes.of(claims.ledger) if outcomes is None else outcomes
+        self.may_void = may_void  # store → whether this process holds its write lease (the courtesy that orders)
 
     # --- writes
 
     def add(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
+        memories = [marked(memory, self.outcomes.mark_for(memory.id)) for memory in memories]
         placed = [memory for memory in memories if place_of(memory) is not None]
         if not placed:  # nothing to claim (no read either: a store without paths pays nothing)
             return self.inner.add(memories, embeddings)
@@ -107,15 +137,21 @@ class ClaimedStore:
     # --- reads and the rest: the inner store's
 
     def get(self, ids: Sequence[str]) -> Result[list[Memory], DomainError]:
-        return self.inner.get(ids)
+        return self.inner.get(ids).bind(self.outcomes.shown)
 
     def query(
         self, embedding: Vector, where: MemoryFilter, limit: int
     ) -> Result[list[tuple[Memory, float]], DomainError]:
-        return self.inner.query(embedding, where, limit)
+        def sifted(pairs: list[tuple[Memory, float]]) -> Result[list[tuple[Memory, float]], DomainError]:
+            score = {memory.id: similarity for memory, similarity in pairs}
+            return self.outcomes.shown([memory for memory, _ in pairs]).map(
+                lambda shown: [(memory, score[memory.id]) for memory in shown]
+            )
+
+        return self.inner.query(embedding, where, limit).bind(sifted)
 
     def scan(self, where: MemoryFilter) -> Result[list[Memory], DomainError]:
-        return self.inner.scan(where)
+        return self.inner.scan(where).bind(self.outcomes.shown)
 
     def count(self) -> Result[int, DomainError]:
         return self.inner.count()
@@ -167,9 +203,12 @@ class ClaimedStore:
         ]
         taken: list[tuple[Place, str]] = []
         for place, holder in wanted:
-            match self.claims.claim(place, holder, partial(self._occupied, place)):
+            commit = self.outcomes.mark_for(holder)
+            match self.claims.claim(place, holder, partial(self._occupied, place), commit=commit):
                 case Success(_):
                     taken.append((place, holder))
+                    if commit:
+                        self.outcomes.placed(commit, place, holder)
                 case Failure(error):
                     self._release(taken)
                     return Failure(error)
@@ -182,21 +221,44 @@ class ClaimedStore:
 
     def _occupied(self, place: Place, holder: str) -> Result[str | None, DomainError]:
         """How a path's newest holder holds it while it is, or may yet be, live there; None once it is stored there
-        and expired. A holder not stored yet, stored at another path or soft-deleted is a write still on its way
-        (a create, a move, a restore), since a move away and a delete free the path after their write; or one whose
-        writer stopped before its write landed: the path stays taken (moving that memory there, then away, frees
-        it; a create that never landed has no memory to move)."""
+        and expired, or its batch is VOID. A holder not stored yet, stored at another path or soft-deleted is a write
+        still on its way (a create, a move, a restore), since a move away and a delete free the path after their
+        write; or one whose writer stopped before its write landed. A create's claim names its batch: this writer
+        holds the store's write lock, so that batch's writer lost it (stopped, or stalled past its lease), and the
+        path is freed by claiming the batch VOID (refused when it committed meanwhile: judged again). A move's or a
+        restore's claim names none: the path stays taken until that memory is moved there and away."""
         now = datetime.now(UTC)
+        commit = self.claims.commit_of(place, holder)
 
-        def judged(found: list[Memory]) -> str | None:
-            if not found:
-                return "is being written there by another writer (or its writer stopped before the write landed)"
+        def judged(found: list[Memory]) -> Result[str | None, DomainError]:
+            if not found:  # never written: its batch may be voided (by the lease's holder), unless it runs here
+                voidable = commit and not self.outcomes.runs(commit) and self.may_void(place[0])
+                return self._voided(place, holder, commit) if voidable else Success(_ON_ITS_WAY)
             memory = found[0]
-            if place_of(memory) == place:
-                return None if memory.is_expired(now) else "holds it"
-            return "is being moved or restored there by another writer (or its writer stopped before it landed)"
+            if place_of(memory) != place:
+                return Success(
+                    "is being moved or restored there by another writer (or its writer stopped before it landed)"
+                )
+            if mark_of(memory):  # written by a batch: gone with it if it was voided
+                return self.outcomes.decided(memory.store, mark_of(memory)).map(
+                    lambda outcome: None if outcome == VOID or memory.is_expired(now) else "holds it"
+                )
+            return Success(None if memory.is_expired(now) else "holds it")
 
-        return self.inner.get([holder]).map(judged)
+        return self.inner.get([holder]).bind(judged)
+
+    def _voided(self, place: Place, holder: str, commit: str) -> Result[str | None, DomainError]:
+        """A holder never written, of batch `commit`: None (the path is free) once that batch is VOID, by this claim
+        or an earlier one; KEPT means it was written after the read, or written and removed since: read again."""
+
+        def after(void: bool) -> Result[str | None, DomainError]:
+            if void:
+                return Success(None)
+            return self.inner.get([holder]).map(
+                lambda found: "holds it" if found and place_of(found[0]) == place else None
+            )
+
+        return self.outcomes.claim(place[0], commit, VOID).bind(after)
 
     def _release(self, places: Sequence[tuple[Place, str]]) -> Result[None, DomainError]:
         return Fold.collect([self.claims.release(place, holder) for place, holder in places], Success(())).map(

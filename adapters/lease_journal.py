@@ -11,16 +11,16 @@ from attrs import evolve
 from returns.result import Failure, Result, Success
 
 from agent_memory.adapters.batch_journal import plain_batch
+from agent_memory.adapters.commit_outcomes import KEPT, VOID, CommitOutcomes
 from agent_memory.adapters.lease_locks import LeaseWriteLocks
 from agent_memory.adapters.lease_tickets import released
+from agent_memory.adapters.path_claims import FREE, PathClaims, taken_by
 from agent_memory.adapters.shared.ledger import LedgerRecord
 from agent_memory.adapters.shared.plain import memory_from_plain
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.ports import PendingBatch
 
 KIND = "batch"
-COMMIT = "commit"  # a batch's outcome, claimed once: KEPT by its writer, or VOID by the node that rolls it back
-KEPT, VOID = "kept", "void"
 UNREADABLE = (ValueError, KeyError, TypeError)  # a record that is not a batch: left alone, never rolled back
 
 
@@ -41,8 +41,9 @@ class LeaseBatchJournal:
     whose ticket is gone (pruned), released by its holder, or marked expired by the waiter that passed it over once
     it went a ttl unrenewed; no clock is read, so a writer whose wall clock is off never makes a reader take the
     lease. The rollback itself runs under the lock and asks again.
-    A batch commits by claiming its outcome record (`commit/<store>/<key>`, inserted only if absent) as KEPT; a
-    node that rolls it back claims the same record as VOID first, and rolls back only if VOID is what was stored.
+    A batch commits by claiming its outcome record (`commit/<store>/<key>`, inserted only if absent; CommitOutcomes)
+    as KEPT; a node that rolls it back claims the same record as VOID first, and rolls back only if VOID is what was
+    stored; until KEPT, every reader leaves the batch's records out (they carry its key).
     So of a writer that stalled past its lease and the node that took the lease over, exactly one decides: the
     writer is told "stored" only if its records were not rolled back, and they are not rolled back once it was.
     `commit` also refuses, as a courtesy, when the writer's lease may have been taken over (not renewed for 2/3 of
@@ -53,6 +54,7 @@ class LeaseBatchJournal:
     def __init__(self, leases: LeaseWriteLocks, *, still_wanted: Callable[[], bool] = _always) -> None:
         self.leases = leases
         self.ledger = leases.ledger
+        self.outcomes = CommitOutcomes.of(leases.ledger)
         self.still_wanted = still_wanted
         self._begun: dict[str, LedgerRecord] = {}  # key → the record of a batch this process runs
         self._clean: dict[str, int] = {}  # store → the epoch under which this process found nothing to roll back
@@ -77,7 +79,7 @@ class LeaseBatchJournal:
             text=json.dumps(plain_batch(begun)),
         )
         self._begun[record.key] = record
-        return self.ledger.put(record).map(lambda _: begun)
+        return self.ledger.put(record).map(lambda _: self.outcomes.begun(begun)).map(lambda _: begun)
 
     def commit(self, batch: PendingBatch) -> Result[None, DomainError]:
         if not self.still_wanted():
@@ -90,28 +92,38 @@ class LeaseBatchJournal:
             )
         lease = self.leases.held(batch.store)
         if lease is None or not lease.live():
-            return Failure(
-                DomainError(
-                    ErrorCode.STORAGE_ERROR,
-                    f"The write lock of store '{batch.store}' could not be renewed in time (the storage server was "
-                    "slow or unreachable), so another writer may have taken it: the batch was not kept. Try again.",
-                    path=batch.store,
-                )
+            lapsed = DomainError(
+                ErrorCode.STORAGE_ERROR,
+                f"The write lock of store '{batch.store}' could not be renewed in time (the storage server was "
+                "slow or unreachable), so another writer may have taken it: the batch was not kept. Try again.",
+                path=batch.store,
             )
-        outcome = self._outcome(batch.store, batch.key, KEPT)
-        return outcome.bind(lambda kept: self.drop(batch) if kept else Failure(_voided(batch.store)))
+            # voided meanwhile by the writer that took it over: say what that writer did instead
+            decided = self.outcomes.decided(batch.store, batch.key).value_or("")
+            return Failure(self._lost(batch) if decided == VOID else lapsed)
+        outcome = self.outcomes.claim(batch.store, batch.key, KEPT)
+        return outcome.bind(lambda kept: self.drop(batch) if kept else Failure(self._lost(batch)))
 
-    def _outcome(self, store: str, key: str, outcome: str) -> Result[bool, DomainError]:
-        """Claim a batch's outcome: whether the outcome stored (this one, or an earlier claim's) is `outcome`."""
-        record = LedgerRecord(key=f"{COMMIT}/{store}/{key}", store=store, kind=COMMIT, fields={"outcome": outcome})
-        return self.ledger.claim(record).map(lambda stored: stored.fields.get("outcome") == outcome)
+    def _lost(self, batch: PendingBatch) -> DomainError:
+        """Why a voided batch was not kept: a path of it another writer took meanwhile (DESTINATION_EXISTS naming
+        the memory there), else a rollback by the node that took the store over."""
+        claims = PathClaims(self.ledger)
+        for place, holder in self.outcomes.places(batch.key):
+            match claims.newest(place):
+                case Success((_, winner)) if winner not in (holder, FREE):
+                    return taken_by(place, winner, "was put there by another writer while this write was stalled")
+                case _:
+                    continue
+        return _voided(batch.store)
 
     def drop(self, batch: PendingBatch) -> Result[None, DomainError]:
+        self.outcomes.ended(batch)
         key = _key(batch.store, batch.key)
         return self.ledger.remove([key]).map(lambda _: self._begun.pop(key, None)).map(lambda _: None)
 
     def release(self, batch: PendingBatch) -> Result[None, DomainError]:
         self._clean.pop(batch.store, None)  # a batch left for the next open: look again
+        self.outcomes.ended(batch)
         record = self._begun.pop(_key(batch.store, batch.key), None)
         if record is None:
             return Success(None)
@@ -141,7 +153,7 @@ class LeaseBatchJournal:
         committed (its writer stopped before forgetting it), so it is forgotten instead of rolled back."""
         to_undo: list[PendingBatch] = []
         for batch in batches:
-            match self._outcome(batch.store, batch.key, VOID):
+            match self.outcomes.claim(batch.store, batch.key, VOID):
                 case Success(True):
                     to_undo.append(batch)
                 case Success(False):
@@ -154,8 +166,8 @@ class LeaseBatchJournal:
 def _voided(store: str) -> DomainError:
     return DomainError(
         ErrorCode.STORAGE_ERROR,
-        f"While this write to store '{store}' was stalled, another writer took the store over and rolled it back: "
-        "nothing was kept. Try again.",
+        f"While this write to store '{store}' was stalled, another writer took the store over and voided it (rolled "
+        "it back, or took a path it had claimed): nothing was kept. Try again.",
         path=store,
     )
 

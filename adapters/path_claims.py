@@ -16,6 +16,7 @@ from agent_memory.domain.errors import DomainError, ErrorCode
 KIND = "path"
 FREE = ""  # the holder of a claim that frees the path (a move away, a delete, a removal, a rollback)
 PROBE = 8  # claim versions read per round trip when looking for a path's newest claim
+MAX_COMMITS_KEPT = 4096  # newest claims' batches remembered for `commit_of`
 
 Place = tuple[str, tuple[str, ...], str]  # (store, namespace, path)
 
@@ -35,38 +36,51 @@ class PathClaims:
 
     `occupied(holder)` is the caller's judgement of the newest holder (another memory): how it holds the path while
     it is, or may yet be, live there (its write may still be on its way), None once it is deleted or expired.
+    A claim may name the batch whose write puts its holder there (`commit`, its key in CommitOutcomes): a holder
+    never written is then judged by that batch's outcome, which a contender may claim VOID (ClaimedStore).
     """
 
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
         self._guard = threading.Lock()
         self._known: dict[Place, int] = {}  # per place: a version known to exist (where the next probe starts)
+        self._commits: dict[tuple[Place, str], str] = {}  # (place, holder) → the batch of its newest claim read
 
     def newest(self, place: Place) -> Result[tuple[int, str], DomainError]:
         """The newest claim of a place: (version, holder); (0, FREE) when it was never claimed."""
         return as_result(lambda: self._newest(place))
 
+    def commit_of(self, place: Place, holder: str) -> str:
+        """The batch named by the newest claim of `holder` at `place` this process read ("" : none, or unread)."""
+        with self._guard:
+            return self._commits.get((place, holder), "")
+
     def claim(
-        self, place: Place, holder: str, occupied: Callable[[str], Result[str | None, DomainError]]
+        self,
+        place: Place,
+        holder: str,
+        occupied: Callable[[str], Result[str | None, DomainError]],
+        *,
+        commit: str = "",
     ) -> Result[int, DomainError]:
         """Make `holder` the path's newest holder (the version it holds): at once when it is already, else by
         claiming the next version, refused (DESTINATION_EXISTS) when the newest holder is occupying the path or
-        another writer claimed that version first."""
+        another writer claimed that version first. `commit`: the batch whose write puts `holder` there."""
 
         def run() -> int:
             with self._guard:
                 unseen = place not in self._known
-            if unseen and self._claim(place, 1, holder)[0]:
+            if unseen and self._claim(place, 1, holder, commit)[0]:
                 return 1  # a path never claimed (most creates): its first claim, without reading first
             version, current = self._newest(place)
             if current == holder:
                 return version
             how = value_of(occupied(current)) if current != FREE else None
             if how is not None:
-                raise Abort(_taken(place, current, how))
-            won, winner = self._claim(place, version + 1, holder)
+                raise Abort(taken_by(place, current, how))
+            won, winner = self._claim(place, version + 1, holder, commit)
             if not won:
-                raise Abort(_taken(place, winner, "was put there by another writer at the same moment"))
+                raise Abort(taken_by(place, winner, "was put there by another writer at the same moment"))
             return version + 1
 
         return as_result(run)
@@ -83,10 +97,10 @@ class PathClaims:
 
     # --- helpers (plain: they raise Abort, the port methods convert)
 
-    def _claim(self, place: Place, version: int, holder: str) -> tuple[bool, str]:
+    def _claim(self, place: Place, version: int, holder: str, commit: str = "") -> tuple[bool, str]:
         """Claim one version: whether this call's record was stored, and the holder of the record that was."""
         token = uuid.uuid4().hex  # tells this claim from an earlier one of the same holder
-        fields = {"holder": holder, "token": token}
+        fields = {"holder": holder, "token": token} | ({"commit": commit} if commit else {})
         record = LedgerRecord(key=claim_key(place, version), store=place[0], kind=KIND, seq=0, fields=fields)
         stored = value_of(self.ledger.claim(record))
         with self._guard:
@@ -96,24 +110,34 @@ class PathClaims:
     def _newest(self, place: Place) -> tuple[int, str]:
         with self._guard:
             start = self._known.get(place, 0)
-        newest, holder = start, FREE
+        newest, holder, commit = start, FREE, ""
         if start:
             found = value_of(self.ledger.read([claim_key(place, start)]))
-            holder = str(found[claim_key(place, start)].fields.get("holder", FREE)) if found else FREE
+            if found:
+                holder, commit = _holder(found[claim_key(place, start)])
         while True:
             versions = range(newest + 1, newest + 1 + PROBE)
             found = value_of(self.ledger.read([claim_key(place, v) for v in versions]))
             present = [v for v in versions if claim_key(place, v) in found]
             if present:
                 newest = max(present)
-                holder = str(found[claim_key(place, newest)].fields.get("holder", FREE))
+                holder, commit = _holder(found[claim_key(place, newest)])
             if newest < versions[-1]:
                 with self._guard:
                     self._known[place] = max(self._known.get(place, 0), newest)
+                    if commit:
+                        if len(self._commits) >= MAX_COMMITS_KEPT:  # a bound: only a contender needs one, at once
+                            self._commits.clear()
+                        self._commits[(place, holder)] = commit
                 return newest, holder
 
 
-def _taken(place: Place, holder: str, how: str) -> DomainError:
+def _holder(record: LedgerRecord) -> tuple[str, str]:
+    """A claim's holder and the batch it names ("" : none)."""
+    return str(record.fields.get("holder", FREE)), str(record.fields.get("commit", ""))
+
+
+def taken_by(place: Place, holder: str, how: str) -> DomainError:
     _, _, path = place
     return DomainError(
         ErrorCode.DESTINATION_EXISTS,

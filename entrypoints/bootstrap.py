@@ -353,7 +353,10 @@ def _wire(
         from agent_memory.adapters.claimed_store import ClaimingCatalog
         from agent_memory.adapters.path_claims import PathClaims
 
-        catalog = ClaimingCatalog(catalog, PathClaims(engine_locks.ledger))
+        leases = engine_locks  # a path claimed by a create that never landed is freed only by the lease's holder
+        catalog = ClaimingCatalog(
+            catalog, PathClaims(leases.ledger), may_void=lambda store: leases.held(store) is not None
+        )
     return MemoryService(
         keys=build_keys(settings),
         catalog=catalog,

@@ -8,6 +8,7 @@ from typing import Any
 
 from agent_memory.adapters.shared import prefixes
 from agent_memory.adapters.shared.boundary import Abort
+from agent_memory.adapters.shared.commit_mark import COMMIT_KEY, mark_of, marked
 from agent_memory.adapters.shared.memory_fields import is_timestamp, memory_fields
 from agent_memory.adapters.shared.plain import memory_from_plain, plain_memory
 from agent_memory.adapters.shared.prefixes import NAMESPACE_JOIN, path_prefixes
@@ -58,13 +59,15 @@ def memory_metadata(memory: Memory) -> MetadataDict:
         "tags": list(dict.fromkeys(memory.tags)) or None,
         "expires_us": NEVER_EXPIRES_US if memory.expires_at is None else micros(memory.expires_at),
         "anchor_us": micros(memory.decay_anchor),
-        RECORD_KEY: _record_text(plain),
+        RECORD_KEY: _record_text(plain, mark_of(memory)),
     }
     return {key: fields[key] for key in METADATA_KEYS}
 
 
-def _record_text(plain: Mapping[str, Any]) -> str:
-    fields = {"v": RECORD_VERSION, **{key: plain[key] for key in RECORD_FIELDS}}
+def _record_text(plain: Mapping[str, Any], mark: str) -> str:
+    """The JSON record; a running batch's record (adapters/shared/commit_mark.py) carries its key in it, last (in
+    the JSON rather than a key of its own: Chroma keeps a row per metadata key)."""
+    fields = {"v": RECORD_VERSION, **{key: plain[key] for key in RECORD_FIELDS}} | ({COMMIT_KEY: mark} if mark else {})
     return json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -85,7 +88,7 @@ def memory_from_record(memory_id: str, document: str | None, meta: Mapping[str, 
     missing = [key for key in RECORD_FIELDS if key not in fields and key not in _OPTIONAL_RECORD_FIELDS]
     if missing:
         raise KeyError(f"the record has no {missing[0]!r}")
-    return memory_from_plain(
+    memory = memory_from_plain(
         {
             **_filter_plain(meta),
             **{key: fields[key] for key in RECORD_FIELDS if key in fields},
@@ -93,6 +96,7 @@ def memory_from_record(memory_id: str, document: str | None, meta: Mapping[str, 
             "content": document if document is not None else "",
         }
     )
+    return marked(memory, str(fields.get(COMMIT_KEY) or ""))
 
 
 def memories_of(ids: Sequence[str], documents: Sequence[Any], metadatas: Sequence[Any]) -> list[Memory]:

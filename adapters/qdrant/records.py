@@ -9,6 +9,7 @@ from typing import Any
 from qdrant_client import models
 
 from agent_memory.adapters.shared.boundary import Abort
+from agent_memory.adapters.shared.commit_mark import COMMIT_KEY, mark_of, marked
 from agent_memory.adapters.shared.memory_fields import is_timestamp, memory_fields
 from agent_memory.adapters.shared.plain import memory_from_plain, plain_memory
 from agent_memory.adapters.shared.prefixes import NAMESPACE_JOIN, namespace_prefixes, path_prefixes
@@ -65,7 +66,8 @@ def memory_payload(memory: Memory) -> Payload:
         "anchor_us": micros(memory.decay_anchor),
         "expires_us": NEVER_EXPIRES_US if memory.expires_at is None else micros(memory.expires_at),
     }
-    return {key: fields[key] for key in PAYLOAD_KEYS}
+    mark = mark_of(memory)  # a running batch's point (adapters/shared/commit_mark.py): its key, at the end
+    return {key: fields[key] for key in PAYLOAD_KEYS} | ({COMMIT_KEY: mark} if mark else {})
 
 
 def memory_from_point(point_id: object, payload: Mapping[str, Any] | None) -> Memory:
@@ -74,7 +76,8 @@ def memory_from_point(point_id: object, payload: Mapping[str, Any] | None) -> Me
     A missing key reads as its field's default, except the timestamps a memory needs (KeyError) and the
     content and store, read as "" so that a point without them is refused as it always was.
     """
-    return memory_from_plain({"content": "", "store": "", **(payload or {}), "id": str(point_id)})
+    memory = memory_from_plain({"content": "", "store": "", **(payload or {}), "id": str(point_id)})
+    return marked(memory, str((payload or {}).get(COMMIT_KEY) or ""))
 
 
 def memories_of(points: Iterable[models.Record | models.ScoredPoint]) -> list[Memory]:

@@ -124,7 +124,7 @@ def test_a_stalled_writers_batch_rolled_back_by_the_next_holder_can_no_longer_co
     first._leases["default"] = lease
     rolled_back = stalled.begin(BATCH).unwrap()
     committed = kept.begin(BATCH).unwrap()
-    assert kept._outcome("default", committed.key, "kept") == Success(True)  # it committed, then stalled
+    assert kept.outcomes.claim("default", committed.key, "kept") == Success(True)  # it committed, then stalled
     found = second.exclusive("default", lambda: LeaseBatchJournal(second).interrupted("default"))
     assert found.unwrap() == (rolled_back,)  # voided, to roll back; the kept one is forgotten instead
     lease.renewed = time.monotonic()  # the stalled node resumes and its heartbeat renews the lease at once

@@ -15,7 +15,7 @@ from typing import Any
 from chromadb.api.models.Collection import Collection
 from returns.result import Failure, Result, Success
 
-from agent_memory.domain.commands import CreateMemory, UpdateMemory
+from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
 from agent_memory.domain.filters import MemoryFilter
 from tests.e2e.race_node import open_node
 
@@ -62,6 +62,19 @@ def answered(result: Result[Any, Any]) -> dict[str, Any]:
     raise AssertionError(result)
 
 
+def seen(service: Any, query: str, ids: list[str]) -> dict[str, Any]:
+    """Which of `ids` each door of this node answers: hybrid and keyword search, get by id, the store's listing."""
+    doors: dict[str, Any] = {}
+    for mode in ("hybrid", "keyword"):
+        hits = service.search(SearchMemories(query=query, mode=mode, limit=50)).unwrap().results
+        doors[mode] = sorted(hit.memory.id for hit in hits if hit.memory.id in ids)
+    doors["get"] = sorted(i for i in ids if isinstance(service.get(i), Success))
+    doors["list"] = sorted(
+        view.memory.id for view in service.list(limit=500).unwrap().memories if view.memory.id in ids
+    )
+    return doors
+
+
 def main() -> None:
     config = json.loads(sys.argv[1])
     service = open_node(Path(config["home"]), config["engine"])
@@ -91,6 +104,11 @@ def main() -> None:
             store = service.catalog.open("default", create=False).unwrap()
             (m,) = store.get([asked["ref"]]).unwrap()
             say({"ok": True, "content": m.content, "tags": list(m.tags), "deleted": m.deleted, "revision": m.revision})
+        elif op == "read":  # what a reader of this node sees of these ids: by search (meaning, keyword), get, list
+            say(seen(service, asked["query"], asked["ids"]))
+        elif op == "raw":  # the ids the engine holds, committed or not (under the path claims' reads)
+            store = service.catalog.inner.open("default", create=False).unwrap()
+            say({"ids": sorted(m.id for m in store.scan(MemoryFilter(include_deleted=True)).unwrap())})
         elif op == "scan":
             store = service.catalog.open("default", create=False).unwrap()
             live = store.scan(MemoryFilter()).unwrap()
