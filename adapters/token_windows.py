@@ -62,19 +62,26 @@ class TokenWindows:
         """For each text, the text of its parts after the first window (what truncation leaves out): PART_TOKENS long
         (or the model's window, if shorter), each overlapping the one before by PART_OVERLAP tokens, the first
         overlapping the first window's end; cut on the tokenizer's character offsets."""
+        return [
+            [text[start:end] for start, end in spans]
+            for text, spans in zip(texts, self._window_spans(texts), strict=True)
+        ]
+
+    def _window_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
+        """For each text, where its later windows (`later_windows`) lie in it: (start, end) character offsets."""
         part = min(self.window, PART_TOKENS)
         overlap = min(PART_OVERLAP, part // 4)
-        found: list[list[str]] = []
-        for text, encoding in zip(texts, self._encoded(texts), strict=True):
+        found: list[list[tuple[int, int]]] = []
+        for encoding in self._encoded(texts):
             offsets, words = encoding.offsets, encoding.word_ids
-            parts: list[str] = []
+            spans: list[tuple[int, int]] = []
             covered, start = self.window, self.window - overlap
             while covered < len(offsets):
                 first = _word_start(words, start, len(offsets))
                 end = _word_end(words, first, min(start + part, len(offsets)))
-                parts.append(text[offsets[first][0] : offsets[end - 1][1]])
+                spans.append((offsets[first][0], offsets[end - 1][1]))
                 covered, start = start + part, start + part - overlap
-            found.append(parts)
+            found.append(spans)
         return found
 
     def parts(self, texts: Sequence[str]) -> list[list[str]]:
@@ -86,31 +93,65 @@ class TokenWindows:
         sentences = iter(self.sentences(long_texts))
         return [[*parts, *next(sentences)] if long else parts for parts, long in zip(windows, longer, strict=True)]
 
+    def part_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
+        """For each text, where each of its `parts` lies in it, in the same order: (start, end) character offsets (a
+        sentence joined to the next spans both, whatever spacing lay between them)."""
+        longer = self.longer(texts)
+        windows = self._window_spans(texts)
+        long_texts = [text for text, long in zip(texts, longer, strict=True) if long]
+        sentences = iter(self._sentence_spans(long_texts))
+        return [[*spans, *next(sentences)] if long else spans for spans, long in zip(windows, longer, strict=True)]
+
     def sentences(self, texts: Sequence[str]) -> list[list[str]]:
         """For each text, its sentences as parts: cut after . ! ? … or a line break, one under SENTENCE_MIN tokens
         joined to the next, one over PART_TOKENS (or the window) left out (the windows read it); a text of one
         sentence has none (its windows are its parts)."""
+        return [[joined for joined, _ in found] for found in self._sentence_parts(texts)]
+
+    def _sentence_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
+        return [[span for _, span in found] for found in self._sentence_parts(texts)]
+
+    def _sentence_parts(self, texts: Sequence[str]) -> list[list[tuple[str, tuple[int, int]]]]:
+        """For each text, its sentence parts (`sentences`): each one's text (its pieces joined by a space) and where
+        it lies in the text."""
         limit = min(self.window, PART_TOKENS)
-        found: list[list[str]] = []
+        found: list[list[tuple[str, tuple[int, int]]]] = []
         for text in texts:
-            pieces = [piece.strip() for piece in BETWEEN_SENTENCES.split(text)]
-            pieces = [piece for piece in pieces if piece]
-            counts = [len(encoding.ids) for encoding in self._encoded(pieces)] if pieces else []
-            parts: list[str] = []
-            pending, tokens = "", 0
-            for piece, count in zip(pieces, counts, strict=True):
+            pieces = _pieces(text)
+            counts = [len(encoding.ids) for encoding in self._encoded([p for p, _ in pieces])] if pieces else []
+            parts: list[tuple[str, tuple[int, int]]] = []
+            pending, tokens, start, last = "", 0, 0, 0
+            for (piece, (first, last)), count in zip(pieces, counts, strict=True):
+                if not pending:
+                    start = first
                 pending, tokens = (f"{pending} {piece}" if pending else piece), tokens + count
                 if tokens >= SENTENCE_MIN:
                     if tokens <= limit:
-                        parts.append(pending)
+                        parts.append((pending, (start, last)))
                     pending, tokens = "", 0
             if pending and tokens <= limit:
-                parts.append(pending)
+                parts.append((pending, (start, last)))
             found.append(parts if len(parts) > 1 else [])
         return found
 
     def _encoded(self, texts: Sequence[str]) -> list[Any]:
         return list(self.whole.encode_batch(list(texts), add_special_tokens=False))
+
+
+def _pieces(text: str) -> list[tuple[str, tuple[int, int]]]:
+    """The text cut between sentences (BETWEEN_SENTENCES), each piece stripped, with where it lies; blanks left out."""
+    found: list[tuple[str, tuple[int, int]]] = []
+    at = 0
+    for cut in [*BETWEEN_SENTENCES.finditer(text), None]:
+        end = len(text) if cut is None else cut.start()
+        raw = text[at:end]
+        piece = raw.strip()
+        if piece:
+            first = at + len(raw) - len(raw.lstrip())
+            found.append((piece, (first, first + len(piece))))
+        if cut is not None:
+            at = cut.end()
+    return found
 
 
 def _word_start(words: Sequence[int | None], at: int, stop: int) -> int:

@@ -1,16 +1,16 @@
-"""Search's view of a store whose long memories have later parts: a dense hit on any part finds the memory once."""
+"""Search's view of a store whose long memories have later parts: a hit on any part finds the memory, shows the part."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from attrs import frozen
+from attrs import evolve, frozen
 from returns.result import Result, Success
 
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.filters import MemoryFilter
-from agent_memory.domain.model import Memory
-from agent_memory.domain.ports import PartVectors, Vector, VectorStore
+from agent_memory.domain.model import MatchedPart, Memory, ScoredMemory
+from agent_memory.domain.ports import Embedder, PartVectors, Vector, VectorStore
 
 PART_REACH = 4  # memories with parts asked per memory the page holds
 
@@ -135,3 +135,44 @@ class WithParts:
 
 def _best_first(pairs: list[tuple[Memory, float]], limit: int) -> list[tuple[Memory, float]]:
     return sorted(pairs, key=lambda pair: -pair[1])[:limit]
+
+
+def shown_parts(
+    parts: PartVectors, embedder: Embedder, store: str, embedding: Vector, hits: Sequence[ScoredMemory]
+) -> Result[tuple[ScoredMemory, ...], DomainError]:
+    """The hits, each one whose similarity is that of one of its parts (its nearest part is as near as the hit says:
+    the part, not the memory's own vector, answered) showing that part (ScoredMemory.part): its text and where it
+    lies in the content (Embedder.part_spans). A part the spans do not place (parts cut from another text, before a
+    reindex) is not shown."""
+    return parts.nearest_parts(store, embedding, [hit.memory.id for hit in hits]).bind(
+        lambda nearest: _placed(embedder, hits, nearest)
+    )
+
+
+def _placed(
+    embedder: Embedder, hits: Sequence[ScoredMemory], nearest: dict[str, tuple[int, float]]
+) -> Result[tuple[ScoredMemory, ...], DomainError]:
+    # the hit's similarity is rounded to 4 places: a part that rounds to it is the part that gave it
+    answered = {
+        hit.memory.id: nearest[hit.memory.id][0]
+        for hit in hits
+        if hit.memory.id in nearest and round(nearest[hit.memory.id][1], 4) >= hit.similarity
+    }
+    if not answered:
+        return Success(tuple(hits))
+    longs = list(dict.fromkeys(hit.memory.content for hit in hits if hit.memory.id in answered))
+
+    def shown(spans: list[list[tuple[int, int]]]) -> tuple[ScoredMemory, ...]:
+        where = dict(zip(longs, spans, strict=True))
+        return tuple(_with_part(hit, where, answered) for hit in hits)
+
+    return embedder.part_spans(longs).map(shown)
+
+
+def _with_part(hit: ScoredMemory, where: dict[str, list[tuple[int, int]]], answered: dict[str, int]) -> ScoredMemory:
+    number = answered.get(hit.memory.id)
+    spans = where.get(hit.memory.content, [])
+    if number is None or not 1 <= number <= len(spans):
+        return hit
+    start, end = spans[number - 1]
+    return evolve(hit, part=MatchedPart.of(hit.memory.content, start, end))

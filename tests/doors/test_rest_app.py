@@ -646,6 +646,9 @@ class ExplodingEmbedder:
     def needs_parts(self, texts: Sequence[str]) -> Result[list[bool], DomainError]:
         raise RuntimeError("secret internal detail")
 
+    def part_spans(self, texts: Sequence[str]) -> Result[list[list[tuple[int, int]]], DomainError]:
+        raise RuntimeError("secret internal detail")
+
 
 def test_an_unexpected_exception_is_a_logged_json_500_without_a_traceback(
     catalog: InMemoryCatalog, clock: FixedClock, caplog: pytest.LogCaptureFixture
