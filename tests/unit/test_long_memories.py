@@ -88,7 +88,7 @@ def test_a_hit_found_by_a_part_shows_that_part_and_where_it_lies(service: Memory
     part = hits[0].part
     assert part is not None and hits[0].memory.content == LONG
     assert LONG[part.start : part.end] == part.text and part.text.endswith("the platypus lays eggs")
-    assert part.end == len(LONG) and 0 < part.start  # the last window, not the opening one
+    assert part.end == len(LONG) and part.start > 0  # the last window, not the opening one
     assert all(hit.part is None for hit in hits[1:])  # the short memories answered with their own vectors
     opening = service.search(SearchMemories(query="filler0 filler1 filler2", mode=mode)).unwrap().results
     assert opening[0].memory.content == LONG and opening[0].part is None
