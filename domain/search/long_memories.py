@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from attrs import evolve, frozen
 from returns.result import Result, Success
@@ -140,39 +140,76 @@ def _best_first(pairs: list[tuple[Memory, float]], limit: int) -> list[tuple[Mem
 def shown_parts(
     parts: PartVectors, embedder: Embedder, store: str, embedding: Vector, hits: Sequence[ScoredMemory]
 ) -> Result[tuple[ScoredMemory, ...], DomainError]:
-    """The hits, each one whose similarity is that of one of its parts (its nearest part is as near as the hit says:
-    the part, not the memory's own vector, answered) showing that part (ScoredMemory.part): its text and where it
-    lies in the content (Embedder.part_spans). A part the spans do not place (parts cut from another text, before a
-    reindex) is not shown."""
-    return parts.nearest_parts(store, embedding, [hit.memory.id for hit in hits]).bind(
-        lambda nearest: _placed(embedder, hits, nearest)
+    """The hits, each one that a part answered (`answering_spans`) showing that part (ScoredMemory.part): its text
+    and where it lies in the content."""
+    similarity = {hit.memory.id: hit.similarity for hit in hits}
+    return answering_spans(parts, embedder, store, embedding, [hit.memory for hit in hits], similarity).map(
+        lambda spans: tuple(
+            evolve(hit, part=MatchedPart.of(hit.memory.content, *spans[hit.memory.id]))
+            if hit.memory.id in spans
+            else hit
+            for hit in hits
+        )
+    )
+
+
+def answering_spans(
+    parts: PartVectors,
+    embedder: Embedder,
+    store: str,
+    embedding: Vector,
+    memories: Sequence[Memory],
+    similarity: Mapping[str, float],
+) -> Result[dict[str, tuple[int, int]], DomainError]:
+    """Per memory whose similarity is that of one of its parts (its nearest part is as near, to 4 places, as
+    `similarity` says: the part, not the memory's own vector, answered), where that part lies in its content
+    (Embedder.part_spans). Only memories longer than the window are looked up (Embedder.needs_parts: a short
+    text is told by its length alone), so a store of short memories costs no lookup; a part the spans do not place
+    (parts cut from another text, before a reindex) is left out."""
+    if not memories:
+        return Success({})
+    return embedder.needs_parts([m.content for m in memories]).bind(
+        lambda needs: _nearest(
+            parts, embedder, store, embedding, [m for m, n in zip(memories, needs, strict=True) if n], similarity
+        )
+    )
+
+
+def _nearest(
+    parts: PartVectors,
+    embedder: Embedder,
+    store: str,
+    embedding: Vector,
+    longs: list[Memory],
+    similarity: Mapping[str, float],
+) -> Result[dict[str, tuple[int, int]], DomainError]:
+    if not longs:
+        return Success({})
+    return parts.nearest_parts(store, embedding, [m.id for m in longs]).bind(
+        lambda nearest: _placed(embedder, longs, nearest, similarity)
     )
 
 
 def _placed(
-    embedder: Embedder, hits: Sequence[ScoredMemory], nearest: dict[str, tuple[int, float]]
-) -> Result[tuple[ScoredMemory, ...], DomainError]:
-    # the hit's similarity is rounded to 4 places: a part that rounds to it is the part that gave it
-    answered = {
-        hit.memory.id: nearest[hit.memory.id][0]
-        for hit in hits
-        if hit.memory.id in nearest and round(nearest[hit.memory.id][1], 4) >= hit.similarity
-    }
+    embedder: Embedder,
+    longs: list[Memory],
+    nearest: dict[str, tuple[int, float]],
+    similarity: Mapping[str, float],
+) -> Result[dict[str, tuple[int, int]], DomainError]:
+    answered = [
+        m
+        for m in longs
+        if m.id in nearest and m.id in similarity and round(nearest[m.id][1], 4) >= round(similarity[m.id], 4)
+    ]
     if not answered:
-        return Success(tuple(hits))
-    longs = list(dict.fromkeys(hit.memory.content for hit in hits if hit.memory.id in answered))
+        return Success({})
 
-    def shown(spans: list[list[tuple[int, int]]]) -> tuple[ScoredMemory, ...]:
-        where = dict(zip(longs, spans, strict=True))
-        return tuple(_with_part(hit, where, answered) for hit in hits)
+    def placed(spans: list[list[tuple[int, int]]]) -> dict[str, tuple[int, int]]:
+        found: dict[str, tuple[int, int]] = {}
+        for memory, cut in zip(answered, spans, strict=True):
+            number = nearest[memory.id][0]
+            if 1 <= number <= len(cut):
+                found[memory.id] = cut[number - 1]
+        return found
 
-    return embedder.part_spans(longs).map(shown)
-
-
-def _with_part(hit: ScoredMemory, where: dict[str, list[tuple[int, int]]], answered: dict[str, int]) -> ScoredMemory:
-    number = answered.get(hit.memory.id)
-    spans = where.get(hit.memory.content, [])
-    if number is None or not 1 <= number <= len(spans):
-        return hit
-    start, end = spans[number - 1]
-    return evolve(hit, part=MatchedPart.of(hit.memory.content, start, end))
+    return embedder.part_spans([m.content for m in answered]).map(placed)
