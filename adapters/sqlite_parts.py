@@ -292,15 +292,16 @@ def _nearest_of(rows: Sequence[tuple[str, int, bytes]], embedding: Vector) -> di
     import numpy as np
 
     query = np.asarray(embedding, dtype=np.float32)
-    norm = float(np.sqrt(query @ query)) or 1.0
+    kept = [(str(i), int(number), blob) for i, number, blob in rows if len(blob) == query.shape[0] * 4]
+    if not kept:
+        return {}
+    matrix = np.frombuffer(b"".join(blob for _, _, blob in kept), dtype=np.float32).reshape(len(kept), -1)
+    norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix)) * (float(np.sqrt(query @ query)) or 1.0)
+    scores = (np.einsum("ij,j->i", matrix, query) / np.clip(norms, 1e-12, None)).tolist()
     found: dict[str, tuple[int, float]] = {}
-    for memory_id, number, blob in rows:
-        if len(blob) != query.shape[0] * 4:
-            continue
-        vector = np.frombuffer(blob, dtype=np.float32)
-        score = float(np.einsum("i,i->", vector, query)) / ((float(np.sqrt(vector @ vector)) or 1.0) * norm)
-        if str(memory_id) not in found or score > found[str(memory_id)][1]:
-            found[str(memory_id)] = (int(number), score)
+    for (memory_id, number, _), score in zip(kept, scores, strict=True):
+        if memory_id not in found or score > found[memory_id][1]:
+            found[memory_id] = (number, float(score))
     return found
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import bisect
 import re
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +24,7 @@ PART_OVERLAP = 32
 # to the next ("Dr." and "Yes." say nothing alone); one over PART_TOKENS is left to the windows, which read it.
 SENTENCE_MIN = 8
 BETWEEN_SENTENCES = re.compile(r"(?<=[.!?…])\s+|(?<=[.!?…][\"'”’)\]])\s+|\s*\n\s*")
+SPANS_KEPT = 256  # texts whose part spans TokenWindows keeps: a search that shows a long hit's part asks again
 # How a long text is cut into parts: stamped on the parts index (adapters/sqlite_parts.py), so parts cut another way
 # are known for what they are (status counts their memories as without parts; `memory reindex` cuts them again).
 # 1: 128-token windows after the first (issue 28); 2: those and every sentence of the text (issue 48).
@@ -53,6 +56,9 @@ class TokenWindows:
             len(self.whole.encode(spec.document_prefix, add_special_tokens=False).ids) if spec.document_prefix else 0
         )
         self.window = max(spec.max_tokens - 2 - prefix, 1)
+        self._spans: dict[str, list[tuple[int, int]]] = {}  # part_spans' last SPANS_KEPT texts, oldest first
+        self._lock = threading.Lock()  # a server's searches run in threads
+        self.split_at_whitespace = type(self.whole.pre_tokenizer).__name__ == "BertPreTokenizer"
 
     def longer(self, texts: Sequence[str]) -> list[bool]:
         """For each text, whether it has more tokens than the window (so later parts)."""
@@ -67,12 +73,15 @@ class TokenWindows:
             for text, spans in zip(texts, self._window_spans(texts), strict=True)
         ]
 
-    def _window_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
-        """For each text, where its later windows (`later_windows`) lie in it: (start, end) character offsets."""
+    def _window_spans(
+        self, texts: Sequence[str], encodings: Sequence[Any] | None = None
+    ) -> list[list[tuple[int, int]]]:
+        """For each text, where its later windows (`later_windows`) lie in it: (start, end) character offsets (from
+        the texts' `encodings` when given)."""
         part = min(self.window, PART_TOKENS)
         overlap = min(PART_OVERLAP, part // 4)
         found: list[list[tuple[int, int]]] = []
-        for encoding in self._encoded(texts):
+        for encoding in self._encoded(texts) if encodings is None else encodings:
             offsets, words = encoding.offsets, encoding.word_ids
             spans: list[tuple[int, int]] = []
             covered, start = self.window, self.window - overlap
@@ -95,12 +104,27 @@ class TokenWindows:
 
     def part_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
         """For each text, where each of its `parts` lies in it, in the same order: (start, end) character offsets (a
-        sentence joined to the next spans both, whatever spacing lay between them)."""
-        longer = self.longer(texts)
-        windows = self._window_spans(texts)
-        long_texts = [text for text, long in zip(texts, longer, strict=True) if long]
-        sentences = iter(self._sentence_spans(long_texts))
-        return [[*spans, *next(sentences)] if long else spans for spans, long in zip(windows, longer, strict=True)]
+        sentence joined to the next spans both, whatever spacing lay between them). Each text is tokenised once,
+        its sentences in one batch; the last SPANS_KEPT texts' spans are kept (a search shows the same hits again)."""
+        with self._lock:
+            known = {text: self._spans[text] for text in texts if text in self._spans}
+        unknown = list(dict.fromkeys(text for text in texts if text not in known))
+        if unknown:
+            encodings = self._encoded(unknown)
+            longer = [len(encoding.ids) > self.window for encoding in encodings]
+            windows = self._window_spans(unknown, encodings)
+            long_ones = [
+                (text, encoding) for text, encoding, long in zip(unknown, encodings, longer, strict=True) if long
+            ]
+            sentences = iter(self._sentence_spans([t for t, _ in long_ones], [e for _, e in long_ones]))
+            for text, spans, long in zip(unknown, windows, longer, strict=True):
+                known[text] = [*spans, *next(sentences)] if long else spans
+            with self._lock:
+                for text in unknown:
+                    self._spans[text] = known[text]
+                while len(self._spans) > SPANS_KEPT:
+                    self._spans.pop(next(iter(self._spans)))
+        return [list(known[text]) for text in texts]
 
     def sentences(self, texts: Sequence[str]) -> list[list[str]]:
         """For each text, its sentences as parts: cut after . ! ? … or a line break, one under SENTENCE_MIN tokens
@@ -108,17 +132,26 @@ class TokenWindows:
         sentence has none (its windows are its parts)."""
         return [[joined for joined, _ in found] for found in self._sentence_parts(texts)]
 
-    def _sentence_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
-        return [[span for _, span in found] for found in self._sentence_parts(texts)]
+    def _sentence_spans(self, texts: Sequence[str], encodings: Sequence[Any]) -> list[list[tuple[int, int]]]:
+        return [[span for _, span in found] for found in self._sentence_parts(texts, encodings)]
 
-    def _sentence_parts(self, texts: Sequence[str]) -> list[list[tuple[str, tuple[int, int]]]]:
+    def _sentence_parts(
+        self, texts: Sequence[str], encodings: Sequence[Any] | None = None
+    ) -> list[list[tuple[str, tuple[int, int]]]]:
         """For each text, its sentence parts (`sentences`): each one's text (its pieces joined by a space) and where
-        it lies in the text."""
+        it lies in the text. Each piece's tokens are counted by encoding it alone (one batch for all), or, given the
+        texts' `encodings` and a tokenizer that never joins characters across whitespace (WordPiece's
+        BertPreTokenizer: a piece, cut at whitespace, has the same tokens alone as in its text), from those."""
         limit = min(self.window, PART_TOKENS)
         found: list[list[tuple[str, tuple[int, int]]]] = []
-        for text in texts:
-            pieces = _pieces(text)
-            counts = [len(encoding.ids) for encoding in self._encoded([p for p, _ in pieces])] if pieces else []
+        cut = [_pieces(text) for text in texts]
+        if encodings is not None and self.split_at_whitespace:
+            counted = iter([n for pieces, e in zip(cut, encodings, strict=True) for n in _counts_within(pieces, e)])
+        else:
+            every = [piece for pieces in cut for piece, _ in pieces]  # one batch for all the texts' sentences
+            counted = iter([len(encoding.ids) for encoding in self._encoded(every)] if every else [])
+        for pieces in cut:
+            counts = [next(counted) for _ in pieces]
             parts: list[tuple[str, tuple[int, int]]] = []
             pending, tokens, start, last = "", 0, 0, 0
             for (piece, (first, last)), count in zip(pieces, counts, strict=True):
@@ -152,6 +185,12 @@ def _pieces(text: str) -> list[tuple[str, tuple[int, int]]]:
         if cut is not None:
             at = cut.end()
     return found
+
+
+def _counts_within(pieces: Sequence[tuple[str, tuple[int, int]]], encoding: Any) -> list[int]:
+    """How many of the text's tokens start inside each piece's span (pieces in order, tokens in order)."""
+    starts = [start for start, _ in encoding.offsets]
+    return [bisect.bisect_left(starts, last) - bisect.bisect_left(starts, first) for _, (first, last) in pieces]
 
 
 def _word_start(words: Sequence[int | None], at: int, stop: int) -> int:

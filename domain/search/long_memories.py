@@ -163,30 +163,13 @@ def answering_spans(
 ) -> Result[dict[str, tuple[int, int]], DomainError]:
     """Per memory whose similarity is that of one of its parts (its nearest part is as near, to 4 places, as
     `similarity` says: the part, not the memory's own vector, answered), where that part lies in its content
-    (Embedder.part_spans). Only memories longer than the window are looked up (Embedder.needs_parts: a short
-    text is told by its length alone), so a store of short memories costs no lookup; a part the spans do not place
-    (parts cut from another text, before a reindex) is left out."""
+    (Embedder.part_spans). One lookup of the memories' parts by id (a store without long memories finds none); only
+    the memories a part answered are cut again. A part the spans do not place (parts cut from another text, before a
+    reindex) is left out."""
     if not memories:
         return Success({})
-    return embedder.needs_parts([m.content for m in memories]).bind(
-        lambda needs: _nearest(
-            parts, embedder, store, embedding, [m for m, n in zip(memories, needs, strict=True) if n], similarity
-        )
-    )
-
-
-def _nearest(
-    parts: PartVectors,
-    embedder: Embedder,
-    store: str,
-    embedding: Vector,
-    longs: list[Memory],
-    similarity: Mapping[str, float],
-) -> Result[dict[str, tuple[int, int]], DomainError]:
-    if not longs:
-        return Success({})
-    return parts.nearest_parts(store, embedding, [m.id for m in longs]).bind(
-        lambda nearest: _placed(embedder, longs, nearest, similarity)
+    return parts.nearest_parts(store, embedding, [m.id for m in memories]).bind(
+        lambda nearest: _placed(embedder, [m for m in memories if m.id in nearest], nearest, similarity)
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import random
 import subprocess
 import sys
 import threading
@@ -354,3 +355,22 @@ def test_each_part_says_where_it_lies_in_its_text_with_the_tokenizer_alone() -> 
     placed = [" ".join(text[start:end].split()) for start, end in spans[0][later:]]
     assert placed == parts[later:] and placed[-1] == sentences[-1]
     assert text[slice(*spans[0][later + 30])] == f"Yes.\n\n{sentences[30]}"
+
+
+def test_part_spans_place_every_part_of_varied_texts_as_parts_cuts_them() -> None:
+    """The spans count a sentence's tokens within its text (WordPiece never joins across whitespace): the same
+    sentences, joined the same way, as `parts` (which encodes each sentence alone), for accents, CJK, quotes."""
+    fresh = OnnxMiniLMEmbedder()
+    windows = fresh._token_windows().unwrap()
+    chosen = random.Random(5)
+    words = ["café", "naïve", "東京", "well-known", '"quoted."', "(aside)", "Dr.", "x", "42%", "e.g.", "résumé", "ok!"]
+    texts = [
+        " ".join(chosen.choice(words) + chosen.choice([".", "", "", "?", "!\n", ".\n\n"]) for _ in range(400))
+        for _ in range(4)
+    ]
+    for text, spans in zip(texts, fresh.part_spans(texts).unwrap(), strict=True):
+        parts = windows.parts([text])[0]
+        later = len(windows.later_windows([text])[0])
+        assert len(spans) == len(parts) and len(parts) > later + 5
+        assert [text[start:end] for start, end in spans[:later]] == parts[:later]
+        assert [" ".join(text[start:end].split()) for start, end in spans[later:]] == parts[later:]
