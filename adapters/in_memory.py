@@ -207,6 +207,20 @@ class HashingEmbedder:
         """Longer than the window in words (never, without a window)."""
         return Success([self.window is not None and len(t.split()) > self.window for t in texts])
 
+    def part_spans(self, texts: Sequence[str]) -> Result[list[list[tuple[int, int]]], DomainError]:
+        """Where each later window lies in its text: from its first word's start to its last word's end."""
+        found: list[list[tuple[int, int]]] = []
+        for text in texts:
+            words = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+            count = len(self._windows(text)) - 1
+            step = (self.window or 1) - (self.window or 1) // 4
+            spans = []
+            for number in range(1, count + 1):
+                chosen = words[number * step : number * step + (self.window or 1)]
+                spans.append((chosen[0][0], chosen[-1][1]))
+            found.append(spans)
+        return Success(found)
+
 
 @frozen
 class TableEmbedder:
@@ -228,6 +242,9 @@ class TableEmbedder:
 
     def needs_parts(self, texts: Sequence[str]) -> Result[list[bool], DomainError]:
         return Success([False for _ in texts])
+
+    def part_spans(self, texts: Sequence[str]) -> Result[list[list[tuple[int, int]]], DomainError]:
+        return Success([[] for _ in texts])
 
 
 @define
@@ -268,6 +285,17 @@ class InMemoryPartVectors:
     def holding(self, store: str, ids: Sequence[str]) -> Result[set[str], DomainError]:
         held = self.parts.get(store, {})
         return Success({i for i in ids if i in held})
+
+    def nearest_parts(
+        self, store: str, embedding: Vector, ids: Sequence[str]
+    ) -> Result[dict[str, tuple[int, float]], DomainError]:
+        found: dict[str, tuple[int, float]] = {}
+        for memory_id in ids:
+            scores = [_cosine(embedding, v) for v in self.parts.get(store, {}).get(memory_id, [])]
+            if scores:
+                best = max(range(len(scores)), key=scores.__getitem__)
+                found[memory_id] = (best + 1, scores[best])
+        return Success(found)
 
 
 @define

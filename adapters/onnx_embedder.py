@@ -179,6 +179,22 @@ class OnnxEmbedder:
 
         return self._token_windows().map(marked)
 
+    def part_spans(self, texts: Sequence[str]) -> Result[list[list[tuple[int, int]]], DomainError]:
+        """Where each of `embed_parts`' parts lies in its text (token_windows.TokenWindows.part_spans): the tokenizer
+        alone, and only for texts longer than the window's bytes."""
+        bound = byte_bound(self._spec)
+        candidates = [at for at, text in enumerate(texts) if beyond(text, bound)]
+        if not candidates:
+            return Success([[] for _ in texts])
+
+        def placed(windows: TokenWindows) -> list[list[tuple[int, int]]]:
+            found: list[list[tuple[int, int]]] = [[] for _ in texts]
+            for at, spans in zip(candidates, windows.part_spans([texts[at] for at in candidates]), strict=True):
+                found[at] = spans
+            return found
+
+        return self._token_windows().map(placed)
+
     def _token_windows(self) -> Result[TokenWindows, DomainError]:
         """The loaded model's windows, or the tokenizer's alone (loaded once; the model is not)."""
         if self._loaded is not None:

@@ -263,6 +263,47 @@ class SqlitePartVectors:
             return Success({})
         return self._scores(store, embedding, ids)
 
+    def nearest_parts(
+        self, store: str, embedding: Vector, ids: Sequence[str]
+    ) -> Result[dict[str, tuple[int, float]], DomainError]:
+        """Per given id that has parts, its nearest part's number and similarity (a page's hits: read by id)."""
+        if not ids:
+            return Success({})
+
+        def read(connection: sqlite3.Connection) -> dict[str, tuple[int, float]]:
+            table = self._readable(connection, store)
+            if table is None:
+                return {}
+            rows: list[tuple[str, int, bytes]] = []
+            unique = list(dict.fromkeys(ids))
+            for start in range(0, len(unique), ID_BATCH):
+                batch = unique[start : start + ID_BATCH]
+                marks = ",".join("?" * len(batch))
+                rows += connection.execute(
+                    f"SELECT id, part, vector FROM {table} WHERE id IN ({marks}) ORDER BY id, part", batch
+                ).fetchall()
+            return _nearest_of(rows, embedding)
+
+        return self._run("searching", read, write=False)
+
+
+def _nearest_of(rows: Sequence[tuple[str, int, bytes]], embedding: Vector) -> dict[str, tuple[int, float]]:
+    """Each memory's nearest part among the rows (its number, 1 − cosine distance); rows of another width skipped."""
+    import numpy as np
+
+    query = np.asarray(embedding, dtype=np.float32)
+    kept = [(str(i), int(number), blob) for i, number, blob in rows if len(blob) == query.shape[0] * 4]
+    if not kept:
+        return {}
+    matrix = np.frombuffer(b"".join(blob for _, _, blob in kept), dtype=np.float32).reshape(len(kept), -1)
+    norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix)) * (float(np.sqrt(query @ query)) or 1.0)
+    scores = (np.einsum("ij,j->i", matrix, query) / np.clip(norms, 1e-12, None)).tolist()
+    found: dict[str, tuple[int, float]] = {}
+    for (memory_id, number, _), score in zip(kept, scores, strict=True):
+        if memory_id not in found or score > found[memory_id][1]:
+            found[memory_id] = (number, float(score))
+    return found
+
 
 @frozen
 class _Rows:

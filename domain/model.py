@@ -209,18 +209,43 @@ class Memory:
         return self.created_at
 
 
+MAX_PART_CHARS = 300  # a matched part shown in a hit: its first this many characters (a window is ~600)
+
+
+@frozen(kw_only=True)
+class MatchedPart:
+    """The part of a long memory that answered a search (a sentence or a window of it, Embedder.embed_parts): its
+    text, at most MAX_PART_CHARS characters (a longer part cut at a word, ending in "…"), and where the whole part
+    lies in the memory's content: `content[start:end]`."""
+
+    text: str
+    start: int
+    end: int
+
+    @classmethod
+    def of(cls, content: str, start: int, end: int) -> MatchedPart:
+        """The part of `content` at start … end, its text bounded."""
+        text = content[start:end].strip()
+        if len(text) > MAX_PART_CHARS:
+            cut = text[: MAX_PART_CHARS - 1]
+            text = (cut.rsplit(None, 1)[0] if " " in cut.strip() else cut).rstrip() + "…"
+        return cls(text=text, start=start, end=end)
+
+
 @frozen
 class ScoredMemory:
     """A search hit: the memory, its similarity (1 − cosine distance), its rank score (the ranker's own: hybrid, the
     second stage's probability; keyword, bm25 / the best) and its relevance, the one figure a person reads: the
     similarity on the model's calibrated scale, 0 (as close as unrelated text gets) to 1 (as close as what answers
-    a question; domain.search.relevance)."""
+    a question; domain.search.relevance). `part`: when the similarity is that of one of a long memory's parts (a
+    sentence or a later window) rather than of the memory's own vector, that part (None otherwise)."""
 
     memory: Memory
     similarity: float
     confidence: float
     score: float
     relevance: float
+    part: MatchedPart | None = field(default=None, kw_only=True)
 
 
 def check_namespace(raw: object) -> tuple[str, ...]:

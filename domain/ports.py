@@ -60,6 +60,15 @@ class Embedder(Protocol):
         without tokenizing, so `memory status` can ask it of a whole store. Leaves out: how length is counted."""
         ...
 
+    def part_spans(self, texts: Sequence[str]) -> Result[list[list[tuple[int, int]]], DomainError]:
+        """For each text, where each of its parts lies in it: (start, end) character offsets, one per vector
+        `embed_parts` gives, in the same order ([] for a text within the window), so a search can show which part
+        of a long memory answered (`text[start:end]` is the part's text, or its words with other spacing).
+
+        Promises: no model run (the tokenizer at most); the same text gives the same spans. Leaves out: how parts
+        are cut."""
+        ...
+
 
 @runtime_checkable
 class CalibratedEmbedder(Protocol):
@@ -227,8 +236,9 @@ class PartVectors(Protocol):
     Promises: `put` replaces each given id's parts (an empty list forgets them); `remove` forgets ids; `rebuild`
     replaces a store's whole index; `nearest` gives up to `limit` memory ids, each once with the best similarity
     (1 − cosine) of its parts, best first; `similarities` gives that best for the given ids that have parts;
-    `holding` says which of the given ids have parts (a lookup: nothing is read but the ids, nothing is made).
-    Leaves out: every filter (the search keeps a hit only if `VectorStore.passing` keeps its id), a memory's first
+    `holding` says which of the given ids have parts (a lookup: nothing is read but the ids, nothing is made);
+    `nearest_parts` gives, for the given ids that have parts, which part is nearest (its number: 1 for the first
+    vector `put` gave, in `Embedder.embed_parts`' order) and its similarity. Leaves out: every filter (the search keeps a hit only if `VectorStore.passing` keeps its id), a memory's first
     window (the VectorStore holds it), and which model made the vectors (reindex rebuilds them with the store).
     """
 
@@ -245,6 +255,10 @@ class PartVectors(Protocol):
     ) -> Result[dict[str, float], DomainError]: ...
 
     def holding(self, store: str, ids: Sequence[str]) -> Result[set[str], DomainError]: ...
+
+    def nearest_parts(
+        self, store: str, embedding: Vector, ids: Sequence[str]
+    ) -> Result[dict[str, tuple[int, float]], DomainError]: ...
 
 
 class CategoryRegistry(Protocol):

@@ -9,7 +9,7 @@ from typing import Any, cast
 from cattrs import Converter
 
 from agent_memory.domain.errors import DomainError
-from agent_memory.domain.model import Memory, ScoredMemory
+from agent_memory.domain.model import MatchedPart, Memory, ScoredMemory
 from agent_memory.domain.paths import MemoryPath, memory_path
 from agent_memory.domain.views import (
     CategorySummary,
@@ -91,14 +91,22 @@ def duplicates_json(duplicates: tuple[Duplicate, ...]) -> dict[str, Any]:
 
 def scored_json(hit: ScoredMemory) -> dict[str, Any]:
     """A hit: its memory, confidence, relevance (the one figure to read, 0 to 1 on the model's calibrated scale),
-    similarity (the raw cosine) and score (the ranker's own, for its order only)."""
+    similarity (the raw cosine), score (the ranker's own, for its order only) and matched_part: the part of a long
+    memory that answered (its text, at most 300 characters, and where it lies in the content: start, end), null when
+    the memory as a whole did."""
     return {
         **memory_json(hit.memory),
         "confidence": hit.confidence,
         "relevance": hit.relevance,
         "similarity": hit.similarity,
         "score": hit.score,
+        "matched_part": matched_part_json(hit.part),
     }
+
+
+def matched_part_json(part: MatchedPart | None) -> dict[str, Any] | None:
+    """The part of a long memory that answered a search: its text (bounded), start and end in the content."""
+    return None if part is None else {"text": part.text, "start": part.start, "end": part.end}
 
 
 def search_json(results: SearchResults) -> dict[str, Any]:

@@ -103,3 +103,10 @@ class FedPartVectors:
         if not ids:
             return Success({})
         return self._read(store, lambda: self.local.similarities(store, embedding, ids), again=False)
+
+    def nearest_parts(
+        self, store: str, embedding: Vector, ids: Sequence[str]
+    ) -> Result[dict[str, tuple[int, float]], DomainError]:
+        if not ids:
+            return Success({})
+        return self._read(store, lambda: self.local.nearest_parts(store, embedding, ids), again=False)

@@ -1,16 +1,16 @@
-"""Search's view of a store whose long memories have later parts: a dense hit on any part finds the memory once."""
+"""Search's view of a store whose long memories have later parts: a hit on any part finds the memory, shows the part."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from attrs import frozen
+from attrs import evolve, frozen
 from returns.result import Result, Success
 
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.filters import MemoryFilter
-from agent_memory.domain.model import Memory
-from agent_memory.domain.ports import PartVectors, Vector, VectorStore
+from agent_memory.domain.model import MatchedPart, Memory, ScoredMemory
+from agent_memory.domain.ports import Embedder, PartVectors, Vector, VectorStore
 
 PART_REACH = 4  # memories with parts asked per memory the page holds
 
@@ -135,3 +135,64 @@ class WithParts:
 
 def _best_first(pairs: list[tuple[Memory, float]], limit: int) -> list[tuple[Memory, float]]:
     return sorted(pairs, key=lambda pair: -pair[1])[:limit]
+
+
+def shown_parts(
+    parts: PartVectors, embedder: Embedder, store: str, embedding: Vector, hits: Sequence[ScoredMemory]
+) -> Result[tuple[ScoredMemory, ...], DomainError]:
+    """The hits, each one that a part answered (`answering_spans`) showing that part (ScoredMemory.part): its text
+    and where it lies in the content."""
+    similarity = {hit.memory.id: hit.similarity for hit in hits}
+    return answering_spans(parts, embedder, store, embedding, [hit.memory for hit in hits], similarity).map(
+        lambda spans: tuple(
+            evolve(hit, part=MatchedPart.of(hit.memory.content, *spans[hit.memory.id]))
+            if hit.memory.id in spans
+            else hit
+            for hit in hits
+        )
+    )
+
+
+def answering_spans(
+    parts: PartVectors,
+    embedder: Embedder,
+    store: str,
+    embedding: Vector,
+    memories: Sequence[Memory],
+    similarity: Mapping[str, float],
+) -> Result[dict[str, tuple[int, int]], DomainError]:
+    """Per memory whose similarity is that of one of its parts (its nearest part is as near, to 4 places, as
+    `similarity` says: the part, not the memory's own vector, answered), where that part lies in its content
+    (Embedder.part_spans). One lookup of the memories' parts by id (a store without long memories finds none); only
+    the memories a part answered are cut again. A part the spans do not place (parts cut from another text, before a
+    reindex) is left out."""
+    if not memories:
+        return Success({})
+    return parts.nearest_parts(store, embedding, [m.id for m in memories]).bind(
+        lambda nearest: _placed(embedder, [m for m in memories if m.id in nearest], nearest, similarity)
+    )
+
+
+def _placed(
+    embedder: Embedder,
+    longs: list[Memory],
+    nearest: dict[str, tuple[int, float]],
+    similarity: Mapping[str, float],
+) -> Result[dict[str, tuple[int, int]], DomainError]:
+    answered = [
+        m
+        for m in longs
+        if m.id in nearest and m.id in similarity and round(nearest[m.id][1], 4) >= round(similarity[m.id], 4)
+    ]
+    if not answered:
+        return Success({})
+
+    def placed(spans: list[list[tuple[int, int]]]) -> dict[str, tuple[int, int]]:
+        found: dict[str, tuple[int, int]] = {}
+        for memory, cut in zip(answered, spans, strict=True):
+            number = nearest[memory.id][0]
+            if 1 <= number <= len(cut):
+                found[memory.id] = cut[number - 1]
+        return found
+
+    return embedder.part_spans([m.content for m in answered]).map(placed)

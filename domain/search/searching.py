@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from attrs import evolve, frozen
 from returns.result import Failure, Result, Success
@@ -19,7 +20,7 @@ from agent_memory.domain.ports import Vector, VectorStore
 from agent_memory.domain.results import validated
 from agent_memory.domain.search.about_user import about_user, user_names
 from agent_memory.domain.search.hybrid import DEPTH, SearchMode, fuse
-from agent_memory.domain.search.long_memories import WithParts
+from agent_memory.domain.search.long_memories import WithParts, shown_parts
 from agent_memory.domain.search.reranking import Candidates, rerank
 from agent_memory.domain.search.search_plan import (
     KeywordSide,
@@ -72,15 +73,16 @@ class Searching:
             return Failure(invalid_input(problem))
         window = limit + command.offset
         ranked = evolve(command, limit=min(window + 1, MAX_SEARCH_LIMIT))
+
+        def page(found: SearchResults) -> SearchResults:
+            return SearchResults(
+                found.results[command.offset : window], len(found.results) > window, limit=limit, broad=found.broad
+            )
+
         return (
             self.ctx.guard(command.namespace)
             .bind(lambda guard: self._plan(ranked, guard))
-            .bind(self._run)
-            .map(
-                lambda found: SearchResults(
-                    found.results[command.offset : window], len(found.results) > window, limit=limit, broad=found.broad
-                )
-            )
+            .bind(lambda plan: self._run(plan, page))
         )
 
     def _plan(self, command: SearchMemories, guard: Guard) -> Result[SearchPlan, DomainError]:
@@ -129,11 +131,17 @@ class Searching:
             ),
         )
 
-    def _run(self, plan: SearchPlan) -> Result[SearchResults, DomainError]:
+    def _run(
+        self, plan: SearchPlan, page: Callable[[SearchResults], SearchResults]
+    ) -> Result[SearchResults, DomainError]:
+        """The page of the ranking, its hits that a long memory's part answered showing that part."""
+
         def ranked(store: VectorStore, vector: Vector) -> Result[SearchResults, DomainError]:
             if plan.mode is SearchMode.SEMANTIC or self.ctx.keywords is None:
-                return self._fetch(store, vector, plan, max(plan.limit * 2, 20))
-            return self._blend(store, vector, plan, max(plan.limit, DEPTH))
+                found = self._fetch(store, vector, plan, max(plan.limit * 2, 20))
+            else:
+                found = self._blend(store, vector, plan, max(plan.limit, DEPTH))
+            return found.map(page).bind(lambda shown: self._parts_shown(plan, vector, shown))
 
         parts = self.ctx.parts
         return (
@@ -141,6 +149,18 @@ class Searching:
             .bind(self.ctx.check_model)
             .map(lambda store: store if parts is None else WithParts(store, parts, plan.store))
             .bind(lambda store: self.ctx.embedder.embed_query(plan.query).bind(lambda vector: ranked(store, vector)))
+        )
+
+    def _parts_shown(
+        self, plan: SearchPlan, vector: Vector, found: SearchResults
+    ) -> Result[SearchResults, DomainError]:
+        """Each hit whose similarity is one of its parts' shows that part (domain.search.long_memories.shown_parts);
+        not in a keyword search (its words may lie anywhere in the text) nor a broad answer (not ranked by meaning)."""
+        parts = self.ctx.parts
+        if parts is None or plan.mode is SearchMode.KEYWORD or found.broad or not found.results:
+            return Success(found)
+        return shown_parts(parts, self.ctx.embedder, plan.store, vector, found.results).map(
+            lambda hits: evolve(found, results=hits)
         )
 
     def _fetch(

@@ -92,6 +92,9 @@ def search(payload: dict[str, Any]) -> str:
         lines.append(
             f"   relevance {hit['relevance']:.2f}  confidence {hit['confidence']}  {_scope(hit)}  id {hit['id']}"
         )
+        part = hit.get("matched_part")
+        if part:  # a long memory found by one of its parts: the part that answered, where it lies
+            lines.append(f"   matched (characters {part['start']}–{part['end']}): {' '.join(part['text'].split())}")
     return "\n".join(lines)
 
 

@@ -99,6 +99,8 @@ def _listed(key: str, item: Schema) -> Schema:
 
 
 _PATH = _nullable(_TEXT)
+# the part of a long memory that answered a search (json_codec.matched_part_json), null when the whole memory did
+_MATCHED_PART = _nullable(_object({"text": _TEXT, "start": _COUNT, "end": _COUNT}))
 _CATEGORY = _object({"path": _TEXT, "memory_count": _COUNT, "description": _nullable(_TEXT)})
 _COMPACT = _object(
     {"path": _PATH, "id": _TEXT, "tokens": _COUNT, "updated_at": _TEXT, "deleted": _FLAG},
@@ -128,7 +130,9 @@ SCHEMAS: dict[str, Schema] = {  # the answer kinds the tools render (mcp_tools.T
         {
             "results": {
                 "type": "array",
-                "items": _memory_with(confidence=_NUMBER, relevance=_NUMBER, similarity=_NUMBER, score=_NUMBER),
+                "items": _memory_with(
+                    confidence=_NUMBER, relevance=_NUMBER, similarity=_NUMBER, score=_NUMBER, matched_part=_MATCHED_PART
+                ),
             },
             "count": _COUNT,
             "limit": _COUNT,

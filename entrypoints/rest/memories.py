@@ -254,7 +254,8 @@ async def search_memories(
     data: JSONBody[DTOData[SearchRequest]], door: NamedDependency[Door], store: StoreQuery = None
 ) -> Response[Payload]:
     """Find memories by meaning, best first, under the filters; only related hits are kept, each with relevance (0 to
-    1 on the model's calibrated scale: the number to read), similarity, confidence and score (the ranker's own);
+    1 on the model's calibrated scale: the number to read), similarity, confidence, score (the ranker's own) and
+    matched_part (the sentence or window of a long memory that answered: text, start, end; null otherwise);
     `broad` says a question that named no subject got the scope's memories by what matters. `limit` (1–1000,
     default 10) and `offset` page through the hits; `has_more` says whether more follow."""
     request = data.create_instance(store=store)

@@ -12,7 +12,7 @@ from agent_memory.domain.dispatch import dispatch
 from agent_memory.domain.model import Memory, ScoredMemory
 from agent_memory.domain.service import MemoryService
 from agent_memory.domain.tenancy import EMPTY_GUARD
-from agent_memory.entrypoints.json_codec import memory_json
+from agent_memory.entrypoints.json_codec import matched_part_json, memory_json
 from agent_memory.entrypoints.tooling.duplicate_notes import created_sentence
 from agent_memory.entrypoints.tooling.item_refs import content_update, guarded, item_key, resolved, unknown
 from agent_memory.entrypoints.tooling.items import CATEGORY, STRUCTURED_SOURCE, key_and_value, shown_content
@@ -186,6 +186,7 @@ def fact_json(hit: ScoredMemory, category: str = CATEGORY) -> dict[str, Any]:
     for hidden in ("deleted", "deleted_at"):
         data.pop(hidden, None)
     metadata = {**data, "confidence": hit.confidence, "relevance": hit.relevance, "similarity": hit.similarity}
+    metadata["matched_part"] = matched_part_json(hit.part)  # which part of a long memory answered, or None
     key, value = key_and_value(hit.memory, category=category)
     return {
         **top,

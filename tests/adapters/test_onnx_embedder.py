@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import random
 import subprocess
 import sys
 import threading
@@ -336,3 +337,40 @@ def test_a_long_texts_sentences_are_parts_too_so_one_sentence_is_not_diluted(emb
     embedded = embedder.embed_parts([text]).unwrap()[0]
     assert len(embedded) == len(parts)
     assert max_abs_diff(embedded[-1:], vectors(embedder.embed_documents(parts[-1:]))) < 1e-6
+
+
+def test_each_part_says_where_it_lies_in_its_text_with_the_tokenizer_alone() -> None:
+    """Issue 48: a hit shows which part of a long memory answered: `part_spans` places each of `embed_parts`' parts
+    in the text (a window is its slice; a sentence joined to the next spans both, whatever spacing lay between)."""
+    fresh = OnnxMiniLMEmbedder()
+    sentences = [f"Entry {n} records that the blue kettle number {n} was cleaned after lunch." for n in range(60)]
+    text = "  ".join(sentences[:30]) + "\nYes.\n\n" + " ".join(sentences[30:]) + "\n"
+    spans = fresh.part_spans([text, "a short note. Two sentences."]).unwrap()
+    assert not fresh.is_loaded and spans[1] == []  # the tokenizer alone; a text within the window has no parts
+    windows = fresh._token_windows().unwrap()
+    parts = windows.parts([text])[0]
+    assert len(spans[0]) == len(parts)
+    later = len(windows.later_windows([text])[0])
+    assert [text[start:end] for start, end in spans[0][:later]] == parts[:later]
+    placed = [" ".join(text[start:end].split()) for start, end in spans[0][later:]]
+    assert placed == parts[later:] and placed[-1] == sentences[-1]
+    assert text[slice(*spans[0][later + 30])] == f"Yes.\n\n{sentences[30]}"
+
+
+def test_part_spans_place_every_part_of_varied_texts_as_parts_cuts_them() -> None:
+    """The spans count a sentence's tokens within its text (WordPiece never joins across whitespace): the same
+    sentences, joined the same way, as `parts` (which encodes each sentence alone), for accents, CJK, quotes."""
+    fresh = OnnxMiniLMEmbedder()
+    windows = fresh._token_windows().unwrap()
+    chosen = random.Random(5)
+    words = ["café", "naïve", "東京", "well-known", '"quoted."', "(aside)", "Dr.", "x", "42%", "e.g.", "résumé", "ok!"]
+    texts = [
+        " ".join(chosen.choice(words) + chosen.choice([".", "", "", "?", "!\n", ".\n\n"]) for _ in range(400))
+        for _ in range(4)
+    ]
+    for text, spans in zip(texts, fresh.part_spans(texts).unwrap(), strict=True):
+        parts = windows.parts([text])[0]
+        later = len(windows.later_windows([text])[0])
+        assert len(spans) == len(parts) and len(parts) > later + 5
+        assert [text[start:end] for start, end in spans[:later]] == parts[:later]
+        assert [" ".join(text[start:end].split()) for start, end in spans[later:]] == parts[later:]

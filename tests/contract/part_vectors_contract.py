@@ -52,6 +52,17 @@ class PartVectorsContract:
         assert scores["a"] == pytest.approx(1.0, abs=1e-6)
         assert ok(parts.similarities(STORE, X, [])) == {}
 
+    def test_nearest_parts_say_which_part_of_each_given_id_is_nearest(self, parts: PartVectors) -> None:
+        """Issue 48: the number of the nearest part (1 for the first vector put) shows which part answered."""
+        ok(parts.put(STORE, {"a": [Y, Z, X], "b": [XY, Y], "c": [Z]}))
+        nearest = ok(parts.nearest_parts(STORE, X, ["a", "b", "unknown"]))
+        assert nearest.keys() == {"a", "b"}
+        assert nearest["a"][0] == 3 and nearest["a"][1] == pytest.approx(1.0, abs=1e-6)
+        assert nearest["b"][0] == 1 and nearest["b"][1] == pytest.approx(math.sqrt(0.5), abs=1e-6)
+        assert ok(parts.nearest_parts(STORE, X, [])) == {} and ok(parts.nearest_parts("other", X, ["a"])) == {}
+        ok(parts.put(STORE, {"a": [X, Y]}))
+        assert ok(parts.nearest_parts(STORE, Y, ["a"]))["a"][0] == 2
+
     def test_put_replaces_a_memorys_parts_and_an_empty_list_forgets_them(self, parts: PartVectors) -> None:
         ok(parts.put(STORE, {"a": [X, Y], "b": [Z]}))
         ok(parts.put(STORE, {"a": [Z]}))

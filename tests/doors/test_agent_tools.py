@@ -24,6 +24,7 @@ from agent_memory.entrypoints.agents.langmem_tools import (
     create_search_memory_tool,
     to_langchain_tools,
 )
+from tests.doors.long_note import LONG, QUERY, long_service, shows_the_last_part
 from tests.isolation import empty_config
 
 U1 = {"user_id": "u-1"}
@@ -185,6 +186,14 @@ def test_search_returns_a_json_list_of_facts(manage: MemoryTool, search: MemoryT
     assert {"type", "tags", "citations", "path", "confidence", "relevance"} <= set(best["metadata"])
     assert 0.0 <= best["metadata"]["relevance"] <= 1.0
     assert facts[0]["score"] >= facts[1]["score"]
+
+
+def test_a_fact_found_by_a_part_of_a_long_memory_shows_that_part(clock: FixedClock) -> None:
+    """Issue 48: the part of a long memory that answered is in the fact's metadata (None for a short memory)."""
+    search = create_search_memory_tool(service=long_service(clock, ("user", "u-1")))
+    facts = json.loads(search(query=QUERY, limit=10, config=U1))
+    assert facts[0]["content"] == LONG and shows_the_last_part(facts[0]["metadata"]["matched_part"])
+    assert all(fact["metadata"]["matched_part"] is None for fact in facts[1:])
 
 
 def test_search_limit_and_offset_page_through_results(manage: MemoryTool, search: MemoryTool) -> None:

@@ -14,6 +14,7 @@ import pytest
 from attrs import field, frozen
 from returns.result import Success
 
+from agent_memory.adapters.clock import FixedClock
 from agent_memory.domain import commands as c
 from agent_memory.domain.command_docs import command_fields
 from agent_memory.domain.dispatch import commands
@@ -26,6 +27,7 @@ from agent_memory.entrypoints.cli.in_process import run
 from agent_memory.entrypoints.cli.manifest import COMMON_FIELDS, SPECS, WRITE_COMMAND, CliSpec
 from agent_memory.entrypoints.cli.parser import MANIFEST, build_parser, load_manifest, with_table
 from tests.doors.examples import cli_argv, example, seeded
+from tests.doors.long_note import LONG, QUERY, long_service, shows_the_last_part
 from tests.isolation import empty_config
 
 _BY_NAME = {spec.name: spec for spec in SPECS}
@@ -186,3 +188,20 @@ def test_a_subcommand_with_no_handler_row_runs_the_command_its_spec_names(
     assert run(["idle"], env=env, services=lambda _settings: Success(service)) == 1
     refused = json.loads(capsys.readouterr().err)
     assert refused["code"] == "INVALID_INPUT" and "cli/handlers.SUBCOMMANDS" in refused["error"]
+
+
+def test_a_hit_found_by_a_part_of_a_long_memory_shows_that_part(
+    clock: FixedClock, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 48: `memory search` names the part of a long memory that answered, in JSON (matched_part) and text."""
+    service = long_service(clock)
+    env = {"MEMORY_CONFIG": empty_config(tmp_path), "MEMORY_DATA_DIR": str(tmp_path / "data")}
+    assert run(["search", QUERY], env=env, services=lambda _settings: Success(service)) == 0
+    hits = json.loads(capsys.readouterr().out)["results"]
+    assert hits[0]["content"] == LONG and shows_the_last_part(hits[0]["matched_part"])
+    assert all(hit["matched_part"] is None for hit in hits[1:])
+    part = hits[0]["matched_part"]
+    assert run(["search", QUERY, "--format", "text"], env=env, services=lambda _settings: Success(service)) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[3] == f"   matched (characters {part['start']}–{part['end']}): {part['text']}"
+    assert sum(line.startswith("   matched") for line in lines) == 1  # the short memories answered as wholes

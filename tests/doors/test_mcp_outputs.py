@@ -16,6 +16,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, Tool
 
+from agent_memory.adapters.clock import FixedClock
 from agent_memory.adapters.in_memory import HashingEmbedder
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.bootstrap import build_service
@@ -23,6 +24,7 @@ from agent_memory.entrypoints.mcp.command_tools import tool_names, tool_specs
 from agent_memory.entrypoints.mcp.server import build_mcp_server
 from agent_memory.entrypoints.settings import load_settings
 from tests.doors.examples import door_arguments, example, seeded
+from tests.doors.long_note import LONG, QUERY, long_service, shows_the_last_part
 
 
 @pytest.fixture
@@ -85,6 +87,21 @@ def test_every_tool_answers_structured_content_that_fits_its_output_schema(name:
     if name == "list_memories":
         deleted = [memory for memory in answer.structured_content["memories"] if memory.get("deleted")]
         assert [memory["path"] for memory in deleted] == ["notes/old"]
+
+
+def test_a_hit_found_by_a_part_of_a_long_memory_shows_that_part_in_structured_content(clock: FixedClock) -> None:
+    """Issue 48: search_memories' matched_part (the part of a long memory that answered) fits the output schema."""
+
+    async def scenario(client: Client) -> tuple[list[Tool], CallToolResult]:
+        return (await client.list_tools()).tools, await client.call_tool("search_memories", {"query": QUERY})
+
+    tools, answer = with_client(long_service(clock), scenario)
+    schema = next(tool.output_schema for tool in tools if tool.name == "search_memories")
+    assert isinstance(answer.structured_content, dict) and not answer.is_error
+    jsonschema.validate(answer.structured_content, schema)  # type: ignore[arg-type]
+    hits = answer.structured_content["results"]
+    assert hits[0]["content"] == LONG and shows_the_last_part(hits[0]["matched_part"])
+    assert all(hit["matched_part"] is None for hit in hits[1:])
 
 
 def test_the_agent_tools_answer_structured_content(files_service: MemoryService) -> None:

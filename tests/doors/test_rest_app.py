@@ -22,6 +22,7 @@ from agent_memory.domain.model import Memory
 from agent_memory.domain.ports import Vector
 from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.rest.app import MAX_BODY_BYTES, build_app
+from tests.doors.long_note import LONG, QUERY, long_service, shows_the_last_part
 from tests.isolation import empty_config
 
 TOKEN = "s3cret-token"
@@ -438,6 +439,17 @@ def test_search_finds_by_words_with_filters(client: TestClient[Any]) -> None:
     assert 0.0 <= body["results"][0]["relevance"] <= 1.0 and body["broad"] is False
 
 
+def test_a_hit_found_by_a_part_of_a_long_memory_shows_that_part(clock: FixedClock) -> None:
+    """Issue 48: matched_part is the part of a long memory that answered (text, start, end), null otherwise."""
+    with TestClient(build_app(long_service(clock)), base_url=BASE) as client:
+        for mode in ("hybrid", "semantic"):
+            body = client.post("/search", json={"query": QUERY, "mode": mode}).json()
+            assert body["results"][0]["content"] == LONG and shows_the_last_part(body["results"][0]["matched_part"])
+            assert all(hit["matched_part"] is None for hit in body["results"][1:])
+        body = client.post("/search", json={"query": QUERY, "mode": "keyword"}).json()
+        assert body["results"][0]["content"] == LONG and body["results"][0]["matched_part"] is None
+
+
 def test_search_accepts_a_mode_when_the_command_has_one(client: TestClient[Any]) -> None:
     if "mode" not in attrs.fields_dict(SearchMemories):
         pytest.skip("SearchMemories has no mode yet")
@@ -644,6 +656,9 @@ class ExplodingEmbedder:
         raise RuntimeError("secret internal detail")
 
     def needs_parts(self, texts: Sequence[str]) -> Result[list[bool], DomainError]:
+        raise RuntimeError("secret internal detail")
+
+    def part_spans(self, texts: Sequence[str]) -> Result[list[list[tuple[int, int]]], DomainError]:
         raise RuntimeError("secret internal detail")
 
 

@@ -161,6 +161,26 @@ def test_a_sentence_buried_in_a_long_note_is_found_by_a_paraphrase_among_short_m
         for mode in ("hybrid", "semantic"):
             hits = service.search(SearchMemories(query=BURIED_QUERY, mode=mode)).unwrap().results
             assert note_id in [hit.memory.id for hit in hits[:3]], mode
+            # the hit says which part answered: the buried sentence, where it lies in the note (issue 48)
+            part = next(hit.part for hit in hits if hit.memory.id == note_id)
+            assert part is not None and part.text == BURIED, mode
+            assert long_note[part.start : part.end] == BURIED and part.end == len(long_note)
+            assert all(hit.part is None for hit in hits if hit.memory.id != note_id)  # short ones answer whole
+
+
+def test_the_cli_names_the_sentence_of_a_long_note_that_answered(tmp_path: Path) -> None:
+    """Issue 48, through the installed command: the hit's matched_part is the buried sentence, in JSON and text."""
+    cli = MemoryCli(tmp_path, "files")
+    long_note = note(BURIED, words=600)
+    cli.ok("add", "notes/long", "--content", long_note)
+    cli.ok("add", "notes/wifi", "--content", SHORT[1])
+    hits = cli.ok("search", BURIED_QUERY)["results"]
+    found = next(hit for hit in hits if hit["path"] == "notes/long")
+    start = long_note.index(BURIED)
+    assert found["matched_part"] == {"text": BURIED, "start": start, "end": start + len(BURIED)}
+    assert all(hit["matched_part"] is None for hit in hits if hit["path"] != "notes/long")
+    text = cli("search", BURIED_QUERY, "--format", "text").stdout
+    assert f"   matched (characters {start}–{start + len(BURIED)}): {BURIED}" in text
 
 
 PLACES = ("Oslo", "Quito", "Nairobi", "Hanoi", "Lima", "Tbilisi", "Perth", "Dakar", "Riga", "Cusco")

@@ -95,6 +95,9 @@ class SameVectorEmbedder:
     def needs_parts(self, texts: Sequence[str]) -> Result[list[bool], DomainError]:
         return Success([False for _ in texts])
 
+    def part_spans(self, texts: Sequence[str]) -> Result[list[list[tuple[int, int]]], DomainError]:
+        return Success([[] for _ in texts])
+
 
 @define
 class ScopeRecordingIndex(InMemoryKeywordIndex):

@@ -79,6 +79,32 @@ def test_a_long_memory_is_found_once_by_its_last_part(service: MemoryService, mo
     assert hits[0].similarity == pytest.approx(best, abs=1e-4)  # the best part's, not the first window's (≈ 0)
 
 
+@pytest.mark.parametrize("mode", ["semantic", "hybrid"])
+def test_a_hit_found_by_a_part_shows_that_part_and_where_it_lies(service: MemoryService, mode: str) -> None:
+    """Issue 48: the hit says which part answered: its text and its offsets in the content; a hit its own vector
+    answered (a short memory, or a long one by its opening) shows none, and neither does a keyword search."""
+    add_long(service)
+    hits = service.search(SearchMemories(query=QUERY, mode=mode, min_similarity=FLOOR)).unwrap().results
+    part = hits[0].part
+    assert part is not None and hits[0].memory.content == LONG
+    assert LONG[part.start : part.end] == part.text and part.text.endswith("the platypus lays eggs")
+    assert part.end == len(LONG) and part.start > 0  # the last window, not the opening one
+    assert all(hit.part is None for hit in hits[1:])  # the short memories answered with their own vectors
+    opening = service.search(SearchMemories(query="filler0 filler1 filler2", mode=mode)).unwrap().results
+    assert opening[0].memory.content == LONG and opening[0].part is None
+    by_words = service.search(SearchMemories(query=QUERY, mode="keyword")).unwrap().results
+    assert by_words[0].memory.content == LONG and by_words[0].part is None
+
+
+def test_a_matched_part_is_bounded_and_cut_at_a_word() -> None:
+    from agent_memory.domain.model import MAX_PART_CHARS, MatchedPart
+
+    content = "intro. " + "word " * 200
+    part = MatchedPart.of(content, 7, len(content))
+    assert len(part.text) <= MAX_PART_CHARS and part.text.endswith("word…") and part.end == len(content)
+    assert MatchedPart.of("one two", 4, 7).text == "two"
+
+
 def test_without_parts_the_end_of_a_long_memory_is_invisible_to_the_dense_side(clock: FixedClock) -> None:
     add_long(make(clock, parts=None))
     assert found(make(clock, parts=None)) == []
