@@ -10,6 +10,8 @@ import ast
 import sys
 from pathlib import Path
 
+from tests.sources import parsed
+
 ROOT = Path(__file__).resolve().parents[1]
 ROOMS = ("domain", "adapters", "entrypoints", "src/agent_memory")  # the folders installed as `agent_memory`
 BEGIN = "<!-- module map: generated from the tree by `python -m tests.module_map --write`; a unit test keeps it -->"
@@ -34,7 +36,7 @@ def modules(folder: Path) -> list[Path]:
 
 def role(path: Path) -> str:
     """A module's one-line docstring (every module opens with one: the house rule)."""
-    text = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    text = ast.get_docstring(parsed(path)) or ""
     return " ".join(text.split("\n\n", 1)[0].split()).replace("|", "\\|")
 
 

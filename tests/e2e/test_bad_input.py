@@ -11,31 +11,36 @@ from tests.e2e.conftest import MemoryCli
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize(
-    ("args", "words"),
-    [
-        (["create", "x", "--decay", "forever"], "Unknown decay policy 'forever'"),
-        (["create", "x", "--format", "yaml"], "invalid choice: 'yaml'"),
-        (["create", ""], "Content is empty"),
-        (["create", "   "], "Content is empty"),
-        (
-            ["create", "x", "--expires-at", "9999-12-31T23:59:59-14:00"],
-            "in the years 0001–9999 (UTC)",
-        ),  # was INTERNAL_ERROR
-        (["search", "x", "--limit", "many"], "invalid int value"),
-        (["search", "x", "--limit", "0"], "limit must be between"),
-        (["search", "x", "--min-confidence", "2"], "min-confidence must be between 0 and 1"),
-        (["get"], "the following arguments are required"),
-        (["frobnicate"], "invalid choice"),
-        (["create", "x", "--backend", "mongo"], "Unknown backend 'mongo'"),
-        (["create", "x", "--store", "../etc"], "Invalid store name"),
-        (["add", "../../etc/passwd", "--content", "x"], "a path can never leave its store"),
-    ],
-)
-def test_bad_arguments_are_json_errors(cli: MemoryCli, args: list[str], words: str) -> None:
-    error = cli.fails(*args)
-    assert set(error) == {"error", "code"} and words in error["error"]
-    assert error["code"] in {"INVALID_INPUT", "INVALID_PATH"}
+# each case on every CLI variant, in one test per variant: one memory server per variant, not one per case (a
+# served case costs a server start and stop, several seconds of CI; none of them writes, so they share a store)
+BAD_ARGUMENTS = [
+    (["create", "x", "--decay", "forever"], "Unknown decay policy 'forever'"),
+    (["create", "x", "--format", "yaml"], "invalid choice: 'yaml'"),
+    (["create", ""], "Content is empty"),
+    (["create", "   "], "Content is empty"),
+    (
+        ["create", "x", "--expires-at", "9999-12-31T23:59:59-14:00"],
+        "in the years 0001–9999 (UTC)",
+    ),  # was INTERNAL_ERROR
+    (["search", "x", "--limit", "many"], "invalid int value"),
+    (["search", "x", "--limit", "0"], "limit must be between"),
+    (["search", "x", "--min-confidence", "2"], "min-confidence must be between 0 and 1"),
+    (["get"], "the following arguments are required"),
+    (["frobnicate"], "invalid choice"),
+    (["create", "x", "--backend", "mongo"], "Unknown backend 'mongo'"),
+    (["create", "x", "--store", "../etc"], "Invalid store name"),
+    (["add", "../../etc/passwd", "--content", "x"], "a path can never leave its store"),
+]
+
+
+def test_bad_arguments_are_json_errors(cli: MemoryCli) -> None:
+    wrong = []
+    for args, words in BAD_ARGUMENTS:
+        error = cli.fails(*args)  # exit 1, nothing on stdout, no traceback
+        well_formed = set(error) == {"error", "code"} and words in error["error"]
+        if not well_formed or error["code"] not in {"INVALID_INPUT", "INVALID_PATH"}:
+            wrong.append((args, error))
+    assert wrong == [], "each case's words in a JSON error coded INVALID_INPUT or INVALID_PATH"
 
 
 def test_a_malformed_id_is_not_found(cli: MemoryCli) -> None:

@@ -123,8 +123,14 @@ def test_reindex_reports_and_search_still_works(cli: MemoryCli) -> None:
     assert cli.ok("search", "why is the sky blue")["results"][0]["path"] == "facts/sky"
 
 
-@pytest.mark.parametrize("path", ["../escape/x", "/etc/passwd", "a\\b/c", "notes/..", "single"])
-def test_bad_paths_never_write(cli: MemoryCli, path: str) -> None:
-    error = cli.fails("add", path, "--content", "x")
-    assert error["error"]
-    assert cli.ok("status")["memory_count"] == 0
+def test_bad_paths_never_write(cli: MemoryCli) -> None:
+    for path in (
+        "../escape/x",
+        "/etc/passwd",
+        "a\\b/c",
+        "notes/..",
+        "single",
+    ):  # one server for all (a start is seconds)
+        error = cli.fails("add", path, "--content", "x")
+        assert error["error"], path
+        assert cli.ok("status")["memory_count"] == 0, path

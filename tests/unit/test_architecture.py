@@ -3,9 +3,12 @@
 import ast
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 import pytest
+
+from tests.sources import parsed
 
 ROOT = Path(__file__).resolve().parents[2]
 ALLOWED_THIRD_PARTY = {"attrs", "returns"}
@@ -17,16 +20,16 @@ DOMAIN_DATA_READERS = {"domain/search/ranker_weights.py": {"json"}}
 PACKAGES = ("domain", "adapters", "entrypoints")  # mapped into agent_memory.* by the build (pyproject.toml)
 
 
-def imported_names(path: Path) -> set[str]:
-    """Every absolute module name a file imports, in full."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+@cache
+def imported_names(path: Path) -> frozenset[str]:
+    """Every absolute module name a file imports, in full (once per file: several tests ask)."""
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found.add(node.module)
-    return found
+    return frozenset(found)
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -62,7 +65,7 @@ def test_every_module_opens_with_a_docstring_saying_its_role() -> None:
         str(path.relative_to(ROOT))
         for package in (*PACKAGES, "src")
         for path in (ROOT / package).rglob("*.py")
-        if ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) is None
+        if ast.get_docstring(parsed(path)) is None
     ]
     assert missing == []
 
@@ -135,7 +138,7 @@ def import_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in files.items():
         found: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.Import):
                 found.update(alias.name for alias in node.names if alias.name in files)
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in files:
@@ -194,7 +197,7 @@ def test_adapter_packages_convert_to_a_result_once_rather_than_unwrapping(packag
     offenders = {
         f"{path.relative_to(ROOT)}:{node.lineno}"
         for path in package_modules(package)
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        for node in ast.walk(parsed(path))
         if (isinstance(node, ast.Attribute) and node.attr == "unwrap")
         or (
             isinstance(node, ast.Call)
@@ -212,7 +215,7 @@ def test_no_domain_or_adapter_module_branches_on_isinstance_failure() -> None:
         f"{path.relative_to(ROOT)}:{node.lineno}"
         for room in ("domain", "adapters")
         for path in sorted((ROOT / room).rglob("*.py"))
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        for node in ast.walk(parsed(path))
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
         and node.func.id == "isinstance"

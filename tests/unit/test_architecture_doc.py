@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests import module_map
+from tests.sources import parsed
 
 ROOT = module_map.ROOT
 PAGES = [ROOT / "architecture.md", *sorted((ROOT / "docs").glob("design-*.md"))]
@@ -37,17 +38,13 @@ def _quoted(page: Path) -> list[str]:
 @cache
 def _sources() -> dict[Path, ast.Module]:
     """Every module of the package, parsed (no import: a door's optional library need not be installed)."""
-    return {
-        path: ast.parse(path.read_text(encoding="utf-8"))
-        for room in module_map.ROOMS
-        for path in (ROOT / room).rglob("*.py")
-    }
+    return {path: parsed(path) for room in module_map.ROOMS for path in (ROOT / room).rglob("*.py")}
 
 
 def _names_in(path: Path) -> set[str]:
     """What a module defines or imports at any depth: functions, classes, assigned names, imported names."""
     found: set[str] = set()
-    for node in ast.walk(_sources().get(path) or ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_sources().get(path) or parsed(path)):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             found.add(node.name)
         elif isinstance(node, ast.Name | ast.alias):

@@ -19,6 +19,7 @@ import agent_memory.entrypoints
 from agent_memory.entrypoints import extras
 from agent_memory.entrypoints.cli import in_process as cli
 from tests.isolation import empty_config
+from tests.sources import parsed
 
 PACKAGE_ROOT = Path(agent_memory.__file__).parent
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -42,7 +43,7 @@ def _requirement_names() -> set[str]:
 def _third_party_imports() -> set[str]:
     found: set[str] = set()
     for path in SOURCE_FILES:
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.Import):
                 found.update(alias.name.split(".")[0] for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
