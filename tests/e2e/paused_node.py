@@ -77,7 +77,7 @@ def seen(service: Any, query: str, ids: list[str]) -> dict[str, Any]:
 
 def main() -> None:
     config = json.loads(sys.argv[1])
-    service = open_node(Path(config["home"]), config["engine"])
+    service = open_node(Path(config["home"]), config["engine"], os.environ.get("MEMORY_LEASE_TTL_SECONDS"))
     say({"ready": True})
     for line in sys.stdin:
         asked = json.loads(line)

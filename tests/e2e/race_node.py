@@ -32,9 +32,10 @@ def embedder() -> HashingEmbedder:
     return HashingEmbedder(dimension=4096, window=WINDOW)
 
 
-def open_node(home: Path, engine: dict[str, str]) -> MemoryService:
-    """A service as one host has it: its own HOME and data directory, the shared engine's address."""
-    env = {"HOME": str(home), **engine}
+def open_node(home: Path, engine: dict[str, str], lease_ttl: str | None = None) -> MemoryService:
+    """A service as one host has it: its own HOME and data directory, the shared engine's address (and the lease's
+    ttl, MEMORY_LEASE_TTL_SECONDS, when the test sets one)."""
+    env = {"HOME": str(home), **engine, **({"MEMORY_LEASE_TTL_SECONDS": lease_ttl} if lease_ttl else {})}
     settings = load_settings({"data_dir": str(home / "data"), "backend": "chroma"}, env).unwrap()
     return build_service(settings, embedder=embedder()).unwrap()
 
