@@ -97,7 +97,8 @@ LEGACY_FULL: MetadataDict = {  # full_memory(tags=("python", "日本", "with spa
     "anchor_us": 1717200000000001,
     "expires_us": 1893542399999999,
 }
-LEGACY_FULL_MEMORY = full_memory(tags=("python", "日本", "with space", "python"), thread="")  # no threads then
+LEGACY_FULL_MEMORY = full_memory(tags=("python", "日本", "with space", "python"), thread="", revision=0)  # no threads,
+# and no revisions (issue 46), then
 
 
 def legacy_metadata(memory: Memory) -> MetadataDict:

@@ -41,6 +41,7 @@ OFFERED: dict[str, frozenset[str]] = {door: frozenset(OPERATIONS) for door in DO
 
 # the codes no door input can provoke: they report a broken backend or model, not a caller's mistake
 NOT_PROVOKABLE = {
+    ErrorCode.CONFLICT,  # two writers of one revision over a server engine (tests/e2e/test_paused_writer.py)
     ErrorCode.STORAGE_ERROR,
     ErrorCode.BACKEND_UNAVAILABLE,
     ErrorCode.EMBEDDING_MISMATCH,

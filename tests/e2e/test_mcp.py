@@ -328,8 +328,9 @@ def test_search_memories_finds_by_meaning_and_applies_filters(mcp: Mcp) -> None:
     assert found["results"][0]["path"] == f"{category}/editor"
     assert {"relevance", "similarity", "confidence", "score"} <= set(found["results"][0])
     assert found["broad"] is False and all(0.0 <= hit["relevance"] <= 1.0 for hit in found["results"])
-    # issue 40: the lives-in-Lisbon memory has nothing to do with colour themes: the answer keeps only the editor
-    assert [r["path"] for r in found["results"]] == [f"{category}/editor"]
+    # the lives-in-Lisbon memory has nothing to do with colour themes: it ranks below the editor, less relevant (issue
+    # 48: the shipped model thins no answer, as no rule kept recall on every held-out conversation)
+    assert all(r["relevance"] < found["results"][0]["relevance"] for r in found["results"][1:]), found
     broad = mcp.ok("search_memories", {"query": "what do you know about me?", "category": category})
     assert broad["broad"] is True and {r["path"] for r in broad["results"]} == {
         f"{category}/editor",

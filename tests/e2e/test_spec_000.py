@@ -118,8 +118,9 @@ def test_search_with_no_results_is_an_empty_list(cli: MemoryCli) -> None:
     assert cli.ok("search", "nonexistent topic") == {"results": [], "count": 0}
     related = cli.ok("search", "which programming language does the user like?")["results"]
     assert related[0]["content"] == "User prefers Python for scripting" and 0 < related[0]["similarity"] <= 1
-    # issue 40: the answer keeps what is related (the coffee machine leaves it), with its relevance, 0 to 1
-    assert [hit["content"] for hit in related] == ["User prefers Python for scripting"]
+    # issue 48: the shipped model thins no answer (no rule kept recall on every held-out conversation:
+    # BENCHMARKS.md); what is related comes first, with a higher relevance than the coffee machine, 0 to 1
+    assert all(hit["relevance"] < related[0]["relevance"] for hit in related[1:]), related
     assert 0.5 < related[0]["relevance"] <= 1
     broad = cli.ok("search", "what do you know about me?")  # names no subject: the store's memories, marked
     assert broad["broad"] is True and broad["count"] == 2

@@ -121,7 +121,11 @@ def test_a_restarted_node_restores_its_mirror_from_its_file_and_catches_up(
     b.catalog.keep_warm()
     a.create_many([CreateMemory(content=text) for text in FILLER]).unwrap()
     assert mirrored(b) == len(FILLER)
-    assert list((tmp_path / "b" / ".agent-memory-mirrors").glob("*.mirror"))
+    files = tmp_path / "b" / ".agent-memory-mirrors"
+    deadline = time.monotonic() + BOUND_S  # the file is written once the mirror is installed, in the background
+    while not list(files.glob("*.mirror")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert list(files.glob("*.mirror"))
 
     gone = a.create(CreateMemory(content="The garage code is 4417 and changes in May")).unwrap()
     new = "While B was down: the water meter sits behind the boiler"  # written while B restarts
