@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import chromadb.api.models.Collection as chroma_collection
 from agent_memory.adapters.chroma.ledger import ChromaLedger
 from agent_memory.adapters.in_memory import HashingEmbedder
 from agent_memory.domain import commands as c
+from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.bootstrap import build_service
 from agent_memory.entrypoints.settings import Settings
 from tests.chroma_server import running_chroma
@@ -48,10 +50,10 @@ def counted(owner: Any, name: str, label: str) -> None:
     setattr(owner, name, wrapper)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--creates", type=int, default=40)
-    args = parser.parse_args()
+@contextlib.contextmanager
+def counted_service() -> Iterator[MemoryService]:
+    """A service over a fresh `chroma run` (a hashing embedder), every Ledger method and Chroma collection call
+    counted and timed into `calls` and `spent` (shared by bench/update_round_trips.py)."""
     for name in LEDGER_CALLS:
         counted(ChromaLedger, name, f"ledger.{name}")
     for name in CHROMA_CALLS:
@@ -64,7 +66,14 @@ def main() -> None:
             chroma_port=server.port,
             collection="roundtrips",
         )
-        service = build_service(settings, embedder=HashingEmbedder()).unwrap()
+        yield build_service(settings, embedder=HashingEmbedder()).unwrap()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--creates", type=int, default=40)
+    args = parser.parse_args()
+    with counted_service() as service:
         for n in range(5):  # the store, the feeds and the first lease come into being before the count
             service.create(c.CreateMemory(content=f"warm-up {n}")).unwrap()
         calls.clear()

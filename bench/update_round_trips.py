@@ -11,25 +11,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
-import chromadb.api.models.Collection as chroma_collection
 from returns.result import Result
 
-from agent_memory.adapters.chroma.ledger import ChromaLedger
-from agent_memory.adapters.in_memory import HashingEmbedder
 from agent_memory.adapters.revision_claims import RevisionClaims
 from agent_memory.domain import commands as c
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.ports import Vector, VectorStore
-from agent_memory.entrypoints.bootstrap import build_service
-from agent_memory.entrypoints.settings import Settings
-from bench.create_round_trips import CHROMA_CALLS, LEDGER_CALLS, calls, counted, spent
-from tests.chroma_server import running_chroma
+from bench.create_round_trips import calls, counted_service, spent
 
 
 def unclaimed(
@@ -68,19 +60,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.without_revisions:
         RevisionClaims.write = unclaimed  # type: ignore[method-assign]
-    for name in LEDGER_CALLS:
-        counted(ChromaLedger, name, f"ledger.{name}")
-    for name in CHROMA_CALLS:
-        counted(chroma_collection.Collection, name, f"chroma.{name}")
-    with tempfile.TemporaryDirectory() as folder, running_chroma(Path(folder) / "server") as server:
-        settings = Settings(
-            data_dir=Path(folder) / "node",
-            backend="chroma",
-            chroma_host=server.host,
-            chroma_port=server.port,
-            collection="roundtrips",
-        )
-        service = build_service(settings, embedder=HashingEmbedder()).unwrap()
+    with counted_service() as service:
         made = [
             service.create(c.CreateMemory(content=f"note {n} about leases", path=f"bench/n{n}")).unwrap()
             for n in range(args.updates)
