@@ -8,7 +8,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from attrs import frozen
 from returns.result import Failure, Result, Success
@@ -178,15 +178,7 @@ class SqlitePartVectors:
                     if connection is self._connection:
                         self._held[table] = held
                 return held.best(embedding)
-            rows: list[tuple[str, bytes]] = []
-            unique = list(dict.fromkeys(ids))
-            for start in range(0, len(unique), ID_BATCH):
-                batch = unique[start : start + ID_BATCH]
-                marks = ",".join("?" * len(batch))
-                rows += connection.execute(
-                    f"SELECT id, vector FROM {table} WHERE id IN ({marks}) ORDER BY id, part", batch
-                ).fetchall()
-            return _Rows.of(0, rows, dimension).best(embedding)
+            return _Rows.of(0, _parts_of(connection, table, "id, vector", ids), dimension).best(embedding)
 
         return self._run("searching", read, write=False)
 
@@ -274,17 +266,22 @@ class SqlitePartVectors:
             table = self._readable(connection, store)
             if table is None:
                 return {}
-            rows: list[tuple[str, int, bytes]] = []
-            unique = list(dict.fromkeys(ids))
-            for start in range(0, len(unique), ID_BATCH):
-                batch = unique[start : start + ID_BATCH]
-                marks = ",".join("?" * len(batch))
-                rows += connection.execute(
-                    f"SELECT id, part, vector FROM {table} WHERE id IN ({marks}) ORDER BY id, part", batch
-                ).fetchall()
-            return _nearest_of(rows, embedding)
+            return _nearest_of(_parts_of(connection, table, "id, part, vector", ids), embedding)
 
         return self._run("searching", read, write=False)
+
+
+def _parts_of(connection: sqlite3.Connection, table: str, columns: str, ids: Sequence[str]) -> list[Any]:
+    """The `columns` of the parts of these ids (each id once), ordered by id and part, read ID_BATCH ids a query."""
+    rows: list[Any] = []
+    unique = list(dict.fromkeys(ids))
+    for start in range(0, len(unique), ID_BATCH):
+        batch = unique[start : start + ID_BATCH]
+        marks = ",".join("?" * len(batch))
+        rows += connection.execute(
+            f"SELECT {columns} FROM {table} WHERE id IN ({marks}) ORDER BY id, part", batch
+        ).fetchall()
+    return rows
 
 
 def _nearest_of(rows: Sequence[tuple[str, int, bytes]], embedding: Vector) -> dict[str, tuple[int, float]]:
