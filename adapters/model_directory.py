@@ -30,6 +30,7 @@ RELEVANCE_KEYS = (
     "gap",
     "spared",
     "relative",
+    "exempt",
 )
 # optional: the similarity at and over which two texts are near-duplicates, written by bench/duplicates.py --write
 DUPLICATES_FILE = "duplicates.json"
@@ -151,7 +152,7 @@ def read_model_directory(directory: Path) -> Result[ModelSpec, DomainError]:
 def read_relevance(directory: Path) -> Result[RelevanceRule | None, DomainError]:
     """The directory's relevance rule (relevance.json: unrelated, keep, related, floor — similarities 0 to 1 —,
     spread, alone and gap, a similarity or null, cover, a share 0 to 1, close, a similarity, spared, a share or null,
-    relative, a positive multiple or null; the last seven optional),
+    relative, a positive multiple or null, exempt, a share or null; the last eight optional),
     None when it has none, or an INVALID_INPUT error saying what to fix."""
     path = directory / RELEVANCE_FILE
     if not path.is_file():
@@ -171,7 +172,7 @@ def read_relevance(directory: Path) -> Result[RelevanceRule | None, DomainError]
             )
         )
     spread, alone, gap, spared = raw.get("spread"), raw.get("alone"), raw.get("gap"), raw.get("spared")
-    relative = raw.get("relative")
+    relative, exempt = raw.get("relative"), raw.get("exempt")
     try:
         return Success(
             RelevanceRule(
@@ -186,6 +187,7 @@ def read_relevance(directory: Path) -> Result[RelevanceRule | None, DomainError]
                 gap=None if gap is None else float(gap),
                 spared=None if spared is None else float(spared),
                 relative=None if relative is None else float(relative),
+                exempt=None if exempt is None else float(exempt),
             )
         )
     except (TypeError, ValueError) as error:

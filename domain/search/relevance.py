@@ -97,7 +97,8 @@ class RelevanceRule:
     this under the answer's best hit leaves it too (None: no such cut), unless `gap`, `spared` or `relative` spares
     it (issue 48: a run of similarities down from the best with no step wider than `gap`, `spared` of the subject
     words, or within `relative` times the answer's own spread of the best). Then the evidence a hit over those lines
-    needs (None `alone`: none, the similarity is enough): words — at least `cover` of the question's subject words
+    needs (None `alone`: none, the similarity is enough); a hit with `exempt` of the subject words is cut by neither
+    line (its words are its evidence): words — at least `cover` of the question's subject words
     (`subject_words`) are in it — or a similarity of `alone` on its own, or one within `close` of the best hit's.
     An answer none of whose hits has words or `alone` is empty. Similarities are this model's cosines: another
     model reads the same texts on another scale, so it carries its own numbers."""
@@ -118,6 +119,9 @@ class RelevanceRule:
     # `relative`: a hit within this many times the answer's own spread (its best less its median similarity, over
     # `keep`) of the best: the cut read on how far apart this answer's similarities lie, not on one distance
     relative: float | None = field(default=None, validator=_multiple)
+    # `exempt`: a hit with at least this share of the question's subject words stays whatever its similarity (neither
+    # `keep` nor `spread` cuts it): the keyword evidence keeps it, not a distance (issue 48; None: no such exemption)
+    exempt: float | None = field(default=None, validator=_optional)
 
     def relevance(self, similarity: float) -> float:
         """The one figure a hit shows, in [0, 1]: 0 as close as unrelated text gets, 1 as close as what answers a
@@ -160,6 +164,9 @@ class RelevanceRule:
     def _spared(self, share: float) -> bool:
         return self.spared is not None and share >= self.spared > 0.0
 
+    def _exempt(self, share: float) -> bool:
+        return self.exempt is not None and share >= self.exempt > 0.0
+
     def related_hits(
         self, hits: Sequence[Hit], similarity: Callable[[Hit], float], words: Callable[[Hit], float]
     ) -> list[Hit] | None:
@@ -179,6 +186,8 @@ class RelevanceRule:
             ]
         else:
             over = [value >= line for value in near]
+        if self.exempt is not None:
+            over = [keep or self._exempt(words(hit)) for hit, keep in zip(hits, over, strict=True)]
         if self.alone is None:
             return [hit for hit, keep in zip(hits, over, strict=True) if keep]
         kept: list[Hit] = []

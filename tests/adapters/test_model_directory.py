@@ -188,7 +188,7 @@ def test_a_directory_carries_its_relevance_rule_to_the_search_policy(tmp_path: P
     root = directory(tmp_path / "m")
     numbers = {"unrelated": 0.5, "keep": 0.6, "related": 0.8, "floor": 0.65, "spread": None, "alone": 0.7}
     numbers |= {"cover": 0.4, "close": 0.05}  # the evidence a hit needs: words, a similarity of its own, or the best's
-    numbers |= {"gap": 0.03, "spared": 1.0, "relative": 1.5}  # what spares a hit the spread cut (issue 48)
+    numbers |= {"gap": 0.03, "spared": 1.0, "relative": 1.5, "exempt": 0.5}  # what spares a hit the cuts (issue 48)
     (root / "relevance.json").write_text(json.dumps(numbers), encoding="utf-8")
     assert spec_of(root).relevance == RelevanceRule(**numbers)  # type: ignore[arg-type]
     settings = load_settings({"data_dir": str(tmp_path), "embedder": str(root)}, {"HOME": str(tmp_path)}).unwrap()

@@ -128,3 +128,22 @@ def test_relative_spares_a_hit_within_a_multiple_of_the_answers_own_spread() -> 
     assert kept(attrs.evolve(spread, relative=10.0)) == ["best", "a", "b", "c", "worded"]  # keep still holds
     with pytest.raises(ValueError, match="relative"):
         attrs.evolve(spread, relative=0.0)
+
+
+def test_exempt_keeps_a_hit_with_the_questions_words_under_every_line() -> None:
+    """Issue 48: with `exempt`, a hit having that share of the question's subject words stays whatever its
+    similarity (under `keep` and the spread cut both: its words are its evidence); one with fewer words does not."""
+    hits = ["best", "a", "c", "worded", "low", "half"]
+    near = {"best": 0.9, "a": 0.8, "c": 0.5, "worded": 0.26, "low": 0.08, "half": 0.05}
+    words = {"worded": 1.0, "low": 1.0, "half": 0.5}
+    spread = RelevanceRule(unrelated=0.1, keep=0.2, related=0.8, spread=0.3)
+
+    def kept(rule: RelevanceRule) -> list[str] | None:
+        return rule.related_hits(hits, near.__getitem__, lambda hit: words.get(hit, 0.0))
+
+    assert kept(spread) == ["best", "a"]
+    assert kept(attrs.evolve(spread, exempt=1.0)) == ["best", "a", "worded", "low"]
+    assert kept(attrs.evolve(spread, exempt=0.5)) == ["best", "a", "worded", "low", "half"]
+    assert kept(attrs.evolve(spread, spread=None, exempt=1.0)) == ["best", "a", "c", "worded", "low"]
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        attrs.evolve(spread, exempt=1.5)
