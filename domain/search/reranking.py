@@ -7,9 +7,9 @@ the question's names and word pairs), the memory's length, whether it is itself 
 much it shares with the first ranking's best memories. A logistic model over these features and their
 pairwise products (its weights are package data, `ranker_weights.json`, fitted by `bench/research/ltr.py` on
 both LoCoMo protocols at once, checked by leave-one-conversation-out) scores every candidate; ties keep the first ranking's
-order. Two guards keep it from extrapolating on data unlike LoCoMo: features are held to their training
-range, and no candidate is scored above one that beats it by DOMINANCE_MARGIN on both first-stage
-signals. It only reorders candidates that already passed every filter, so it can never surface a
+order. Three guards keep it from extrapolating on data unlike LoCoMo: features are held to their training
+range, no candidate is scored above one that beats it by DOMINANCE_MARGIN on both first-stage
+signals, and a memory longer than any it was fitted on keeps its first-stage place (issue 48). It only reorders candidates that already passed every filter, so it can never surface a
 memory the search would not return.
 """
 
@@ -48,7 +48,7 @@ FEATURES = (
     "shared_with_best",  # rarity-weighted share of its words the first ranking's best memory has (mean on ties)
     "shared_with_top5",  # the same, averaged over the first ranking's best five (ties at the cut come in)
 )
-_COS, _NEIGHBOUR_COS, _KEYWORD = (FEATURES.index(n) for n in ("cos", "neighbour_cos", "keyword"))
+_COS, _NEIGHBOUR_COS, _KEYWORD, _LENGTH = (FEATURES.index(n) for n in ("cos", "neighbour_cos", "keyword", "length"))
 DOMINANCE_MARGIN: float | None = 0.2  # how much better on both sides a dominator must be (None: no cap)
 MISSING_RANK = 100  # the rank a memory gets on a side that did not return it
 SCORE_DIGITS = 6  # scores equal to this many decimals share a rank (tied_ranks)
@@ -174,14 +174,31 @@ def model_score(row: Sequence[float], model: RankerModel | None = None) -> float
 
 def rerank(found: Candidates) -> list[tuple[str, float]]:
     """The candidates by the model's probability that each holds what the question asks, best first, never
-    above a candidate that beats them on both sides (`dominance_capped`)."""
+    above a candidate that beats them on both sides (`dominance_capped`); a memory longer than any the model was
+    fitted on keeps its place in the first stage's order (`beyond_length`)."""
     rows = features(found)
     model = fitted_model()
     probabilities = [1.0 / (1.0 + math.exp(-max(min(model_score(row, model), 50.0), -50.0))) for row in rows]
     sides = [signals(row) for row in rows]
     capped = probabilities if DOMINANCE_MARGIN is None else dominance_capped(probabilities, sides, DOMINANCE_MARGIN)
-    order = sorted(range(len(capped)), key=lambda n: (-capped[n], n))
-    return [(found.first[n][0], capped[n]) for n in order]
+    beyond = beyond_length(rows, model)
+    learnt = iter(sorted((n for n in range(len(rows)) if n not in beyond), key=lambda n: (-capped[n], n)))
+    ranked: list[tuple[str, float]] = []
+    for position in range(len(rows)):
+        if position in beyond:  # its score: the one before it (the best when first), so scores never rise
+            ranked.append((found.first[position][0], ranked[-1][1] if ranked else max(capped)))
+        else:
+            n = next(learnt)
+            ranked.append((found.first[n][0], capped[n]))
+    return ranked
+
+
+def beyond_length(rows: Sequence[Sequence[float]], model: RankerModel) -> set[int]:
+    """The rows of memories longer than any the model was fitted on (its `length` over the fitted range): its text
+    features (coverage, word pairs, words shared with the best) are read over a whole long text, a combination it
+    never saw, and a 700-word note matched exactly by one sentence scored 0.003 (issue 48), so its place is the
+    first stage's."""
+    return {n for n, row in enumerate(rows) if row[_LENGTH] > model.high[_LENGTH]}
 
 
 def signals(row: Sequence[float]) -> tuple[float, float]:
