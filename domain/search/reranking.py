@@ -9,7 +9,8 @@ pairwise products (its weights are package data, `ranker_weights.json`, fitted b
 both LoCoMo protocols at once, checked by leave-one-conversation-out) scores every candidate; ties keep the first ranking's
 order. Three guards keep it from extrapolating on data unlike LoCoMo: features are held to their training
 range, no candidate is scored above one that beats it by DOMINANCE_MARGIN on both first-stage
-signals, and a memory longer than any it was fitted on keeps its first-stage place (issue 48). It only reorders candidates that already passed every filter, so it can never surface a
+signals, and a memory longer than any it was fitted on takes the better of its learnt and its first-stage
+place (issue 48). It only reorders candidates that already passed every filter, so it can never surface a
 memory the search would not return.
 """
 
@@ -175,29 +176,28 @@ def model_score(row: Sequence[float], model: RankerModel | None = None) -> float
 def rerank(found: Candidates) -> list[tuple[str, float]]:
     """The candidates by the model's probability that each holds what the question asks, best first, never
     above a candidate that beats them on both sides (`dominance_capped`); a memory longer than any the model was
-    fitted on keeps its place in the first stage's order (`beyond_length`)."""
+    fitted on takes the better of its place by the model and its place in the first stage (`beyond_length`)."""
     rows = features(found)
     model = fitted_model()
     probabilities = [1.0 / (1.0 + math.exp(-max(min(model_score(row, model), 50.0), -50.0))) for row in rows]
     sides = [signals(row) for row in rows]
     capped = probabilities if DOMINANCE_MARGIN is None else dominance_capped(probabilities, sides, DOMINANCE_MARGIN)
+    learnt = sorted(range(len(rows)), key=lambda n: (-capped[n], n))
     beyond = beyond_length(rows, model)
-    learnt = iter(sorted((n for n in range(len(rows)) if n not in beyond), key=lambda n: (-capped[n], n)))
-    ranked: list[tuple[str, float]] = []
-    for position in range(len(rows)):
-        if position in beyond:  # its score: the one before it (the best when first), so scores never rise
-            ranked.append((found.first[position][0], ranked[-1][1] if ranked else max(capped)))
-        else:
-            n = next(learnt)
-            ranked.append((found.first[n][0], capped[n]))
-    return ranked
+    place = {n: position for position, n in enumerate(learnt)}
+    # a long memory takes the better of its two places; at a tie it goes first (the model may not bury it)
+    order = sorted(range(len(rows)), key=lambda n: (min(place[n], n), 0, n) if n in beyond else (place[n], 1, n))
+    scores = [capped[n] for n in order]
+    for position in range(len(order) - 2, -1, -1):  # a lifted memory scores as what it passed: scores never rise
+        scores[position] = max(scores[position], scores[position + 1])
+    return [(found.first[n][0], score) for n, score in zip(order, scores, strict=True)]
 
 
 def beyond_length(rows: Sequence[Sequence[float]], model: RankerModel) -> set[int]:
     """The rows of memories longer than any the model was fitted on (its `length` over the fitted range): its text
     features (coverage, word pairs, words shared with the best) are read over a whole long text, a combination it
-    never saw, and a 700-word note matched exactly by one sentence scored 0.003 (issue 48), so its place is the
-    first stage's."""
+    never saw, and a 700-word note matched exactly by one sentence scored 0.003 (issue 48): the model may lift
+    it over its first-stage place, not sink it under."""
     return {n for n, row in enumerate(rows) if row[_LENGTH] > model.high[_LENGTH]}
 
 

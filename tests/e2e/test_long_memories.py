@@ -213,7 +213,7 @@ def test_each_of_fifty_similar_long_notes_is_found_by_its_own_last_sentence(tmp_
         created = service.create_many([CreateMemory(content=text) for text in notes]).unwrap()
         ids = [view.memory.id for view in created]
         # the default hybrid, learnt second stage and all: a 700-word note is past the length it was fitted on, so
-        # it keeps its first-stage place (an exact match by one sentence scored 0.003 and 7 of 50 fell out; issue 48)
+        # it is not sunk under its first-stage place (an exact match by one sentence scored 0.003, 7 of 50 fell out)
         for searched, mode in ((service, "semantic"), (service, "hybrid")):
             missed = []
             for memory_id, last in zip(ids, lasts, strict=True):

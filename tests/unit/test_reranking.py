@@ -211,22 +211,33 @@ def test_features_are_held_to_the_range_the_model_was_fitted_on() -> None:
     assert far != held
 
 
-def test_a_memory_longer_than_any_the_model_was_fitted_on_keeps_its_first_stage_place() -> None:
+def test_a_memory_longer_than_any_the_model_was_fitted_on_is_not_sunk_under_its_first_stage_place(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Issue 48: a long note matched exactly by its last sentence scored 0.003 and fell below ten alike notes; past
-    the fitted length the model does not reorder it, while the short candidates around it are still ranked by it."""
+    the fitted length the model may lift a memory over its first-stage place but not sink it under."""
     long_note = " ".join(f"The crate of violins bound for Oslo was weighed at the port on day {n}." for n in range(60))
     texts = {**found().texts, "long": long_note}
-    first = [("long", 0.95), ("a", 0.9), ("b", 0.8), ("c", 0.7), ("d", 0.6)]
     similarity = {**found().similarity, "long": 0.99}
-    candidates = found(first=first, texts=texts, similarity=similarity)
-    rows = features(candidates)
-    assert rows[0][FEATURES.index("length")] > fitted_model().high[FEATURES.index("length")]
-    ranked = rerank(candidates)
-    learnt = [1.0 / (1.0 + math.exp(-model_score(row))) for row in rows[1:]]
-    capped = dominance_capped(learnt, [reranking.signals(row) for row in rows[1:]], reranking.DOMINANCE_MARGIN or 0.0)
-    by_model = [first[1 + n][0] for n in sorted(range(4), key=lambda n: (-capped[n], n))]
-    assert ranked[0][0] == "long" and ranked[0][1] == max(s for _, s in ranked)
-    assert [i for i, _ in ranked[1:]] == by_model  # the others as the model ranks them
-    assert [s for _, s in ranked] == sorted((s for _, s in ranked), reverse=True)
-    moved = rerank(found(first=[*first[1:3], first[0], *first[3:]], texts=texts, similarity=similarity))
-    assert [i for i, _ in moved].index("long") == 2  # third in the first stage: third after it
+    first = [("a", 0.9), ("long", 0.85), ("b", 0.8), ("c", 0.7), ("d", 0.6)]
+    rows = features(found(first=first, texts=texts, similarity=similarity))
+    assert rows[1][FEATURES.index("length")] > fitted_model().high[FEATURES.index("length")]
+    assert rows[0][FEATURES.index("length")] <= fitted_model().high[FEATURES.index("length")]
+    model = fitted_model()
+    # a model that reads length as a reason to sink a memory: the longest last, the rest by their first-stage order
+    length = FEATURES.index("length")
+    sinking = attrs.evolve(
+        model, weights=tuple(-50.0 if n == length else 0.0 for n in range(len(model.weights))), bias=0.0
+    )
+    monkeypatch.setattr(reranking, "fitted_model", lambda: sinking)
+    for position in range(5):  # wherever the first stage puts it, it stays at least there
+        placed = [p for p in first if p[0] != "long"]
+        placed.insert(position, ("long", 0.85))
+        ranked = rerank(found(first=placed, texts=texts, similarity=similarity))
+        assert [i for i, _ in ranked].index("long") <= position
+        assert [s for _, s in ranked] == sorted((s for _, s in ranked), reverse=True)
+    # one the model lifts keeps the model's place (the guard never lowers it): length read as a reason to rise
+    lifting = attrs.evolve(sinking, weights=tuple(-w for w in sinking.weights))
+    monkeypatch.setattr(reranking, "fitted_model", lambda: lifting)
+    ranked = rerank(found(first=[*first[:1], *first[2:], first[1]], texts=texts, similarity=similarity))
+    assert ranked[0][0] == "long"
