@@ -8,6 +8,10 @@ puts'): on a shared machine compare the ratios within one run.
 `--embedder hashing` keeps the model's time out (what is left is the store's own work); `--profile DIR` writes a
 cProfile of each kind to DIR: the same 200 operations given to `MemoryStore.batch` in this thread, after the timed
 round (the async calls run on the store's threads, which a profiler of this thread does not see).
+
+`--variants current replace` measures, round by round in turn (each round on a fresh data directory), this tree and
+this tree with a batch's changed texts written by one `replace` (domain.batch_writes before the split write of issue
+47: embedded Chroma's delete and upsert under the batch's journal), so the two are compared under the same load.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import Any
 from langgraph.store.base import PutOp
 
 from agent_memory.adapters.in_memory import HashingEmbedder
+from agent_memory.domain import batch_writes
 from agent_memory.entrypoints.bootstrap import build_service
 from agent_memory.entrypoints.settings import load_settings
 from agent_memory.langgraph import MemoryStore
@@ -79,7 +84,20 @@ async def one_round(
     return spent
 
 
-def measure(backend: str, calls: int, repeat: int, embedder: str, profile: Path | None) -> dict[str, Any]:
+def replacing(store: Any, memories: Any, vectors: Any, *, journaled: bool) -> Any:
+    """The batched update's content write as before the split write: one `replace` (the `replace` variant)."""
+    return store.replace(memories, vectors)
+
+
+SPLIT = batch_writes._rewritten
+VARIANTS = {"current": SPLIT, "replace": replacing}
+
+
+def measure_round(
+    backend: str, calls: int, embedder: str, profile: Path | None, variant: str, round_: int
+) -> dict[str, float]:
+    """Seconds of each kind for one round on a fresh data directory, with the variant's batched update write."""
+    batch_writes._rewritten = VARIANTS[variant]  # type: ignore[assignment]
     home = tempfile.mkdtemp(prefix="langgraph-writes-")
     try:
         flags = {"data_dir": os.path.join(home, "data"), "backend": backend}
@@ -87,20 +105,29 @@ def measure(backend: str, calls: int, repeat: int, embedder: str, profile: Path 
             load_settings(flags, {"HOME": home}).unwrap(), embedder=HashingEmbedder() if embedder == "hashing" else None
         ).unwrap()
         store = MemoryStore(service)
-        store.put(("bench", "warm"), "w", {"content": "warm the model and open the store"})
-        rounds = [asyncio.run(one_round(store, calls, r, profile, backend)) for r in range(repeat)]
-        median = {kind: statistics.median(r[kind] for r in rounds) for kind in rounds[0]}
-        return {
-            "backend": backend,
-            "embedder": embedder,
-            "calls": calls,
-            "repeat": repeat,
-            "per_second": {kind: round(calls / s, 1) for kind, s in median.items()},
-            "times_new_puts": {kind: round(s / median["new_puts"], 2) for kind, s in median.items()},
-            "load_average": os.getloadavg()[0],
-        }
+        try:
+            store.put(("bench", "warm"), "w", {"content": "warm the model and open the store"})
+            return asyncio.run(one_round(store, calls, round_, profile, f"{backend}-{variant}"))
+        finally:
+            store.close()
     finally:
+        batch_writes._rewritten = SPLIT  # type: ignore[assignment]
         shutil.rmtree(home, ignore_errors=True)
+
+
+def report(backend: str, variant: str, calls: int, embedder: str, rounds: list[dict[str, float]]) -> dict[str, Any]:
+    median = {kind: statistics.median(r[kind] for r in rounds) for kind in rounds[0]}
+    return {
+        "backend": backend,
+        "variant": variant,
+        "embedder": embedder,
+        "calls": calls,
+        "repeat": len(rounds),
+        "per_second": {kind: round(calls / s, 1) for kind, s in median.items()},
+        "times_new_puts": {kind: round(s / median["new_puts"], 2) for kind, s in median.items()},
+        "rounds_per_second": {kind: [round(calls / r[kind], 1) for r in rounds] for kind in rounds[0]},
+        "load_average": os.getloadavg()[0],
+    }
 
 
 def main() -> None:
@@ -110,12 +137,18 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--embedder", choices=["shipped", "hashing"], default="shipped")
     parser.add_argument("--profile", type=Path, help="write a cProfile of each kind's calls into this directory")
+    parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=["current"])
     arguments = parser.parse_args()
     if arguments.profile is not None:
         arguments.profile.mkdir(parents=True, exist_ok=True)
     for backend in arguments.backend:
-        report = measure(backend, arguments.calls, arguments.repeat, arguments.embedder, arguments.profile)
-        print(json.dumps(report), flush=True)
+        rounds: dict[str, list[dict[str, float]]] = {variant: [] for variant in arguments.variants}
+        for round_ in range(arguments.repeat):
+            for variant in arguments.variants:
+                spent = measure_round(backend, arguments.calls, arguments.embedder, arguments.profile, variant, round_)
+                rounds[variant].append(spent)
+        for variant, done in rounds.items():
+            print(json.dumps(report(backend, variant, arguments.calls, arguments.embedder, done)), flush=True)
 
 
 if __name__ == "__main__":
