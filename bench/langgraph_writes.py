@@ -1,4 +1,5 @@
-"""LangGraph's writes by kind: new puts, puts over existing keys (updates) and deletes, each as `--calls`
+"""LangGraph's writes by kind: new puts, puts over existing keys (updates: a changed text; same_value: the value
+again, which only touches updated_at, no embedding) and deletes, each as `--calls`
 concurrent async calls (`aput` / `adelete`) on a `MemoryStore` over a fresh data directory of each backend.
 Prints one JSON object per backend (calls/s of each kind, and updates' and deletes' time as a multiple of new
 puts'): on a shared machine compare the ratios within one run.
@@ -9,8 +10,9 @@ puts'): on a shared machine compare the ratios within one run.
 cProfile of each kind to DIR: the same 200 operations given to `MemoryStore.batch` in this thread, after the timed
 round (the async calls run on the store's threads, which a profiler of this thread does not see).
 
-`--variants current replace` measures, round by round in turn (each round on a fresh data directory), this tree and
-this tree with a batch's changed texts written by one `replace` (domain.batch_writes before the split write of issue
+`--fill N` puts N other items in the store first (an engine's index costs more as it grows). `--variants current
+replace` measures, round by round in turn (ABBA; each variant on a data directory of its own), this tree and this
+tree with a batch's changed texts written by one `replace` (domain.batch_writes before the split write of issue
 47: embedded Chroma's delete and upsert under the batch's journal), so the two are compared under the same load.
 """
 
@@ -59,6 +61,7 @@ def profiled(store: MemoryStore, calls: int, round_: int, profile: Path, backend
     kinds = (
         ("new_puts", [PutOp(ns, f"k{n}", {"content": text(n, round_)}) for n in range(calls)]),
         ("updates", [PutOp(ns, f"k{n}", {"content": text(n, round_ + 1000)}) for n in range(calls)]),
+        ("same_value", [PutOp(ns, f"k{n}", {"content": text(n, round_ + 1000)}) for n in range(calls)]),
         ("deletes", [PutOp(ns, f"k{n}", None) for n in range(calls)]),
     )
     for kind, ops in kinds:
@@ -73,10 +76,17 @@ async def one_round(
     ns = ("bench", f"r{round_}")
     puts = [lambda n=n: store.aput(ns, f"k{n}", {"content": text(n, round_)}) for n in range(calls)]
     updates = [lambda n=n: store.aput(ns, f"k{n}", {"content": text(n, round_ + 1000)}) for n in range(calls)]
+    same = [lambda n=n: store.aput(ns, f"k{n}", {"content": text(n, round_ + 1000)}) for n in range(calls)]
     deletes = [lambda n=n: store.adelete(ns, f"k{n}") for n in range(calls)]
     spent = {}
-    for kind, batch in (("new_puts", puts), ("updates", updates), ("deletes", deletes)):
+    for kind, batch in (("new_puts", puts), ("updates", updates), ("same_value", same), ("deletes", deletes)):
         spent[kind] = await timed(batch)
+        if kind == "same_value":
+            got = await asyncio.gather(*(store.aget(ns, f"k{n}") for n in range(0, calls, 17)))
+            if [item.value["content"] if item else None for item in got] != [
+                text(n, round_ + 1000) for n in range(0, calls, 17)
+            ]:
+                raise SystemExit(f"{backend}: an update is not what a read finds")
     if any(await asyncio.gather(*(store.aget(ns, f"k{n}") for n in range(0, calls, 17)))):
         raise SystemExit(f"{backend}: an item is still there after its delete")
     if profile is not None:
@@ -93,26 +103,44 @@ SPLIT = batch_writes._rewritten
 VARIANTS = {"current": SPLIT, "replace": replacing}
 
 
-def measure_round(
-    backend: str, calls: int, embedder: str, profile: Path | None, variant: str, round_: int
-) -> dict[str, float]:
-    """Seconds of each kind for one round on a fresh data directory, with the variant's batched update write."""
-    batch_writes._rewritten = VARIANTS[variant]  # type: ignore[assignment]
+def opened(backend: str, embedder: str, fill: int) -> tuple[MemoryStore, str]:
+    """A store over a fresh data directory holding `fill` other items (one namespace), and that directory."""
     home = tempfile.mkdtemp(prefix="langgraph-writes-")
+    flags = {"data_dir": os.path.join(home, "data"), "backend": backend}
+    service = build_service(
+        load_settings(flags, {"HOME": home}).unwrap(), embedder=HashingEmbedder() if embedder == "hashing" else None
+    ).unwrap()
+    store = MemoryStore(service)
+    store.put(("bench", "warm"), "w", {"content": "warm the model and open the store"})
+    for start in range(0, fill, 500):
+        store.batch(
+            [PutOp(("bench", "fill"), f"f{n}", {"content": text(n, -1)}) for n in range(start, min(fill, start + 500))]
+        )
+    return store, home
+
+
+def measure(
+    backend: str, calls: int, repeat: int, embedder: str, profile: Path | None, variants: list[str], fill: int
+) -> dict[str, list[dict[str, float]]]:
+    """Each variant's rounds (seconds of each kind) on a store of its own, the variants in turn, ABBA."""
+    stores = {variant: opened(backend, embedder, fill) for variant in variants}
+    rounds: dict[str, list[dict[str, float]]] = {variant: [] for variant in variants}
     try:
-        flags = {"data_dir": os.path.join(home, "data"), "backend": backend}
-        service = build_service(
-            load_settings(flags, {"HOME": home}).unwrap(), embedder=HashingEmbedder() if embedder == "hashing" else None
-        ).unwrap()
-        store = MemoryStore(service)
-        try:
-            store.put(("bench", "warm"), "w", {"content": "warm the model and open the store"})
-            return asyncio.run(one_round(store, calls, round_, profile, f"{backend}-{variant}"))
-        finally:
-            store.close()
+        for round_ in range(repeat):
+            for variant in variants if round_ % 2 == 0 else variants[::-1]:
+                batch_writes._rewritten = VARIANTS[variant]  # type: ignore[assignment]
+                try:
+                    store = stores[variant][0]
+                    rounds[variant].append(
+                        asyncio.run(one_round(store, calls, round_, profile, f"{backend}-{variant}"))
+                    )
+                finally:
+                    batch_writes._rewritten = SPLIT  # type: ignore[assignment]
     finally:
-        batch_writes._rewritten = SPLIT  # type: ignore[assignment]
-        shutil.rmtree(home, ignore_errors=True)
+        for store, home in stores.values():
+            store.close()
+            shutil.rmtree(home, ignore_errors=True)
+    return rounds
 
 
 def report(backend: str, variant: str, calls: int, embedder: str, rounds: list[dict[str, float]]) -> dict[str, Any]:
@@ -138,15 +166,20 @@ def main() -> None:
     parser.add_argument("--embedder", choices=["shipped", "hashing"], default="shipped")
     parser.add_argument("--profile", type=Path, help="write a cProfile of each kind's calls into this directory")
     parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=["current"])
+    parser.add_argument("--fill", type=int, default=0, help="other items in the store before the rounds")
     arguments = parser.parse_args()
     if arguments.profile is not None:
         arguments.profile.mkdir(parents=True, exist_ok=True)
     for backend in arguments.backend:
-        rounds: dict[str, list[dict[str, float]]] = {variant: [] for variant in arguments.variants}
-        for round_ in range(arguments.repeat):
-            for variant in arguments.variants:
-                spent = measure_round(backend, arguments.calls, arguments.embedder, arguments.profile, variant, round_)
-                rounds[variant].append(spent)
+        rounds = measure(
+            backend,
+            arguments.calls,
+            arguments.repeat,
+            arguments.embedder,
+            arguments.profile,
+            arguments.variants,
+            arguments.fill,
+        )
         for variant, done in rounds.items():
             print(json.dumps(report(backend, variant, arguments.calls, arguments.embedder, done)), flush=True)
 
