@@ -10,10 +10,8 @@ puts'): on a shared machine compare the ratios within one run.
 cProfile of each kind to DIR: the same 200 operations given to `MemoryStore.batch` in this thread, after the timed
 round (the async calls run on the store's threads, which a profiler of this thread does not see).
 
-`--fill N` puts N other items in the store first (an engine's index costs more as it grows). `--variants current
-replace` measures, round by round in turn (ABBA; each variant on a data directory of its own), this tree and this
-tree with a batch's changed texts written by one `replace` (domain.batch_writes before the split write of issue
-47: embedded Chroma's delete and upsert under the batch's journal), so the two are compared under the same load.
+`--fill N` puts N other items in the store first (an engine's index costs more as it grows); the rounds share the
+store, each in namespaces of its own (a round deletes what it put).
 """
 
 from __future__ import annotations
@@ -34,7 +32,6 @@ from typing import Any
 from langgraph.store.base import PutOp
 
 from agent_memory.adapters.in_memory import HashingEmbedder
-from agent_memory.domain import batch_writes
 from agent_memory.entrypoints.bootstrap import build_service
 from agent_memory.entrypoints.settings import load_settings
 from agent_memory.langgraph import MemoryStore
@@ -94,15 +91,6 @@ async def one_round(
     return spent
 
 
-def replacing(store: Any, memories: Any, vectors: Any, *, journaled: bool) -> Any:
-    """The batched update's content write as before the split write: one `replace` (the `replace` variant)."""
-    return store.replace(memories, vectors)
-
-
-SPLIT = batch_writes._rewritten
-VARIANTS = {"current": SPLIT, "replace": replacing}
-
-
 def opened(backend: str, embedder: str, fill: int) -> tuple[MemoryStore, str]:
     """A store over a fresh data directory holding `fill` other items (one namespace), and that directory."""
     home = tempfile.mkdtemp(prefix="langgraph-writes-")
@@ -119,36 +107,22 @@ def opened(backend: str, embedder: str, fill: int) -> tuple[MemoryStore, str]:
     return store, home
 
 
-def measure(
-    backend: str, calls: int, repeat: int, embedder: str, profile: Path | None, variants: list[str], fill: int
-) -> dict[str, list[dict[str, float]]]:
-    """Each variant's rounds (seconds of each kind) on a store of its own, the variants in turn, ABBA."""
-    stores = {variant: opened(backend, embedder, fill) for variant in variants}
-    rounds: dict[str, list[dict[str, float]]] = {variant: [] for variant in variants}
+def measure(backend: str, calls: int, repeat: int, embedder: str, profile: Path | None, fill: int) -> list[Any]:
+    """The rounds (seconds of each kind) on one store, each round in namespaces of its own."""
+    store, home = opened(backend, embedder, fill)
     try:
-        for round_ in range(repeat):
-            for variant in variants if round_ % 2 == 0 else variants[::-1]:
-                batch_writes._rewritten = VARIANTS[variant]  # type: ignore[assignment]
-                try:
-                    store = stores[variant][0]
-                    rounds[variant].append(
-                        asyncio.run(one_round(store, calls, round_, profile, f"{backend}-{variant}"))
-                    )
-                finally:
-                    batch_writes._rewritten = SPLIT  # type: ignore[assignment]
+        return [asyncio.run(one_round(store, calls, round_, profile, backend)) for round_ in range(repeat)]
     finally:
-        for store, home in stores.values():
-            store.close()
-            shutil.rmtree(home, ignore_errors=True)
-    return rounds
+        store.close()
+        shutil.rmtree(home, ignore_errors=True)
 
 
-def report(backend: str, variant: str, calls: int, embedder: str, rounds: list[dict[str, float]]) -> dict[str, Any]:
+def report(backend: str, calls: int, embedder: str, fill: int, rounds: list[dict[str, float]]) -> dict[str, Any]:
     median = {kind: statistics.median(r[kind] for r in rounds) for kind in rounds[0]}
     return {
         "backend": backend,
-        "variant": variant,
         "embedder": embedder,
+        "fill": fill,
         "calls": calls,
         "repeat": len(rounds),
         "per_second": {kind: round(calls / s, 1) for kind, s in median.items()},
@@ -165,23 +139,15 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--embedder", choices=["shipped", "hashing"], default="shipped")
     parser.add_argument("--profile", type=Path, help="write a cProfile of each kind's calls into this directory")
-    parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=["current"])
     parser.add_argument("--fill", type=int, default=0, help="other items in the store before the rounds")
     arguments = parser.parse_args()
     if arguments.profile is not None:
         arguments.profile.mkdir(parents=True, exist_ok=True)
     for backend in arguments.backend:
         rounds = measure(
-            backend,
-            arguments.calls,
-            arguments.repeat,
-            arguments.embedder,
-            arguments.profile,
-            arguments.variants,
-            arguments.fill,
+            backend, arguments.calls, arguments.repeat, arguments.embedder, arguments.profile, arguments.fill
         )
-        for variant, done in rounds.items():
-            print(json.dumps(report(backend, variant, arguments.calls, arguments.embedder, done)), flush=True)
+        print(json.dumps(report(backend, arguments.calls, arguments.embedder, arguments.fill, rounds)), flush=True)
 
 
 if __name__ == "__main__":

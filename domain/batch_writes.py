@@ -24,7 +24,7 @@ from agent_memory.domain.context import Context, is_memory_id, keyword_entry
 from agent_memory.domain.errors import DomainError, ErrorCode, not_found
 from agent_memory.domain.loading import load_live, load_ref, readable
 from agent_memory.domain.model import Memory, check_memory_id, check_store_name
-from agent_memory.domain.ports import PendingBatch, SplitRewrites, VectorStore
+from agent_memory.domain.ports import PendingBatch, VectorStore
 from agent_memory.domain.results import in_turn, validated
 from agent_memory.domain.tenancy import Guard, visible
 from agent_memory.domain.updating import changes_of
@@ -179,9 +179,7 @@ def _write_changes(
     def write(vectors: Sequence[Any]) -> Result[None, DomainError]:
         return (
             (store.update_metadata(same) if same else Success(None))
-            .bind(
-                lambda _: _rewritten(store, retexted, vectors, journaled=len(pairs) > 1) if retexted else Success(None)
-            )
+            .bind(lambda _: store.replace(retexted, vectors) if retexted else Success(None))
             .bind(lambda _: _reindexed(ctx, store_name, pairs))
         )
 
@@ -190,16 +188,6 @@ def _write_changes(
         return embedded.bind(write)
     pending = PendingBatch(store_name, (), tuple(old for old, _ in pairs))
     return embedded.bind(lambda vectors: whole(ctx, store, pending, lambda: write(vectors)))
-
-
-def _rewritten(
-    store: VectorStore, memories: Sequence[Memory], vectors: Sequence[Any], *, journaled: bool
-) -> Result[None, DomainError]:
-    """Changed contents written over their memories: by the store's cheaper split write when it has one and the
-    batch is journaled (ports.SplitRewrites: a kill between its writes is rolled back), else by one `replace`."""
-    if journaled and isinstance(store, SplitRewrites):
-        return store.rewrite(memories, vectors)
-    return store.replace(memories, vectors)
 
 
 def _reindexed(ctx: Context, store: str, pairs: list[tuple[Memory, Memory]]) -> Result[None, DomainError]:

@@ -164,20 +164,6 @@ class VectorStore(Protocol):
         ...
 
 
-@runtime_checkable
-class SplitRewrites(Protocol):
-    """A VectorStore whose overwrite of existing memories costs less as a removal then an add (embedded Chroma:
-    an upsert over existing records costs ~4× a delete and an add of the same ones, bench/langgraph_writes.py).
-
-    Promises: `rewrite` leaves the memories and vectors as `replace` would, and no reader sees them missing (both
-    writes within one hold of the store's own lock). Leaves out: atomicity. A kill between the two writes leaves
-    the memories removed, so only a journaled batch calls it (its roll back adds them back); and only a store whose
-    writers are all ordered by the store's write lock has it (writes of existing memories claimed as revisions,
-    on a server engine, are `replace`)."""
-
-    def rewrite(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]: ...
-
-
 @frozen
 class KeywordEntry:
     """What the keyword index holds for one memory: its text and the thread it was written in.

@@ -1,5 +1,5 @@
-"""The write side of a Chroma store: records upserted, rewritten (deleted and written again), updated (fields, or
-content with the stored vector) and deleted in client-sized batches, each write applied to the collection's mirror after it (mirror_policy.written).
+"""The write side of a Chroma store: records upserted, updated (fields, or content with the stored vector) and
+deleted in client-sized batches, each write applied to the collection's mirror after it (mirror_policy.written).
 
 The store (store.py) runs these on the collection it found, under its session's lock and retry rules, and
 announces the written ids to a server's node mirrors afterwards; they raise Abort as `Boundary.call` does.
@@ -34,27 +34,6 @@ def upserted(
 
     def write() -> None:
         for part in chunks(pairs, batch):
-            upsert(boundary, collection, [m for m, _ in part], [v for _, v in part])
-
-    mirror_policy.written(
-        session, collection, write, lambda mirror: mirror.upsert([m for m, _ in pairs], [v for _, v in pairs])
-    )
-
-
-def rewritten(
-    session: Session,
-    boundary: Boundary,
-    collection: Collection,
-    pairs: Sequence[tuple[Memory, list[float]]],
-    batch: int,
-) -> None:
-    """Existing records overwritten as a delete then an upsert of each client-sized batch (Chroma's upsert over
-    existing ids costs ~4× that: its vector index updates each point in place), then the mirror told. Run under
-    the session's lock, as every write: no reader of the directory sees the records missing in between."""
-
-    def write() -> None:
-        for part in chunks(pairs, batch):
-            boundary.call("rewrite memories", partial(collection.delete, ids=[m.id for m, _ in part]))
             upsert(boundary, collection, [m for m, _ in part], [v for _, v in part])
 
     mirror_policy.written(

@@ -109,13 +109,6 @@ class ChromaVectorStore:
         """Overwrite memories and their vectors: the same upsert as `add` (one write per client-sized batch)."""
         return self.boundary.result(partial(self._add, memories, embeddings))
 
-    def rewrite(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
-        """`replace` as a delete then an upsert under one hold of the directory's lock (domain.ports.SplitRewrites,
-        for a journaled batch); on a server, `replace` (there no lock orders every writer and reader)."""
-        if self.session.directory is None:
-            return self.replace(memories, embeddings)
-        return self.boundary.result(partial(self._add, memories, embeddings, rewrite=True))
-
     def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
         """Rewrite fields of existing memories, keeping their vectors; MEMORY_NOT_FOUND before any write."""
         latest = {memory.id: memory for memory in memories}
@@ -385,7 +378,7 @@ class ChromaVectorStore:
             self.dimension, self._collection_id = layout.recorded_dimension(collection), collection.id
         return collection
 
-    def _add(self, memories: Sequence[Memory], embeddings: Sequence[Vector], *, rewrite: bool = False) -> None:
+    def _add(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> None:
         abort_if(count_mismatch(memories, embeddings))
         latest = {memory.id: (memory, list(vector)) for memory, vector in zip(memories, embeddings, strict=True)}
         pairs = list(latest.values())
@@ -394,8 +387,7 @@ class ChromaVectorStore:
 
         def write(collection: Collection) -> None:
             self._check_dimension([vector for _, vector in pairs])
-            written = record_writes.rewritten if rewrite else record_writes.upserted
-            written(self.session, self.boundary, collection, pairs, self.batch_size)
+            record_writes.upserted(self.session, self.boundary, collection, pairs, self.batch_size)
             self._announce([m.id for m, _ in pairs])
 
         needs = write_size([memory.content for memory, _ in pairs], len(pairs[0][1]))
