@@ -9,7 +9,7 @@ from attrs import evolve
 from returns.result import Failure, Result, Success
 
 from agent_memory.domain.commands import MoveMemory, ReinforceMemory, UpdateMemory
-from agent_memory.domain.context import Context
+from agent_memory.domain.context import Context, as_written
 from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
 from agent_memory.domain.loading import load_live
 from agent_memory.domain.model import DecayPolicy, Memory, parse_decay_policy, stored_rule
@@ -78,10 +78,12 @@ def _updated(ctx: Context, command: UpdateMemory, fields: dict[str, Any]) -> Res
 
 
 def _save_changed(ctx: Context, memory: Memory) -> Result[Memory, DomainError]:
-    return (
-        ctx.open(memory.store, create=False)
-        .bind(lambda store: store.get([memory.id]).bind(lambda found: _save_over(ctx, store, found[0], memory)))
-        .map(lambda _: memory)
+    return ctx.open(memory.store, create=False).bind(
+        lambda store: (
+            store.get([memory.id])
+            .bind(lambda found: _save_over(ctx, store, found[0], memory))
+            .bind(lambda _: as_written(store, memory))
+        )
     )
 
 
@@ -115,9 +117,8 @@ def _relocated(ctx: Context, memory: Memory, target: MemoryPath) -> Result[Memor
     return (
         ctx.open(memory.store, create=False)
         .bind(lambda opened: paths_free(opened, [moved]))
-        .bind(lambda opened: opened.update_metadata([moved]))
-        .bind(lambda _: ctx.reindex_words(memory, moved))
-        .map(lambda _: ctx.view(moved))
+        .bind(lambda opened: opened.update_metadata([moved]).bind(lambda _: as_written(opened, moved)))
+        .bind(lambda written: ctx.reindex_words(memory, written).map(lambda _: ctx.view(written)))
     )
 
 
@@ -151,4 +152,4 @@ def _reinforced(ctx: Context, memory: Memory) -> Result[MemoryView, DomainError]
             )
         )
     reinforced = evolve(memory, last_reinforced_at=ctx.clock.now())
-    return ctx.save_metadata(reinforced).map(lambda _: ctx.view(reinforced))
+    return ctx.save_changed(reinforced).map(ctx.view)
