@@ -11,13 +11,14 @@ from returns.iterables import Fold
 from returns.result import Failure, Result, Success
 
 from agent_memory.adapters.commit_outcomes import VOID, CommitOutcomes
+from agent_memory.adapters.lease_journal import pending
 from agent_memory.adapters.path_claims import PathClaims, Place
 from agent_memory.adapters.revision_claims import RevisionClaims
 from agent_memory.adapters.shared.commit_mark import mark_of, marked
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.filters import MemoryFilter
-from agent_memory.domain.model import Memory
-from agent_memory.domain.ports import CategoryRegistry, StoreCatalog, Vector, VectorStore
+from agent_memory.domain.model import DEFAULT_STORE, Memory
+from agent_memory.domain.ports import CategoryRegistry, PendingBatch, StoreCatalog, Vector, VectorStore
 
 Courtesy = Callable[[str], bool]
 
@@ -51,7 +52,7 @@ class ClaimingCatalog:
 
     def open(self, name: str, *, create: bool) -> Result[VectorStore, DomainError]:
         return self.inner.open(name, create=create).map(
-            lambda store: ClaimedStore(store, self.claims, self.outcomes, may_void=self.may_void)
+            lambda store: ClaimedStore(store, self.claims, self.outcomes, may_void=self.may_void, name=name)
         )
 
     def categories(self, name: str) -> Result[CategoryRegistry, DomainError]:
@@ -98,8 +99,10 @@ class ClaimedStore:
         outcomes: CommitOutcomes | None = None,
         *,
         may_void: Courtesy = _always,
+        name: str = DEFAULT_STORE,
     ) -> None:
         self.inner = inner
+        self.name = name  # the store's, whose running batches `count` leaves out
         self.claims = claims
         self.revisions = RevisionClaims(claims.ledger)  # who may change an existing memory (revision_claims.py)
         self.outcomes = CommitOutcomes.of(claims.ledger) if outcomes is None else outcomes
@@ -154,7 +157,22 @@ class ClaimedStore:
         return self.inner.scan(where).bind(self.outcomes.shown)
 
     def count(self) -> Result[int, DomainError]:
-        return self.inner.count()
+        """The records reads answer: the engine's count less those of batches begun and not committed (listed
+        first, so one that commits meanwhile is counted, as a read a moment later would answer it)."""
+
+        def hidden(batches: Sequence[PendingBatch]) -> Result[int, DomainError]:
+            ids = [memory_id for batch in batches for memory_id in batch.created]
+            if not ids:
+                return Success(0)
+            return self.inner.get(ids).bind(
+                lambda found: self.outcomes.shown(found).map(lambda shown: len(found) - len(shown))
+            )
+
+        return pending(self.claims.ledger, self.name).bind(
+            lambda batches: self.inner.count().bind(
+                lambda total: hidden(batches).map(lambda left_out: total - left_out)
+            )
+        )
 
     def embedding_model(self) -> Result[str | None, DomainError]:
         return self.inner.embedding_model()

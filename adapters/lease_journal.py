@@ -15,7 +15,7 @@ from agent_memory.adapters.commit_outcomes import KEPT, VOID, CommitOutcomes
 from agent_memory.adapters.lease_locks import LeaseWriteLocks
 from agent_memory.adapters.lease_tickets import released
 from agent_memory.adapters.path_claims import FREE, PathClaims, taken_by
-from agent_memory.adapters.shared.ledger import LedgerRecord
+from agent_memory.adapters.shared.ledger import Ledger, LedgerRecord
 from agent_memory.adapters.shared.plain import memory_from_plain
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.ports import PendingBatch
@@ -170,6 +170,12 @@ def _voided(store: str) -> DomainError:
         "it back, or took a path it had claimed): nothing was kept. Try again.",
         path=store,
     )
+
+
+def pending(ledger: Ledger, store: str) -> Result[tuple[PendingBatch, ...], DomainError]:
+    """A store's batches begun and not yet forgotten (running, stopped, or committed and not forgotten yet), as the
+    ledger alone lists them: one read."""
+    return ledger.listed(store, KIND).map(_batches)
 
 
 def _key(store: str, key: str) -> str:

@@ -30,6 +30,7 @@ from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory
 from agent_memory.domain.paths import MemoryPath
 from agent_memory.domain.ports import PendingBatch, VectorStore
+from tests.chroma_server import ChromaServer
 from tests.contract.vector_store_contract import DIM, MODEL, axis, full_memory
 
 PLAN = MemoryPath(("notes", "plan"))
@@ -205,3 +206,35 @@ def test_a_stalled_creates_commit_is_refused_naming_the_memory_that_took_its_pat
     assert error.code is ErrorCode.DESTINATION_EXISTS and uid("b") in error.message
     reader = ClaimedStore(store, PathClaims(ledger), CommitOutcomes(ledger))
     assert {m.id for m in reader.scan(EVERYTHING).unwrap()} == {uid("b")}  # the late record: read by nobody
+
+
+def test_a_count_leaves_out_a_running_batch_until_it_commits(engine: tuple[VectorStore, Ledger]) -> None:
+    counts_a_batch_once_committed(engine)
+
+
+@pytest.mark.server
+def test_a_count_over_a_chroma_server_leaves_out_a_running_batch_until_it_commits(
+    chroma_server: ChromaServer,
+) -> None:
+    host, port, collection = chroma_server.host, chroma_server.port, f"t{uuid.uuid4().hex}"
+    catalog = ChromaCatalog(host=host, port=port, collection=collection, embedder_name=MODEL, dimension=DIM)
+    counts_a_batch_once_committed((catalog.open("default", create=True).unwrap(), ChromaLedger.of(catalog)))
+
+
+def counts_a_batch_once_committed(engine: tuple[VectorStore, Ledger]) -> None:
+    _, ledger = engine
+    journal = LeaseBatchJournal(LeaseWriteLocks(ledger, ttl=30.0))
+    writer = ClaimedStore(engine[0], PathClaims(ledger), journal.outcomes)
+    reader, _ = node(engine)
+    writer.add([memory("c")], [axis(2)]).unwrap()  # written alone: counted at once
+    counted: list[int] = []
+
+    def batch() -> Any:
+        begun = journal.begin(PendingBatch("default", (uid("a"), uid("b")))).unwrap()
+        writer.add([memory("a"), memory("b", PLAN)], [axis(0), axis(1)]).unwrap()
+        counted.extend([reader.count().unwrap(), elsewhere(lambda: writer.count().unwrap()), writer.count().unwrap()])
+        return journal.commit(begun)
+
+    assert journal.leases.exclusive("default", batch) == Success(None)
+    assert counted == [1, 1, 3]  # another node, another request: not yet; the batch itself sees its writes
+    assert reader.count() == Success(3)
