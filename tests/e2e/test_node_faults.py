@@ -118,7 +118,11 @@ def lost_writes(log: list[dict[str, Any]], memories: dict[str, Memory]) -> list[
         if memory is None:
             lost.append(f"{memory_id}, changed by acknowledged writes, is not stored")
             continue
-        value = {"content": memory.content, "tags": list(memory.tags), "path": memory.path and str(memory.path)}[field]
+        value = {
+            "content": memory.content,
+            "tags": list(memory.tags),
+            "path": None if memory.path is None else str(memory.path),
+        }[field]
         allowed = admissible(writes, maybe[memory_id, field])
         if value not in allowed and not (field == "path" and value in moved_to):
             lost.append(f"{memory_id} {field} is {str(value)[:50]!r}, not one of the last acknowledged")

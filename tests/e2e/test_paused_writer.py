@@ -398,3 +398,29 @@ def test_a_change_paused_after_its_claim_never_stays_over_a_later_acknowledged_o
     assert reads(b, ref, expected)["revision"] == 2  # revision 2 is what stays: A's late write was put right
     reads(a, ref, expected)
     reads(c, ref, expected)
+
+
+@pytest.mark.parametrize("op", ["move", "restore"])
+def test_a_mover_or_restorer_killed_after_claiming_its_path_leaves_the_path_to_the_other_nodes(
+    nodes: tuple[Node, Node, Node], op: str
+) -> None:
+    a, b, c = nodes
+    ref = a.ask(op="add", path="race/from", content="the memory a moves or restores")["ids"][0]
+    if op == "restore":
+        assert a.ask(op="delete", ref=ref)["ok"]
+    target = "race/to" if op == "move" else "race/from"
+    assert a.ask(op="arm", at="revision") == {"armed": "revision"}
+    a.tell(op=op, ref=ref, **({"to": target} if op == "move" else {}))
+    assert "paused" in a.hear()  # it claimed the path; it dies claiming the memory's next revision
+    while not a.stopped():
+        time.sleep(0.01)
+    a.process.send_signal(signal.SIGKILL)
+    a.process.wait(timeout=30)
+    # B passes A's dead lease over and takes the path: A's write is made void (its revision claimed by B, with the
+    # memory as it was), so it can never land; the memory stays where A found it
+    answer = b.ask(op="add", path=target, content="b, after a died")
+    assert answer["ok"], answer
+    acknowledged = {answer["ids"][0]: target} | ({ref: "race/from"} if op == "move" else {})
+    audit(b, acknowledged)
+    third_writer(c, "race/from", acknowledged)
+    reads(c, ref, {"deleted": op == "restore"})
