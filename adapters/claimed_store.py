@@ -121,11 +121,11 @@ class ClaimedStore:
         )
 
     def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
-        return self._before(memories).bind(lambda pairs: self.revisions.write(self.inner, pairs, None, self._claimed))
+        return self._before(memories).bind(lambda pairs: self.revisions.write(self.inner, pairs, None, self._revised))
 
     def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
         return self._before(memories).bind(
-            lambda pairs: self.revisions.write(self.inner, pairs, embeddings, self._claimed)
+            lambda pairs: self.revisions.write(self.inner, pairs, embeddings, self._revised)
         )
 
     def remove(self, ids: Sequence[str]) -> Result[None, DomainError]:
@@ -205,12 +205,23 @@ class ClaimedStore:
             lambda found: [(next((f for f in found if f.id == m.id), None), m) for m in memories]
         )
 
-    def _claimed(
+    def _revised(
         self, pairs: Sequence[tuple[Memory | None, Memory]], write: Callable[[], Result[None, DomainError]]
     ) -> Result[None, DomainError]:
-        """Claim each new place, write, then free each place left; on a failure free what was claimed."""
+        """`_claimed` for a change of stored memories: each claim names the revision its memory's write claims."""
+        return self._claimed(pairs, write, revised=True)
+
+    def _claimed(
+        self,
+        pairs: Sequence[tuple[Memory | None, Memory]],
+        write: Callable[[], Result[None, DomainError]],
+        *,
+        revised: bool = False,
+    ) -> Result[None, DomainError]:
+        """Claim each new place, write, then free each place left; on a failure free what was claimed. `revised`:
+        the pairs' stored memories are written at their revision (RevisionClaims), which each claim names."""
         wanted = [
-            (place, after.id)
+            (place, after.id, after.revision if revised and before is not None else 0)
             for before, after in pairs
             if (place := place_of(after)) is not None and (before is None or place_of(before) != place)
         ]
@@ -220,9 +231,10 @@ class ClaimedStore:
             if before is not None and (place := place_of(before)) is not None and place_of(after) != place
         ]
         taken: list[tuple[Place, str]] = []
-        for place, holder in wanted:
+        for place, holder, revision in wanted:
             commit = self.outcomes.mark_for(holder)
-            match self.claims.claim(place, holder, partial(self._occupied, place), commit=commit):
+            occupied = partial(self._occupied, place)
+            match self.claims.claim(place, holder, occupied, commit=commit, revision=revision):
                 case Success(_):
                     taken.append((place, holder))
                     if commit:
@@ -244,16 +256,26 @@ class ClaimedStore:
         write; or one whose writer stopped before its write landed. A create's claim names its batch: this writer
         holds the store's write lock, so that batch's writer lost it (stopped, or stalled past its lease), and the
         path is freed by claiming the batch VOID (refused when it committed meanwhile: judged again). A move's or a
-        restore's claim names none: the path stays taken until that memory is moved there and away."""
+        restore's claim names the revision its write claims: the path is freed, likewise, by claiming that revision
+        first with the memory as it is (RevisionClaims.void), unless the move's revision was claimed already (the
+        move stands: its record is brought up to it, and the memory holds the path). Either way a holder found
+        elsewhere after its write stood has moved away since, its writer dead before freeing the path: free too.
+        Claims that name neither (older ones) keep the path taken until that memory is moved there and away."""
         now = datetime.now(UTC)
         commit = self.claims.commit_of(place, holder)
+        revision = self.claims.revision_of(place, holder)
 
         def judged(found: list[Memory]) -> Result[str | None, DomainError]:
-            if not found:  # never written: its batch may be voided (by the lease's holder), unless it runs here
-                voidable = commit and not self.outcomes.runs(commit) and self.may_void(place[0])
-                return self._voided(place, holder, commit) if voidable else Success(_ON_ITS_WAY)
-            memory = found[0]
-            if place_of(memory) != place:
+            memory = found[0] if found else None
+            if memory is None or place_of(memory) != place:  # not there (yet): a write on its way, or given up
+                if commit and not self.outcomes.runs(commit) and self.may_void(place[0]):
+                    return self._voided(place, holder, commit)
+                if memory is not None and revision and self.may_void(place[0]):
+                    return self.revisions.void(self.inner, memory, revision).map(
+                        lambda now_is: "holds it" if now_is and self._lives_at(now_is, place, now) else None
+                    )
+                if memory is None:
+                    return Success(_ON_ITS_WAY)
                 return Success(
                     "is being moved or restored there by another writer (or its writer stopped before it landed)"
                 )
@@ -264,6 +286,10 @@ class ClaimedStore:
             return Success(None if memory.is_expired(now) else "holds it")
 
         return self.inner.get([holder]).bind(judged)
+
+    @staticmethod
+    def _lives_at(memory: Memory, place: Place, now: datetime) -> bool:
+        return place_of(memory) == place and not memory.is_expired(now)
 
     def _voided(self, place: Place, holder: str, commit: str) -> Result[str | None, DomainError]:
         """A holder never written, of batch `commit`: None (the path is free) once that batch is VOID, by this claim

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from returns.result import Result
 
 from agent_memory.adapters.shared.boundary import Abort, as_result, value_of
-from agent_memory.adapters.shared.ledger import Ledger, LedgerRecord
+from agent_memory.adapters.shared.ledger import Field, Ledger, LedgerRecord
 from agent_memory.adapters.shared.prefixes import NAMESPACE_JOIN
 from agent_memory.domain.errors import DomainError, ErrorCode
 
@@ -37,14 +37,18 @@ class PathClaims:
     `occupied(holder)` is the caller's judgement of the newest holder (another memory): how it holds the path while
     it is, or may yet be, live there (its write may still be on its way), None once it is deleted or expired.
     A claim may name the batch whose write puts its holder there (`commit`, its key in CommitOutcomes): a holder
-    never written is then judged by that batch's outcome, which a contender may claim VOID (ClaimedStore).
+    never written is then judged by that batch's outcome, which a contender may claim VOID (ClaimedStore). A claim
+    for a stored memory moved or restored there names the revision its write claims next (`revision`,
+    RevisionClaims): a holder not there yet is judged by that revision, which a contender may claim first, with the
+    memory as it is, so that the move can never land (ClaimedStore).
     """
 
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
         self._guard = threading.Lock()
         self._known: dict[Place, int] = {}  # per place: a version known to exist (where the next probe starts)
-        self._commits: dict[tuple[Place, str], str] = {}  # (place, holder) → the batch of its newest claim read
+        # (place, holder) → the batch and the revision named by its newest claim read
+        self._commits: dict[tuple[Place, str], tuple[str, int]] = {}
 
     def newest(self, place: Place) -> Result[tuple[int, str], DomainError]:
         """The newest claim of a place: (version, holder); (0, FREE) when it was never claimed."""
@@ -53,7 +57,12 @@ class PathClaims:
     def commit_of(self, place: Place, holder: str) -> str:
         """The batch named by the newest claim of `holder` at `place` this process read ("" : none, or unread)."""
         with self._guard:
-            return self._commits.get((place, holder), "")
+            return self._commits.get((place, holder), ("", 0))[0]
+
+    def revision_of(self, place: Place, holder: str) -> int:
+        """The revision of `holder` named by its newest claim at `place` this process read (0: none, or unread)."""
+        with self._guard:
+            return self._commits.get((place, holder), ("", 0))[1]
 
     def claim(
         self,
@@ -62,15 +71,17 @@ class PathClaims:
         occupied: Callable[[str], Result[str | None, DomainError]],
         *,
         commit: str = "",
+        revision: int = 0,
     ) -> Result[int, DomainError]:
         """Make `holder` the path's newest holder (the version it holds): at once when it is already, else by
         claiming the next version, refused (DESTINATION_EXISTS) when the newest holder is occupying the path or
-        another writer claimed that version first. `commit`: the batch whose write puts `holder` there."""
+        another writer claimed that version first. `commit`: the batch whose write puts `holder` there; `revision`:
+        the revision of `holder` whose write puts it there (a move, a restore)."""
 
         def run() -> int:
             with self._guard:
                 unseen = place not in self._known
-            if unseen and self._claim(place, 1, holder, commit)[0]:
+            if unseen and self._claim(place, 1, holder, commit, revision)[0]:
                 return 1  # a path never claimed (most creates): its first claim, without reading first
             version, current = self._newest(place)
             if current == holder:
@@ -78,7 +89,7 @@ class PathClaims:
             how = value_of(occupied(current)) if current != FREE else None
             if how is not None:
                 raise Abort(taken_by(place, current, how))
-            won, winner = self._claim(place, version + 1, holder, commit)
+            won, winner = self._claim(place, version + 1, holder, commit, revision)
             if not won:
                 raise Abort(taken_by(place, winner, "was put there by another writer at the same moment"))
             return version + 1
@@ -97,10 +108,11 @@ class PathClaims:
 
     # --- helpers (plain: they raise Abort, the port methods convert)
 
-    def _claim(self, place: Place, version: int, holder: str, commit: str = "") -> tuple[bool, str]:
+    def _claim(self, place: Place, version: int, holder: str, commit: str = "", revision: int = 0) -> tuple[bool, str]:
         """Claim one version: whether this call's record was stored, and the holder of the record that was."""
         token = uuid.uuid4().hex  # tells this claim from an earlier one of the same holder
-        fields = {"holder": holder, "token": token} | ({"commit": commit} if commit else {})
+        fields: dict[str, Field] = {"holder": holder, "token": token}
+        fields |= ({"commit": commit} if commit else {}) | ({"revision": revision} if revision else {})
         record = LedgerRecord(key=claim_key(place, version), store=place[0], kind=KIND, seq=0, fields=fields)
         stored = value_of(self.ledger.claim(record))
         with self._guard:
@@ -110,31 +122,36 @@ class PathClaims:
     def _newest(self, place: Place) -> tuple[int, str]:
         with self._guard:
             start = self._known.get(place, 0)
-        newest, holder, commit = start, FREE, ""
+        newest, holder, commit, revision = start, FREE, "", 0
         if start:
             found = value_of(self.ledger.read([claim_key(place, start)]))
             if found:
-                holder, commit = _holder(found[claim_key(place, start)])
+                holder, commit, revision = _holder(found[claim_key(place, start)])
         while True:
             versions = range(newest + 1, newest + 1 + PROBE)
             found = value_of(self.ledger.read([claim_key(place, v) for v in versions]))
             present = [v for v in versions if claim_key(place, v) in found]
             if present:
                 newest = max(present)
-                holder, commit = _holder(found[claim_key(place, newest)])
+                holder, commit, revision = _holder(found[claim_key(place, newest)])
             if newest < versions[-1]:
                 with self._guard:
                     self._known[place] = max(self._known.get(place, 0), newest)
-                    if commit:
+                    if commit or revision:
                         if len(self._commits) >= MAX_COMMITS_KEPT:  # a bound: only a contender needs one, at once
                             self._commits.clear()
-                        self._commits[(place, holder)] = commit
+                        self._commits[(place, holder)] = (commit, revision)
                 return newest, holder
 
 
-def _holder(record: LedgerRecord) -> tuple[str, str]:
-    """A claim's holder and the batch it names ("" : none)."""
-    return str(record.fields.get("holder", FREE)), str(record.fields.get("commit", ""))
+def _holder(record: LedgerRecord) -> tuple[str, str, int]:
+    """A claim's holder, the batch it names ("" : none) and the revision it names (0: none)."""
+    revision = record.fields.get("revision", 0)
+    return (
+        str(record.fields.get("holder", FREE)),
+        str(record.fields.get("commit", "")),
+        int(revision) if isinstance(revision, int | float) and not isinstance(revision, bool) else 0,
+    )
 
 
 def taken_by(place: Place, holder: str, how: str) -> DomainError:

@@ -82,6 +82,25 @@ class RevisionClaims:
 
         return claimed(bumped, commit).bind(lambda _: as_result(lambda: self._checked(inner, bumped)))
 
+    def void(self, inner: VectorStore, memory: Memory, revision: int) -> Result[Memory | None, DomainError]:
+        """Make sure that a write of `memory` at `revision` (a move or a restore whose writer claimed the path and
+        then stopped, before claiming the revision) can never land: bring the record up to its newest revision, and
+        while it is just below `revision`, claim `revision` with the memory as it is (and write that). The memory as
+        it stands then (None: removed for good): where it is says whether that write landed first."""
+
+        def run() -> Memory | None:
+            while True:
+                self._settle(inner, memory.store, memory.id)
+                found = value_of(inner.get([memory.id]))
+                if not found or found[0].revision != revision - 1:
+                    return found[0] if found else None
+                kept = evolve(found[0], revision=revision)
+                if self._claim(memory.store, memory.id, revision, (kept, None)) is None:
+                    value_of(inner.update_metadata([kept]))
+                    return kept
+
+        return as_result(run)
+
     def removed(self, gone: Sequence[Memory]) -> Result[None, DomainError]:
         """After memories were removed for good: each one with revisions claims its next as a removal (one ledger
         read for them all; a memory never changed in place costs nothing more)."""

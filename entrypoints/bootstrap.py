@@ -205,11 +205,13 @@ def _file_locks(settings: Settings) -> WriteLocks:
 _ENGINE_LOCKS: dict[tuple[object, ...], LeaseWriteLocks] = {}  # this process's engine-held locks, by storage settings
 
 
-def build_engine_locks(settings: Settings) -> LeaseWriteLocks | None:
+def build_engine_locks(settings: Settings, *, clock: Clock | None = None) -> LeaseWriteLocks | None:
     """Write locks held in the storage engine (leases in its ledger, adapters/lease_locks.py) when the backend is a
     Chroma or Qdrant server that other machines may share; None for the embedded engines and the files backend, whose
     data lives on this machine (its file locks order every writer). One per process and storage settings, so the
-    batch journal sees the leases its writers hold; the engine's library is imported only here."""
+    batch journal sees the leases its writers hold; the engine's library is imported only here. `clock` (the system
+    clock when None) stamps the tickets of the locks this call builds, the first for these settings: a fault test
+    gives a node's process a skewed one."""
     if settings.backend == "chroma" and settings.chroma_host:
         key: tuple[object, ...] = ("chroma", settings.chroma_host, settings.chroma_port, settings.collection)
     elif settings.backend == "qdrant" and settings.qdrant_url and _missing_qdrant("The qdrant backend") is None:
@@ -249,7 +251,7 @@ def build_engine_locks(settings: Settings) -> LeaseWriteLocks | None:
                 )
             )
         # no local lock file before it: the lease's ticket queue is first come first served across every process
-        _ENGINE_LOCKS[key] = LeaseWriteLocks(ledger, ttl=settings.lease_ttl_seconds)
+        _ENGINE_LOCKS[key] = LeaseWriteLocks(ledger, ttl=settings.lease_ttl_seconds, clock=clock)
     return _ENGINE_LOCKS[key]
 
 

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+import pytest
 from attrs import evolve
-from returns.result import Failure, Success
+from returns.result import Failure, Result, Success
 
 from agent_memory.adapters.claimed_store import ClaimedStore, ClaimingCatalog
 from agent_memory.adapters.in_memory import InMemoryCatalog, InMemoryVectorStore
 from agent_memory.adapters.path_claims import FREE, PathClaims
-from agent_memory.adapters.shared.ledger import InMemoryLedger
+from agent_memory.adapters.shared.ledger import InMemoryLedger, LedgerRecord
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.model import Memory
 from agent_memory.domain.paths import MemoryPath
@@ -130,3 +133,85 @@ def test_a_restore_on_its_way_keeps_the_path_from_another_writer() -> None:
     error = refused(b.add([memory("m2")], [axis(1)]))
     assert "restored there" in error.message
     assert set(inner.records) == {uid("m1")}
+
+
+class Died(BaseException):
+    """The writer's process ends here (SIGKILL): nothing after runs, nothing is given back."""
+
+
+class DyingLedger:
+    """The ledger as a writer sees it that dies as it sends its first claim of a key starting with `at`."""
+
+    def __init__(self, ledger: InMemoryLedger, at: str) -> None:
+        self.ledger, self.at = ledger, at
+
+    def claim(self, record: LedgerRecord) -> Result[LedgerRecord, DomainError]:
+        if record.key.startswith(self.at):
+            raise Died
+        return self.ledger.claim(record)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.ledger, name)
+
+
+class DyingStore:
+    """The store as a writer sees it that dies as it sends a record's write (after its claims)."""
+
+    def __init__(self, inner: InMemoryVectorStore) -> None:
+        self.inner = inner
+
+    def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
+        raise Died
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_mover_dead_after_claiming_its_destination_leaves_it_to_the_next_writer_and_its_move_can_never_land() -> None:
+    inner, ledger = InMemoryVectorStore(), InMemoryLedger()
+    setup = ClaimedStore(inner, PathClaims(ledger))
+    setup.add([memory("m1", SPARE)], [axis(0)]).unwrap()
+    read = inner.records[uid("m1")][0].revision
+    mover = ClaimedStore(inner, PathClaims(DyingLedger(ledger, "rev/")))  # type: ignore[arg-type]
+    with pytest.raises(Died):  # it claimed notes/plan for m1, and dies claiming m1's next revision
+        mover.update_metadata([memory("m1", PLAN)])
+    courteous = ClaimedStore(inner, PathClaims(ledger), may_void=lambda _: False)  # not the lease's holder
+    assert "moved or restored there" in refused(courteous.add([memory("m2")], [axis(1)])).message
+    # the lease's holder voids the move (claims m1's next revision as m1 is) and takes the path
+    assert ClaimedStore(inner, PathClaims(ledger)).add([memory("m2")], [axis(1)]) == Success(None)
+    m1 = inner.records[uid("m1")][0]
+    assert (m1.path, m1.revision) == (SPARE, read + 1)
+    stale = ClaimedStore(inner, PathClaims(ledger)).update_metadata([memory("m1", PLAN)])  # the move, as it read
+    assert isinstance(stale, Failure) and stale.failure().code is ErrorCode.CONFLICT
+    assert inner.records[uid("m1")][0].path == SPARE and inner.records[uid("m2")][0].path == PLAN
+
+
+def test_a_restorer_dead_after_claiming_its_path_leaves_it_to_the_next_writer() -> None:
+    inner, ledger = InMemoryVectorStore(), InMemoryLedger()
+    setup = ClaimedStore(inner, PathClaims(ledger))
+    setup.add([memory("m1")], [axis(0)]).unwrap()
+    setup.update_metadata([memory("m1", deleted=True, deleted_at=datetime.now(UTC))]).unwrap()
+    read = inner.records[uid("m1")][0].revision
+    restorer = ClaimedStore(inner, PathClaims(DyingLedger(ledger, "rev/")))  # type: ignore[arg-type]
+    with pytest.raises(Died):
+        restorer.update_metadata([memory("m1", revision=read)])
+    assert ClaimedStore(inner, PathClaims(ledger)).add([memory("m2")], [axis(1)]) == Success(None)
+    m1 = inner.records[uid("m1")][0]
+    assert m1.deleted and m1.revision == read + 1
+
+
+def test_a_move_dead_after_claiming_its_revision_stands_and_its_memory_is_put_at_its_destination() -> None:
+    inner, ledger = InMemoryVectorStore(), InMemoryLedger()
+    setup = ClaimedStore(inner, PathClaims(ledger))
+    setup.add([memory("m1", MemoryPath(("notes", "first")))], [axis(0)]).unwrap()
+    setup.update_metadata([memory("m1", SPARE)]).unwrap()  # moved: notes/spare's claim names its revision
+    read = inner.records[uid("m1")][0].revision
+    mover = ClaimedStore(DyingStore(inner), PathClaims(ledger))  # type: ignore[arg-type]
+    with pytest.raises(Died):  # its path and its revision claimed: the move won, its record never written
+        mover.update_metadata([memory("m1", PLAN, revision=read)])
+    error = refused(ClaimedStore(inner, PathClaims(ledger)).add([memory("m2")], [axis(1)]))
+    assert uid("m1") in error.message and "holds it" in error.message
+    m1 = inner.records[uid("m1")][0]
+    assert (m1.path, m1.revision) == (PLAN, read + 1)  # brought up to the revision that won
+    # the place it left, never freed by the dead mover, is free: m1 is elsewhere at a revision past that claim's
+    assert ClaimedStore(inner, PathClaims(ledger)).add([memory("m3", SPARE)], [axis(2)]) == Success(None)

@@ -1,6 +1,9 @@
 """A node of the paused-writer fault suite: one host's service over a `chroma run`, answering one write per line of
 stdin; told to, it stops itself (SIGSTOP) at its next write to the engine, in chromadb's client, where a VM pause or
-a long GC would catch it: between its checks and its write."""
+a long GC would catch it: between its checks and its write. Told to (`open`), it opens another collection of the
+engine under a HOME of its own, with a lease ttl and a wall clock off by a number of seconds (its service's and its
+lease's Clock); told to `stream`, it writes as a racing host does (tests/e2e/race_node.py) until a stop file appears,
+logging every answer."""
 
 from __future__ import annotations
 
@@ -8,16 +11,22 @@ import json
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from chromadb.api.models.Collection import Collection
 from returns.result import Failure, Result, Success
 
+from agent_memory.adapters.clock import SkewedClock
 from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMemory
 from agent_memory.domain.filters import MemoryFilter
-from tests.e2e.race_node import open_node
+from agent_memory.domain.service import MemoryService
+from agent_memory.entrypoints.bootstrap import build_engine_locks, build_service
+from agent_memory.entrypoints.settings import load_settings
+from tests.e2e.race_node import Node, embedder, open_node
 
 WRITES = ("add", "upsert", "update")
 # "at": "record" (a store's records), "claim" (a path claim in the ledger), "revision" (a memory's revision claim) or
@@ -75,14 +84,75 @@ def seen(service: Any, query: str, ids: list[str]) -> dict[str, Any]:
     return doors
 
 
+def skewed_node(home: Path, engine: dict[str, str], ttl: str, skew_s: float) -> MemoryService:
+    """A service as open_node makes it, on a host whose wall clock is `skew_s` seconds off: its service's clock and
+    its lease's (build_engine_locks' clock seam, taken before build_service asks for the process's locks)."""
+    env = {"HOME": str(home), **engine, "MEMORY_LEASE_TTL_SECONDS": ttl}
+    settings = load_settings({"data_dir": str(home / "data"), "backend": "chroma"}, env).unwrap()
+    clock = SkewedClock(timedelta(seconds=skew_s))
+    build_engine_locks(settings, clock=clock)
+    return build_service(settings, embedder=embedder(), clock=clock).unwrap()
+
+
+def opened(home: Path, asked: dict[str, Any]) -> MemoryService:
+    """The service of one collection of the engine, under a HOME (and data directory) of its own."""
+    place = home / asked["engine"]["MEMORY_COLLECTION"]
+    if asked.get("skew", 0):
+        return skewed_node(place, asked["engine"], asked["ttl"], float(asked["skew"]))
+    return open_node(place, asked["engine"], asked["ttl"])
+
+
+def streamed(service: MemoryService, asked: dict[str, Any]) -> dict[str, Any]:
+    """Write as a racing host does until the stop file appears; every answer is logged (race_node.Node)."""
+    node = Node(asked["name"], service, Path(asked["log"]), asked["seed"])
+    stop = Path(asked["stop"])
+    steps = 0
+    while not stop.exists():
+        node.step()
+        steps += 1
+    node.log.close()
+    return {"streamed": steps}
+
+
+def searched(service: MemoryService, asked: dict[str, Any]) -> dict[str, Any]:
+    """Search (hybrid) until the stop file appears, a pause between searches (as a reader asks, not a benchmark
+    loop taking a core of its own); how many searches, and how many failed."""
+    stop, done, failed = Path(asked["stop"]), 0, 0
+    while not stop.exists():
+        found = service.search(SearchMemories(query=asked["query"], limit=10))
+        failed += not isinstance(found, Success)
+        done += 1
+        time.sleep(0.05)
+    return {"searched": done, "failed": failed}
+
+
+def leases(service: MemoryService, asked: dict[str, Any]) -> dict[str, Any]:
+    """This process's lease: its node id (named by each ticket it claims) and how many tickets it won."""
+    locks = service.locks
+    return {"node": getattr(locks, "node", ""), "claims": getattr(locks, "claims", -1)}
+
+
 def main() -> None:
     config = json.loads(sys.argv[1])
-    service = open_node(Path(config["home"]), config["engine"], os.environ.get("MEMORY_LEASE_TTL_SECONDS"))
+    home = Path(config["home"])
+    service = open_node(home, config["engine"], os.environ.get("MEMORY_LEASE_TTL_SECONDS"))
     say({"ready": True})
     for line in sys.stdin:
         asked = json.loads(line)
         op = asked["op"]
-        if op == "arm":
+        if op == "sync":  # what the test reads up to: answers of an earlier test left unread are skipped
+            say({"sync": asked["nonce"]})
+        elif op == "open":
+            armed.clear()
+            service = opened(home, asked)
+            say({"opened": asked["engine"]["MEMORY_COLLECTION"]})
+        elif op == "stream":
+            say(streamed(service, asked))
+        elif op == "search":
+            say(searched(service, asked))
+        elif op == "leases":
+            say(leases(service, asked))
+        elif op == "arm":
             armed["at"] = asked["at"]
             say({"armed": asked["at"]})
         elif op == "add":

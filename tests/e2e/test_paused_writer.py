@@ -1,9 +1,15 @@
 """A writer paused (SIGSTOP) between its checks and its engine write, for longer than the write lease lasts, over one
-`chroma run` (issue 46): two node processes with their own HOME and data directory; node A stops itself in chromadb's
-client just before its write reaches the engine (its path claim, or its records), node B writes to the same path
-meanwhile (after passing A's lapsed lease over), then A goes on. Afterwards: no path holds two live memories, no
-path's write was acknowledged to both nodes, and every acknowledged write is there. The same for two changes of one
-memory (update, delete, restore): of two nodes that read one revision, one is acknowledged, the other told CONFLICT.
+`chroma run` (issue 46): three node processes with their own HOME and data directory; node A stops itself in
+chromadb's client just before its write reaches the engine (its path claim, or its records), node B writes to the same
+path meanwhile (after passing A's lapsed lease over), then A goes on; node C, a third host, then checks from its own
+view (and writes to the path: refused naming the live memory there, or stored when none is). Afterwards: no path holds
+two live memories, no path's write was acknowledged to both nodes, and every acknowledged write is there. The same for
+two changes of one memory (update, delete, restore): of two nodes that read one revision, one is acknowledged, the
+other told CONFLICT, and all three read the winner's state.
+
+The three node processes live as long as the module (a host's process, as `memory serve` keeps one); each test opens
+a collection of its own on every node (a fresh HOME under the node's, so fresh side indexes), and a node a test killed
+or left stopped is started again for the next.
 
 The lease lasts MEMORY_LEASE_TTL_SECONDS = TTL here so that B passes A over in seconds; nothing here waits on a
 timing: the test waits for A to be stopped, for B's answer, and for A's."""
@@ -39,6 +45,7 @@ class Node:
 
     def __init__(self, name: str, home: Path, engine: dict[str, str], ttl: str = TTL) -> None:
         self.name = name
+        self.home = home
         home.mkdir(parents=True)
         self.stderr = (home / "stderr.log").open("w")
         config = {"home": str(home), "engine": engine}
@@ -80,26 +87,71 @@ class Node:
         self.process.wait(timeout=30)
         self.stderr.close()
 
+    def synced(self) -> bool:
+        """Whether the node answers (what an earlier test left unread is skipped); a stopped node is woken first."""
+        if self.process.poll() is not None:
+            return False
+        if self.stopped():
+            self.process.send_signal(signal.SIGCONT)
+        nonce = uuid.uuid4().hex
+        self.tell(op="sync", nonce=nonce)
+        while True:
+            said, _, _ = select.select([self.process.stdout], [], [], HANG_S)
+            line = self.process.stdout.readline() if said else ""  # type: ignore[union-attr]
+            if not line:
+                return False
+            if json.loads(line).get("sync") == nonce:
+                return True
 
-@pytest.fixture
-def nodes(tmp_path: Path, chroma_server: ChromaServer) -> Iterator[tuple[Node, Node]]:
-    engine = {
-        "CHROMADB_HOST": chroma_server.host,
-        "CHROMADB_PORT": str(chroma_server.port),
-        "MEMORY_COLLECTION": f"pause-{uuid.uuid4().hex[:10]}",
-    }
-    started: list[Node] = []
+
+Hosts = dict[str, Node]
+
+
+@pytest.fixture(scope="module")
+def hosts(tmp_path_factory: pytest.TempPathFactory, chroma_server: ChromaServer) -> Iterator[Hosts]:
+    """Three node processes for the module, each on a host of its own (HOME and data directory)."""
+    root = tmp_path_factory.mktemp("hosts")
+    started: Hosts = {}
     try:
-        for name in ("a", "b"):
-            started.append(Node(name, tmp_path / f"host-{name}", engine))
-        yield started[0], started[1]
+        for name in ("a", "b", "c"):
+            started[name] = Node(name, root / f"host-{name}", engine_of(chroma_server, "boot"))
+        yield started
     finally:
-        for node in started:
+        for node in started.values():
             node.stop()
 
 
-def paused_then(a: Node, b: Node, at: str, a_write: dict[str, Any], b_write: dict[str, Any]) -> tuple[dict, dict]:
-    """A writes, stopping itself at `at` ("claim" or "record"); B writes meanwhile; A goes on. Both answers."""
+def engine_of(server: ChromaServer, prefix: str) -> dict[str, str]:
+    """A node's engine settings: the server's address, a collection of its own for a test."""
+    return {
+        "CHROMADB_HOST": server.host,
+        "CHROMADB_PORT": str(server.port),
+        "MEMORY_COLLECTION": f"{prefix}-{uuid.uuid4().hex[:10]}",
+    }
+
+
+def opened(hosts: Hosts, engine: dict[str, str], ttl: str = TTL, skews: dict[str, float] | None = None) -> Hosts:
+    """Every node (started again when a test killed it or it no longer answers) on a fresh collection."""
+    for name, node in list(hosts.items()):
+        if not node.synced():
+            node.stop()
+            hosts[name] = node = Node(name, node.home.parent / f"host-{name}-{uuid.uuid4().hex[:6]}", engine)
+        skew = (skews or {}).get(name, 0.0)
+        assert node.ask(op="open", engine=engine, ttl=ttl, skew=skew) == {"opened": engine["MEMORY_COLLECTION"]}
+    return hosts
+
+
+@pytest.fixture
+def nodes(hosts: Hosts, chroma_server: ChromaServer) -> tuple[Node, Node, Node]:
+    opened(hosts, engine_of(chroma_server, "pause"))
+    return hosts["a"], hosts["b"], hosts["c"]
+
+
+def paused_then(
+    a: Node, b: Node, at: str, a_write: dict[str, Any], b_write: dict[str, Any], c: Node | None = None
+) -> tuple[dict, dict]:
+    """A writes, stopping itself at `at` ("claim" or "record"); B writes meanwhile; C (when given) looks from its own
+    view while A is stopped: no path held twice, B's write there if acknowledged; A goes on. Both answers."""
     assert a.ask(op="arm", at=at) == {"armed": at}
     a.tell(**a_write)
     paused = a.hear()
@@ -107,8 +159,25 @@ def paused_then(a: Node, b: Node, at: str, a_write: dict[str, Any], b_write: dic
     while not a.stopped():  # it said so, then stopped itself: wait for the stop itself
         time.sleep(0.01)
     b_answer = b.ask(**b_write)  # B passes A's lapsed lease over (TTL) and writes
+    if c is not None:
+        made = b_answer["ids"][0] if b_answer["ok"] and b_write["op"] == "add" else None
+        audit(c, {made: b_write["path"]} if made else {})
     a.process.send_signal(signal.SIGCONT)
     return a.hear(), b_answer
+
+
+def third_writer(c: Node, path: str, acknowledged: dict[str, str]) -> None:
+    """C, a third host, from its own view: a write to `path` is refused when a live memory is there, and stored when
+    none is (a path is never left blocked by a write that did not land); then C's audit."""
+    live = c.ask(op="scan")["live"]
+    holders = [m["id"] for m in live if m["path"] == path]
+    answer = c.ask(op="add", path=path, content=f"c's own memory at {path}")
+    if holders:
+        assert answer.get("code") == "DESTINATION_EXISTS", (answer, live)
+    else:
+        assert answer["ok"], (answer, live)
+        acknowledged[answer["ids"][0]] = path
+    audit(c, acknowledged)
 
 
 def audit(node: Node, acknowledged: dict[str, str]) -> None:
@@ -132,11 +201,16 @@ def one_side(a_answer: dict[str, Any], b_answer: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("at", ["claim", "record"])
 def test_a_paused_add_and_another_nodes_add_at_its_path_are_never_both_stored(
-    nodes: tuple[Node, Node], at: str
+    nodes: tuple[Node, Node, Node], at: str
 ) -> None:
-    a, b = nodes
+    a, b, c = nodes
     a_answer, b_answer = paused_then(
-        a, b, at, {"op": "add", "path": "race/p", "content": "from a"}, {"op": "add", "path": "race/p", "content": "b"}
+        a,
+        b,
+        at,
+        {"op": "add", "path": "race/p", "content": "from a"},
+        {"op": "add", "path": "race/p", "content": "b"},
+        c,
     )
     one_side(a_answer, b_answer)
     # "claim": B claimed first, A is refused when it goes on. "record": A held the claim while it slept, but never
@@ -146,16 +220,17 @@ def test_a_paused_add_and_another_nodes_add_at_its_path_are_never_both_stored(
     acknowledged = {answer["ids"][0]: "race/p" for answer in (a_answer, b_answer) if answer["ok"]}
     audit(b, acknowledged)
     audit(a, acknowledged)
+    third_writer(c, "race/p", acknowledged)
 
 
 @pytest.mark.parametrize("at", ["claim", "record"])
 def test_a_paused_move_and_another_nodes_add_at_its_destination_are_never_both_stored(
-    nodes: tuple[Node, Node], at: str
+    nodes: tuple[Node, Node, Node], at: str
 ) -> None:
-    a, b = nodes
+    a, b, c = nodes
     moving = a.ask(op="add", path="race/source", content="the memory a moves")["ids"][0]
     a_answer, b_answer = paused_then(
-        a, b, at, {"op": "move", "ref": moving, "to": "race/q"}, {"op": "add", "path": "race/q", "content": "b"}
+        a, b, at, {"op": "move", "ref": moving, "to": "race/q"}, {"op": "add", "path": "race/q", "content": "b"}, c
     )
     one_side(a_answer, b_answer)
     if at == "claim":
@@ -166,16 +241,18 @@ def test_a_paused_move_and_another_nodes_add_at_its_destination_are_never_both_s
     if b_answer["ok"]:
         acknowledged[b_answer["ids"][0]] = "race/q"
     audit(b, acknowledged)
+    third_writer(c, "race/q", acknowledged)
+    third_writer(c, "race/source", acknowledged)
 
 
 @pytest.mark.parametrize("at", ["claim", "record"])
 def test_a_paused_batch_and_another_nodes_add_at_one_of_its_paths_are_never_both_stored(
-    nodes: tuple[Node, Node], at: str
+    nodes: tuple[Node, Node, Node], at: str
 ) -> None:
-    a, b = nodes
+    a, b, c = nodes
     paths = ["race/b1", "race/b2", "race/b3"]
     batch = {"op": "batch", "paths": paths, "contents": [f"batch {p}" for p in paths]}
-    a_answer, b_answer = paused_then(a, b, at, batch, {"op": "add", "path": "race/b2", "content": "b"})
+    a_answer, b_answer = paused_then(a, b, at, batch, {"op": "add", "path": "race/b2", "content": "b"}, c)
     one_side(a_answer, b_answer)
     acknowledged = dict(zip(a_answer["ids"], paths, strict=True)) if a_answer["ok"] else {}
     if b_answer["ok"]:
@@ -184,17 +261,19 @@ def test_a_paused_batch_and_another_nodes_add_at_one_of_its_paths_are_never_both
     live = b.ask(op="scan")["live"]
     mine = [m for m in live if m["content"].startswith("batch ")]
     assert len(mine) in (0, 3), live  # whole or absent
+    for path in paths:
+        third_writer(c, path, acknowledged)
 
 
 @pytest.mark.parametrize("at", ["claim", "record"])
 def test_a_paused_restore_and_another_nodes_add_at_its_path_are_never_both_stored(
-    nodes: tuple[Node, Node], at: str
+    nodes: tuple[Node, Node, Node], at: str
 ) -> None:
-    a, b = nodes
+    a, b, c = nodes
     deleted = a.ask(op="add", path="race/r", content="the memory a deletes, then restores")["ids"][0]
     assert a.ask(op="delete", ref=deleted)["ok"]
     a_answer, b_answer = paused_then(
-        a, b, at, {"op": "restore", "ref": deleted}, {"op": "add", "path": "race/r", "content": "b"}
+        a, b, at, {"op": "restore", "ref": deleted}, {"op": "add", "path": "race/r", "content": "b"}, c
     )
     one_side(a_answer, b_answer)
     if at == "claim":
@@ -205,17 +284,18 @@ def test_a_paused_restore_and_another_nodes_add_at_its_path_are_never_both_store
     if b_answer["ok"]:
         acknowledged[b_answer["ids"][0]] = "race/r"
     audit(b, acknowledged)
+    third_writer(c, "race/r", acknowledged)
 
 
 def test_a_batch_paused_before_its_commit_and_rolled_back_meanwhile_is_refused_never_acknowledged_and_lost(
-    nodes: tuple[Node, Node],
+    nodes: tuple[Node, Node, Node],
 ) -> None:
-    a, b = nodes
+    a, b, c = nodes
     paths = ["race/c1", "race/c2", "race/c3"]
     batch = {"op": "batch", "paths": paths, "contents": [f"batch {p}" for p in paths]}
     # A's records are written; it stops before claiming its batch's outcome; B takes the store over, rolls A's
     # batch back (voiding it first) and writes at one of its paths; A resumes, its lease renewed at once
-    a_answer, b_answer = paused_then(a, b, "commit", batch, {"op": "add", "path": "race/c2", "content": "b"})
+    a_answer, b_answer = paused_then(a, b, "commit", batch, {"op": "add", "path": "race/c2", "content": "b"}, c)
     assert b_answer["ok"], b_answer
     # A is told nothing was kept, naming the memory B put at one of its paths meanwhile
     assert not a_answer["ok"] and a_answer["code"] == "DESTINATION_EXISTS", a_answer
@@ -223,11 +303,16 @@ def test_a_batch_paused_before_its_commit_and_rolled_back_meanwhile_is_refused_n
     audit(b, {b_answer["ids"][0]: "race/c2"})
     live = b.ask(op="scan")["live"]
     assert not [m for m in live if m["content"].startswith("batch ")], live
+    acknowledged = {b_answer["ids"][0]: "race/c2"}
+    for path in paths:
+        third_writer(c, path, acknowledged)
 
 
 @pytest.mark.parametrize("at", ["commit", "record"])
-def test_a_node_killed_mid_batch_leaves_no_half_batch_and_no_doubled_path(nodes: tuple[Node, Node], at: str) -> None:
-    a, b = nodes
+def test_a_node_killed_mid_batch_leaves_no_half_batch_and_no_doubled_path(
+    nodes: tuple[Node, Node, Node], at: str
+) -> None:
+    a, b, c = nodes
     paths = ["race/k1", "race/k2", "race/k3"]
     assert a.ask(op="arm", at=at) == {"armed": at}
     a.tell(op="batch", paths=paths, contents=[f"batch {p}" for p in paths])
@@ -243,7 +328,10 @@ def test_a_node_killed_mid_batch_leaves_no_half_batch_and_no_doubled_path(nodes:
     assert b.ask(op="add", path="race/elsewhere", content="b again")["ok"]
     live = b.ask(op="scan")["live"]
     assert not [m for m in live if m["content"].startswith("batch ")], live  # none of the killed batch
-    audit(b, {answer["ids"][0]: "race/k2"})
+    acknowledged = {answer["ids"][0]: "race/k2"}
+    audit(b, acknowledged)
+    for path in paths:  # C, the third host: the killed batch's other paths are free, race/k2 is B's
+        third_writer(c, path, acknowledged)
 
 
 # the change each node makes to one memory, and how the memory reads once that change stands
@@ -269,9 +357,9 @@ def reads(node: Node, ref: str, expected: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("change", list(CHANGES))
 @pytest.mark.parametrize("at", ["revision", "record"])
 def test_a_paused_change_of_a_memory_and_another_nodes_change_of_it_are_never_both_acknowledged(
-    nodes: tuple[Node, Node], at: str, change: str
+    nodes: tuple[Node, Node, Node], at: str, change: str
 ) -> None:
-    a, b = nodes
+    a, b, c = nodes
     a_write, b_write, a_state, b_state = CHANGES[change]
     ref = a.ask(op="add", path=f"race/{change}", content="the memory both nodes change")["ids"][0]
     if change == "restore":
@@ -283,13 +371,14 @@ def test_a_paused_change_of_a_memory_and_another_nodes_change_of_it_are_never_bo
     assert ref in loser["message"] and "read it again" in loser["message"], loser
     assert reads(b, ref, state)["revision"] == (2 if change == "restore" else 1)  # (the delete before was 1)
     reads(a, ref, state)
+    reads(c, ref, state)
 
 
 @pytest.mark.parametrize("change", ["update", "content", "delete"])
 def test_a_change_paused_after_its_claim_never_stays_over_a_later_acknowledged_one(
-    nodes: tuple[Node, Node], change: str
+    nodes: tuple[Node, Node, Node], change: str
 ) -> None:
-    a, b = nodes
+    a, b, c = nodes
     a_write, b_write, _, b_state = CHANGES[change]
     ref = a.ask(op="add", path=f"race/late-{change}", content="the memory both nodes change")["ids"][0]
     assert a.ask(op="arm", at="record") == {"armed": "record"}
@@ -308,3 +397,30 @@ def test_a_change_paused_after_its_claim_never_stays_over_a_later_acknowledged_o
     expected = {"deleted": False} if change == "delete" else b_state
     assert reads(b, ref, expected)["revision"] == 2  # revision 2 is what stays: A's late write was put right
     reads(a, ref, expected)
+    reads(c, ref, expected)
+
+
+@pytest.mark.parametrize("op", ["move", "restore"])
+def test_a_mover_or_restorer_killed_after_claiming_its_path_leaves_the_path_to_the_other_nodes(
+    nodes: tuple[Node, Node, Node], op: str
+) -> None:
+    a, b, c = nodes
+    ref = a.ask(op="add", path="race/from", content="the memory a moves or restores")["ids"][0]
+    if op == "restore":
+        assert a.ask(op="delete", ref=ref)["ok"]
+    target = "race/to" if op == "move" else "race/from"
+    assert a.ask(op="arm", at="revision") == {"armed": "revision"}
+    a.tell(op=op, ref=ref, **({"to": target} if op == "move" else {}))
+    assert "paused" in a.hear()  # it claimed the path; it dies claiming the memory's next revision
+    while not a.stopped():
+        time.sleep(0.01)
+    a.process.send_signal(signal.SIGKILL)
+    a.process.wait(timeout=30)
+    # B passes A's dead lease over and takes the path: A's write is made void (its revision claimed by B, with the
+    # memory as it was), so it can never land; the memory stays where A found it
+    answer = b.ask(op="add", path=target, content="b, after a died")
+    assert answer["ok"], answer
+    acknowledged = {answer["ids"][0]: target} | ({ref: "race/from"} if op == "move" else {})
+    audit(b, acknowledged)
+    third_writer(c, "race/from", acknowledged)
+    reads(c, ref, {"deleted": op == "restore"})
