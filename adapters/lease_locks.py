@@ -38,7 +38,8 @@ RENEWALS_PER_TTL = 3  # the holder (and every waiter) renews its ticket every tt
 PRUNE_AFTER = 8  # older epochs are removed once this many have piled up below the holder
 FIRST_POLL_S = 0.005  # a waiter looks at the tickets ahead of it this soon, then backs off (with jitter) ...
 MAX_POLL_S = 0.05  # ... to at most this far apart
-LINGER_S = 0.03  # a lease got with nobody ahead is kept this long after the process's last write, for its next one
+LINGER_S = 0.15  # a lease got with nobody ahead is kept this long after the process's last write, for its next one
+# (whose embedding, done before it asks, takes tens of ms: 30 ms let the lease go between two creates of one client)
 REMEMBERED = 4096  # tickets known finished (passed over, or this process's own given back) kept in mind, newest
 
 

@@ -28,7 +28,14 @@ from agent_memory.domain.duplicates import (
     same_scope,
 )
 from agent_memory.domain.errors import DomainError, invalid_input
-from agent_memory.domain.idempotency import KEYS_ARE_SINGLE, how_to_check, keyed_create, keyed_memory_id
+from agent_memory.domain.idempotency import (
+    KEYS_ARE_SINGLE,
+    Found,
+    how_to_check,
+    keyed_create,
+    keyed_memory_id,
+    nothing_found,
+)
 from agent_memory.domain.model import (
     Memory,
     check_store_name,
@@ -61,19 +68,18 @@ def create_memory(ctx: Context, command: CreateMemory) -> Result[MemoryView, Dom
     return _create_one(ctx, command)
 
 
-def _create_one(ctx: Context, command: CreateMemory) -> Result[MemoryView, DomainError]:
+def _create_one(ctx: Context, command: CreateMemory, found: Found = nothing_found) -> Result[MemoryView, DomainError]:
+    """One create: checked and embedded first, then written under the store's write lock, which a path's check
+    shares with the write (the batch refuses a taken path, per namespace: one check, not two). `found`, run under
+    the lock first, is what a keyed create's first attempt already stored (domain.idempotency)."""
     if command.path is None:
-        return _create_many(ctx, [command]).map(lambda views: views[0])
+        return _create_many(ctx, [command], found=found).map(lambda views: views[0])
     raw_path = command.path
-    return ctx.exclusive(
-        command.store,
-        lambda: (
-            new_memory_namespace(ctx.tenant, command.namespace)
-            .bind(lambda _: parse_memory_path(raw_path))
-            # the batch refuses a taken path (per namespace) under the same lock: one check, not two
-            .bind(lambda path: _create_many(ctx, [evolve(command, path=str(path))]))
-            .map(lambda views: views[0])
-        ),
+    return (
+        new_memory_namespace(ctx.tenant, command.namespace)
+        .bind(lambda _: parse_memory_path(raw_path))
+        .bind(lambda path: _create_many(ctx, [evolve(command, path=str(path))], found=found))
+        .map(lambda views: views[0])
     )
 
 
@@ -86,11 +92,11 @@ def create_memories(ctx: Context, command: CreateMemories) -> Result[list[Memory
 
 
 def _create_many(
-    ctx: Context, commands: Sequence[CreateMemory], progress: Progress = quiet
+    ctx: Context, commands: Sequence[CreateMemory], progress: Progress = quiet, found: Found = nothing_found
 ) -> Result[list[MemoryView], DomainError]:
     steps, now = Creating(ctx), ctx.clock.now()
     built = Fold.collect([steps._new_memory(command, now) for command in commands], Success(()))
-    return built.bind(lambda batch: steps._write_batch(batch, Count(len(batch), progress)))
+    return built.bind(lambda batch: steps._write_batch(batch, Count(len(batch), progress), found))
 
 
 @frozen
@@ -134,7 +140,12 @@ class Creating:
             )
         )
 
-    def _write_batch(self, batch: tuple[Fresh, ...], count: Count) -> Result[list[MemoryView], DomainError]:
+    def _write_batch(
+        self, batch: tuple[Fresh, ...], count: Count, found: Found
+    ) -> Result[list[MemoryView], DomainError]:
+        """Each store's part embedded (a slice at a time, each counted) before its write lock is taken, then written
+        under it: the lock covers only what must be fresh (the model, free paths, near-duplicates) and the writes,
+        so writers to one store embed in parallel."""
         by_store: dict[str, list[int]] = {}
         for index, fresh in enumerate(batch):
             by_store.setdefault(fresh.memory.store, []).append(index)
@@ -142,8 +153,14 @@ class Creating:
 
         def write(store_name: str, indexes: list[int]) -> Result[None, DomainError]:
             part = [batch[index] for index in indexes]
-            return self.ctx.exclusive(store_name, partial(self._write_new, store_name, part, count)).map(
-                lambda views: answers.update(zip(indexes, views, strict=True))
+            return (
+                embedded(self.ctx.embedder, [fresh.memory.content for fresh in part], count)
+                .bind(
+                    lambda vectors: self.ctx.exclusive(
+                        store_name, partial(self._write_new, store_name, part, vectors, found)
+                    )
+                )
+                .map(lambda views: answers.update(zip(indexes, views, strict=True)))
             )
 
         written = in_turn(by_store.items(), lambda item: write(*item)).lash(
@@ -151,36 +168,34 @@ class Creating:
         )
         return written.map(lambda _: [answers[index] for index in range(len(batch))])
 
-    def _write_new(self, store_name: str, batch: list[Fresh], count: Count) -> Result[list[MemoryView], DomainError]:
-        return (
-            self.ctx.open(store_name, create=True)
-            .bind(self.ctx.check_model)
-            .bind(lambda store: paths_free(store, [fresh.memory for fresh in batch]))
-            .bind(lambda store: self._store_new(store, store_name, batch, count))
+    def _write_new(
+        self, store_name: str, batch: list[Fresh], vectors: list[Vector], found: Found
+    ) -> Result[list[MemoryView], DomainError]:
+        return found().bind(
+            lambda view: (
+                Success([view])
+                if view is not None
+                else self.ctx.open(store_name, create=True)
+                .bind(self.ctx.check_model)
+                .bind(lambda store: paths_free(store, [fresh.memory for fresh in batch]))
+                .bind(lambda store: self._store_new(store, store_name, batch, vectors))
+            )
         )
 
     def _store_new(
-        self, store: VectorStore, store_name: str, batch: list[Fresh], count: Count
+        self, store: VectorStore, store_name: str, batch: list[Fresh], vectors: list[Vector]
     ) -> Result[list[MemoryView], DomainError]:
-        """Embed the batch (a slice at a time, each counted), settle its near-duplicates (one nearest-neighbour
-        query each, reusing its vector), then add the new memories, change the ones updated and index their words
-        as one unit: a failure or a kill part-way leaves none of it (the journal records the new ids and the
-        updated memories as they were before the first write; the next open takes a killed batch back out)."""
-        return (
-            embedded(self.ctx.embedder, [fresh.memory.content for fresh in batch], count)
-            .bind(
-                lambda vectors: plan_batch(
-                    batch, vectors, partial(self._neighbours, store), self.ctx.policy.duplicate_similarity
-                )
-            )
-            .bind(
-                lambda plan: whole(
-                    self.ctx,
-                    store,
-                    PendingBatch(store_name, tuple(plan.added), tuple(old for old, _, _ in plan.changed.values())),
-                    partial(self._write_plan, store, store_name, plan),
-                ).map(lambda _: [self._answer(plan, answer) for answer in plan.answers])
-            )
+        """Settle the batch's near-duplicates (one nearest-neighbour query each, with the vector embedded before
+        the lock), then add the new memories, change the ones updated and index their words as one unit: a
+        failure or a kill part-way leaves none of it (the journal records the new ids and the updated memories as
+        they were before the first write; the next open takes a killed batch back out)."""
+        return plan_batch(batch, vectors, partial(self._neighbours, store), self.ctx.policy.duplicate_similarity).bind(
+            lambda plan: whole(
+                self.ctx,
+                store,
+                PendingBatch(store_name, tuple(plan.added), tuple(old for old, _, _ in plan.changed.values())),
+                partial(self._write_plan, store, store_name, plan),
+            ).map(lambda _: [self._answer(plan, answer) for answer in plan.answers])
         )
 
     def _neighbours(

@@ -27,6 +27,17 @@ KEYS_ARE_SINGLE = (
 )
 _IDS = uuid.UUID("6f1d7c3e-2b8a-4f5e-9c0d-1a2b3c4d5e6f")  # the namespace of the ids keys derive
 
+# What a create finds already stored under the store's write lock, before it writes (None: nothing, write): a keyed
+# create's first attempt's memory, if it stored one.
+Found = Callable[[], Result[MemoryView | None, DomainError]]
+# A create, given what to look for under the lock before it writes.
+KeyedCreate = Callable[[CreateMemory, Found], Result[MemoryView, DomainError]]
+
+
+def nothing_found() -> Result[MemoryView | None, DomainError]:
+    """What an unkeyed create finds before it writes: nothing (it always writes)."""
+    return Success(None)
+
 
 def keyed_memory_id(store: str, namespace: tuple[str, ...], key: str) -> str:
     """The id of the memory a keyed create stores: the same for every retry of it (per store and namespace)."""
@@ -56,11 +67,13 @@ def keyed_create(
     ctx: Context,
     keys: IdempotencyKeys,
     command: CreateMemory,
-    create: Callable[[CreateMemory], Result[MemoryView, DomainError]],
+    create: KeyedCreate,
 ) -> Result[MemoryView, DomainError]:
-    """`create(command)` unless a create with the same key already stored its memory: then that memory, as it is
-    now. The key is remembered with the request's fingerprint first, so a key reused for another request is
-    refused (INVALID_OPERATION, 409 over REST) rather than answered with a memory the caller did not ask for."""
+    """`create(command, found)` unless a create with the same key already stored its memory: then that memory, as it
+    is now (`found`, which the create runs under the store's write lock before it writes; its embedding comes
+    before the lock). The key is remembered with the request's fingerprint first, so a key reused for another
+    request is refused (INVALID_OPERATION, 409 over REST) rather than answered with a memory the caller did not ask
+    for."""
     assert command.idempotency_key is not None
     return Result.do(
         (store, namespace, evolve(command, idempotency_key=key))
@@ -76,13 +89,13 @@ def _keyed(
     store: str,
     namespace: tuple[str, ...],
     keyed: CreateMemory,
-    create: Callable[[CreateMemory], Result[MemoryView, DomainError]],
+    create: KeyedCreate,
 ) -> Result[MemoryView, DomainError]:
     key, mine = keyed.idempotency_key or "", fingerprint(keyed)
     return (
         keys.remember(store, keyed_memory_id(store, namespace, key), mine)
         .bind(lambda stored: _same_request(key, stored, mine))
-        .bind(lambda _: ctx.exclusive(store, lambda: _stored_or_created(ctx, store, namespace, keyed, create)))
+        .bind(lambda _: create(keyed, lambda: _stored(ctx, store, keyed_memory_id(store, namespace, key))))
     )
 
 
@@ -98,22 +111,15 @@ def _same_request(key: str, stored: str, mine: str) -> Result[None, DomainError]
     )
 
 
-def _stored_or_created(
-    ctx: Context,
-    store: str,
-    namespace: tuple[str, ...],
-    command: CreateMemory,
-    create: Callable[[CreateMemory], Result[MemoryView, DomainError]],
-) -> Result[MemoryView, DomainError]:
-    """Under the store's write lock: the memory the key names if a first create stored it, else a create now."""
-    memory_id = keyed_memory_id(store, namespace, command.idempotency_key or "")
+def _stored(ctx: Context, store: str, memory_id: str) -> Result[MemoryView | None, DomainError]:
+    """Under the store's write lock: the memory the key names if a first create stored it, else None."""
     found = ctx.open(store, create=False).bind(lambda opened: opened.get([memory_id]))  # a dead batch rolled back first
     match found:
         case Success([memory, *_]):
             return Success(ctx.view(memory))
         case Failure(error) if error.code is not ErrorCode.STORE_NOT_FOUND:
             return Failure(error)
-    return create(command)
+    return Success(None)
 
 
 def how_to_check(memories: Sequence[Memory], error: DomainError) -> Result[list[None], DomainError]:

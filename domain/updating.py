@@ -12,10 +12,10 @@ from agent_memory.domain.commands import MoveMemory, ReinforceMemory, UpdateMemo
 from agent_memory.domain.context import Context, as_written
 from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
 from agent_memory.domain.loading import load_live
-from agent_memory.domain.model import DecayPolicy, Memory, parse_decay_policy, stored_rule
+from agent_memory.domain.model import MAX_CONTENT_CHARS, DecayPolicy, Memory, parse_decay_policy, stored_rule
 from agent_memory.domain.path_rules import paths_free
 from agent_memory.domain.paths import MemoryPath, parse_memory_path
-from agent_memory.domain.ports import VectorStore
+from agent_memory.domain.ports import Vector, VectorStore
 from agent_memory.domain.results import validated
 from agent_memory.domain.views import MemoryView
 
@@ -34,8 +34,22 @@ _UPDATE_CLEARS = {  # the Memory field each clearing flag of UpdateMemory resets
 
 def update_memory(ctx: Context, command: UpdateMemory) -> Result[MemoryView, DomainError]:
     """Change content or metadata; content changes are re-embedded. Nothing to change is an error; an expiry already
-    past expires the memory at once (as a create's does)."""
-    return changes_of(command).bind(lambda fields: ctx.exclusive(command.store, lambda: _updated(ctx, command, fields)))
+    past expires the memory at once (as a create's does). New content is embedded before the store's write lock is
+    taken (the lock covers the read of the memory and the write), so writers to one store embed in parallel."""
+    return changes_of(command).bind(
+        lambda fields: _embedded_content(ctx, fields).bind(
+            lambda vector: ctx.exclusive(command.store, lambda: _updated(ctx, command, fields, vector))
+        )
+    )
+
+
+def _embedded_content(ctx: Context, fields: dict[str, Any]) -> Result[Vector | None, DomainError]:
+    """The vector of the content an update sets (None when it sets none, or content the memory will refuse: the
+    refusal comes first, as it did)."""
+    content = fields.get("content")
+    if not isinstance(content, str) or not content.strip() or len(content) > MAX_CONTENT_CHARS:
+        return Success(None)
+    return ctx.embedder.embed_documents([content]).map(lambda vectors: vectors[0])
 
 
 def changes_of(command: UpdateMemory) -> Result[dict[str, Any], DomainError]:
@@ -61,7 +75,9 @@ def changes_of(command: UpdateMemory) -> Result[dict[str, Any], DomainError]:
     return Success(fields)
 
 
-def _updated(ctx: Context, command: UpdateMemory, fields: dict[str, Any]) -> Result[MemoryView, DomainError]:
+def _updated(
+    ctx: Context, command: UpdateMemory, fields: dict[str, Any], vector: Vector | None
+) -> Result[MemoryView, DomainError]:
     loaded = load_live(
         ctx,
         command.ref,
@@ -72,27 +88,33 @@ def _updated(ctx: Context, command: UpdateMemory, fields: dict[str, Any]) -> Res
     )
     return (
         loaded.bind(lambda memory: validated(lambda: evolve(memory, **fields, updated_at=ctx.clock.now())))
-        .bind(lambda memory: _save_changed(ctx, memory))
+        .bind(lambda memory: _save_changed(ctx, memory, vector))
         .map(ctx.view)
     )
 
 
-def _save_changed(ctx: Context, memory: Memory) -> Result[Memory, DomainError]:
+def _save_changed(ctx: Context, memory: Memory, vector: Vector | None) -> Result[Memory, DomainError]:
     return ctx.open(memory.store, create=False).bind(
         lambda store: (
             store.get([memory.id])
-            .bind(lambda found: _save_over(ctx, store, found[0], memory))
+            .bind(lambda found: _save_over(ctx, store, found[0], memory, vector))
             .bind(lambda _: as_written(store, memory))
         )
     )
 
 
-def _save_over(ctx: Context, store: VectorStore, before: Memory, after: Memory) -> Result[None, DomainError]:
-    """Write a changed memory over its old self: metadata only, or re-embedded when its content changed."""
+def _save_over(
+    ctx: Context, store: VectorStore, before: Memory, after: Memory, vector: Vector | None
+) -> Result[None, DomainError]:
+    """Write a changed memory over its old self: metadata only, or with its new content's vector (`vector`, embedded
+    before the lock, else embedded now) when its content changed."""
     if before.content == after.content:
         written = store.update_metadata([after])
     else:
-        written = ctx.embedder.embed_documents([after.content]).bind(lambda vectors: store.replace([after], vectors))
+        vectors: Result[list[Vector], DomainError] = (
+            Success([vector]) if vector is not None else ctx.embedder.embed_documents([after.content])
+        )
+        written = vectors.bind(lambda embedded: store.replace([after], embedded))
     return written.bind(lambda _: ctx.reindex_words(before, after))
 
 
