@@ -1,6 +1,6 @@
 """The mirror's time to ready and warm search over a Chroma server beside embedded (issues 46 item 5, 47 item 2).
 
-    python bench/mirror.py [--sizes 10000,100000] [--server-sizes 10000] [--repeat 3]
+    python bench/mirror.py [--sizes 10000,100000] [--server-sizes 10000] [--repeat 3] [--data FILE]
 
 For each size in --sizes (embedded Chroma, the store filled as bench/perf.py fills it): a fresh process opens the
 storage, keeps it warm and reports the seconds from `keep_warm` until the mirror is installed, once with no mirror
@@ -29,6 +29,7 @@ import httpx
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import perf
 from perf import QUERIES, corpus, fill_store, percentile
 
 from agent_memory.domain.commands import SearchMemories
@@ -174,7 +175,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--server-sizes", default="10000")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--data", default=str(perf.DATA), help="the LoCoMo dev file the texts come from")
     args = parser.parse_args()
+    perf.DATA = Path(args.data)
     report: dict[str, Any] = {"load_average": os.getloadavg(), "time_to_ready": [], "server_beside_embedded": []}
     for n in (int(n) for n in args.sizes.split(",") if n):
         report["time_to_ready"].append(time_to_ready(n))

@@ -2,6 +2,7 @@
 
     python bench/scale_out.py [--workers 1,2,4] [--clients 1,8,32] [--requests 96] [--sizes 10000] [--data FILE]
                               [--compare NAME=DIR,…] [--out FILE]
+    python bench/scale_out.py --workers '' --sizes 10000 --skip-embedded   (warm search only)
 
 Starts one `chroma run` (the installed package's) on a free port, then for each worker count `memory serve
 --workers N` over it (a fresh collection each), and beside them, in the same run, the embedded default
@@ -9,10 +10,11 @@ Starts one `chroma run` (the installed package's) on a free port, then for each 
 own HTTP connection): `--requests` creates (POST /memories, distinct texts of LoCoMo turns), then as many hybrid
 searches (POST /search) over what is there; creates/s and searches/s (requests over the phase's wall time), p50
 and p95 of each request's latency, and how many failed (any answer but 2xx, or no answer). Then, for each of
-`--sizes`, warm hybrid search in-process over the Chroma server against its floor, as bench/perf.py measures it for
-embedded Chroma (the same fill: real embeddings of 2,000 turns reused with noise; floor = query embedding + numpy
-brute force over the same vectors), with the fill's duration. Prints JSON. The clients run on the same machine
-as the servers (and the Chroma server): on few cores they compete with them.
+`--sizes`, warm hybrid search in-process over the Chroma server, the catalog kept warm as `memory serve` keeps it
+(its node mirror installed first, the seconds it took reported), beside embedded Chroma filled the same way in the
+same process (interleaved) and the floor, as bench/perf.py measures it (real embeddings of 2,000 turns reused with
+noise; floor = query embedding + numpy brute force over the same vectors), with the fill's duration. Prints JSON.
+The clients run on the same machine as the servers (and the Chroma server): on few cores they compete with them.
 """
 
 from __future__ import annotations
@@ -175,16 +177,49 @@ def bench_server(
     return figures
 
 
+def mirrored(service: Any, timeout: float = 900) -> float | None:
+    """Seconds until the node mirror of the store is installed (kept warm, a search asks for its build in the
+    background, as in `memory serve`), or None when it is not within `timeout` (searches then go to Chroma)."""
+    started = time.perf_counter()
+    while not service.catalog.node._mirrors:
+        if time.perf_counter() - started > timeout:
+            return None
+        service.search(SearchMemories(query=QUERIES[0])).unwrap()
+        time.sleep(0.5)
+    return round(time.perf_counter() - started, 1)
+
+
+def timed_searches(service: Any, repeat: int, scope: dict[str, Any]) -> list[float]:
+    for _ in range(3):  # warm: the first searches of a process pay for what later ones reuse
+        service.search(SearchMemories(query=QUERIES[0], **scope)).unwrap()
+    times = []
+    for _ in range(repeat):
+        for query in QUERIES:
+            began = time.perf_counter()
+            service.search(SearchMemories(query=query, **scope)).unwrap()
+            times.append((time.perf_counter() - began) * 1000)
+    return times
+
+
 def bench_warm_search(chroma_port: int, n: int, repeat: int) -> dict[str, Any]:
-    """Warm hybrid search in-process over the Chroma server, beside its floor (bench/perf.py's method)."""
+    """Warm hybrid search in-process over the Chroma server (its node mirror installed, the catalog kept warm as
+    `memory serve` keeps it), beside embedded Chroma (its mirror built) and its floor (bench/perf.py's method),
+    interleaved twice in one process so that both see the same machine state."""
     texts = corpus(n)
     with tempfile.TemporaryDirectory(prefix="scale-warm-") as home:
         env = {"HOME": home, "CHROMADB_HOST": "127.0.0.1", "CHROMADB_PORT": str(chroma_port)}
-        flags = {"data_dir": home, "backend": "chroma", "collection": f"warm{n}"}
+        flags = {"data_dir": home + "/node", "backend": "chroma", "collection": f"warm{n}"}
         service = build_service(load_settings(flags, env).unwrap()).unwrap()
         started = time.perf_counter()
         _, vectors = fill_store(service, texts)
         fill_s = time.perf_counter() - started
+        service.catalog.keep_warm()
+        ready_s = mirrored(service)
+        local = {"data_dir": home + "/embedded", "backend": "chroma"}
+        embedded = build_service(load_settings(local, {"HOME": home}).unwrap()).unwrap()
+        fill_store(embedded, texts)
+        embedded.catalog.keep_warm()
+        embedded.catalog.warmer.wait_idle(900)
         embed_ms, brute_ms = [], []
         for _ in range(repeat):
             for query in QUERIES:
@@ -195,28 +230,33 @@ def bench_warm_search(chroma_port: int, n: int, repeat: int) -> dict[str, Any]:
                 np.argpartition(-(vectors @ q), 10)[:10]
                 brute_ms.append((time.perf_counter() - began) * 1000)
         floor = statistics.median(embed_ms) + statistics.median(brute_ms)
-        figures: dict[str, Any] = {"memories": n, "fill_s": round(fill_s, 1), "floor_ms": round(floor, 2)}
+        figures: dict[str, Any] = {
+            "memories": n,
+            "fill_s": round(fill_s, 1),
+            "node_mirror_ready_s": ready_s,  # None: not mirrored, the server figures are Chroma's own queries
+            "floor_ms": round(floor, 2),
+        }
         for filtered in (False, True):
             scope: dict[str, Any] = {"project": "p3", "namespace": ("user",)} if filtered else {}
-            for _ in range(3):  # warm: the first searches of a process pay for what later ones reuse
-                service.search(SearchMemories(query=QUERIES[0], **scope)).unwrap()
-            times = []
-            for _ in range(repeat):
-                for query in QUERIES:
-                    began = time.perf_counter()
-                    service.search(SearchMemories(query=query, **scope)).unwrap()
-                    times.append((time.perf_counter() - began) * 1000)
+            server_times: list[float] = []
+            embedded_times: list[float] = []
+            for _ in range(2):
+                embedded_times += timed_searches(embedded, repeat, scope)
+                server_times += timed_searches(service, repeat, scope)
             key = "hybrid_filtered" if filtered else "hybrid"
-            figures[f"{key}_ms_p50"] = round(statistics.median(times), 2)
-            figures[f"{key}_ms_p95"] = round(percentile(times, 0.95), 2)
-            figures[f"{key}_beyond_floor_ms"] = round(statistics.median(times) - floor, 2)
-            figures[f"{key}_ratio_to_floor"] = round(statistics.median(times) / floor, 2)
+            p50, base = statistics.median(server_times), statistics.median(embedded_times)
+            figures[f"{key}_ms_p50"] = round(p50, 2)
+            figures[f"{key}_ms_p95"] = round(percentile(server_times, 0.95), 2)
+            figures[f"{key}_embedded_ms_p50"] = round(base, 2)
+            figures[f"{key}_ratio_to_embedded"] = round(p50 / base, 2)
+            figures[f"{key}_beyond_floor_ms"] = round(p50 - floor, 2)
+            figures[f"{key}_ratio_to_floor"] = round(p50 / floor, 2)
     return figures
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--workers", default="1,2,4", help="process counts ('' to skip the server rows)")
     parser.add_argument("--clients", default="1,8,32")
     parser.add_argument("--requests", type=int, default=96, help="creates, then searches, per cell")
     parser.add_argument("--sizes", default="10000", help="warm search over the Chroma server ('' to skip)")
@@ -249,7 +289,7 @@ def main() -> None:
             if not args.skip_embedded:
                 report["servers"].append(bench_server("embedded chroma", 1, None, clients, args.requests))
             variants = [("", ""), *(tuple(pair.split("=", 1)) for pair in args.compare.split(",") if pair)]
-            for workers in (int(w) for w in args.workers.split(",")):
+            for workers in (int(w) for w in args.workers.split(",") if w):
                 for name, code in variants:
                     label = f"chroma server ({name})" if name else "chroma server"
                     report["servers"].append(bench_server(label, workers, port, clients, args.requests, code))
