@@ -34,7 +34,7 @@ from tests.e2e.test_scale_out import host_environment
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 ROOT = Path(__file__).resolve().parents[2]
-TTL = "5"  # the nodes' lease: short, so B passes A over in seconds, yet renewed well within it under load
+TTL = "8"  # the nodes' lease: short, so B passes A over in seconds, yet renewed (every ttl/3) within it at load 8
 HANG_S = 300  # not a timing: how long a node may stay silent before the test calls it hung
 
 __all__ = ["chroma_server"]
