@@ -4,8 +4,9 @@ node's wall clock 60 s ahead and another's 60 s behind while they write and a th
 (SIGKILL) in the middle of a batch while the other two write. The nodes write as the racing hosts of
 tests/e2e/test_scale_out.py do (the same paths, batches, updates, moves, deletes; race_node.Node), each logging every
 answer with the interval it took. Afterwards, read by a fourth host: 0 paths with two live memories, 0 acknowledged
-writes lost, 0 batches half present; and what each fault may cost is checked as behaviour against the lease's ttl
-(a ttl set long, so that a write that waited one out shows), never against a measured figure.
+writes lost, 0 batches half present; and what each fault may cost is checked as behaviour: how many tickets each
+node passed over as dead (each such is a lease ttl waited out; none after an engine restart, one at most after a
+death), and against the lease's ttl (set long, so that a write that waited one out shows), never a measured figure.
 
 The node processes are the paused-writer suite's (one set for the module, each test on a collection of its own)."""
 
@@ -29,7 +30,7 @@ from tests.e2e.test_paused_writer import HANG_S, Hosts, Node, engine_of, hosts, 
 from tests.e2e.test_scale_out import creations, live_paths_held_twice
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
-LONG_TTL = 30.0  # the lease's ttl where a write must not wait one out: one that did would take longer than ttl/2
+LONG_TTL = 30.0  # the lease's ttl where no write may wait one out (a node's count of tickets passed over as dead)
 KILL_TTL = 10.0  # a dead holder's ticket is passed over once, after this long
 MAY_HAVE_LANDED = ("OUTCOME_UNKNOWN",)  # answers saying the write may be stored after all
 UNREACHABLE = ("BACKEND_UNAVAILABLE", "OUTCOME_UNKNOWN", "STORAGE_ERROR")  # the engine was not there to answer
@@ -184,12 +185,19 @@ def test_the_engine_killed_and_restarted_twice_under_three_writing_nodes_loses_a
             streams.await_each("an acknowledged write after the restart", started(backs[-1]))
     finally:
         log = streams.finish()
+    firsts = []
     for back in backs:
         for node in nodes:
             first = next(entry for entry in streams.log(node.name) if entry["t0"] >= back)
-            # answered (stored, or refused for a reason of the race), and without waiting out a lease's ttl
-            assert first.get("code") not in UNREACHABLE, first
-            assert first["t1"] - first["t0"] < LONG_TTL / 2, first
+            assert first.get("code") not in UNREACHABLE, first  # answered: stored, or refused for a race's reason
+            firsts.append({"node": node.name, "s": round(first["t1"] - first["t0"], 3), "op": first["op"]})
+    # and no write waited out a lease: no node passed a ticket over as dead after its ttl, so every ticket whose
+    # release (or claim's answer) the engine's death cut off was given back once the engine answered again (how
+    # long the first writes took is a figure for BENCHMARKS.md, bench/lease_faults.py; they are in the message)
+    for node in nodes:
+        leases = node.ask(op="leases")
+        said = f"node {node.name} passed {leases['expiries']} ticket(s) over; first writes: {json.dumps(firsts)}"
+        assert leases["claims"] > 0 and leases["expiries"] == 0, said
     down_answers = Counter(entry["code"] for entry in log if not entry["ok"])
     assert set(down_answers) & set(UNREACHABLE), down_answers  # the outages were met
     audited(log, stored(engine, tmp_path / "auditor"))
@@ -257,6 +265,7 @@ def test_a_node_killed_mid_batch_costs_each_survivors_next_five_writes_at_most_o
         after = [entry for entry in streams.log(node.name) if entry["t1"] > killed][:5]
         spent = sum(entry["t1"] - max(entry["t0"], killed) for entry in after)
         assert spent < 2 * KILL_TTL, (node.name, spent, after)  # a ttl waited once at most, not once a write
+        assert node.ask(op="leases")["expiries"] <= 1, node.name  # the dead node's ticket passed over once at most
         assert any(entry["ok"] for entry in after), after
     memories = stored(engine, tmp_path / "auditor")
     assert not [m for m in memories.values() if m.content.startswith("killed batch")], "the dead batch is readable"
