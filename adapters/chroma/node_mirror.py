@@ -96,8 +96,13 @@ class NodeMirrors:
         """The probe this feed shares with the store's keyword and parts feeds (adapters/shared/feed_probe.py)."""
         if self._probe is None:
             self._probe = FeedProbe.of(self.ledger)
-            self._probe.join(FEED, self._wanted)
+            self._probe.join(self._feed, self._wanted)
         return self._probe
+
+    @property
+    def _feed(self) -> str:
+        """This object's name among the probe's feeds (two catalogs of a process may share a ledger)."""
+        return f"{FEED}@{id(self)}"
 
     def _wanted(self, group: str) -> list[str]:
         """The key after the watermark of the mirror of store `group`'s collection (none without a mirror)."""
@@ -181,7 +186,7 @@ class NodeMirrors:
                 self._mirrors.pop(store, None)
                 return None
             hits = state.mirror.query(embedding, where, limit + SLACK)
-            if group is not None and self.probe.fresh(group, FEED):
+            if group is not None and self.probe.fresh(group, self._feed):
                 return hits[:limit]
         return _checked(hits, read, where)[:limit]
 
@@ -193,16 +198,18 @@ class NodeMirrors:
         catches up now from the round's probe); None without a mirror of `collection` or a round (ask the engine)."""
         with self._guard:
             state = self._mirrors.get(store)
-            if state is None or state.collection_id != collection.id or not self.probe.within(group):
+            if state is None or state.collection_id != collection.id:
                 return None
-            if not self.probe.fresh(group, FEED):
+            if not self.probe.fresh(group, self._feed):
+                if not self.probe.within(group):
+                    return None
                 try:
                     self._catch_up(store, state, collection, boundary, group)
                 except Abort as abort:
                     LOG.warning("mirror of collection %r dropped: %s", store, abort.error.message)
                     self._mirrors.pop(store, None)
                     return None
-                if not self.probe.fresh(group, FEED):
+                if not self.probe.fresh(group, self._feed):
                     return None
             return work(state.mirror)
 
@@ -212,7 +219,7 @@ class NodeMirrors:
         """Read the key after the watermark (by the round's shared probe, with `group`); when there is one, every
         record after it, and their ids again."""
         wanted = [key(store, state.mark + 1)]
-        found = _unwrap(self.ledger.read(wanted) if group is None else self.probe.read(group, FEED, wanted))
+        found = _unwrap(self.ledger.read(wanted) if group is None else self.probe.read(group, self._feed, wanted))
         if wanted[0] not in found:
             return
         records: list[LedgerRecord] = _unwrap(self.ledger.listed(store, KIND, after=state.mark))

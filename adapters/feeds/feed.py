@@ -86,7 +86,8 @@ class ChangeFeed:
             str(path.with_name(path.name + ".feed.lock")), timeout=LOCK_WAIT, thread_local=False, mode=PRIVATE_FILE
         )
         self.probe = FeedProbe.of(ledger)  # a reader's probe, shared with the store's other feeds (one engine read)
-        self.probe.join(name, self._wanted)
+        self.feed_id = f"{name}@{id(self)}"  # its name among the probe's feeds
+        self.probe.join(self.feed_id, self._wanted)
 
     def key(self, store: str, seq: int) -> str:
         return f"change:{self.name}:{store}:{seq}"
@@ -215,7 +216,7 @@ class ChangeFeed:
             )
 
         def probed(keys: list[str]) -> Result[dict[str, LedgerRecord], DomainError]:
-            return self.ledger.read(keys) if locked else self.probe.read(store, self.name, keys)
+            return self.ledger.read(keys) if locked else self.probe.read(store, self.feed_id, keys)
 
         return self._local("reading its watermark", lambda: self.marks.get(store)).bind(
             lambda mark: probed([self.key(store, mark + 1), self.pointer(store)]).bind(

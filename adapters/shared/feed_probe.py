@@ -17,10 +17,17 @@ Wanted = Callable[[str], list[str]]  # store → the keys a feed reads to know w
 
 
 @define(eq=False)
+class _Round:
+    """One reader's use of a store on one thread, with this process's writes to the store when it began."""
+
+    writes: int
+
+
+@define(eq=False)
 class _Answer:
     """One probe of a store: its round, this process's writes to the store before it, what it asked and found."""
 
-    round: object
+    round: _Round
     writes: int
     asked: frozenset[str]
     found: dict[str, LedgerRecord]
@@ -70,7 +77,9 @@ class FeedProbe:
 
     def begin(self, store: str) -> None:
         """A reader on this thread starts using `store`: what its feeds read from now on is probed afresh."""
-        self._rounds()[store] = object()
+        with self._guard:
+            writes = self._writes.get(store, 0)
+        self._rounds()[store] = _Round(writes)
         self._answers().pop(store, None)
 
     def wrote(self, store: str) -> None:
@@ -79,8 +88,11 @@ class FeedProbe:
             self._writes[store] = self._writes.get(store, 0) + 1
 
     def within(self, store: str) -> bool:
-        """Whether this thread reads `store` in a round (`begin` was called for it)."""
-        return self._rounds().get(store) is not None
+        """Whether this thread reads `store` in a round (`begin` was called for it) in which this process wrote
+        nothing to it yet (a writer's use case reads its own writes from the engine)."""
+        round_ = self._rounds().get(store)
+        with self._guard:
+            return round_ is not None and round_.writes == self._writes.get(store, 0)
 
     def fresh(self, store: str, feed: str) -> bool:
         """Whether `feed` caught up on `store` from this thread's round's probe, with no write of this process since."""
@@ -121,8 +133,8 @@ class FeedProbe:
         with self._guard:
             return answer if answer.writes == self._writes.get(store, 0) else None
 
-    def _rounds(self) -> dict[str, object]:
-        rounds: dict[str, object] | None = getattr(self._local, "rounds", None)
+    def _rounds(self) -> dict[str, _Round]:
+        rounds: dict[str, _Round] | None = getattr(self._local, "rounds", None)
         if rounds is None:
             rounds = self._local.rounds = {}
         return rounds
