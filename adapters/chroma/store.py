@@ -35,6 +35,7 @@ from agent_memory.adapters.chroma.vector_mirror import VectorMirror
 from agent_memory.adapters.shared.boundary import Abort, abort_if
 from agent_memory.adapters.shared.disk import FULL_DISK, write_size
 from agent_memory.adapters.shared.embeddings import count_mismatch, dimension_mismatch, mixed_dimensions
+from agent_memory.adapters.shared.feed_probe import is_reading
 from agent_memory.adapters.shared.vector_math import cosines
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
@@ -218,10 +219,10 @@ class ChromaVectorStore:
         return self._result("read vectors", read) if unique else Success({})
 
     def _from_node(self, collection: Collection, work: Callable[[VectorMirror], T]) -> T | None:
-        """`work` on this node's mirror of the store when this reader's round caught it up (NodeMirrors.answer:
-        the engine's records as of the round's probe), else None."""
-        if self.node is None or self.store_name is None or self.session.directory is not None:
-            return None
+        """`work` on this node's mirror of the store for a use case's read (feed_probe.reading) when its round caught
+        it up (NodeMirrors.answer: the engine's records as of the round's probe), else None."""
+        if self.node is None or self.store_name is None or self.session.directory is not None or not is_reading():
+            return None  # a write's own checks always read the engine
         return self.node.answer(self.name, self.store_name, collection, self.boundary, work)
 
     def query(

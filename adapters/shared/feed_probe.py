@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import ClassVar
 
 from attrs import define, field
@@ -14,6 +15,25 @@ from agent_memory.adapters.shared.ledger import Ledger, LedgerRecord
 from agent_memory.domain.errors import DomainError
 
 Wanted = Callable[[str], list[str]]  # store → the keys a feed reads to know whether it has more (its probe)
+_READING = threading.local()
+
+
+@contextmanager
+def reading() -> Iterator[None]:
+    """A use case's read of records, vectors or filters (ClaimedStore's `get`, `similarities`, `passing`): a node
+    mirror caught up in the round may answer it. The reads a write makes for its own checks (the stored memory, a
+    path's holder, a revision) are not inside one: they always ask the engine, which referees writers."""
+    depth = getattr(_READING, "depth", 0)
+    _READING.depth = depth + 1
+    try:
+        yield
+    finally:
+        _READING.depth = depth
+
+
+def is_reading() -> bool:
+    """Whether this thread is inside `reading()`."""
+    return getattr(_READING, "depth", 0) > 0
 
 
 @define(eq=False)
