@@ -39,6 +39,8 @@ class FileBatchJournal:
     server whose client went away answers False, so the batch is rolled back rather than kept unacknowledged.
     """
 
+    hides_unfinished = False  # the stores beside it show a batch's records as written: the next open rolls back
+
     def __init__(self, directory: Path, *, still_wanted: Callable[[], bool] = _always) -> None:
         self.directory = directory
         self.still_wanted = still_wanted

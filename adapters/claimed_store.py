@@ -15,6 +15,7 @@ from agent_memory.adapters.lease_journal import pending
 from agent_memory.adapters.path_claims import PathClaims, Place
 from agent_memory.adapters.revision_claims import RevisionClaims
 from agent_memory.adapters.shared.commit_mark import mark_of, marked
+from agent_memory.adapters.shared.feed_probe import reading
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import DEFAULT_STORE, Memory
@@ -141,7 +142,9 @@ class ClaimedStore:
     # --- reads and the rest: the inner store's
 
     def get(self, ids: Sequence[str]) -> Result[list[Memory], DomainError]:
-        return self.inner.get(ids).bind(self.outcomes.shown)
+        with reading():  # a caught-up node mirror may answer it (adapters/shared/feed_probe.py); a write's checks never
+            found = self.inner.get(ids)
+        return found.bind(self.outcomes.shown)
 
     def query(
         self, embedding: Vector, where: MemoryFilter, limit: int
@@ -185,10 +188,12 @@ class ClaimedStore:
         return self.inner.advisories()
 
     def passing(self, ids: Sequence[str], where: MemoryFilter) -> Result[set[str], DomainError]:
-        return self.inner.passing(ids, where)
+        with reading():
+            return self.inner.passing(ids, where)
 
     def similarities(self, embedding: Vector, ids: Sequence[str]) -> Result[dict[str, float], DomainError]:
-        return self.inner.similarities(embedding, ids)
+        with reading():
+            return self.inner.similarities(embedding, ids)
 
     def rebuild(
         self, memories: Sequence[Memory], embeddings: Sequence[Vector], embedding_model: str

@@ -51,6 +51,10 @@ class LeaseBatchJournal:
     Outcome records stay (one small record per batch).
     """
 
+    # every read of a server's store leaves a batch's records out until its outcome is KEPT (ClaimedStore, by the
+    # marks CommitOutcomes gives them): a reader rolls back nothing and takes no lease; its writers recover it
+    hides_unfinished = True
+
     def __init__(self, leases: LeaseWriteLocks, *, still_wanted: Callable[[], bool] = _always) -> None:
         self.leases = leases
         self.ledger = leases.ledger

@@ -18,6 +18,8 @@ class InProcessJournal:
     A batch is running from `begin` until `commit`, `drop` or `release`; a released one is interrupted (a
     rollback that failed, to be retried at the next open)."""
 
+    hides_unfinished = False  # its stores show a batch's records as written: the next open rolls a dead one back
+
     def __init__(self) -> None:
         self._guard = threading.Lock()
         self.running: dict[str, PendingBatch] = {}

@@ -134,6 +134,17 @@ class Context:
             )
         )
 
+    def open_to_read(self, name: str | None) -> Result[VectorStore, DomainError]:
+        """A store to read, as `open(name, create=False)`; but where every read already leaves an unfinished
+        batch's records out (BatchJournal.hides_unfinished: a server engine's commit marks), it rolls nothing back
+        and so never lists the store's batches nor takes its write lock: recovering a dead writer's batch is for
+        the store's writers, before their own commit."""
+        if not self.journal.hides_unfinished:
+            return self.open(name, create=False)
+        return validated(lambda: check_store_name(name or self.policy.default_store)).bind(
+            lambda store_name: self._open_checked(store_name, create=False)
+        )
+
     def _open_checked(self, store_name: str, *, create: bool) -> Result[VectorStore, DomainError]:
         opened = self.catalog.open(store_name, create=create)
         if create or store_name != DEFAULT_STORE:

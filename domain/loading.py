@@ -83,14 +83,14 @@ def _load_any(ctx: Context, memory_id: str, store: str | None) -> Result[Memory,
 
 
 def _load_id(ctx: Context, canonical: str, store: str | None) -> Result[Memory, DomainError]:
-    found = Result.do(memories for opened in ctx.open(store, create=False) for memories in opened.get([canonical]))
+    found = Result.do(memories for opened in ctx.open_to_read(store) for memories in opened.get([canonical]))
     return found.bind(lambda memories: Success(memories[0]) if memories else Failure(not_found(canonical)))
 
 
 def _load_path(ctx: Context, path: MemoryPath, store: str | None, guard: Guard) -> Result[Memory, DomainError]:
     where = MemoryFilter(path=path, namespace=guard)
     return (
-        ctx.open(store, create=False)
+        ctx.open_to_read(store)
         .bind(lambda opened: opened.scan(where))
         .bind(lambda found: _one_at(path, [m for m in found if visible(m, guard)], guard))
     )

@@ -355,6 +355,13 @@ class BatchJournal(Protocol):
     store's part is its own unit), and exclusion: call every method under the store's write lock (WriteLocks).
     """
 
+    @property
+    def hides_unfinished(self) -> bool:
+        """Whether every read of the journaled stores leaves a batch's records out until it commits (a server
+        engine's commit marks): then only writers roll an interrupted batch back, and a reader never lists batches
+        nor waits for a write lock; else the store's next open, reader or writer, rolls it back."""
+        ...
+
     def begin(self, batch: PendingBatch) -> Result[PendingBatch, DomainError]: ...
 
     def commit(self, batch: PendingBatch) -> Result[None, DomainError]: ...

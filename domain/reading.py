@@ -39,7 +39,7 @@ def find_duplicates(ctx: Context, command: FindDuplicates) -> Result[tuple[Dupli
         where = evolve(same_scope(memory), alive_at=ctx.clock.now())
         return ctx.embedder.embed_documents([memory.content]).bind(
             lambda vectors: (
-                ctx.open(memory.store, create=False)
+                ctx.open_to_read(memory.store)
                 .bind(lambda store: nearest(lambda limit: store.query(vectors[0], where, limit), threshold))
                 .map(
                     lambda found: named(
@@ -118,7 +118,7 @@ class Reading:
             namespace=guard,
             include_deleted=include_deleted,
         )
-        scanned = self.ctx.open(name, create=False).bind(lambda opened: opened.scan(where))
+        scanned = self.ctx.open_to_read(name).bind(lambda opened: opened.scan(where))
         return scanned.bind(
             lambda memories: self.ctx.descriptions(name, guard).bind(
                 lambda described: _assemble_listing(category, memories, described, self.ctx.view, page)

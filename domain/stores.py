@@ -108,7 +108,7 @@ class Stores:
 
     def _summary(self, name: str, guard: Guard) -> Result[StoreSummary, DomainError]:
         return (
-            self.ctx.open(name, create=False)
+            self.ctx.open_to_read(name)
             .bind(lambda opened: self.ctx.census(opened, guard))
             .map(lambda census: StoreSummary(name, census.live, census.deleted, census.expired))
         )
@@ -198,7 +198,7 @@ class Stores:
         """The category's summary, or CATEGORY_NOT_FOUND when no memory is under it (soft-deleted ones count only
         with include_deleted) and it is not registered."""
         where = MemoryFilter(path_prefix=path, namespace=guard, include_deleted=include_deleted)
-        scanned = self.ctx.open(store, create=False).bind(lambda opened: opened.scan(where))
+        scanned = self.ctx.open_to_read(store).bind(lambda opened: opened.scan(where))
         return scanned.bind(
             lambda memories: self.ctx.descriptions(store, guard).bind(
                 lambda described: _summarised(path, memories, described)

@@ -82,7 +82,7 @@ class Transfer:
     def _dump(self, name: str) -> Result[list[Memory], DomainError]:
         """One store's memories, soft-deleted ones included, in creation order."""
         return (
-            self.ctx.open(name, create=False)
+            self.ctx.open_to_read(name)
             .bind(lambda store: store.scan(MemoryFilter(include_deleted=True)))
             .map(lambda memories: sorted(memories, key=lambda m: (m.created_at, m.id)))
         )
@@ -98,7 +98,7 @@ class Transfer:
 
     def _outline(self, name: str) -> Result[StoreOutline, DomainError]:
         return (
-            self.ctx.open(name, create=False)
+            self.ctx.open_to_read(name)
             .bind(lambda _: self.ctx.catalog.categories(name))
             .bind(lambda registry: registry.describe_all())
             .map(lambda described: StoreOutline(name, dict(sorted(described.items()))))

@@ -149,7 +149,10 @@ def _feed_ledger(settings: Settings, catalog: StoreCatalog) -> Ledger | None:
         from agent_memory.adapters.chroma.catalog import ChromaCatalog
         from agent_memory.adapters.chroma.ledger import ChromaLedger
 
-        return ChromaLedger.of(catalog) if isinstance(catalog, ChromaCatalog) else None
+        if not isinstance(catalog, ChromaCatalog):
+            return None
+        # the node mirror's own: the feeds of a store then share one probe per search (adapters/shared/feed_probe.py)
+        return catalog.node.ledger if catalog.node is not None else ChromaLedger.of(catalog)
     if settings.backend == "qdrant" and settings.qdrant_url:
         from agent_memory.adapters.qdrant.catalog import QdrantCatalog
         from agent_memory.adapters.qdrant.ledger import QdrantLedger

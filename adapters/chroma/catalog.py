@@ -118,6 +118,10 @@ class ChromaCatalog:
             return Failure(error.to_error())
         if not create and self._nothing_yet():
             return Failure(names.store_not_found(name))
+        if self.node is not None and self.host is not None:
+            self.node.probe.begin(
+                name
+            )  # a use case begins: its feeds' probe is read afresh (adapters/shared/feed_probe.py)
         return self.boundary.result(partial(self._opened, name, create=create))
 
     def categories(self, name: str) -> Result[ChromaCategories, DomainError]:
@@ -232,5 +236,6 @@ class ChromaCatalog:
                 )
                 store.warm = self.warmer.want if self._warm else None
                 store.node = self.node
+                store.store_name = name
                 self._stores[name] = store
             return store

@@ -26,7 +26,7 @@ import pathlib
 import threading
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID, uuid4
 
 from attrs import define, field
@@ -39,6 +39,7 @@ from agent_memory.adapters.chroma.records import memories_of
 from agent_memory.adapters.chroma.vector_mirror import VectorMirror
 from agent_memory.adapters.shared.batching import chunks
 from agent_memory.adapters.shared.boundary import Abort
+from agent_memory.adapters.shared.feed_probe import FeedProbe
 from agent_memory.adapters.shared.ledger import Ledger, LedgerRecord
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
@@ -46,6 +47,7 @@ from agent_memory.domain.model import Memory
 from agent_memory.domain.ports import Vector
 
 LOG = logging.getLogger(__name__)
+T = TypeVar("T")
 FEED = "vectors"
 KIND = "vectors-change"
 ATTEMPTS = 3  # builds of one store before giving up until a search asks again
@@ -86,14 +88,43 @@ class NodeMirrors:
     _building: set[str] = field(factory=set)
     _heads: dict[str, int] = field(factory=dict)  # the highest seq this process has seen per store
     _exit_hook: bool = field(default=False)
+    _collections: dict[str, str] = field(factory=dict)  # a store's name (its other feeds' key) → its collection
+    _probe: FeedProbe | None = field(default=None)
+
+    @property
+    def probe(self) -> FeedProbe:
+        """The probe this feed shares with the store's keyword and parts feeds (adapters/shared/feed_probe.py)."""
+        if self._probe is None:
+            self._probe = FeedProbe.of(self.ledger)
+            self._probe.join(self._feed, self._wanted)
+        return self._probe
+
+    @property
+    def _feed(self) -> str:
+        """This object's name among the probe's feeds (two catalogs of a process may share a ledger)."""
+        return f"{FEED}@{id(self)}"
+
+    def _wanted(self, group: str) -> list[str]:
+        """The key after the watermark of the mirror of store `group`'s collection (none without a mirror)."""
+        collection = self._collections.get(group)
+        state = None if collection is None else self._mirrors.get(collection)
+        return [] if collection is None or state is None else [key(collection, state.mark + 1)]
 
     # --- writers
 
-    def written(self, store: str, ids: Sequence[str]) -> None:
+    def written(self, store: str, ids: Sequence[str], group: str | None = None) -> None:
         """Claim the next record of `store`'s feed for these ids (after the write reached the engine); raises Abort
-        saying the write is stored but other nodes may not find it by meaning when the claim fails."""
+        saying the write is stored but other nodes may not find it by meaning when the claim fails. `group`: the
+        store's name, whose probes the write makes stale."""
         if not ids:
             return
+        try:
+            self._claim_written(store, ids)
+        finally:
+            if group is not None:
+                self.probe.wrote(group)  # an answer probed before this write is not used after it
+
+    def _claim_written(self, store: str, ids: Sequence[str]) -> None:
         body = json.dumps(list(dict.fromkeys(ids)))
         writer = uuid4().hex
         try:
@@ -126,33 +157,70 @@ class NodeMirrors:
         on_collection: OnCollection,
         request: tuple[Vector, MemoryFilter, int],
         read: Callable[[list[str]], list[Memory]],
+        group: str | None = None,
     ) -> list[tuple[Memory, float]] | None:
-        """The search answered from the mirror after catching up on the feed, its hits read again through the
-        store's own read path (`read`) and checked against the filter; None when there is no mirror yet (one is
-        being built: the caller asks Chroma meanwhile). Raises Abort."""
+        """The search answered from the mirror after catching up on the feed; None when there is no mirror yet
+        (one is being built: the caller asks Chroma meanwhile). Raises Abort.
+
+        With `group` (the store's name: a reader's round, adapters/shared/feed_probe.py) the catch-up uses the round's
+        shared probe, and the hits are the engine's records as of that probe: answered as the mirror holds them.
+        Without it, the hits are read again through the store's own read path (`read`) and checked against the
+        filter."""
         embedding, where, limit = request
         with self._guard:
             state = self._mirrors.get(store)
             if state is not None and state.collection_id != collection.id:
                 del self._mirrors[store]  # a reindex swapped the collection in: build again
                 state = None
+            if group is not None:
+                self._collections[group] = store
         if state is None:
             if self.active and self.limit > 0:
                 self._build_soon(store, on_collection, boundary)
             return None
         with self._guard:
             try:
-                self._catch_up(store, state, collection, boundary)
+                self._catch_up(store, state, collection, boundary, group)
             except Abort as abort:  # what it holds can no longer be trusted: Chroma answers, a new one is built
                 LOG.warning("mirror of collection %r dropped: %s", store, abort.error.message)
                 self._mirrors.pop(store, None)
                 return None
             hits = state.mirror.query(embedding, where, limit + SLACK)
+            if group is not None and self.probe.fresh(group, self._feed):
+                return hits[:limit]
         return _checked(hits, read, where)[:limit]
 
-    def _catch_up(self, store: str, state: _Mirrored, collection: Collection, boundary: Boundary) -> None:
-        """Read the key after the watermark; when there is one, every record after it, and their ids again."""
-        if key(store, state.mark + 1) not in _unwrap(self.ledger.read([key(store, state.mark + 1)])):
+    def answer(
+        self, store: str, group: str, collection: Collection, boundary: Boundary, work: Callable[[VectorMirror], T]
+    ) -> T | None:
+        """`work` on the mirror of `store` once this reader's round caught it up (FeedProbe.fresh: it then holds the
+        engine's records as of the round's probe; a round whose search did not catch it up yet, a keyword search,
+        catches up now from the round's probe); None without a mirror of `collection` or a round (ask the engine)."""
+        with self._guard:
+            state = self._mirrors.get(store)
+            if state is None or state.collection_id != collection.id:
+                return None
+            if not self.probe.fresh(group, self._feed):
+                if not self.probe.within(group):
+                    return None
+                try:
+                    self._catch_up(store, state, collection, boundary, group)
+                except Abort as abort:
+                    LOG.warning("mirror of collection %r dropped: %s", store, abort.error.message)
+                    self._mirrors.pop(store, None)
+                    return None
+                if not self.probe.fresh(group, self._feed):
+                    return None
+            return work(state.mirror)
+
+    def _catch_up(
+        self, store: str, state: _Mirrored, collection: Collection, boundary: Boundary, group: str | None = None
+    ) -> None:
+        """Read the key after the watermark (by the round's shared probe, with `group`); when there is one, every
+        record after it, and their ids again."""
+        wanted = [key(store, state.mark + 1)]
+        found = _unwrap(self.ledger.read(wanted) if group is None else self.probe.read(group, self._feed, wanted))
+        if wanted[0] not in found:
             return
         records: list[LedgerRecord] = _unwrap(self.ledger.listed(store, KIND, after=state.mark))
         ids: list[str] = []

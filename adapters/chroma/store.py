@@ -31,9 +31,11 @@ from agent_memory.adapters.chroma.salvage import (
     is_vector_index_damage,
 )
 from agent_memory.adapters.chroma.session import Session
+from agent_memory.adapters.chroma.vector_mirror import VectorMirror
 from agent_memory.adapters.shared.boundary import Abort, abort_if
 from agent_memory.adapters.shared.disk import FULL_DISK, write_size
 from agent_memory.adapters.shared.embeddings import count_mismatch, dimension_mismatch, mixed_dimensions
+from agent_memory.adapters.shared.feed_probe import is_reading
 from agent_memory.adapters.shared.vector_math import cosines
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
@@ -65,6 +67,7 @@ class ChromaVectorStore:
     # with it a search never builds the mirror itself
     warm: Callable[[ChromaVectorStore], None] | None = None
     node: NodeMirrors | None = None  # over a server: the node's mirrors and their feed (adapters.chroma.node_mirror)
+    store_name: str | None = None  # the store's name (the catalog's), which its feeds' shared probe is kept under
     _collection_id: UUID | None = None
 
     @classmethod
@@ -168,7 +171,11 @@ class ChromaVectorStore:
             if mirror is not None:
                 found.update((memory.id, memory) for memory in mirror.get(unique))
             else:
-                found = record_reads.by_id(self.boundary, collection, unique, self.batch_size)
+                held = self._from_node(collection, lambda node: node.get(unique))
+                found.update((memory.id, memory) for memory in held or ())
+                missing = unique if held is None else [i for i in unique if i not in found]
+                if missing:  # not mirrored (or not held: the keyword side may be a record ahead), the engine's
+                    found.update(record_reads.by_id(self.boundary, collection, missing, self.batch_size))
             return [found[i] for i in ids if i in found]
 
         return self._run("read memories", read)
@@ -181,7 +188,14 @@ class ChromaVectorStore:
             mirror = self.session.mirrors.get(collection.id)
             if mirror is not None:
                 return mirror.passing(unique, where)
-            return sifting.passing(self.boundary, collection, unique, where, self.batch_size)
+            held = self._from_node(collection, lambda node: (node.holds(unique), node.passing(unique, where)))
+            if held is None:
+                return sifting.passing(self.boundary, collection, unique, where, self.batch_size)
+            known, kept = held
+            missing = [i for i in unique if i not in known]
+            return kept | (
+                sifting.passing(self.boundary, collection, missing, where, self.batch_size) if missing else set()
+            )
 
         return self._result("filter memories", read) if unique else Success(set())
 
@@ -193,9 +207,23 @@ class ChromaVectorStore:
             mirror = self.session.mirrors.get(collection.id)
             if mirror is not None:
                 return mirror.similarities(embedding, unique)
-            return cosines(embedding, record_reads.vectors_by_id(self.boundary, collection, unique, self.batch_size))
+            held = self._from_node(collection, lambda node: node.similarities(embedding, unique))
+            scored = dict(held or {})
+            missing = unique if held is None else [i for i in unique if i not in scored]
+            if missing:
+                scored.update(
+                    cosines(embedding, record_reads.vectors_by_id(self.boundary, collection, missing, self.batch_size))
+                )
+            return scored
 
         return self._result("read vectors", read) if unique else Success({})
+
+    def _from_node(self, collection: Collection, work: Callable[[VectorMirror], T]) -> T | None:
+        """`work` on this node's mirror of the store for a use case's read (feed_probe.reading) when its round caught
+        it up (NodeMirrors.answer: the engine's records as of the round's probe), else None."""
+        if self.node is None or self.store_name is None or self.session.directory is not None or not is_reading():
+            return None  # a write's own checks always read the engine
+        return self.node.answer(self.name, self.store_name, collection, self.boundary, work)
 
     def query(
         self, embedding: Vector, where: MemoryFilter, limit: int
@@ -226,7 +254,13 @@ class ChromaVectorStore:
                 return mirror.query(embedding, where, limit)
             if self.node is not None:
                 answered = self.node.query(
-                    self.name, collection, self.boundary, self.on_collection, (embedding, where, limit), self._read
+                    self.name,
+                    collection,
+                    self.boundary,
+                    self.on_collection,
+                    (embedding, where, limit),
+                    self._read,
+                    self.store_name,
                 )
                 if answered is not None:
                     return answered
@@ -396,7 +430,7 @@ class ChromaVectorStore:
     def _announce(self, ids: Sequence[str]) -> None:
         """After a write reached a server: its change record, so every node's mirror reads these ids again."""
         if self.node is not None and self.session.directory is None:
-            self.node.written(self.name, ids)
+            self.node.written(self.name, ids, self.store_name)
 
     def _count(self) -> int:
         return self._run("count memories", lambda collection: self.boundary.call("count memories", collection.count))

@@ -170,6 +170,10 @@ class VectorMirror:
         """The ids of its memories."""
         return list(self._rows)
 
+    def holds(self, ids: Iterable[str]) -> set[str]:
+        """Which of these ids it holds."""
+        return {i for i in ids if i in self._rows}
+
     def get(self, ids: Iterable[str]) -> list[Memory]:
         """The memories with these ids, in the order asked, unknown ids left out."""
         found = (self._memory(row) for i in ids if (row := self._rows.get(i)) is not None)

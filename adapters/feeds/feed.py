@@ -18,6 +18,7 @@ from returns.result import Failure, Result, Success
 
 from agent_memory.adapters.feeds.marks import FeedMarks
 from agent_memory.adapters.shared.disk import disk_hint
+from agent_memory.adapters.shared.feed_probe import FeedProbe
 from agent_memory.adapters.shared.ledger import Ledger, LedgerRecord
 from agent_memory.adapters.shared.private import PRIVATE_FILE, private_directory
 from agent_memory.adapters.shared.sqlite_file import is_damaged
@@ -84,6 +85,9 @@ class ChangeFeed:
         self._processes = FileLock(
             str(path.with_name(path.name + ".feed.lock")), timeout=LOCK_WAIT, thread_local=False, mode=PRIVATE_FILE
         )
+        self.probe = FeedProbe.of(ledger)  # a reader's probe, shared with the store's other feeds (one engine read)
+        self.feed_id = f"{name}@{id(self)}"  # its name among the probe's feeds
+        self.probe.join(self.feed_id, self._wanted)
 
     def key(self, store: str, seq: int) -> str:
         return f"change:{self.name}:{store}:{seq}"
@@ -190,9 +194,18 @@ class ChangeFeed:
         writable = not folder.is_dir() or os.access(folder, os.W_OK)
         return Failure(error) if error.code != ErrorCode.STORAGE_ERROR or writable else Success(None)
 
+    def _wanted(self, store: str) -> list[str]:
+        """The keys this feed's probe reads (for FeedProbe: none when the watermark cannot be read, the feed then
+        reads its own)."""
+        try:
+            return [self.key(store, self.marks.get(store) + 1), self.pointer(store)]
+        except (sqlite3.Error, OSError):
+            return []
+
     def _probe(self, store: str, *, locked: bool = False) -> Result[None, DomainError]:
         """Read the key after the watermark and the rebuild pointer; replay only when either says there is more
-        (taking this machine's lock for it unless `locked`: a writer holds it already)."""
+        (taking this machine's lock for it unless `locked`: a writer holds it already). A reader's probe is shared
+        with the store's other feeds (FeedProbe); a writer reads its own."""
 
         def replay(found: dict[str, LedgerRecord]) -> Result[None, DomainError]:
             pointer = found.get(self.pointer(store))
@@ -202,8 +215,11 @@ class ChangeFeed:
                 else self._exclusive("replaying", lambda: self._replay(store, pointer))
             )
 
+        def probed(keys: list[str]) -> Result[dict[str, LedgerRecord], DomainError]:
+            return self.ledger.read(keys) if locked else self.probe.read(store, self.feed_id, keys)
+
         return self._local("reading its watermark", lambda: self.marks.get(store)).bind(
-            lambda mark: self.ledger.read([self.key(store, mark + 1), self.pointer(store)]).bind(
+            lambda mark: probed([self.key(store, mark + 1), self.pointer(store)]).bind(
                 lambda found: (
                     replay(found)
                     if self.key(store, mark + 1) in found
@@ -260,7 +276,10 @@ class ChangeFeed:
                         return Failure(failed.failure())
             return self._compact(store, marker) if op == REBUILD else Success(None)
 
-        return self._exclusive("writing", write)
+        try:
+            return self._exclusive("writing", write)
+        finally:
+            self.probe.wrote(store)  # an answer probed before this write is not used after it
 
     def _mark(self, store: str) -> Result[int, DomainError]:
         return self._local("reading its watermark", lambda: self.marks.get(store))

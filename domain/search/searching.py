@@ -145,7 +145,7 @@ class Searching:
 
         parts = self.ctx.parts
         return (
-            self.ctx.open(plan.store, create=False)
+            self.ctx.open_to_read(plan.store)
             .bind(self.ctx.check_model)
             .map(lambda store: store if parts is None else WithParts(store, parts, plan.store))
             .bind(lambda store: self.ctx.embedder.embed_query(plan.query).bind(lambda vector: ranked(store, vector)))
