@@ -21,6 +21,9 @@ from agent_memory.domain.model import DEFAULT_STORE, Memory
 from agent_memory.domain.ports import CategoryRegistry, PendingBatch, StoreCatalog, Vector, VectorStore
 
 Courtesy = Callable[[str], bool]
+Judgement = Result[str | None, DomainError]
+# run a judgement under the store's write lease (WriteLocks.exclusive): how a contender takes a path from a batch
+Contend = Callable[[str, Callable[[], Judgement]], Judgement]
 
 
 def _always(_: str) -> bool:
@@ -40,11 +43,14 @@ def place_of(memory: Memory) -> Place | None:
 class ClaimingCatalog:
     """A StoreCatalog whose stores claim paths before writing (ClaimedStore); everything else is the inner one's."""
 
-    def __init__(self, inner: StoreCatalog, claims: PathClaims, *, may_void: Courtesy = _always) -> None:
+    def __init__(
+        self, inner: StoreCatalog, claims: PathClaims, *, may_void: Courtesy = _always, contend: Contend | None = None
+    ) -> None:
         self.inner = inner
         self.claims = claims
         self.outcomes = CommitOutcomes.of(claims.ledger)
         self.may_void = may_void
+        self.contend = contend
 
     @property
     def backend(self) -> str:
@@ -52,7 +58,9 @@ class ClaimingCatalog:
 
     def open(self, name: str, *, create: bool) -> Result[VectorStore, DomainError]:
         return self.inner.open(name, create=create).map(
-            lambda store: ClaimedStore(store, self.claims, self.outcomes, may_void=self.may_void, name=name)
+            lambda store: ClaimedStore(
+                store, self.claims, self.outcomes, may_void=self.may_void, contend=self.contend, name=name
+            )
         )
 
     def categories(self, name: str) -> Result[CategoryRegistry, DomainError]:
@@ -99,6 +107,7 @@ class ClaimedStore:
         outcomes: CommitOutcomes | None = None,
         *,
         may_void: Courtesy = _always,
+        contend: Contend | None = None,
         name: str = DEFAULT_STORE,
     ) -> None:
         self.inner = inner
@@ -107,6 +116,7 @@ class ClaimedStore:
         self.revisions = RevisionClaims(claims.ledger)  # who may change an existing memory (revision_claims.py)
         self.outcomes = CommitOutcomes.of(claims.ledger) if outcomes is None else outcomes
         self.may_void = may_void  # store → whether this process holds its write lease (the courtesy that orders)
+        self.contend = contend  # takes the lease to void another's batch (None: only a holder of it voids)
 
     # --- writes
 
@@ -115,6 +125,8 @@ class ClaimedStore:
         placed = [memory for memory in memories if place_of(memory) is not None]
         if not placed:  # nothing to claim (no read either: a store without paths pays nothing)
             return self.inner.add(memories, embeddings)
+        if all(self.outcomes.fresh(mark_of(memory)) for memory in memories):  # new ids only: none stored anywhere
+            return self._claimed([(None, memory) for memory in memories], lambda: self.inner.add(memories, embeddings))
         # an id stored already (an import, a batch rolled back) may be at another path: read it, to free that one
         return self._before(memories).bind(
             lambda pairs: self._claimed(pairs, lambda: self.inner.add(memories, embeddings))
@@ -268,8 +280,8 @@ class ClaimedStore:
         def judged(found: list[Memory]) -> Result[str | None, DomainError]:
             memory = found[0] if found else None
             if memory is None or place_of(memory) != place:  # not there (yet): a write on its way, or given up
-                if commit and not self.outcomes.runs(commit) and self.may_void(place[0]):
-                    return self._voided(place, holder, commit)
+                if commit and not self.outcomes.runs(commit) and (voided := self._contended(place, holder, commit)):
+                    return voided
                 if memory is not None and revision and self.may_void(place[0]):
                     return self.revisions.void(self.inner, memory, revision).map(
                         lambda now_is: "holds it" if now_is and self._lives_at(now_is, place, now) else None
@@ -279,13 +291,30 @@ class ClaimedStore:
                 return Success(
                     "is being moved or restored there by another writer (or its writer stopped before it landed)"
                 )
-            if mark_of(memory):  # written by a batch: gone with it if it was voided
-                return self.outcomes.decided(memory.store, mark_of(memory)).map(
-                    lambda outcome: None if outcome == VOID or memory.is_expired(now) else "holds it"
+            if key := mark_of(memory):  # written by a batch: gone with it if it was voided
+                return self.outcomes.decided(memory.store, key).bind(
+                    lambda outcome: (
+                        Success(None if outcome == VOID or memory.is_expired(now) else "holds it")
+                        if outcome or self.outcomes.runs(key)
+                        else self._contended(place, holder, key) or Success("holds it")
+                    )
                 )
             return Success(None if memory.is_expired(now) else "holds it")
 
         return self.inner.get([holder]).bind(judged)
+
+    def _contended(self, place: Place, holder: str, commit: str) -> Judgement | None:
+        """The judgement of a path held by batch `commit`, of another process and undecided, once this writer voided
+        it (or found it KEPT meanwhile): at once when this process holds the store's lease, else after taking it
+        (`contend`: a batch of a lease's holder is never voided while it holds it; a batch that holds none, a
+        refereed create, is voided by the first contender, whether its writer died or is still on its way);
+        None when this writer may not void it (no lease, no `contend`): the path stays taken."""
+        store = place[0]
+        if self.may_void(store):
+            return self._voided(place, holder, commit)
+        if self.contend is None:
+            return None
+        return self.contend(store, lambda: self._voided(place, holder, commit))
 
     @staticmethod
     def _lives_at(memory: Memory, place: Place, now: datetime) -> bool:
