@@ -282,10 +282,12 @@ class ClaimedStore:
             if memory is None or place_of(memory) != place:  # not there (yet): a write on its way, or given up
                 if commit and not self.outcomes.runs(commit) and (voided := self._contended(place, holder, commit)):
                     return voided
-                if memory is not None and revision and self.may_void(place[0]):
-                    return self.revisions.void(self.inner, memory, revision).map(
-                        lambda now_is: "holds it" if now_is and self._lives_at(now_is, place, now) else None
-                    )
+                if (
+                    memory is not None
+                    and revision
+                    and (voided := self._courteously(place[0], partial(self._unmoved, place, memory, revision, now)))
+                ):
+                    return voided
                 if memory is None:
                     return Success(_ON_ITS_WAY)
                 return Success(
@@ -309,12 +311,23 @@ class ClaimedStore:
         (`contend`: a batch of a lease's holder is never voided while it holds it; a batch that holds none, a
         refereed create, is voided by the first contender, whether its writer died or is still on its way);
         None when this writer may not void it (no lease, no `contend`): the path stays taken."""
-        store = place[0]
+        return self._courteously(place[0], partial(self._voided, place, holder, commit))
+
+    def _courteously(self, store: str, void: Callable[[], Judgement]) -> Judgement | None:
+        """`void` run by a holder of the store's lease: at once when this process holds it, else after taking it
+        (`contend`); None when this writer may not (no lease, no `contend`)."""
         if self.may_void(store):
-            return self._voided(place, holder, commit)
+            return void()
         if self.contend is None:
             return None
-        return self.contend(store, lambda: self._voided(place, holder, commit))
+        return self.contend(store, void)
+
+    def _unmoved(self, place: Place, memory: Memory, revision: int, now: datetime) -> Judgement:
+        """A move's or restore's write onto `place` made void (its revision claimed first with the memory as it is);
+        the path is still the memory's if that revision was claimed already (the move stands)."""
+        return self.revisions.void(self.inner, memory, revision).map(
+            lambda now_is: "holds it" if now_is and self._lives_at(now_is, place, now) else None
+        )
 
     @staticmethod
     def _lives_at(memory: Memory, place: Place, now: datetime) -> bool:
