@@ -97,7 +97,11 @@ def lost_writes(log: list[dict[str, Any]], memories: dict[str, Memory]) -> list[
     lost = []
     history: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     maybe: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    moved_to = {entry["to"] for entry in log if not entry["ok"] and entry.get("code") in MAY_HAVE_LANDED}
+    moved_to = {  # a move that may have landed (a create may have too: its memory is then allowed, not required)
+        entry["to"]
+        for entry in log
+        if entry["op"] == "move" and not entry["ok"] and entry.get("code") in MAY_HAVE_LANDED
+    }
     for memory_id, what in creations(log).items():
         if memory_id not in memories:
             lost.append(f"acknowledged new memory {memory_id} ({what['content'][:40]}) is not stored")
