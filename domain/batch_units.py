@@ -83,17 +83,21 @@ def refereed(
     store: VectorStore,
     pending: PendingBatch,
     write: Callable[[], Result[T, DomainError]],
+    locked: Callable[[Callable[[], Result[T, DomainError]]], Result[T, DomainError]],
 ) -> Result[T, DomainError]:
     """Run a batch that only adds new memories as one unit without the write lock: begun (its records invisible
     everywhere), written, then committed by the referee's conditional write; a failed write, or a commit refused
     or unanswered, voids it (then its records are taken out, best effort: never shown either way), unless its
-    commit is found to have stood."""
+    commit is found to have stood. While a reindex fences the store, it runs as `whole` does, in `locked` (the
+    store's write lock)."""
     return (
         referee.begin(pending)
         .lash(lambda error: Failure(evolve(error, message=f"{error.message} Nothing was stored.")))
         .bind(
             lambda begun: (
-                write()
+                locked(lambda: whole(ctx, store, pending, write))
+                if begun is None
+                else write()
                 .lash(lambda error: _refereed_undone(ctx, referee, store, begun, error).bind(lambda _: Failure(error)))
                 .bind(
                     lambda value: (

@@ -219,7 +219,7 @@ class Creating:
             pending = PendingBatch(store_name, tuple(plan.added), tuple(old for old, _, _ in plan.changed.values()))
             write = partial(self._write_plan, store, store_name, plan)
             if referee is not None and not plan.changed:
-                return refereed(self.ctx, referee, store, pending, write)
+                return refereed(self.ctx, referee, store, pending, write, partial(self.ctx.exclusive, store_name))
             return whole(self.ctx, store, pending, write)
 
         return plan_batch(batch, vectors, partial(self._neighbours, store), self.ctx.policy.duplicate_similarity).bind(
