@@ -52,7 +52,9 @@ def test_a_holder_killed_with_sigkill_costs_the_survivors_next_five_writes_one_t
 ) -> None:
     collection, ttl = f"t{uuid.uuid4().hex[:12]}", 3.0
     survivor, leases = node(tmp_path / "survivor", chroma_server.host, chroma_server.port, collection, ttl)
-    made = survivor.create(CreateMemory(content="the store exists before the holder dies", decay_policy="reinforceable"))
+    made = survivor.create(
+        CreateMemory(content="the store exists before the holder dies", decay_policy="reinforceable")
+    )
     kept = made.unwrap().memory.id
     where = [chroma_server.host, str(chroma_server.port), collection, str(ttl)]
     holder = subprocess.Popen([sys.executable, str(HOLDER), str(tmp_path / "holder"), *where], stdout=subprocess.PIPE)
@@ -63,7 +65,7 @@ def test_a_holder_killed_with_sigkill_costs_the_survivors_next_five_writes_one_t
         holder.wait(timeout=30)
     survivor.create(CreateMemory(content="a create commits without the lease", path="notes/no-lease")).unwrap()
     assert leases.expiries == 0  # a create waits for no holder, dead or alive (it takes no ticket)
-    for number in range(5):
+    for _ in range(5):
         leases.let_go()  # each write takes a ticket of its own, as writes seconds apart do
         reinforced = survivor.reinforce(kept)  # a change of a stored memory runs under the lease
         assert isinstance(reinforced, Success), reinforced
