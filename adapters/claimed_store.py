@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import partial
@@ -11,7 +12,8 @@ from returns.iterables import Fold
 from returns.result import Failure, Result, Success
 
 from agent_memory.adapters.commit_outcomes import VOID, CommitOutcomes
-from agent_memory.adapters.lease_journal import pending
+from agent_memory.adapters.lease_journal import KIND as BATCH
+from agent_memory.adapters.lease_journal import REFEREED, pending
 from agent_memory.adapters.path_claims import PathClaims, Place
 from agent_memory.adapters.revision_claims import RevisionClaims
 from agent_memory.adapters.shared.commit_mark import mark_of, marked
@@ -339,12 +341,28 @@ class ClaimedStore:
 
         def after(void: bool) -> Result[str | None, DomainError]:
             if void:
+                self._swept(place[0], commit)
                 return Success(None)
             return self.inner.get([holder]).map(
                 lambda found: "holds it" if found and place_of(found[0]) == place else None
             )
 
         return self.outcomes.claim(place[0], commit, VOID).bind(after)
+
+    def _swept(self, store: str, commit: str) -> None:
+        """A voided lease-free batch's records taken out of the engine, with its batch record (best effort: what is
+        left is never shown, its batch being VOID). A batch of a lease's holder is left to the journal's rollback
+        (it may have replaced memories, which that puts back)."""
+        key = f"{BATCH}/{store}/{commit}"
+        match self.claims.ledger.read([key]):
+            case Success(found) if key in found and found[key].fields.get(REFEREED, False):
+                try:
+                    ids = [str(memory_id) for memory_id in json.loads(found[key].text)["created"]]
+                except (ValueError, KeyError, TypeError):
+                    return
+                self.inner.remove(ids).bind(lambda _: self.claims.ledger.remove([key]))
+            case _:
+                return
 
     def _release(self, places: Sequence[tuple[Place, str]]) -> Result[None, DomainError]:
         return Fold.collect([self.claims.release(place, holder) for place, holder in places], Success(())).map(

@@ -34,8 +34,9 @@ class RefereedBatches:
       VOID (one that claimed KEPT first stands: its records were written before, so the reindex reads them);
       `begin` reads the fence after putting its record and, fenced, answers None (the create takes the lease).
       A reindex killed before `unfence` leaves the store's creates under the lease until the next reindex ends.
-    A record of a writer that died before `forget` stays: its batch is left out of counts as its records are of
-    reads (no outcome, or VOID), the engine's decision, with no timer.
+    A record of a writer that died before `forget` stays until a contender for one of its paths voids the batch and
+    takes its records and that record out (ClaimedStore); meanwhile its batch is left out of counts as its records
+    are of reads (no outcome, or VOID): the engine's decision, with no timer.
     """
 
     def __init__(self, journal: LeaseBatchJournal) -> None:

@@ -143,3 +143,5 @@ def test_a_create_killed_after_its_path_claim_is_voided_by_the_next_contender_an
         [("contended/a", taken.memory.id), ("contended/b", other.memory.id)]
     )
     assert service.status().unwrap().memory_count == 2  # the dead batch's records: never counted
+    assert {m.id for m in engine.unwrap().scan(MemoryFilter()).unwrap()} == {taken.memory.id, other.memory.id}
+    assert ledger.listed("default", "batch").unwrap() == []  # voided, swept out with its batch record
