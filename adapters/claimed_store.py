@@ -89,7 +89,8 @@ class ClaimedStore:
       claimed by another live, or still arriving, memory is refused (DESTINATION_EXISTS) and nothing is written;
     - `update_metadata`, `replace` (update, move, delete, restore, reinforce, category changes): claim the path a
       memory moves to (or is restored at) before writing, and free the path it left after; inside that, claim each
-      stored memory's next revision (RevisionClaims: a writer that read an older revision is refused, CONFLICT);
+      stored memory's next revision (RevisionClaims: a writer that read an older revision is refused, CONFLICT),
+      and answer the memories at the revisions they claimed;
     - `remove` (remove for good, a batch rolled back): frees the paths of the memories removed, after, and claims
       their next revision as a removal (an id added back later is not rolled forward to its state before).
     A writer that pauses, for any time, between its checks and its write either holds its claim (nobody else can
@@ -134,10 +135,10 @@ class ClaimedStore:
             lambda pairs: self._claimed(pairs, lambda: self.inner.add(memories, embeddings))
         )
 
-    def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
+    def update_metadata(self, memories: Sequence[Memory]) -> Result[list[Memory], DomainError]:
         return self._before(memories).bind(lambda pairs: self.revisions.write(self.inner, pairs, None, self._revised))
 
-    def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
+    def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[list[Memory], DomainError]:
         return self._before(memories).bind(
             lambda pairs: self.revisions.write(self.inner, pairs, embeddings, self._revised)
         )

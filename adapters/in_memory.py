@@ -55,20 +55,20 @@ class InMemoryVectorStore:
     def scan(self, where: MemoryFilter) -> Result[list[Memory], DomainError]:
         return Success([m for m, _ in self.records.values() if where.matches(m)])
 
-    def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
+    def update_metadata(self, memories: Sequence[Memory]) -> Result[list[Memory], DomainError]:
         for memory in memories:
             if memory.id not in self.records:
                 return Failure(DomainError(ErrorCode.MEMORY_NOT_FOUND, "Memory not found", path=memory.id))
         for memory in memories:
             self.records[memory.id] = (memory, self.records[memory.id][1])
-        return Success(None)
+        return Success(list(memories))
 
-    def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
+    def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[list[Memory], DomainError]:
         if len(memories) != len(embeddings):
             return Failure(DomainError(ErrorCode.STORAGE_ERROR, "memories and embeddings differ in number"))
         for memory, vector in zip(memories, embeddings, strict=True):
             self.records[memory.id] = (memory, tuple(vector))
-        return Success(None)
+        return Success(list(memories))
 
     def remove(self, ids: Sequence[str]) -> Result[None, DomainError]:
         for memory_id in ids:

@@ -41,6 +41,8 @@ MAX_POLL_S = 0.05  # ... to at most this far apart
 LINGER_S = 0.15  # a lease got with nobody ahead is kept this long after the process's last write, for its next one
 # (whose embedding, done before it asks, takes tens of ms: 30 ms let the lease go between two creates of one client)
 REMEMBERED = 4096  # tickets known finished (passed over, or this process's own given back) kept in mind, newest
+RETRY_S = 0.5  # a ticket's release the engine did not take is sent again this often (ttl/10 when shorter) ...
+RETRY_TTLS = 10  # ... for up to this many ttls (by then a waiter passed the ticket over)
 
 
 class LeaseWriteLocks:
@@ -388,11 +390,15 @@ class LeaseWriteLocks:
         return self.ledger.put(record).map(lambda _: True).value_or(False)
 
     def _in_background(self, attempt: Callable[[], bool]) -> None:
-        """Retry `attempt` (a ledger write) until it succeeds, for up to ten ttls (by then a waiter passed it over)."""
+        """Retry `attempt` (a ledger write) until it succeeds, every RETRY_S (ttl/10 when shorter) for up to
+        RETRY_TTLS ttls: a release lost while the engine was away lands within RETRY_S of its return, so the other
+        machines' first writes wait that long for it, not a tenth of a ttl (3 s of the default 30)."""
+        pause = min(RETRY_S, self.ttl / 10)
 
         def retried() -> None:
-            for _ in range(100):
-                time.sleep(self.ttl / 10)
+            until = time.monotonic() + RETRY_TTLS * self.ttl
+            while time.monotonic() < until:
+                time.sleep(pause)
                 if attempt():
                     return
 
@@ -411,9 +417,16 @@ class LeaseWriteLocks:
             lease.record, lease.renewed = renewed, sent
 
     def _renew(self, lease: Lease) -> None:
-        """The heartbeat while the lease is held: a renewal every ttl/3 until it is given back."""
-        while not lease.stop.wait(lease.ttl / RENEWALS_PER_TTL):
+        """The heartbeat while the lease is held, until it is given back: a renewal whenever its last one is ttl/3
+        old. The first may be due at once: a ticket that waited for its turn was last renewed up to ttl/3 before it
+        got the lease, and a heartbeat starting a whole ttl/3 later let it go 2/3 of a ttl unrenewed, the share at
+        which the holder counts itself fenced out (a loaded node's batch was then refused for a lapsed lease). A
+        renewal that failed is tried again after ttl/30."""
+        pause = 0.0
+        while not lease.stop.wait(max(lease.renewed + lease.ttl / RENEWALS_PER_TTL - time.monotonic(), pause)):
+            before = lease.renewed
             self._beat(lease)
+            pause = 0.0 if lease.renewed != before else lease.ttl / 30
 
     def _prune(self, store: str, lease: Lease, found: list[LedgerRecord]) -> None:
         """Once a few finished tickets have piled up below the holder's: raise the floor to its epoch first (so a

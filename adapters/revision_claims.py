@@ -61,9 +61,10 @@ class RevisionClaims:
 
     def write(
         self, inner: VectorStore, pairs: Sequence[Pair], embeddings: Sequence[Vector] | None, claimed: Claimed
-    ) -> Result[None, DomainError]:
+    ) -> Result[list[Memory], DomainError]:
         """Write the pairs' memories (re-embedded when `embeddings` is given) at their next revision, by `claimed`
-        (which holds the paths they move to around the write it is given), the revisions claimed inside it."""
+        (which holds the paths they move to around the write it is given), the revisions claimed inside it: the
+        memories as written (a stored one at the revision it claimed, one not stored yet at its own)."""
         stale = next(
             (
                 _conflict(after.id, before.revision, after.revision)
@@ -80,7 +81,11 @@ class RevisionClaims:
         def commit() -> Result[None, DomainError]:
             return as_result(lambda: self._commit(inner, pairs, bumped, vectors))
 
-        return claimed(bumped, commit).bind(lambda _: as_result(lambda: self._checked(inner, bumped)))
+        return (
+            claimed(bumped, commit)
+            .bind(lambda _: as_result(lambda: self._checked(inner, bumped)))
+            .map(lambda _: [after for _, after in bumped])
+        )
 
     def void(self, inner: VectorStore, memory: Memory, revision: int) -> Result[Memory | None, DomainError]:
         """Make sure that a write of `memory` at `revision` (a move or a restore whose writer claimed the path and

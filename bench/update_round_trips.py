@@ -20,6 +20,7 @@ from returns.result import Result
 from agent_memory.adapters.revision_claims import RevisionClaims
 from agent_memory.domain import commands as c
 from agent_memory.domain.errors import DomainError
+from agent_memory.domain.model import Memory
 from agent_memory.domain.ports import Vector, VectorStore
 from bench.create_round_trips import calls, counted_service, spent
 
@@ -30,12 +31,12 @@ def unclaimed(
     pairs: Sequence[Any],
     embeddings: Sequence[Vector] | None,
     claimed: Callable[..., Result[None, DomainError]],
-) -> Result[None, DomainError]:
+) -> Result[list[Memory], DomainError]:
     """The write as it was before revisions: the paths claimed around the inner store's write, nothing more."""
     memories = [after for _, after in pairs]
     if embeddings is None:
-        return claimed(pairs, lambda: inner.update_metadata(memories))
-    return claimed(pairs, lambda: inner.replace(memories, embeddings))
+        return claimed(pairs, lambda: inner.update_metadata(memories)).map(lambda _: memories)
+    return claimed(pairs, lambda: inner.replace(memories, embeddings)).map(lambda _: memories)
 
 
 def per_update(service: Any, ids: list[str], change: Callable[[str, int], c.UpdateMemory]) -> dict[str, Any]:

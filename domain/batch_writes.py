@@ -178,8 +178,8 @@ def _write_changes(
 
     def write(vectors: Sequence[Any]) -> Result[None, DomainError]:
         return (
-            (store.update_metadata(same) if same else Success(None))
-            .bind(lambda _: store.replace(retexted, vectors) if retexted else Success(None))
+            (store.update_metadata(same) if same else Success([]))
+            .bind(lambda _: store.replace(retexted, vectors) if retexted else Success([]))
             .bind(lambda _: _reindexed(ctx, store_name, pairs))
         )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
-from attrs import evolve, field, frozen
+from attrs import field, frozen
 from returns.result import Failure, Result, Success
 
 from agent_memory.domain.batch_units import recover
@@ -186,12 +186,12 @@ class Context:
         return store.embedding_model().bind(compare)
 
     def save_metadata(self, memory: Memory) -> Result[None, DomainError]:
-        return self.open(memory.store, create=False).bind(lambda s: s.update_metadata([memory]))
+        return self.save_changed(memory).map(lambda _: None)
 
     def save_changed(self, memory: Memory) -> Result[Memory, DomainError]:
-        """Write a stored memory's changed fields; the memory as written (`as_written`)."""
+        """Write a stored memory's changed fields; the memory as written (at the revision its write stored)."""
         return self.open(memory.store, create=False).bind(
-            lambda s: s.update_metadata([memory]).bind(lambda _: as_written(s, memory))
+            lambda s: s.update_metadata([memory]).map(lambda written: written[0])
         )
 
     def confidence_now(self, memory: Memory) -> float:
@@ -244,14 +244,3 @@ class Context:
         if self.keywords is None or not ids:
             return Success(None)
         return self.keywords.remove(store, ids)
-
-
-def as_written(store: VectorStore, memory: Memory) -> Result[Memory, DomainError]:
-    """A changed memory as its write just stored it: a store that referees writers (a server engine's) wrote it at
-    the revision after the one it carries (`Memory.revision`, the one it read), which its record then shows (or a
-    later one, another writer's since); any other store keeps the revision given. One read of the record."""
-    return store.get([memory.id]).map(
-        lambda found: (
-            evolve(memory, revision=memory.revision + 1) if found and found[0].revision > memory.revision else memory
-        )
-    )

@@ -244,7 +244,7 @@ class Creating:
                 lambda _: (
                     store.replace([after for _, after, _ in changed], [vector for _, _, vector in changed])
                     if changed
-                    else Success(None)
+                    else Success([])
                 )
             )
             .bind(lambda _: in_turn(changed, lambda change: self.ctx.reindex_words(change[0], change[1])))

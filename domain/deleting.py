@@ -7,7 +7,7 @@ from attrs import evolve
 from returns.result import Failure, Result, Success
 
 from agent_memory.domain.commands import DeleteMemory, RemoveMemory, RestoreMemory
-from agent_memory.domain.context import Context, as_written, is_memory_id
+from agent_memory.domain.context import Context, is_memory_id
 from agent_memory.domain.errors import DomainError, ErrorCode, not_found
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.loading import load_ref, unexpired
@@ -109,8 +109,8 @@ def _restored(ctx: Context, memory: Memory) -> Result[MemoryView, DomainError]:
     return (
         ctx.open(memory.store, create=False)
         .bind(lambda opened: paths_free(opened, [back]).alt(_path_since_taken))
-        .bind(lambda opened: opened.update_metadata([back]).bind(lambda _: as_written(opened, back)))
-        .map(ctx.view)
+        .bind(lambda opened: opened.update_metadata([back]))
+        .map(lambda written: ctx.view(written[0]))
     )
 
 

@@ -42,10 +42,10 @@ class EmptyStore:
     def scan(self, where: MemoryFilter) -> Result[list[Memory], DomainError]:
         return Success([])
 
-    def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
+    def update_metadata(self, memories: Sequence[Memory]) -> Result[list[Memory], DomainError]:
         return _not_written_yet()
 
-    def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
+    def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[list[Memory], DomainError]:
         return _not_written_yet()
 
     def remove(self, ids: Sequence[str]) -> Result[None, DomainError]:

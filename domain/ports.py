@@ -103,6 +103,11 @@ class VectorStore(Protocol):
     applies every condition of the MemoryFilter before ranking and returns at most `limit` pairs of
     (memory, similarity = 1 − cosine distance), most similar first; `get` omits unknown ids and
     returns soft-deleted memories too; writes are durable once the Result is a Success.
+    `update_metadata` and `replace` answer the memories as written, one for each given, in order, each at the
+    revision its write stored (what a `get` right after returns, unless another writer wrote it since): a store that
+    referees writers across machines (a server engine's, adapters/claimed_store.py) writes a stored memory at the
+    revision after the one it carries (`Memory.revision`, the one its writer read); any other keeps the one given.
+    So a use case answers what it wrote without reading it back.
     Leaves out: confidence and decay (the domain computes them), keyword search, and transactions
     across calls. Library errors come back as STORAGE_ERROR or BACKEND_UNAVAILABLE failures.
     """
@@ -117,9 +122,11 @@ class VectorStore(Protocol):
 
     def scan(self, where: MemoryFilter) -> Result[list[Memory], DomainError]: ...
 
-    def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]: ...
+    def update_metadata(self, memories: Sequence[Memory]) -> Result[list[Memory], DomainError]: ...
 
-    def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]: ...
+    def replace(
+        self, memories: Sequence[Memory], embeddings: Sequence[Vector]
+    ) -> Result[list[Memory], DomainError]: ...
 
     def remove(self, ids: Sequence[str]) -> Result[None, DomainError]: ...
 

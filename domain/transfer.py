@@ -202,8 +202,8 @@ class Transfer:
         embedded = self.ctx.embedder.embed_documents(to_embed) if to_embed else Success([])
         return embedded.bind(
             lambda vectors: (
-                (store.replace(new_text, list(vectors)[: len(new_text)]) if new_text else Success(None))
-                .bind(lambda _: store.update_metadata(same_text) if same_text else Success(None))
+                (store.replace(new_text, list(vectors)[: len(new_text)]) if new_text else Success([]))
+                .bind(lambda _: store.update_metadata(same_text) if same_text else Success([]))
                 .bind(lambda _: store.add(fresh, list(vectors)[len(new_text) :]) if fresh else Success(None))
                 .bind(lambda _: self.ctx.unindex_keywords(batch[0].store, rethreaded))
                 .bind(lambda _: self.ctx.index_keywords(batch[0].store, [*rekeyed, *fresh]))

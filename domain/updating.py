@@ -9,7 +9,7 @@ from attrs import evolve
 from returns.result import Failure, Result, Success
 
 from agent_memory.domain.commands import MoveMemory, ReinforceMemory, UpdateMemory
-from agent_memory.domain.context import Context, as_written
+from agent_memory.domain.context import Context
 from agent_memory.domain.errors import DomainError, ErrorCode, invalid_input
 from agent_memory.domain.loading import load_live
 from agent_memory.domain.model import MAX_CONTENT_CHARS, DecayPolicy, Memory, parse_decay_policy, stored_rule
@@ -95,19 +95,16 @@ def _updated(
 
 def _save_changed(ctx: Context, memory: Memory, vector: Vector | None) -> Result[Memory, DomainError]:
     return ctx.open(memory.store, create=False).bind(
-        lambda store: (
-            store.get([memory.id])
-            .bind(lambda found: _save_over(ctx, store, found[0], memory, vector))
-            .bind(lambda _: as_written(store, memory))
-        )
+        lambda store: store.get([memory.id]).bind(lambda found: _save_over(ctx, store, found[0], memory, vector))
     )
 
 
 def _save_over(
     ctx: Context, store: VectorStore, before: Memory, after: Memory, vector: Vector | None
-) -> Result[None, DomainError]:
+) -> Result[Memory, DomainError]:
     """Write a changed memory over its old self: metadata only, or with its new content's vector (`vector`, embedded
-    before the lock, else embedded now) when its content changed."""
+    before the lock, else embedded now) when its content changed. The memory as written (at the revision its write
+    stored)."""
     if before.content == after.content:
         written = store.update_metadata([after])
     else:
@@ -115,7 +112,7 @@ def _save_over(
             Success([vector]) if vector is not None else ctx.embedder.embed_documents([after.content])
         )
         written = vectors.bind(lambda embedded: store.replace([after], embedded))
-    return written.bind(lambda _: ctx.reindex_words(before, after))
+    return written.bind(lambda stored: ctx.reindex_words(before, stored[0]).map(lambda _: stored[0]))
 
 
 def move_memory(ctx: Context, command: MoveMemory) -> Result[MemoryView, DomainError]:
@@ -139,8 +136,8 @@ def _relocated(ctx: Context, memory: Memory, target: MemoryPath) -> Result[Memor
     return (
         ctx.open(memory.store, create=False)
         .bind(lambda opened: paths_free(opened, [moved]))
-        .bind(lambda opened: opened.update_metadata([moved]).bind(lambda _: as_written(opened, moved)))
-        .bind(lambda written: ctx.reindex_words(memory, written).map(lambda _: ctx.view(written)))
+        .bind(lambda opened: opened.update_metadata([moved]))
+        .bind(lambda written: ctx.reindex_words(memory, written[0]).map(lambda _: ctx.view(written[0])))
     )
 
 

@@ -105,15 +105,15 @@ class ChromaVectorStore:
         """Upsert (so a re-added id is overwritten, as in the reference store), in client-sized batches."""
         return self.boundary.result(partial(self._add, memories, embeddings))
 
-    def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
+    def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[list[Memory], DomainError]:
         """Overwrite memories and their vectors: the same upsert as `add` (one write per client-sized batch)."""
-        return self.boundary.result(partial(self._add, memories, embeddings))
+        return self.boundary.result(partial(self._add, memories, embeddings)).map(lambda _: list(memories))
 
-    def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
+    def update_metadata(self, memories: Sequence[Memory]) -> Result[list[Memory], DomainError]:
         """Rewrite fields of existing memories, keeping their vectors; MEMORY_NOT_FOUND before any write."""
         latest = {memory.id: memory for memory in memories}
         if not latest:
-            return Success(None)
+            return Success([])
         ids = list(latest)
 
         def update(collection: Collection) -> None:
@@ -121,7 +121,7 @@ class ChromaVectorStore:
             self._announce(ids)
 
         needs = write_size([memory.content for memory in latest.values()], self.dimension)
-        return self._result("update memories", update, write=True, needs=needs)
+        return self._result("update memories", update, write=True, needs=needs).map(lambda _: list(memories))
 
     def remove(self, ids: Sequence[str]) -> Result[None, DomainError]:
         unique = list(dict.fromkeys(ids))

@@ -126,7 +126,7 @@ class FilesVectorStore:
 
         return self.files.locked("add memories", add)
 
-    def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
+    def update_metadata(self, memories: Sequence[Memory]) -> Result[list[Memory], DomainError]:
         def update(batch: Batch) -> None:
             finder = self._finder([m.id for m in memories], walk_for_unindexed=True)
             missing = [m.id for m in memories if finder.find(m.id) is None]
@@ -141,9 +141,9 @@ class FilesVectorStore:
                 if indexed:
                     value_of(self.index.update_metadata(indexed))
 
-        return self.files.locked("update memories", update)
+        return self.files.locked("update memories", update).map(lambda _: list(memories))
 
-    def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
+    def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[list[Memory], DomainError]:
         mismatch = count_mismatch(memories, embeddings)
         if mismatch is not None:
             return Failure(mismatch)
@@ -157,7 +157,7 @@ class FilesVectorStore:
                 batch.finish()
                 value_of(self.index.replace(memories, embeddings))
 
-        return self.files.locked("replace a memory", replace)
+        return self.files.locked("replace a memory", replace).map(lambda _: list(memories))
 
     def remove(self, ids: Sequence[str]) -> Result[None, DomainError]:
         def remove(batch: Batch) -> None:

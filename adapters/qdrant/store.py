@@ -58,15 +58,17 @@ class QdrantVectorStore:
         """Upsert (so a re-added id is overwritten, as in the reference store), in bounded batches."""
         return self.boundary.result("write memories", partial(self._add, memories, embeddings))
 
-    def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
-        return self.boundary.result("write memories", partial(self._add, memories, embeddings))
+    def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[list[Memory], DomainError]:
+        written = self.boundary.result("write memories", partial(self._add, memories, embeddings))
+        return written.map(lambda _: list(memories))
 
-    def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
+    def update_metadata(self, memories: Sequence[Memory]) -> Result[list[Memory], DomainError]:
         """Overwrite the payload of existing memories, keeping their vectors; MEMORY_NOT_FOUND before any write."""
         latest = {memory.id: memory for memory in memories}
         if not latest:
-            return Success(None)
-        return self.boundary.result("update memories", partial(self._overwrite, list(latest.values())))
+            return Success([])
+        written = self.boundary.result("update memories", partial(self._overwrite, list(latest.values())))
+        return written.map(lambda _: list(memories))
 
     def remove(self, ids: Sequence[str]) -> Result[None, DomainError]:
         def delete() -> None:

@@ -103,10 +103,10 @@ class WithParts:
     def scan(self, where: MemoryFilter) -> Result[list[Memory], DomainError]:
         return self.store.scan(where)
 
-    def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
+    def update_metadata(self, memories: Sequence[Memory]) -> Result[list[Memory], DomainError]:
         return self.store.update_metadata(memories)
 
-    def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
+    def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[list[Memory], DomainError]:
         return self.store.replace(memories, embeddings)
 
     def remove(self, ids: Sequence[str]) -> Result[None, DomainError]:

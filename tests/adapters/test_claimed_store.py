@@ -70,7 +70,7 @@ def test_a_move_onto_a_taken_path_is_refused_and_a_move_away_frees_the_old_one()
     refused(b.update_metadata([memory("m2", PLAN)]))
     assert inner.records[uid("m2")][0].path == SPARE
     a.update_metadata([memory("m1", MemoryPath(("notes", "elsewhere")))]).unwrap()  # frees notes/plan
-    assert b.update_metadata([memory("m2", PLAN)]) == Success(None)
+    assert b.update_metadata([memory("m2", PLAN)]) == Success([inner.records[uid("m2")][0]])  # as written
     assert inner.records[uid("m2")][0].path == PLAN
 
 
@@ -160,7 +160,7 @@ class DyingStore:
     def __init__(self, inner: InMemoryVectorStore) -> None:
         self.inner = inner
 
-    def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
+    def update_metadata(self, memories: Sequence[Memory]) -> Result[list[Memory], DomainError]:
         raise Died
 
     def __getattr__(self, name: str) -> Any:

@@ -39,11 +39,11 @@ class PausingStore:
         self.inner = inner
         self.pause: Callable[[], None] | None = None
 
-    def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
+    def update_metadata(self, memories: Sequence[Memory]) -> Result[list[Memory], DomainError]:
         self._paused()
         return self.inner.update_metadata(memories)
 
-    def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[None, DomainError]:
+    def replace(self, memories: Sequence[Memory], embeddings: Sequence[Vector]) -> Result[list[Memory], DomainError]:
         self._paused()
         return self.inner.replace(memories, embeddings)
 
@@ -60,7 +60,7 @@ class Died(Exception):
     """The writer's process ended where it was (its write never sent)."""
 
 
-def conflict(result: Result[None, DomainError]) -> DomainError:
+def conflict(result: Result[Any, DomainError]) -> DomainError:
     assert isinstance(result, Failure), result
     error: DomainError = result.failure()
     assert error.code is ErrorCode.CONFLICT, error
@@ -72,6 +72,12 @@ def stored(store: VectorStore, memory_id: str) -> Memory:
     assert isinstance(found, Success), found
     (one,) = found.unwrap()
     return one
+
+
+def as_stored(result: Result[list[Memory], DomainError], store: VectorStore) -> bool:
+    """Whether a write went through and answered its memories as the store now holds them (the revision claimed)."""
+    assert isinstance(result, Success), result
+    return result.unwrap() == [stored(store, memory.id) for memory in result.unwrap()]
 
 
 class RevisionClaimsContract:
@@ -89,12 +95,12 @@ class RevisionClaimsContract:
         inner, _, a, b = self.writers(engine)
         x = memory("x")
         a.add([x], [axis(0)]).unwrap()
-        assert a.update_metadata([evolve(x, tags=("from-a",))]) == Success(None)
+        assert as_stored(a.update_metadata([evolve(x, tags=("from-a",))]), inner)
         error = conflict(b.update_metadata([evolve(x, tags=("from-b",), deleted=True)]))  # b read revision 0 too
         assert x.id in error.message and "revision 1" in error.message and "Nothing was written" in error.message
         now = stored(inner, x.id)
         assert (now.tags, now.deleted, now.revision) == (("from-a",), False, 1)
-        assert b.update_metadata([evolve(now, deleted=True)]) == Success(None)  # read again: it goes through
+        assert as_stored(b.update_metadata([evolve(now, deleted=True)]), inner)  # read again: it goes through
         assert (stored(inner, x.id).deleted, stored(inner, x.id).revision) == (True, 2)
 
     def test_of_writers_racing_from_one_revision_exactly_one_wins(self, engine: Engine) -> None:
@@ -103,7 +109,9 @@ class RevisionClaimsContract:
         inner.add([x], [axis(0)]).unwrap()
         count = 6
         start = threading.Barrier(count)
-        answers: list[Result[None, DomainError]] = [Success(None)] * count
+        answers: list[Result[list[Memory], DomainError]] = [
+            Failure(DomainError(ErrorCode.STORAGE_ERROR, "not run"))
+        ] * count
 
         def write(n: int) -> None:
             writer = ClaimedStore(inner, PathClaims(ledger))  # each a machine of its own
@@ -115,9 +123,10 @@ class RevisionClaimsContract:
             thread.start()
         for thread in threads:
             thread.join()
-        winners = [n for n, answer in enumerate(answers) if answer == Success(None)]
+        winners = [n for n, answer in enumerate(answers) if isinstance(answer, Success)]
         assert len(winners) == 1, answers
         assert all(conflict(answers[n]) for n in range(count) if n not in winners)
+        assert as_stored(answers[winners[0]], inner)
         assert stored(inner, x.id).tags == (f"w{winners[0]}",)
 
     def test_a_winner_paused_past_a_later_revision_puts_that_revision_back_and_is_told_conflict(
@@ -126,7 +135,7 @@ class RevisionClaimsContract:
         inner, pausing, a, b = self.writers(engine)
         x = memory("x")
         b.add([x], [axis(0)]).unwrap()
-        seen: list[Result[None, DomainError]] = []
+        seen: list[Result[list[Memory], DomainError]] = []
 
         def meanwhile() -> None:  # while a sleeps holding revision 1, unwritten: b writes twice
             seen.append(b.update_metadata([evolve(x, tags=("b-first",))]))  # read revision 0: a's 1 won
@@ -136,7 +145,7 @@ class RevisionClaimsContract:
         error = conflict(a.update_metadata([evolve(x, tags=("a",))]))
         assert "revision 2" in error.message
         assert "revision 1" in conflict(seen[0]).message  # and b found a's revision 1 in place (rolled forward)
-        assert seen[1] == Success(None)
+        assert as_stored(seen[1], inner)
         now = stored(inner, x.id)
         assert (now.tags, now.revision) == (("b-second",), 2)  # a's stale write did not stay
 
@@ -156,8 +165,25 @@ class RevisionClaimsContract:
         now = stored(inner, x.id)
         assert (now.content, now.revision) == ("the winner's text", 1)  # rolled forward, with the claim's vector
         assert inner.similarities(axis(3), [x.id]).unwrap()[x.id] > 1 - SIMILARITY_TOLERANCE
-        assert b.update_metadata([evolve(now, tags=("b",))]) == Success(None)
+        assert as_stored(b.update_metadata([evolve(now, tags=("b",))]), inner)
         assert stored(inner, x.id).revision == 2
+
+    def test_a_write_answers_each_memory_at_the_revision_it_claimed_as_a_following_get_returns_it(
+        self, engine: Engine
+    ) -> None:
+        inner, ledger = engine
+        x, y = memory("x"), memory("y", path=None)
+        writer = ClaimedStore(inner, PathClaims(ledger))
+        writer.add([x, y], [axis(0), axis(1)]).unwrap()
+        written = writer.update_metadata([evolve(x, tags=("one",)), evolve(y, tags=("one",))]).unwrap()
+        assert [m.revision for m in written] == [1, 1]  # the revision after the one each carried (read)
+        assert written == [stored(writer, x.id), stored(writer, y.id)] == [stored(inner, x.id), stored(inner, y.id)]
+        (moved,) = writer.replace(
+            [evolve(written[0], content="moved", path=MemoryPath(("notes", "z")))], [axis(2)]
+        ).unwrap()
+        assert moved == stored(writer, x.id) and moved.revision == 2
+        (again,) = writer.update_metadata([evolve(moved, deleted=True)]).unwrap()
+        assert again == stored(inner, x.id) and again.revision == 3
 
     def test_a_writer_that_read_an_older_revision_than_stored_claims_nothing(self, engine: Engine) -> None:
         inner, ledger = engine
@@ -182,7 +208,7 @@ class RevisionClaimsContract:
         conflict(b.update_metadata([evolve(x, source="b")]))  # revision 1 is taken: the record is adopted
         now = stored(inner, x.id)
         assert (now.tags, now.revision) == (x.tags, 2)
-        assert b.update_metadata([evolve(now, source="b")]) == Success(None)
+        assert as_stored(b.update_metadata([evolve(now, source="b")]), inner)
         assert stored(inner, x.id).source == "b"
 
     def test_a_write_of_several_memories_that_loses_one_writes_none_and_puts_back_the_won(self, engine: Engine) -> None:
@@ -194,5 +220,5 @@ class RevisionClaimsContract:
         conflict(writer.update_metadata([evolve(x, tags=("both",)), evolve(y, tags=("both",))]))
         assert stored(inner, x.id).tags == x.tags  # x won revision 1, then revision 2 put it back as it was
         assert stored(inner, y.id).tags == ("other",)  # y's winner rolled forward
-        assert writer.update_metadata([evolve(stored(inner, x.id), tags=("again",))]) == Success(None)
+        assert as_stored(writer.update_metadata([evolve(stored(inner, x.id), tags=("again",))]), inner)
         assert (stored(inner, x.id).tags, stored(inner, x.id).revision) == (("again",), 3)

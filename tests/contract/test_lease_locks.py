@@ -4,18 +4,19 @@ what only leases do: expiry of a dead holder's lease, epochs as fencing tokens, 
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from pathlib import Path
 
 import pytest
-from returns.result import Success
+from returns.result import Failure, Result, Success
 
 from agent_memory.adapters.chroma.catalog import ChromaCatalog
 from agent_memory.adapters.chroma.ledger import ChromaLedger
 from agent_memory.adapters.lease_locks import KIND, PRUNE_AFTER, LeaseWriteLocks
-from agent_memory.adapters.shared.ledger import InMemoryLedger
+from agent_memory.adapters.shared.ledger import InMemoryLedger, LedgerRecord
 from agent_memory.adapters.write_locks import FileWriteLocks
-from agent_memory.domain.errors import ErrorCode
+from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.ports import WriteLocks
 from tests.chroma_server import ChromaServer
 from tests.contract.vector_store_contract import DIM, MODEL
@@ -99,6 +100,65 @@ def test_a_dead_holder_costs_the_survivors_one_ttl_once_not_one_per_write() -> N
     newcomer = LeaseWriteLocks(ledger, ttl=60, timeout=5)
     assert newcomer.exclusive("default", lambda: Success("in")) == Success("in")
     assert newcomer.expiries == 0
+
+
+class EngineAway(InMemoryLedger):
+    """The ledger of an engine that goes away and comes back: while `away`, every write fails as a dead server's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.away = False
+
+    def put(self, record: LedgerRecord) -> Result[None, DomainError]:
+        if self.away:
+            return Failure(DomainError(ErrorCode.BACKEND_UNAVAILABLE, "the engine is away"))
+        return super().put(record)
+
+
+def test_a_release_lost_while_the_engine_was_away_lands_once_it_is_back_without_anyone_waiting_a_ttl() -> None:
+    ledger = EngineAway()
+    holder = LeaseWriteLocks(ledger, ttl=600)
+
+    def engine_dies() -> Success[None]:
+        ledger.away = True
+        return Success(None)
+
+    holder.exclusive("default", engine_dies).unwrap()
+    holder.let_go()  # its release is not taken: the engine is away
+    (ticket,) = [r for r in ledger.records.values() if r.kind == KIND]
+    assert not ticket.fields["released"]
+    ledger.away = False  # back: the release is sent again within RETRY_S, not a tenth of the ttl (60 s) later
+    other = LeaseWriteLocks(ledger, ttl=600, timeout=20)
+    assert other.exclusive("default", lambda: Success("in")) == Success("in")  # a 60 s wait would be a busy error
+    assert other.expiries == 0 and ledger.records[ticket.key].fields["released"] is True
+    assert not ledger.records[ticket.key].fields.get("expired")  # given back by its holder, not passed over
+
+
+class SlowEngine(InMemoryLedger):
+    """The ledger of a loaded server: each write is acknowledged `delay` seconds after it was sent."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    def put(self, record: LedgerRecord) -> Result[None, DomainError]:
+        time.sleep(self.delay)
+        return super().put(record)
+
+
+def test_a_lease_got_a_third_of_a_ttl_after_its_last_renewal_is_renewed_at_once_and_stays_live() -> None:
+    ttl = 1.5  # renewed every 0.5 s; a holder not renewed for 1.0 s (2/3 of it) counts itself fenced out
+    locks = LeaseWriteLocks(SlowEngine(delay=0.45), ttl=ttl)
+    locks.exclusive("default", lambda: Success(None)).unwrap()  # a first write: the process's queue of the store
+    locks.let_go()
+    lease = locks._acquire("default").unwrap()
+    lease.renewed -= ttl / 3  # a waiter's ticket, last renewed a third of a ttl before its turn came
+
+    def work() -> Success[bool]:
+        time.sleep(0.5 * ttl)  # the write's work; a heartbeat starting ttl/3 from now renews at 0.95 s (too late)
+        return Success(lease.live())
+
+    assert locks._started("default", lease, work) == Success(True)
 
 
 def test_a_holder_that_stalled_past_its_ttl_does_not_bring_its_passed_over_ticket_back_to_life() -> None:

@@ -637,6 +637,20 @@ class VectorStoreContract:
         hits = ok(loaded.query(vector, MemoryFilter(include_deleted=True), 1))
         assert [m for m, _ in hits] == [changed]
 
+    def test_writes_answer_the_memories_as_a_following_get_returns_them(
+        self, loaded: VectorStore, pairs: list[tuple[Memory, list[float]]]
+    ) -> None:
+        """`update_metadata` and `replace` answer what they stored, revision included: a use case answers from it
+        without reading the memory back."""
+        (first, _), (second, _), (third, vector) = pairs[:3]
+        changed = [evolve(first, tags=("changed",), revision=4), evolve(second, agent="carol", updated_at=NOW)]
+        written = ok(loaded.update_metadata(changed))
+        assert written == changed  # in the order given, each at the revision it carried: a plain store keeps it
+        assert [ok(loaded.get([m.id]))[0] for m in written] == written
+        replaced = evolve(third, content="said again", revision=third.revision + 2)
+        assert ok(loaded.replace([replaced], [vector])) == ok(loaded.get([third.id])) == [replaced]
+        assert ok(loaded.update_metadata([])) == []
+
     def test_update_metadata_of_an_unknown_id_is_memory_not_found(
         self, loaded: VectorStore, pairs: list[tuple[Memory, list[float]]]
     ) -> None:

@@ -624,7 +624,7 @@ def test_an_unreachable_backend_is_503_and_health_still_answers(
 class BrokenStore(InMemoryVectorStore):
     """A store whose writes fail the way an adapter reports a library error."""
 
-    def update_metadata(self, memories: Sequence[Memory]) -> Result[None, DomainError]:
+    def update_metadata(self, memories: Sequence[Memory]) -> Result[list[Memory], DomainError]:
         return Failure(
             DomainError(ErrorCode.STORAGE_ERROR, "The store failed to write.", cause="OSError: /secret/path")
         )

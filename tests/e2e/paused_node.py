@@ -127,9 +127,14 @@ def searched(service: MemoryService, asked: dict[str, Any]) -> dict[str, Any]:
 
 
 def leases(service: MemoryService, asked: dict[str, Any]) -> dict[str, Any]:
-    """This process's lease: its node id (named by each ticket it claims) and how many tickets it won."""
+    """This process's lease: its node id (named by each ticket it claims), how many tickets it won, and how many
+    tickets ahead of its own it passed over after waiting out their ttl (each a lease wait)."""
     locks = service.locks
-    return {"node": getattr(locks, "node", ""), "claims": getattr(locks, "claims", -1)}
+    return {
+        "node": getattr(locks, "node", ""),
+        "claims": getattr(locks, "claims", -1),
+        "expiries": getattr(locks, "expiries", -1),
+    }
 
 
 def main() -> None:

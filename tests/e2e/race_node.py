@@ -66,7 +66,8 @@ def long_text(mark: str, rng: random.Random) -> str:
 
 
 class Node:
-    """One racing host: every write it tries is logged with its answer and the wall-clock interval it took."""
+    """One racing host: every write it tries is logged with its answer and the wall-clock interval it took (the
+    entries tests/e2e/audit.py reads)."""
 
     def __init__(self, name: str, service: MemoryService, log: Path, seed: int) -> None:
         self.name = name
@@ -163,11 +164,11 @@ class Node:
         if self.rng.random() < 0.5:
             text = short_text(mark, self.name, self.rng, revision=self.seq)
             change = UpdateMemory(ref=memory.id, content=text)
-            self.attempt("update", lambda: self.service.update(change), ref=memory.id, field="content", value=text)
+            self.attempt("update", lambda: self.service.update(change), id=memory.id, field="content", value=text)
         else:
             tags = (f"t{self.name}{self.seq}",)
             change = UpdateMemory(ref=memory.id, tags=tags)
-            self.attempt("update", lambda: self.service.update(change), ref=memory.id, field="tags", value=list(tags))
+            self.attempt("update", lambda: self.service.update(change), id=memory.id, field="tags", value=list(tags))
 
     def reindex(self) -> None:
         self.attempt("reindex", lambda: self.service.reindex().map(lambda report: {"count": report.memory_count}))

@@ -3,9 +3,11 @@ tests/e2e/test_paused_writer.py's): the engine killed (SIGKILL) and restarted tw
 node's wall clock 60 s ahead and another's 60 s behind while they write and a third only searches; a node killed
 (SIGKILL) in the middle of a batch while the other two write. The nodes write as the racing hosts of
 tests/e2e/test_scale_out.py do (the same paths, batches, updates, moves, deletes; race_node.Node), each logging every
-answer with the interval it took. Afterwards, read by a fourth host: 0 paths with two live memories, 0 acknowledged
-writes lost, 0 batches half present; and what each fault may cost is checked as behaviour against the lease's ttl
-(a ttl set long, so that a write that waited one out shows), never against a measured figure.
+answer with the interval it took. Afterwards, read by a fourth host, the audit both suites share (tests/e2e/audit.py,
+which allows what a write answered OUTCOME_UNKNOWN may have stored): 0 paths with two live memories, 0 acknowledged
+writes lost, 0 batches half present; and what each fault may cost is checked as behaviour: how many tickets each
+node passed over as dead (each such is a lease ttl waited out; none after an engine restart, one at most after a
+death), and against the lease's ttl (set long, so that a write that waited one out shows), never a measured figure.
 
 The node processes are the paused-writer suite's (one set for the module, each test on a collection of its own)."""
 
@@ -15,7 +17,7 @@ import json
 import signal
 import time
 import uuid
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,14 +26,13 @@ import pytest
 
 from agent_memory.domain.model import Memory
 from tests.chroma_server import HOST, ChromaServer, chroma_server, free_port, start_chroma, stop_chroma
-from tests.e2e.race_node import BATCH_SIZE, open_node
+from tests.e2e.audit import findings
+from tests.e2e.race_node import open_node
 from tests.e2e.test_paused_writer import HANG_S, Hosts, Node, engine_of, hosts, opened
-from tests.e2e.test_scale_out import creations, live_paths_held_twice
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
-LONG_TTL = 30.0  # the lease's ttl where a write must not wait one out: one that did would take longer than ttl/2
+LONG_TTL = 30.0  # the lease's ttl where no write may wait one out (a node's count of tickets passed over as dead)
 KILL_TTL = 10.0  # a dead holder's ticket is passed over once, after this long
-MAY_HAVE_LANDED = ("OUTCOME_UNKNOWN",)  # answers saying the write may be stored after all
 UNREACHABLE = ("BACKEND_UNAVAILABLE", "OUTCOME_UNKNOWN", "STORAGE_ERROR")  # the engine was not there to answer
 
 __all__ = ["chroma_server", "hosts"]
@@ -83,75 +84,8 @@ def stored(engine: dict[str, str], home: Path) -> dict[str, Memory]:
     return {m.id: m for m in open_node(home, engine).export().unwrap()}
 
 
-def admissible(acknowledged: list[dict[str, Any]], uncertain: list[dict[str, Any]]) -> list[Any]:
-    """The values a field may end with: those of acknowledged writes no other acknowledged write followed (began after
-    it was acknowledged), and those of writes that may have landed (OUTCOME_UNKNOWN) no acknowledged write followed."""
-    later = [w for w in acknowledged if not w.get("first")]
-    last = [w["value"] for w in later or acknowledged if not any(o["t0"] > w["t1"] for o in later)]
-    return last + [w["value"] for w in uncertain if not any(o["t0"] > w["t1"] for o in later)]
-
-
-def lost_writes(log: list[dict[str, Any]], memories: dict[str, Memory]) -> list[str]:
-    """Every acknowledged write the engine does not show; an answer that said the write may have landed allows its
-    value but never requires it (tests/e2e/test_scale_out.py's audit, with the engine's outages in the log)."""
-    lost = []
-    history: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    maybe: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    moved_to = {  # a move that may have landed (a create may have too: its memory is then allowed, not required)
-        entry["to"]
-        for entry in log
-        if entry["op"] == "move" and not entry["ok"] and entry.get("code") in MAY_HAVE_LANDED
-    }
-    for memory_id, what in creations(log).items():
-        if memory_id not in memories:
-            lost.append(f"acknowledged new memory {memory_id} ({what['content'][:40]}) is not stored")
-            continue
-        for field, value in (("content", what["content"]), ("tags", []), ("path", what["path"])):
-            history[memory_id, field].append({"value": value, "first": True, "t0": what["t0"], "t1": what["t1"]})
-    for entry in log:
-        if entry["op"] == "update" and (entry["ok"] or entry.get("code") in MAY_HAVE_LANDED):
-            (history if entry["ok"] else maybe)[entry["ref"], entry["field"]].append(
-                {"value": entry["value"], "t0": entry["t0"], "t1": entry["t1"]}
-            )
-        elif entry["op"] == "move" and entry["ok"]:
-            history[entry["id"], "path"].append({"value": entry["path"], "t0": entry["t0"], "t1": entry["t1"]})
-        elif entry["op"] == "delete" and entry["ok"] and entry["id"] in memories and not memories[entry["id"]].deleted:
-            lost.append(f"acknowledged delete of {entry['id']} by {entry['node']}: it is live")
-    for (memory_id, field), writes in history.items():
-        memory = memories.get(memory_id)
-        if memory is None:
-            lost.append(f"{memory_id}, changed by acknowledged writes, is not stored")
-            continue
-        value = {
-            "content": memory.content,
-            "tags": list(memory.tags),
-            "path": None if memory.path is None else str(memory.path),
-        }[field]
-        allowed = admissible(writes, maybe[memory_id, field])
-        if value not in allowed and not (field == "path" and value in moved_to):
-            lost.append(f"{memory_id} {field} is {str(value)[:50]!r}, not one of the last acknowledged")
-    return lost
-
-
-def broken_batches(log: list[dict[str, Any]], memories: dict[str, Memory]) -> list[str]:
-    """Batches neither whole nor absent (one that may have landed: either); members known by `<mark>m<i>`."""
-    by_first_word = Counter(m.content.split()[0] for m in memories.values())
-    broken = []
-    for entry in (entry for entry in log if entry["op"] == "batch"):
-        present = sum(by_first_word[f"{entry['mark']}m{i}"] for i in range(BATCH_SIZE))
-        expected = (BATCH_SIZE,) if entry["ok"] else (0, BATCH_SIZE) if entry["code"] in MAY_HAVE_LANDED else (0,)
-        if present not in expected:
-            answer = "acknowledged" if entry["ok"] else f"refused ({entry['code']})"
-            broken.append(f"batch {entry['mark']} {answer} has {present} of {BATCH_SIZE} members stored")
-    return broken
-
-
 def audited(log: list[dict[str, Any]], memories: dict[str, Memory]) -> None:
-    problems = {
-        "paths held by more than one live memory": live_paths_held_twice(list(memories.values())),
-        "acknowledged writes lost": lost_writes(log, memories),
-        "batches neither whole nor absent": broken_batches(log, memories),
-    }
+    problems = findings(log, memories)
     assert not any(problems.values()), json.dumps(problems, indent=1)
     assert any(entry["ok"] and entry["op"] == "batch" for entry in log), "no batch was acknowledged"
 
@@ -188,12 +122,19 @@ def test_the_engine_killed_and_restarted_twice_under_three_writing_nodes_loses_a
             streams.await_each("an acknowledged write after the restart", started(backs[-1]))
     finally:
         log = streams.finish()
+    firsts = []
     for back in backs:
         for node in nodes:
             first = next(entry for entry in streams.log(node.name) if entry["t0"] >= back)
-            # answered (stored, or refused for a reason of the race), and without waiting out a lease's ttl
-            assert first.get("code") not in UNREACHABLE, first
-            assert first["t1"] - first["t0"] < LONG_TTL / 2, first
+            assert first.get("code") not in UNREACHABLE, first  # answered: stored, or refused for a race's reason
+            firsts.append({"node": node.name, "s": round(first["t1"] - first["t0"], 3), "op": first["op"]})
+    # and no write waited out a lease: no node passed a ticket over as dead after its ttl, so every ticket whose
+    # release (or claim's answer) the engine's death cut off was given back once the engine answered again (how
+    # long the first writes took is a figure for BENCHMARKS.md, bench/lease_faults.py; they are in the message)
+    for node in nodes:
+        leases = node.ask(op="leases")
+        said = f"node {node.name} passed {leases['expiries']} ticket(s) over; first writes: {json.dumps(firsts)}"
+        assert leases["claims"] > 0 and leases["expiries"] == 0, said
     down_answers = Counter(entry["code"] for entry in log if not entry["ok"])
     assert set(down_answers) & set(UNREACHABLE), down_answers  # the outages were met
     audited(log, stored(engine, tmp_path / "auditor"))
@@ -261,6 +202,7 @@ def test_a_node_killed_mid_batch_costs_each_survivors_next_five_writes_at_most_o
         after = [entry for entry in streams.log(node.name) if entry["t1"] > killed][:5]
         spent = sum(entry["t1"] - max(entry["t0"], killed) for entry in after)
         assert spent < 2 * KILL_TTL, (node.name, spent, after)  # a ttl waited once at most, not once a write
+        assert node.ask(op="leases")["expiries"] <= 1, node.name  # the dead node's ticket passed over once at most
         assert any(entry["ok"] for entry in after), after
     memories = stored(engine, tmp_path / "auditor")
     assert not [m for m in memories.values() if m.content.startswith("killed batch")], "the dead batch is readable"

@@ -296,10 +296,12 @@ def test_a_batch_paused_before_its_commit_and_rolled_back_meanwhile_is_refused_n
     # A's records are written; it stops before claiming its batch's outcome; B takes the store over, rolls A's
     # batch back (voiding it first) and writes at one of its paths; A resumes, its lease renewed at once
     a_answer, b_answer = paused_then(a, b, "commit", batch, {"op": "add", "path": "race/c2", "content": "b"}, c)
-    assert b_answer["ok"], b_answer
+    # the answers whole in the messages (a dict's repr is cut short in pytest's report, a string is not)
+    assert b_answer["ok"], f"B's add, after it passed A's lease over, was refused: {json.dumps(b_answer)}"
     # A is told nothing was kept, naming the memory B put at one of its paths meanwhile
-    assert not a_answer["ok"] and a_answer["code"] == "DESTINATION_EXISTS", a_answer
-    assert b_answer["ids"][0] in a_answer["message"] and "Nothing was stored" in a_answer["message"], a_answer
+    told = json.dumps(a_answer)
+    assert not a_answer["ok"] and a_answer["code"] == "DESTINATION_EXISTS", f"A, resumed, was answered {told}"
+    assert b_answer["ids"][0] in a_answer["message"] and "Nothing was stored" in a_answer["message"], told
     audit(b, {b_answer["ids"][0]: "race/c2"})
     live = b.ask(op="scan")["live"]
     assert not [m for m in live if m["content"].startswith("batch ")], live

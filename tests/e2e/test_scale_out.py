@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -33,7 +33,8 @@ import pytest
 
 from agent_memory.domain.model import Memory
 from tests.chroma_server import ChromaServer, chroma_server
-from tests.e2e.race_node import BATCH_SIZE, last_sentence, open_node, opening
+from tests.e2e.audit import findings
+from tests.e2e.race_node import last_sentence, open_node, opening
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,81 +143,6 @@ def race(racers: list[Racer], seconds: float) -> list[dict[str, Any]]:
     return [entry for racer in racers for entry in racer.acknowledged()]
 
 
-def live_paths_held_twice(memories: list[Memory]) -> dict[str, int]:
-    held = Counter(str(m.path) for m in memories if not m.deleted and m.path is not None)
-    return {path: count for path, count in held.items() if count > 1}
-
-
-def creations(log: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Each acknowledged new memory by id: its text, path and when it was written."""
-    made = {}
-    for entry in log:
-        if entry["ok"] and entry["op"] in ("add", "create"):
-            made[entry["id"]] = {"content": entry["content"], "path": entry["path"], **when(entry)}
-        if entry["ok"] and entry["op"] == "batch":
-            for memory_id, text, path in zip(entry["ids"], entry["contents"], entry["paths"], strict=True):
-                made[memory_id] = {"content": text, "path": path, **when(entry)}
-    return made
-
-
-def when(entry: dict[str, Any]) -> dict[str, float]:
-    return {"t0": entry["t0"], "t1": entry["t1"]}
-
-
-def admissible(writes: list[dict[str, Any]]) -> list[Any]:
-    """The values a field may end with: those of acknowledged writes that no other acknowledged write followed
-    (began after it was acknowledged); the nodes share one clock, as the processes of one machine do."""
-    later = [w for w in writes if not w.get("first")]  # a memory's creation comes before every change to it
-    return [w["value"] for w in later or writes if not any(o["t0"] > w["t1"] for o in later)]
-
-
-def lost_writes(log: list[dict[str, Any]], stored: dict[str, Memory]) -> list[str]:
-    """Every acknowledged write the engine does not show, and every field holding a value nobody acknowledged."""
-    lost = []
-    made = creations(log)
-    history: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for memory_id, what in made.items():
-        if memory_id not in stored:
-            lost.append(f"acknowledged new memory {memory_id} ({what['content'][:40]}) is not stored")
-            continue
-        for field, value in (("content", what["content"]), ("tags", []), ("path", what["path"])):
-            history[memory_id, field].append({"value": value, "first": True, **when(what)})
-    for entry in log:
-        if not entry["ok"]:
-            continue
-        if entry["op"] == "update":
-            history[entry["id"], entry["field"]].append({"value": entry["value"], **when(entry)})
-        elif entry["op"] == "move":
-            history[entry["id"], "path"].append({"value": entry["path"], **when(entry)})
-        elif entry["op"] == "delete" and entry["id"] in stored and not stored[entry["id"]].deleted:
-            lost.append(f"acknowledged delete of {entry['id']} by {entry['node']}: it is live")
-    for (memory_id, field), writes in history.items():
-        memory = stored.get(memory_id)
-        if memory is None:
-            lost.append(f"{memory_id}, changed by acknowledged writes, is not stored")
-            continue
-        path = None if memory.path is None else str(memory.path)
-        value = {"content": memory.content, "tags": list(memory.tags), "path": path}[field]
-        if value not in admissible(writes):
-            lost.append(f"{memory_id} {field} is {str(value)[:50]!r}, not one of the last acknowledged")
-    return lost
-
-
-def broken_batches(log: list[dict[str, Any]], stored: dict[str, Memory]) -> list[str]:
-    """Batches neither whole nor absent: a batch's members are known by their first word, `<mark>m<i>`."""
-    by_first_word = Counter(m.content.split()[0] for m in stored.values())
-    broken = []
-    for entry in log:
-        if entry["op"] != "batch":
-            continue
-        present = sum(by_first_word[f"{entry['mark']}m{i}"] for i in range(BATCH_SIZE))
-        expected = BATCH_SIZE if entry["ok"] else 0
-        if present != expected:
-            answer = "acknowledged" if entry["ok"] else f"refused ({entry['code']})"
-            broken.append(f"batch {entry['mark']} {answer} has {present} of {BATCH_SIZE} members stored")
-    return broken
-
-
 def probes(stored: dict[str, Memory]) -> list[dict[str, Any]]:
     """For each live memory, the searches that must find it: by meaning, by keyword, and a long one by its end."""
     made = []
@@ -254,9 +180,7 @@ def test_three_nodes_racing_over_one_engine_keep_every_promise(
     assert tried["reindex", True] == 2, "the reindexing node did not reindex twice"
     assert tried["batch", True] and tried["move", True] and tried["delete", True] and tried["update", True], summary
     problems = {
-        "paths held by more than one live memory": live_paths_held_twice(list(stored.values())),
-        "acknowledged writes lost": lost_writes(log, stored),
-        "batches neither whole nor absent": broken_batches(log, stored),
+        **findings(log, stored),
         "searches that missed": {name: (len(m), m[:10]) for name, m in missed.items() if m},
     }
     report = tmp_path / "report.json"  # every finding in full, beside the nodes' logs

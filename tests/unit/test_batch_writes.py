@@ -57,7 +57,7 @@ def test_updates_are_written_together_with_changed_texts_embedded_in_one_call(
 
     def replace(
         store: InMemoryVectorStore, memories: Sequence[Memory], vectors: Sequence[Vector]
-    ) -> Result[None, DomainError]:
+    ) -> Result[list[Memory], DomainError]:
         replaced.append(len(memories))
         return real(store, memories, vectors)
 

@@ -117,7 +117,7 @@ def test_a_re_import_embeds_and_writes_only_what_changed(clock: FixedClock, monk
 
     def replace(
         store: InMemoryVectorStore, memories: Sequence[Memory], vectors: Sequence[Vector]
-    ) -> Result[None, DomainError]:
+    ) -> Result[list[Memory], DomainError]:
         replaced.extend(memory.id for memory in memories)
         return real_replace(store, memories, vectors)
 
