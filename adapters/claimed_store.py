@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import partial
@@ -11,7 +12,8 @@ from returns.iterables import Fold
 from returns.result import Failure, Result, Success
 
 from agent_memory.adapters.commit_outcomes import VOID, CommitOutcomes
-from agent_memory.adapters.lease_journal import pending
+from agent_memory.adapters.lease_journal import KIND as BATCH
+from agent_memory.adapters.lease_journal import REFEREED, pending
 from agent_memory.adapters.path_claims import PathClaims, Place
 from agent_memory.adapters.revision_claims import RevisionClaims
 from agent_memory.adapters.shared.commit_mark import mark_of, marked
@@ -22,6 +24,9 @@ from agent_memory.domain.model import DEFAULT_STORE, Memory
 from agent_memory.domain.ports import CategoryRegistry, PendingBatch, StoreCatalog, Vector, VectorStore
 
 Courtesy = Callable[[str], bool]
+Judgement = Result[str | None, DomainError]
+# run a judgement under the store's write lease (WriteLocks.exclusive): how a contender takes a path from a batch
+Contend = Callable[[str, Callable[[], Judgement]], Judgement]
 
 
 def _always(_: str) -> bool:
@@ -41,11 +46,14 @@ def place_of(memory: Memory) -> Place | None:
 class ClaimingCatalog:
     """A StoreCatalog whose stores claim paths before writing (ClaimedStore); everything else is the inner one's."""
 
-    def __init__(self, inner: StoreCatalog, claims: PathClaims, *, may_void: Courtesy = _always) -> None:
+    def __init__(
+        self, inner: StoreCatalog, claims: PathClaims, *, may_void: Courtesy = _always, contend: Contend | None = None
+    ) -> None:
         self.inner = inner
         self.claims = claims
         self.outcomes = CommitOutcomes.of(claims.ledger)
         self.may_void = may_void
+        self.contend = contend
 
     @property
     def backend(self) -> str:
@@ -53,7 +61,9 @@ class ClaimingCatalog:
 
     def open(self, name: str, *, create: bool) -> Result[VectorStore, DomainError]:
         return self.inner.open(name, create=create).map(
-            lambda store: ClaimedStore(store, self.claims, self.outcomes, may_void=self.may_void, name=name)
+            lambda store: ClaimedStore(
+                store, self.claims, self.outcomes, may_void=self.may_void, contend=self.contend, name=name
+            )
         )
 
     def categories(self, name: str) -> Result[CategoryRegistry, DomainError]:
@@ -101,6 +111,7 @@ class ClaimedStore:
         outcomes: CommitOutcomes | None = None,
         *,
         may_void: Courtesy = _always,
+        contend: Contend | None = None,
         name: str = DEFAULT_STORE,
     ) -> None:
         self.inner = inner
@@ -109,6 +120,7 @@ class ClaimedStore:
         self.revisions = RevisionClaims(claims.ledger)  # who may change an existing memory (revision_claims.py)
         self.outcomes = CommitOutcomes.of(claims.ledger) if outcomes is None else outcomes
         self.may_void = may_void  # store → whether this process holds its write lease (the courtesy that orders)
+        self.contend = contend  # takes the lease to void another's batch (None: only a holder of it voids)
 
     # --- writes
 
@@ -117,6 +129,8 @@ class ClaimedStore:
         placed = [memory for memory in memories if place_of(memory) is not None]
         if not placed:  # nothing to claim (no read either: a store without paths pays nothing)
             return self.inner.add(memories, embeddings)
+        if all(self.outcomes.fresh(mark_of(memory)) for memory in memories):  # new ids only: none stored anywhere
+            return self._claimed([(None, memory) for memory in memories], lambda: self.inner.add(memories, embeddings))
         # an id stored already (an import, a batch rolled back) may be at another path: read it, to free that one
         return self._before(memories).bind(
             lambda pairs: self._claimed(pairs, lambda: self.inner.add(memories, embeddings))
@@ -274,24 +288,54 @@ class ClaimedStore:
         def judged(found: list[Memory]) -> Result[str | None, DomainError]:
             memory = found[0] if found else None
             if memory is None or place_of(memory) != place:  # not there (yet): a write on its way, or given up
-                if commit and not self.outcomes.runs(commit) and self.may_void(place[0]):
-                    return self._voided(place, holder, commit)
-                if memory is not None and revision and self.may_void(place[0]):
-                    return self.revisions.void(self.inner, memory, revision).map(
-                        lambda now_is: "holds it" if now_is and self._lives_at(now_is, place, now) else None
-                    )
+                if commit and not self.outcomes.runs(commit) and (voided := self._contended(place, holder, commit)):
+                    return voided
+                if (
+                    memory is not None
+                    and revision
+                    and (voided := self._courteously(place[0], partial(self._unmoved, place, memory, revision, now)))
+                ):
+                    return voided
                 if memory is None:
                     return Success(_ON_ITS_WAY)
                 return Success(
                     "is being moved or restored there by another writer (or its writer stopped before it landed)"
                 )
-            if mark_of(memory):  # written by a batch: gone with it if it was voided
-                return self.outcomes.decided(memory.store, mark_of(memory)).map(
-                    lambda outcome: None if outcome == VOID or memory.is_expired(now) else "holds it"
+            if key := mark_of(memory):  # written by a batch: gone with it if it was voided
+                return self.outcomes.decided(memory.store, key).bind(
+                    lambda outcome: (
+                        Success(None if outcome == VOID or memory.is_expired(now) else "holds it")
+                        if outcome or self.outcomes.runs(key)
+                        else self._contended(place, holder, key) or Success("holds it")
+                    )
                 )
             return Success(None if memory.is_expired(now) else "holds it")
 
         return self.inner.get([holder]).bind(judged)
+
+    def _contended(self, place: Place, holder: str, commit: str) -> Judgement | None:
+        """The judgement of a path held by batch `commit`, of another process and undecided, once this writer voided
+        it (or found it KEPT meanwhile): at once when this process holds the store's lease, else after taking it
+        (`contend`: a batch of a lease's holder is never voided while it holds it; a batch that holds none, a
+        refereed create, is voided by the first contender, whether its writer died or is still on its way);
+        None when this writer may not void it (no lease, no `contend`): the path stays taken."""
+        return self._courteously(place[0], partial(self._voided, place, holder, commit))
+
+    def _courteously(self, store: str, void: Callable[[], Judgement]) -> Judgement | None:
+        """`void` run by a holder of the store's lease: at once when this process holds it, else after taking it
+        (`contend`); None when this writer may not (no lease, no `contend`)."""
+        if self.may_void(store):
+            return void()
+        if self.contend is None:
+            return None
+        return self.contend(store, void)
+
+    def _unmoved(self, place: Place, memory: Memory, revision: int, now: datetime) -> Judgement:
+        """A move's or restore's write onto `place` made void (its revision claimed first with the memory as it is);
+        the path is still the memory's if that revision was claimed already (the move stands)."""
+        return self.revisions.void(self.inner, memory, revision).map(
+            lambda now_is: "holds it" if now_is and self._lives_at(now_is, place, now) else None
+        )
 
     @staticmethod
     def _lives_at(memory: Memory, place: Place, now: datetime) -> bool:
@@ -303,12 +347,28 @@ class ClaimedStore:
 
         def after(void: bool) -> Result[str | None, DomainError]:
             if void:
+                self._swept(place[0], commit)
                 return Success(None)
             return self.inner.get([holder]).map(
                 lambda found: "holds it" if found and place_of(found[0]) == place else None
             )
 
         return self.outcomes.claim(place[0], commit, VOID).bind(after)
+
+    def _swept(self, store: str, commit: str) -> None:
+        """A voided lease-free batch's records taken out of the engine, with its batch record (best effort: what is
+        left is never shown, its batch being VOID). A batch of a lease's holder is left to the journal's rollback
+        (it may have replaced memories, which that puts back)."""
+        key = f"{BATCH}/{store}/{commit}"
+        match self.claims.ledger.read([key]):
+            case Success(found) if key in found and found[key].fields.get(REFEREED, False):
+                try:
+                    ids = [str(memory_id) for memory_id in json.loads(found[key].text)["created"]]
+                except (ValueError, KeyError, TypeError):
+                    return
+                self.inner.remove(ids).bind(lambda _: self.claims.ledger.remove([key]))
+            case _:
+                return
 
     def _release(self, places: Sequence[tuple[Place, str]]) -> Result[None, DomainError]:
         return Fold.collect([self.claims.release(place, holder) for place, holder in places], Success(())).map(

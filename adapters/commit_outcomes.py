@@ -49,6 +49,7 @@ class CommitOutcomes:
         self._decided: dict[tuple[str, str], str] = {}  # (store, key) → KEPT or VOID, never changed once claimed
         self._running: dict[str, tuple[str, int]] = {}  # memory id → (key, thread) of a batch this process runs
         self._places: dict[str, list[tuple[Place, str]]] = {}  # key → the paths its batch claimed, with their holder
+        self._fresh: set[str] = set()  # keys of running batches whose ids are all new (refereed creates)
 
     @classmethod
     def of(cls, ledger: Ledger) -> CommitOutcomes:
@@ -74,10 +75,13 @@ class CommitOutcomes:
 
         return self.ledger.claim(record).map(settled)
 
-    def begun(self, batch: PendingBatch) -> None:
+    def begun(self, batch: PendingBatch, *, fresh: bool = False) -> None:
+        """A batch this process runs from now; `fresh`: every id it creates is new (never stored: nothing to read)."""
         thread = threading.get_ident()
         with self._guard:
             self._running.update(dict.fromkeys(batch.created, (batch.key, thread)))
+            if fresh:
+                self._fresh.add(batch.key)
 
     def placed(self, key: str, place: Place, holder: str) -> None:
         """Note a path a running batch claimed (to name who took it, should the batch be voided)."""
@@ -91,6 +95,7 @@ class CommitOutcomes:
     def ended(self, batch: PendingBatch) -> None:
         with self._guard:
             self._places.pop(batch.key, None)
+            self._fresh.discard(batch.key)
             for memory_id in batch.created:
                 if self._running.get(memory_id, ("", 0))[0] == batch.key:
                     del self._running[memory_id]
@@ -99,6 +104,11 @@ class CommitOutcomes:
         """The key of the running batch of this process that creates `memory_id` ("" when none does)."""
         with self._guard:
             return self._running.get(memory_id, ("", 0))[0]
+
+    def fresh(self, key: str) -> bool:
+        """Whether a running batch of this process creates only new ids (begun `fresh`)."""
+        with self._guard:
+            return key in self._fresh
 
     def runs(self, key: str) -> bool:
         """Whether a batch of this process runs under `key` (begun, not ended)."""

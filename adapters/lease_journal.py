@@ -21,6 +21,7 @@ from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.ports import PendingBatch
 
 KIND = "batch"
+REFEREED = "refereed"  # a batch record's field: its writer holds no lease (refereed_batches.py), never "interrupted"
 UNREADABLE = (ValueError, KeyError, TypeError)  # a record that is not a batch: left alone, never rolled back
 
 
@@ -104,11 +105,11 @@ class LeaseBatchJournal:
             )
             # voided meanwhile by the writer that took it over: say what that writer did instead
             decided = self.outcomes.decided(batch.store, batch.key).value_or("")
-            return Failure(self._lost(batch) if decided == VOID else lapsed)
+            return Failure(self.lost(batch) if decided == VOID else lapsed)
         outcome = self.outcomes.claim(batch.store, batch.key, KEPT)
-        return outcome.bind(lambda kept: self.drop(batch) if kept else Failure(self._lost(batch)))
+        return outcome.bind(lambda kept: self.drop(batch) if kept else Failure(self.lost(batch)))
 
-    def _lost(self, batch: PendingBatch) -> DomainError:
+    def lost(self, batch: PendingBatch) -> DomainError:
         """Why a voided batch was not kept: a path of it another writer took meanwhile (DESTINATION_EXISTS naming
         the memory there), else a rollback by the node that took the store over."""
         claims = PathClaims(self.ledger)
@@ -139,6 +140,7 @@ class LeaseBatchJournal:
             return Success(())  # looked already under this lease: since then only this process has written
 
         def dead(found: list[LedgerRecord]) -> Result[tuple[PendingBatch, ...], DomainError]:
+            found = [r for r in found if not r.fields.get(REFEREED, False)]  # no lease says whether its writer lives
             if held is not None:
                 batches = _batches(r for r in found if released(r) or r.seq < held.epoch)
                 if not batches:

@@ -86,6 +86,12 @@ def running(command: list[str], env: dict[str, str], health: str, log: Path) -> 
                 process.wait()
 
 
+def collection_of(home: Path) -> str:
+    """A valid Chroma collection name per server home (a temporary folder's tail may end in '_', which Chroma
+    refuses: a whole cell of main's failed so on 2026-12-07)."""
+    return "s" + uuid.uuid5(uuid.NAMESPACE_URL, str(home)).hex[:11]
+
+
 def server_env(home: Path, chroma_port: int | None) -> dict[str, str]:
     env = {
         "PATH": os.environ.get("PATH", ""),
@@ -98,7 +104,11 @@ def server_env(home: Path, chroma_port: int | None) -> dict[str, str]:
     }
     (home / "config.toml").write_text("")
     if chroma_port is not None:
-        env |= {"CHROMADB_HOST": "127.0.0.1", "CHROMADB_PORT": str(chroma_port), "MEMORY_COLLECTION": home.name[-12:]}
+        env |= {
+            "CHROMADB_HOST": "127.0.0.1",
+            "CHROMADB_PORT": str(chroma_port),
+            "MEMORY_COLLECTION": collection_of(home),
+        }
     return env
 
 

@@ -11,7 +11,15 @@ from returns.result import Failure, Result, Success
 
 from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.model import Memory
-from agent_memory.domain.ports import BatchJournal, Embedder, PendingBatch, StoreCatalog, VectorStore, WriteLocks
+from agent_memory.domain.ports import (
+    BatchJournal,
+    Embedder,
+    PendingBatch,
+    RefereedCommits,
+    StoreCatalog,
+    VectorStore,
+    WriteLocks,
+)
 from agent_memory.domain.results import in_turn
 
 T = TypeVar("T")
@@ -67,6 +75,59 @@ def whole(
             )
         )
     )
+
+
+def refereed(
+    ctx: BatchContext,
+    referee: RefereedCommits,
+    store: VectorStore,
+    pending: PendingBatch,
+    write: Callable[[], Result[T, DomainError]],
+    locked: Callable[[Callable[[], Result[T, DomainError]]], Result[T, DomainError]],
+) -> Result[T, DomainError]:
+    """Run a batch that only adds new memories as one unit without the write lock: begun (its records invisible
+    everywhere), written, then committed by the referee's conditional write; a failed write, or a commit refused
+    or unanswered, voids it (then its records are taken out, best effort: never shown either way), unless its
+    commit is found to have stood. While a reindex fences the store, it runs as `whole` does, in `locked` (the
+    store's write lock)."""
+    return (
+        referee.begin(pending)
+        .lash(lambda error: Failure(evolve(error, message=f"{error.message} Nothing was stored.")))
+        .bind(
+            lambda begun: (
+                locked(lambda: whole(ctx, store, pending, write))
+                if begun is None
+                else write()
+                .lash(lambda error: _refereed_undone(ctx, referee, store, begun, error).bind(lambda _: Failure(error)))
+                .bind(
+                    lambda value: (
+                        referee.commit(begun)
+                        .map(lambda _: value)
+                        .lash(lambda error: _refereed_undone(ctx, referee, store, begun, error).map(lambda _: value))
+                    )
+                )
+            )
+        )
+    )
+
+
+def _refereed_undone(
+    ctx: BatchContext, referee: RefereedCommits, store: VectorStore, batch: PendingBatch, error: DomainError
+) -> Result[None, DomainError]:
+    """After a failure: the batch voided (Success: its commit stood after all, an answer lost on the way) or a
+    Failure saying what became of it; its records and words are taken out once it is void."""
+
+    def settled(void: bool) -> Result[None, DomainError]:
+        if not void:
+            return referee.forget(batch).lash(lambda _: Success(None))
+        store.remove(list(batch.created)).bind(lambda _: ctx.unindex_keywords(batch.store, list(batch.created))).bind(
+            lambda _: referee.forget(batch)
+        )  # best effort: a record left is never shown (its batch is VOID)
+        if error.code is ErrorCode.OUTCOME_UNKNOWN:  # known after all: not stored
+            return Failure(evolve(error, code=ErrorCode.BACKEND_UNAVAILABLE, message=_TAKEN_BACK))
+        return Failure(evolve(error, message=f"{error.message} Nothing was stored."))
+
+    return referee.abandon(batch).lash(lambda _: Failure(error)).bind(settled)
 
 
 def _undone(ctx: BatchContext, store: VectorStore, batch: PendingBatch, error: DomainError) -> Result[T, DomainError]:

@@ -27,6 +27,7 @@ from agent_memory.domain.ports import (
     KeywordEntry,
     KeywordIndex,
     PartVectors,
+    RefereedCommits,
     StoreCatalog,
     VectorStore,
     WriteLocks,
@@ -109,6 +110,9 @@ class Context:
     # memory is found by its first window only, as before parts existed)
     parts: PartVectors | None = None
     keys: IdempotencyKeys = field(factory=InProcessKeys)  # creates a caller may retry (domain.idempotency)
+    # a server engine's referee: creates that only add commit by its conditional writes, without the write lock
+    # (domain.creating; None: every write runs under `locks`)
+    referee: RefereedCommits | None = None
 
     def guard(self, namespace: Sequence[str] | None) -> Result[Guard, DomainError]:
         """The namespace this call may act in: the caller's narrowing of the service's pin (domain.tenancy)."""

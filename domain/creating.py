@@ -12,7 +12,7 @@ from attrs import evolve, frozen
 from returns.iterables import Fold
 from returns.result import Failure, Result, Success
 
-from agent_memory.domain.batch_units import whole
+from agent_memory.domain.batch_units import refereed, whole
 from agent_memory.domain.commands import (
     CreateMemories,
     CreateMemory,
@@ -21,6 +21,7 @@ from agent_memory.domain.context import Context, optional_path
 from agent_memory.domain.duplicates import (
     Answer,
     BatchPlan,
+    DuplicatePolicy,
     Fresh,
     nearest,
     parse_duplicate_policy,
@@ -44,7 +45,7 @@ from agent_memory.domain.model import (
 )
 from agent_memory.domain.path_rules import paths_free
 from agent_memory.domain.paths import MemoryPath, parse_memory_path
-from agent_memory.domain.ports import PendingBatch, Vector, VectorStore
+from agent_memory.domain.ports import PendingBatch, RefereedCommits, Vector, VectorStore
 from agent_memory.domain.progress import Count, embedded
 from agent_memory.domain.results import in_turn, validated
 from agent_memory.domain.tenancy import new_memory_namespace
@@ -155,11 +156,7 @@ class Creating:
             part = [batch[index] for index in indexes]
             return (
                 embedded(self.ctx.embedder, [fresh.memory.content for fresh in part], count)
-                .bind(
-                    lambda vectors: self.ctx.exclusive(
-                        store_name, partial(self._write_new, store_name, part, vectors, found)
-                    )
-                )
+                .bind(lambda vectors: self._committed(store_name, part, vectors, found))
                 .map(lambda views: answers.update(zip(indexes, views, strict=True)))
             )
 
@@ -168,8 +165,30 @@ class Creating:
         )
         return written.map(lambda _: [answers[index] for index in range(len(batch))])
 
+    def _committed(
+        self, store_name: str, part: list[Fresh], vectors: list[Vector], found: Found
+    ) -> Result[list[MemoryView], DomainError]:
+        """A part that only adds new memories, over a server engine (a referee), commits without the write lock:
+        the engine's conditional writes decide (paths claimed, the outcome claimed once). A part whose near-duplicates
+        may skip or update (it must see the creates of its scope before it) and a keyed create (its first attempt
+        read under the lock) take the store's write lock, as every write does without a referee."""
+        referee = self.ctx.referee
+        if referee is not None and found is nothing_found and self._adds_only(part):
+            return self._write_new(store_name, part, vectors, found, referee)
+        return self.ctx.exclusive(store_name, partial(self._write_new, store_name, part, vectors, found))
+
+    def _adds_only(self, part: list[Fresh]) -> bool:
+        return self.ctx.policy.duplicate_similarity is None or all(
+            fresh.policy is DuplicatePolicy.KEEP for fresh in part
+        )
+
     def _write_new(
-        self, store_name: str, batch: list[Fresh], vectors: list[Vector], found: Found
+        self,
+        store_name: str,
+        batch: list[Fresh],
+        vectors: list[Vector],
+        found: Found,
+        referee: RefereedCommits | None = None,
     ) -> Result[list[MemoryView], DomainError]:
         return found().bind(
             lambda view: (
@@ -178,24 +197,33 @@ class Creating:
                 else self.ctx.open(store_name, create=True)
                 .bind(self.ctx.check_model)
                 .bind(lambda store: paths_free(store, [fresh.memory for fresh in batch]))
-                .bind(lambda store: self._store_new(store, store_name, batch, vectors))
+                .bind(lambda store: self._store_new(store, store_name, batch, vectors, referee))
             )
         )
 
     def _store_new(
-        self, store: VectorStore, store_name: str, batch: list[Fresh], vectors: list[Vector]
+        self,
+        store: VectorStore,
+        store_name: str,
+        batch: list[Fresh],
+        vectors: list[Vector],
+        referee: RefereedCommits | None = None,
     ) -> Result[list[MemoryView], DomainError]:
         """Settle the batch's near-duplicates (one nearest-neighbour query each, with the vector embedded before
         the lock), then add the new memories, change the ones updated and index their words as one unit: a
         failure or a kill part-way leaves none of it (the journal records the new ids and the updated memories as
-        they were before the first write; the next open takes a killed batch back out)."""
+        they were before the first write; the next open takes a killed batch back out). With a `referee` (a part
+        that only adds), the unit is the referee's: its records stay invisible until its outcome is claimed."""
+
+        def unit(plan: BatchPlan) -> Result[None, DomainError]:
+            pending = PendingBatch(store_name, tuple(plan.added), tuple(old for old, _, _ in plan.changed.values()))
+            write = partial(self._write_plan, store, store_name, plan)
+            if referee is not None and not plan.changed:
+                return refereed(self.ctx, referee, store, pending, write, partial(self.ctx.exclusive, store_name))
+            return whole(self.ctx, store, pending, write)
+
         return plan_batch(batch, vectors, partial(self._neighbours, store), self.ctx.policy.duplicate_similarity).bind(
-            lambda plan: whole(
-                self.ctx,
-                store,
-                PendingBatch(store_name, tuple(plan.added), tuple(old for old, _, _ in plan.changed.values())),
-                partial(self._write_plan, store, store_name, plan),
-            ).map(lambda _: [self._answer(plan, answer) for answer in plan.answers])
+            lambda plan: unit(plan).map(lambda _: [self._answer(plan, answer) for answer in plan.answers])
         )
 
     def _neighbours(

@@ -79,6 +79,20 @@ def reindex_store(ctx: Context, command: ReindexStore) -> Result[ReindexReport, 
             lambda memories: steps._rebuilt(name, opened, memories, command.progress)
         )
 
+    def fenced(opened: VectorStore) -> Result[ReindexReport, DomainError]:
+        """Creates that commit without the lock (a referee's) are decided first and wait for the lock meanwhile:
+        none lands in the store being replaced after its scan."""
+        referee = ctx.referee
+        if referee is None:
+            return scan_and_rebuild(opened)
+        return referee.fence(name).bind(
+            lambda _: (
+                scan_and_rebuild(opened)
+                .lash(lambda error: referee.unfence(name).bind(lambda _: Failure(error)))
+                .bind(lambda report: referee.unfence(name).map(lambda _: report))
+            )
+        )
+
     return ctx.exclusive(
         name,
         lambda: (
@@ -90,9 +104,7 @@ def reindex_store(ctx: Context, command: ReindexStore) -> Result[ReindexReport, 
             .bind(lambda _: steps._recovered(name))
             .bind(
                 lambda said: (
-                    ctx.open(name, create=False)
-                    .bind(scan_and_rebuild)
-                    .map(lambda report: evolve(report, rolled_back=said))
+                    ctx.open(name, create=False).bind(fenced).map(lambda report: evolve(report, rolled_back=said))
                 )
             )
         ),

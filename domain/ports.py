@@ -373,6 +373,37 @@ class BatchJournal(Protocol):
     def interrupted(self, store: str) -> Result[tuple[PendingBatch, ...], DomainError]: ...
 
 
+class RefereedCommits(Protocol):
+    """Commits a batch that only adds new memories without the store's write lock: the engine is the referee (a
+    server engine's path claims and batch outcomes, each a write inserted there only if absent).
+
+    Promises: `begin(batch)` names the batch (its key) and makes what it adds its own: invisible to every reader on
+    every node, and left out of counts, until `commit`; it takes nothing exclusive. `commit(batch)` makes the whole
+    batch visible at once by one conditional write, or refuses when a contender for one of its paths voided it
+    first (DESTINATION_EXISTS naming the memory that took the path, or STORAGE_ERROR): of the batch's writer and
+    any contender exactly one decides, after any pause. `abandon(batch)` voids it unless it committed: True when it
+    is void (never shown; the caller may take its records out), False when its commit stood (an answer lost on the
+    way). `forget(batch)` drops what the referee still keeps of a batch settled either way. `fence(store)`, called under
+    the store's write lock by a writer that replaces the whole store (a reindex), decides every refereed batch begun
+    before it (voided unless it committed) and, until `unfence(store)`, makes `begin` answer None (the caller then
+    runs the batch under the write lock). Leaves out: near-duplicate
+    policies that must see other creates (skip, update), changes of stored memories and keyed creates (those run
+    under WriteLocks with the BatchJournal), and taking a dead writer's records out (they stay, never shown).
+    """
+
+    def begin(self, batch: PendingBatch) -> Result[PendingBatch | None, DomainError]: ...
+
+    def commit(self, batch: PendingBatch) -> Result[None, DomainError]: ...
+
+    def fence(self, store: str) -> Result[None, DomainError]: ...
+
+    def unfence(self, store: str) -> Result[None, DomainError]: ...
+
+    def abandon(self, batch: PendingBatch) -> Result[bool, DomainError]: ...
+
+    def forget(self, batch: PendingBatch) -> Result[None, DomainError]: ...
+
+
 class IdempotencyKeys(Protocol):
     """Remembers the keys of writes a caller may retry, each with a fingerprint of the request it came with, where
     every process that writes the store sees them (the engine's ledger on a server, the data folder otherwise).

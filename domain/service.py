@@ -23,6 +23,7 @@ from agent_memory.domain.ports import (
     IdempotencyKeys,
     KeywordIndex,
     PartVectors,
+    RefereedCommits,
     StoreCatalog,
     WriteLocks,
 )
@@ -67,6 +68,7 @@ class MemoryService:
     journal: BatchJournal = field(factory=InProcessJournal)
     parts: PartVectors | None = None  # long memories' later parts (None: found by their first window only)
     keys: IdempotencyKeys = field(factory=InProcessKeys)  # creates a caller may retry (domain.idempotency)
+    referee: RefereedCommits | None = None  # creates that only add commit without the write lock (a server engine)
     tenant: Guard = None
     context: Context = field(init=False, repr=False, eq=False)
 
@@ -83,6 +85,7 @@ class MemoryService:
             journal=self.journal,
             parts=self.parts,
             keys=self.keys,
+            referee=self.referee,
         )
 
     def within(self, namespace: Sequence[str] | None) -> Result[MemoryService, DomainError]:

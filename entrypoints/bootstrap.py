@@ -19,6 +19,7 @@ from agent_memory.domain.ports import (
     IdempotencyKeys,
     KeywordIndex,
     PartVectors,
+    RefereedCommits,
     StoreCatalog,
     WriteLocks,
 )
@@ -358,12 +359,17 @@ def _wire(
         from agent_memory.adapters.claimed_store import ClaimingCatalog
         from agent_memory.adapters.path_claims import PathClaims
 
-        leases = engine_locks  # a path claimed by a create that never landed is freed only by the lease's holder
+        leases = engine_locks  # a batch holding a path is voided only under the store's lease (taken to contend)
         catalog = ClaimingCatalog(
-            catalog, PathClaims(leases.ledger), may_void=lambda store: leases.held(store) is not None
+            catalog,
+            PathClaims(leases.ledger),
+            may_void=lambda store: leases.held(store) is not None,
+            contend=leases.exclusive,
         )
+    referee = _referee(catalog, journal)
     return MemoryService(
         keys=build_keys(settings),
+        referee=referee,
         catalog=catalog,
         embedder=embedder,
         clock=clock,
@@ -373,6 +379,21 @@ def _wire(
         journal=journal,
         parts=parts,
     )
+
+
+def _referee(catalog: StoreCatalog, journal: BatchJournal) -> RefereedCommits | None:
+    """Creates that only add commit without the write lease over a server engine whose stores claim paths in the
+    ledger the lease journal keeps (adapters/refereed_batches.py); None otherwise (every write under the lock)."""
+    from agent_memory.adapters.claimed_store import ClaimingCatalog
+    from agent_memory.adapters.lease_journal import LeaseBatchJournal
+
+    if not (isinstance(catalog, ClaimingCatalog) and isinstance(journal, LeaseBatchJournal)):
+        return None
+    if catalog.claims.ledger is not journal.ledger:
+        return None
+    from agent_memory.adapters.refereed_batches import RefereedBatches
+
+    return RefereedBatches(journal)
 
 
 def _duplicate_similarity(settings: Settings, embedder: Embedder) -> float | None:

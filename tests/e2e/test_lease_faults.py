@@ -52,7 +52,10 @@ def test_a_holder_killed_with_sigkill_costs_the_survivors_next_five_writes_one_t
 ) -> None:
     collection, ttl = f"t{uuid.uuid4().hex[:12]}", 3.0
     survivor, leases = node(tmp_path / "survivor", chroma_server.host, chroma_server.port, collection, ttl)
-    survivor.create(CreateMemory(content="the store exists before the holder dies")).unwrap()
+    made = survivor.create(
+        CreateMemory(content="the store exists before the holder dies", decay_policy="reinforceable")
+    )
+    kept = made.unwrap().memory.id
     where = [chroma_server.host, str(chroma_server.port), collection, str(ttl)]
     holder = subprocess.Popen([sys.executable, str(HOLDER), str(tmp_path / "holder"), *where], stdout=subprocess.PIPE)
     try:
@@ -60,9 +63,12 @@ def test_a_holder_killed_with_sigkill_costs_the_survivors_next_five_writes_one_t
     finally:
         os.kill(holder.pid, signal.SIGKILL)
         holder.wait(timeout=30)
-    for number in range(5):
+    survivor.create(CreateMemory(content="a create commits without the lease", path="notes/no-lease")).unwrap()
+    assert leases.expiries == 0  # a create waits for no holder, dead or alive (it takes no ticket)
+    for _ in range(5):
         leases.let_go()  # each write takes a ticket of its own, as writes seconds apart do
-        survivor.create(CreateMemory(content=f"survivor's write {number} about otters")).unwrap()
+        reinforced = survivor.reinforce(kept)  # a change of a stored memory runs under the lease
+        assert isinstance(reinforced, Success), reinforced
     assert leases.expiries == 1  # one ttl waited, for the dead ticket, once
     # another machine arriving now finds the dead ticket marked over in the ledger: it waits for nothing
     newcomer, their_leases = node(tmp_path / "newcomer", chroma_server.host, chroma_server.port, collection, ttl)

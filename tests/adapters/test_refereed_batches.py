@@ -1,0 +1,94 @@
+"""Lease-free creates (adapters/refereed_batches.py): committed by their outcome's claim, voided by a contender for
+their path or by a reindex's fence, never read as interrupted by the lease journal, left out of counts while running."""
+
+from __future__ import annotations
+
+import uuid
+
+from returns.result import Success
+
+from agent_memory.adapters.claimed_store import ClaimedStore
+from agent_memory.adapters.commit_outcomes import KEPT, VOID, CommitOutcomes
+from agent_memory.adapters.in_memory import InMemoryVectorStore
+from agent_memory.adapters.lease_journal import LeaseBatchJournal
+from agent_memory.adapters.lease_locks import LeaseWriteLocks
+from agent_memory.adapters.path_claims import PathClaims
+from agent_memory.adapters.refereed_batches import RefereedBatches
+from agent_memory.adapters.shared.ledger import InMemoryLedger
+from agent_memory.domain.errors import ErrorCode
+from agent_memory.domain.filters import MemoryFilter
+from agent_memory.domain.model import Memory
+from agent_memory.domain.paths import MemoryPath
+from agent_memory.domain.ports import PendingBatch
+from tests.contract.vector_store_contract import axis, full_memory
+
+PLAN = MemoryPath(("notes", "plan"))
+
+
+def uid(name: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, name))
+
+
+def memory(name: str, path: MemoryPath | None = PLAN) -> Memory:
+    return full_memory(id=uid(name), namespace=(), path=path, deleted=False, deleted_at=None, expires_at=None)
+
+
+def machine(ledger: InMemoryLedger, store: InMemoryVectorStore) -> tuple[RefereedBatches, ClaimedStore]:
+    """One node: its lease, journal and referee over the shared ledger, its store taking the lease to contend."""
+    leases = LeaseWriteLocks(ledger, ttl=30.0)
+    journal = LeaseBatchJournal(leases)
+    journal.outcomes = CommitOutcomes(ledger)  # its own, as another process's (one per ledger in a process otherwise)
+    referee = RefereedBatches(journal)
+    claimed = ClaimedStore(
+        store,
+        PathClaims(ledger),
+        referee.outcomes,
+        may_void=lambda name: leases.held(name) is not None,
+        contend=leases.exclusive,
+    )
+    return referee, claimed
+
+
+def test_a_refereed_create_takes_no_lease_and_is_shown_only_once_committed() -> None:
+    ledger, store = InMemoryLedger(), InMemoryVectorStore()
+    referee, writer = machine(ledger, store)
+    _, reader = machine(ledger, store)
+    begun = referee.begin(PendingBatch("default", (uid("a"),))).unwrap()
+    assert begun is not None
+    writer.add([memory("a")], [axis(0)]).unwrap()
+    assert reader.scan(MemoryFilter()).unwrap() == [] and reader.count() == Success(0)
+    assert LeaseBatchJournal(LeaseWriteLocks(ledger)).interrupted("default") == Success(())  # never "interrupted"
+    assert referee.commit(begun) == Success(None)
+    assert [m.id for m in reader.scan(MemoryFilter()).unwrap()] == [uid("a")] and reader.count() == Success(1)
+    assert ledger.listed("default", "lease").unwrap() == [] and ledger.listed("default", "batch").unwrap() == []
+
+
+def test_a_contender_voids_an_undecided_refereed_create_and_its_commit_is_refused_naming_the_winner() -> None:
+    ledger, store = InMemoryLedger(), InMemoryVectorStore()
+    referee, stalled = machine(ledger, store)
+    _, contender = machine(ledger, store)
+    begun = referee.begin(PendingBatch("default", (uid("a"),))).unwrap()
+    assert begun is not None
+    stalled.add([memory("a")], [axis(0)]).unwrap()  # its records and path claim landed; it stalls before its outcome
+    assert contender.add([memory("b")], [axis(1)]) == Success(None)  # took the lease, voided it, took the path
+    error = referee.commit(begun).failure()
+    assert error.code is ErrorCode.DESTINATION_EXISTS and uid("b") in error.message
+    assert [m.id for m in contender.scan(MemoryFilter()).unwrap()] == [uid("b")]
+    assert CommitOutcomes(ledger).decided("default", begun.key) == Success(VOID)
+
+
+def test_a_fence_decides_the_refereed_creates_begun_before_it_and_sends_later_ones_under_the_lock() -> None:
+    ledger, store = InMemoryLedger(), InMemoryVectorStore()
+    referee, writer = machine(ledger, store)
+    reindexer, _ = machine(ledger, store)
+    running = referee.begin(PendingBatch("default", (uid("a"),))).unwrap()
+    committed = referee.begin(PendingBatch("default", (uid("c"),))).unwrap()
+    assert running is not None and committed is not None
+    writer.add([memory("c", None)], [axis(2)]).unwrap()
+    referee.commit(committed).unwrap()
+    assert reindexer.fence("default") == Success(None)
+    assert referee.begin(PendingBatch("default", (uid("b"),))) == Success(None)  # fenced: under the lock instead
+    assert referee.commit(running).failure().code is ErrorCode.STORAGE_ERROR  # voided by the fence
+    assert CommitOutcomes(ledger).decided("default", committed.key) == Success(KEPT)  # what committed stands
+    reindexer.unfence("default").unwrap()
+    assert referee.begin(PendingBatch("default", (uid("b"),))).unwrap() is not None
