@@ -12,7 +12,7 @@ from typing import TypeVar
 from attrs import define, field
 from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection
-from chromadb.errors import UniqueConstraintError
+from chromadb.errors import ChromaError, UniqueConstraintError
 from returns.result import Failure, Result
 
 from agent_memory.adapters.chroma import layout
@@ -222,8 +222,13 @@ class ChromaCatalog:
                 metadata=layout.collection_metadata(self.embedder_name, self.dimension),
                 embedding_function=None,
             )
-        except UniqueConstraintError:  # created meanwhile (by another client of a server)
+        except UniqueConstraintError:  # created meanwhile (by another client of the embedded store)
             return client.get_collection(collection_name, embedding_function=None)
+        except ChromaError:  # a server answers a lost create race with a plain ChromaError ("already exists")
+            created = layout.find(client, collection_name)
+            if created is None:
+                raise
+            return created
 
     def _store(self, name: str, collection: Collection) -> ChromaVectorStore:
         """The handle of the store over `collection` (one per store and catalog)."""
