@@ -69,9 +69,7 @@ def service_at(home: str) -> Any:
     return build_service(load_settings({"data_dir": home, "backend": "chroma"}, {"HOME": home}).unwrap()).unwrap()
 
 
-def synthetic(
-    service: Any, texts: list[str], *, real: int = 2000, seed: int = 3
-) -> tuple[list[Memory], np.ndarray]:
+def synthetic(service: Any, texts: list[str], *, real: int = 2000, seed: int = 3) -> tuple[list[Memory], np.ndarray]:
     """The memories and their unit vectors: real embeddings of the first `real` texts, reused with noise past that
     (row i's vector is text i % real's embedding plus noise)."""
     n = len(texts)

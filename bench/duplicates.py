@@ -151,7 +151,7 @@ def create_cost(embedder: OnnxMiniLMEmbedder, threshold: float, creates: int, st
             plan_batch(
                 [Fresh(memory, DuplicatePolicy.KEEP)],
                 [vector],
-                lambda m, v: nearest(lambda limit: store.query(v, _scope(m), limit), threshold),
+                lambda m, v, counts: nearest(lambda limit: store.query(v, _scope(m), limit), threshold, counts=counts),
                 threshold,
             ).unwrap()
             spent["rule"].append(time.perf_counter() - started)

@@ -13,7 +13,7 @@ from agent_memory.domain.commands import CreateMemory, SearchMemories, UpdateMem
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "bulk_fill.py"
 SIZE = 2000
-WORDS = "river garden violin market winter lantern harbour pepper meadow copper".split()
+WORDS = ["river", "garden", "violin", "market", "winter", "lantern", "harbour", "pepper", "meadow", "copper"]
 
 
 def bulk_fill_module() -> ModuleType:
