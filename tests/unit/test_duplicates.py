@@ -185,7 +185,8 @@ def test_nearest_stops_deepening_once_the_answer_is_among_what_it_found(clock: F
     count, so no deeper one is asked; copies that do not count (another namespace) still send it deeper."""
     now = clock.now()
     copies = [
-        Memory(id=f"00000000-0000-4000-8000-{n:012}", content=DARK, created_at=now, updated_at=now, namespace=("team",)) for n in range(600)
+        Memory(id=f"00000000-0000-4000-8000-{n:012}", content=DARK, created_at=now, updated_at=now, namespace=("team",))
+        for n in range(600)
     ]
     asked: list[int] = []
 
