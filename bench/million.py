@@ -76,6 +76,11 @@ def log(line: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {line}", file=sys.stderr, flush=True)
 
 
+def kept(out: str, figures: dict[str, Any]) -> None:
+    """The figures so far, written at once (a run stopped part-way keeps every phase it finished)."""
+    Path(out).write_text(json.dumps(figures, indent=1, default=str) + "\n", encoding="utf-8")
+
+
 def rss_mib() -> int:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -137,6 +142,8 @@ def main() -> None:
     parser.add_argument("--fill-figures", help="bulk_fill.py's JSON output for a --home filled beforehand")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--ann", default="chroma,usearch")
+    parser.add_argument("--fresh", type=int, default=2, help="fresh processes timed (the first meets a cold cache)")
+    parser.add_argument("--skip", default="", help="phases to leave out: shipped (the searches as shipped)")
     parser.add_argument("--out", default="million.json")
     args = parser.parse_args()
     here = Path(__file__).resolve().parent
@@ -157,12 +164,13 @@ def main() -> None:
     log(f"fill: {figures['fill']}")
 
     figures["fresh_process"] = []
-    for _ in range(2):
+    for _ in range(args.fresh):
         done = subprocess.run(
             [sys.executable, "-c", FRESH, home, QUERIES[0]], capture_output=True, text=True, check=False
         )
         figures["fresh_process"].append(json.loads(done.stdout) if done.returncode == 0 else done.stderr[-600:])
         log(f"fresh process: {figures['fresh_process'][-1]}")
+        kept(args.out, figures)
 
     service = service_at(home)
     store = service.catalog.open("default", create=False).unwrap()
@@ -170,14 +178,15 @@ def main() -> None:
     figures["memories"] = size
     figures["mirror_limit"] = store.mirror_limit
     mirrored_as_shipped = size <= store.mirror_limit
-    figures["as_shipped"] = timed_searches(service, args.repeat) | {
-        "dense_side": "Chroma until the mirror policy mirrors it"
-        if mirrored_as_shipped
-        else "Chroma's HNSW with the filter",
-        "rss_mib": rss_mib(),
-    }
-    log(f"as shipped: {figures['as_shipped']}")
-
+    if "shipped" not in args.skip:
+        figures["as_shipped"] = timed_searches(service, args.repeat) | {
+            "dense_side": "Chroma until the mirror policy mirrors it"
+            if mirrored_as_shipped
+            else "Chroma's HNSW with the filter",
+            "rss_mib": rss_mib(),
+        }
+        log(f"as shipped: {figures['as_shipped']}")
+        kept(args.out, figures)
     store.mirror_limit = max(store.mirror_limit, size)
     started = time.perf_counter()
     mirror = warming.warm(store)
@@ -188,6 +197,7 @@ def main() -> None:
         "rss_mib": rss_mib(),
     }
     log(f"with the mirror (ready in {figures['mirror_ready_s']} s): {figures['with_mirror']}")
+    kept(args.out, figures)
 
     columns = mirror.columns()
     matrix, ids = columns.matrix, columns.ids
@@ -212,13 +222,15 @@ def main() -> None:
         "floor_ms": round(floor, 2),
     }
     for key in ("as_shipped", "with_mirror"):
-        figures[key]["ratio_to_floor"] = round(figures[key]["p50_ms"] / floor, 2)
+        if key in figures:
+            figures[key]["ratio_to_floor"] = round(figures[key]["p50_ms"] / floor, 2)
     exact: dict[str, list[np.ndarray]] = {"unfiltered": [], "filtered": []}
     for q in queries:
         scores = row_dots(matrix, q)
         exact["unfiltered"].append(np.argsort(-scores)[:10])
         exact["filtered"].append(np.argsort(-np.where(scope, scores, -np.inf))[:10])
     log(f"floor: {figures['floor']}")
+    kept(args.out, figures)
 
     figures["ann"] = {}
     if "chroma" in args.ann:
@@ -235,6 +247,7 @@ def main() -> None:
             chroma[name] = {"p50_ms": round(statistics.median(times), 2), "recall_at_10": recall(found, exact[name])}
         figures["ann"]["chroma_hnsw"] = chroma
         log(f"chroma hnsw: {chroma}")
+        kept(args.out, figures)
     if "usearch" in args.ann:
         try:
             figures["ann"]["usearch"] = usearch_figures(matrix, scope, np.array(queries), exact)
@@ -244,7 +257,7 @@ def main() -> None:
     figures["rss_mib_end"] = rss_mib()
     figures["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
     figures["load_after"] = os.getloadavg()[0]
-    Path(args.out).write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
+    kept(args.out, figures)
     print(json.dumps(figures))
 
 
