@@ -15,8 +15,9 @@ the model directory's duplicates.json, which the embedder adapter reads.
 
 The cost: one create's extra work is one nearest-neighbour query of its store (the vector the create computes
 anyway) and the comparisons in its batch; measured as that work alone beside one embedding of the same text, and
-as whole creates with the rule on and off taken in turn (embedded Chroma holding --store-size memories). Prints
-JSON.
+as whole creates with the rule on and off taken in turn (embedded Chroma holding --store-size memories); each check
+is asked again without its early stop (domain.duplicates.nearest's `counts`), and the answers compared
+(`answers_as_the_deep_check` of `creates`). Prints JSON.
 """
 
 from __future__ import annotations
@@ -141,6 +142,7 @@ def create_cost(embedder: OnnxMiniLMEmbedder, threshold: float, creates: int, st
             services[label].create_many(seed).unwrap()
         ctx = services["create_rule_on"].context
         store = ctx.open(None, create=False).unwrap()
+        named = same = 0
         for text in texts:
             started = time.perf_counter()
             vector = embedder.embed_documents([text]).unwrap()[0]
@@ -148,13 +150,22 @@ def create_cost(embedder: OnnxMiniLMEmbedder, threshold: float, creates: int, st
             now = ctx.clock.now()
             memory = Memory(id=new_memory_id(), content=text, created_at=now, updated_at=now)
             started = time.perf_counter()
-            plan_batch(
+            plan = plan_batch(
                 [Fresh(memory, DuplicatePolicy.KEEP)],
                 [vector],
-                lambda m, v: nearest(lambda limit: store.query(v, _scope(m), limit), threshold),
+                lambda m, v, counts: nearest(lambda limit: store.query(v, _scope(m), limit), threshold, counts=counts),
                 threshold,
             ).unwrap()
             spent["rule"].append(time.perf_counter() - started)
+            # the same check asking as deep as the threshold lets it (no early stop): the answer must not change
+            deep = plan_batch(
+                [Fresh(memory, DuplicatePolicy.KEEP)],
+                [vector],
+                lambda m, v, _: nearest(lambda limit: store.query(v, _scope(m), limit), threshold),
+                threshold,
+            ).unwrap()
+            named += len(plan.answers[0].duplicates)
+            same += plan.answers[0].duplicates == deep.answers[0].duplicates
             for label, service in services.items():
                 started = time.perf_counter()
                 service.create(c.CreateMemory(content=text, on_duplicate="keep")).unwrap()
@@ -162,6 +173,7 @@ def create_cost(embedder: OnnxMiniLMEmbedder, threshold: float, creates: int, st
     figures: dict[str, Any] = {label: round(statistics.median(times) * 1000, 2) for label, times in spent.items()}
     figures["rule_over_embedding"] = round(figures["rule"] / figures["embedding"], 3)
     figures["creates"], figures["store_size"] = creates, store_size
+    figures["duplicates_named"], figures["answers_as_the_deep_check"] = named, same
     return figures
 
 

@@ -1,14 +1,24 @@
-"""Toward a million memories on embedded Chroma, step by step, every step's figures written as it ends (issue 47).
+"""A million memories on embedded Chroma: bulk fill, time to open, warm hybrid search, the floor, RSS, and an
+approximate index's recall@10 against exact search (issue 47).
 
-    python bench/million.py [--size 1000000] [--step 100000] [--repeat 2] [--out FILE]
+    python bench/million.py --data locomo-dev.json --size 1000000 [--home DIR] [--repeat 3] [--out FILE]
+                            [--ann chroma,usearch]
 
-Fills one store as bench/perf.py does (LoCoMo turns cycled with a numbered suffix; real embeddings of the first
-2,000, reused with a little noise past that; namespace user/u{i % 20}, project p{i % 10}), `--step` memories at a
-time, and after each step measures: the fill's own rate; a fresh process's time to open the service and its first
-hybrid filtered search, with its peak RSS; then in this process the warm hybrid filtered p50/p95 (perf.py's five
-questions and filter) beside the floor (query embedding + numpy brute force over the same vectors); and Chroma's own
-HNSW (the mirror off) against exact search: recall@10 and its p50. Each step's row is appended to `--out` (JSON
-lines) at once, so a run stopped by a timeout keeps every size it reached. Progress on stderr.
+1. The fill: bench/bulk_fill.py in a process of its own (skipped when `--home` holds a filled store; its figures
+   are then read from `--fill-figures`). Synthetic texts from the dev file's turns, real embeddings of 2,000 of
+   them reused with noise, namespace user/u{i % 20}, project p{i % 10}, written in the product's stored format.
+2. Time to open: a fresh process opens the service and answers one hybrid filtered search (project p3, namespace
+   user: a tenth of the store), with its peak RSS; twice (the second with the files in the page cache).
+3. Warm hybrid filtered p50 / p95 in this process (perf.py's five questions, `--repeat` rounds), as shipped: past
+   the mirror's limit (adapters.chroma.mirror_policy.MIRROR_LIMIT) the dense side is Chroma's own HNSW with the
+   filter; then with the mirror restored from its file (the limit raised to the store's size), the dense side
+   exact in numpy.
+4. The floor: query embedding + numpy brute force (top-10) over every vector.
+5. Approximate indexes against exact search over the same vectors, unfiltered and with the filter: Chroma's HNSW
+   (the store's own collection, the mirror off) and, when `usearch` is installed (a bench-only extra:
+   `pip install usearch`), a usearch HNSW built here (its build time printed; the filter by over-fetching).
+   recall@10 = the share of exact search's top 10 the index returns.
+Prints one JSON object and writes it to `--out`; progress on stderr.
 """
 
 from __future__ import annotations
@@ -22,8 +32,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +39,21 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from perf import QUERIES, corpus, percentile, service_for
+from bulk_fill import service_at
 
+from agent_memory.adapters.chroma import warming
+from agent_memory.adapters.shared.vector_math import row_dots
 from agent_memory.domain.commands import SearchMemories
-from agent_memory.domain.context import keyword_entry
 from agent_memory.domain.filters import MemoryFilter
-from agent_memory.domain.model import Memory
 
-FILTER: dict[str, Any] = {"project": "p3", "namespace": ("user",)}
+QUERIES = [  # bench/perf.py's five
+    "When did Caroline go to the support group?",
+    "What does Melanie like to paint?",
+    "which programming language does the user like",
+    "Where did they travel last summer?",
+    "What did the team decide about the deployment?",
+]
+SCOPE: dict[str, Any] = {"project": "p3", "namespace": ("user",)}
 # a fresh process: open the service, one hybrid filtered search; prints seconds to open, ms of the search, peak RSS
 FRESH = """
 import json, resource, sys, time
@@ -50,12 +65,20 @@ home = sys.argv[1]
 service = build_service(load_settings({"data_dir": home, "backend": "chroma"}, {"HOME": home}).unwrap()).unwrap()
 service.catalog.open("default", create=False).unwrap().count().unwrap()
 opened = time.perf_counter() - started
-started = time.perf_counter()
 service.search(SearchMemories(query=sys.argv[2], project="p3", namespace=("user",))).unwrap()
-searched = (time.perf_counter() - started) * 1000
-print(json.dumps({"open_s": round(opened, 2), "first_search_ms": round(searched, 1),
+answered = time.perf_counter() - started
+print(json.dumps({"open_s": round(opened, 2), "first_answer_s": round(answered, 2),
                   "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}))
 """
+
+
+def log(line: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {line}", file=sys.stderr, flush=True)
+
+
+def kept(out: str, figures: dict[str, Any]) -> None:
+    """The figures so far, written at once (a run stopped part-way keeps every phase it finished)."""
+    Path(out).write_text(json.dumps(figures, indent=1, default=str) + "\n", encoding="utf-8")
 
 
 def rss_mib() -> int:
@@ -65,107 +88,177 @@ def rss_mib() -> int:
     return -1
 
 
-def timed(work: Any) -> float:
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * (len(ordered) - 1) + 0.5))]
+
+
+def timed_searches(service: Any, repeat: int) -> dict[str, float]:
+    service.search(SearchMemories(query=QUERIES[0], **SCOPE)).unwrap()  # warm
+    times: list[float] = []
+    for _ in range(repeat):
+        for query in QUERIES:
+            started = time.perf_counter()
+            service.search(SearchMemories(query=query, **SCOPE)).unwrap()
+            times.append((time.perf_counter() - started) * 1000)
+    return {"p50_ms": round(statistics.median(times), 1), "p95_ms": round(percentile(times, 0.95), 1)}
+
+
+def recall(found: list[list[int]], exact: list[np.ndarray]) -> float:
+    return round(statistics.mean(len(set(f) & set(e.tolist())) / len(e) for f, e in zip(found, exact, strict=True)), 3)
+
+
+def usearch_figures(
+    matrix: np.ndarray, scope: np.ndarray, queries: np.ndarray, exact: dict[str, list[np.ndarray]]
+) -> dict[str, Any]:
+    from usearch.index import Index
+
     started = time.perf_counter()
-    work()
-    return (time.perf_counter() - started) * 1000
+    index = Index(
+        ndim=matrix.shape[1], metric="ip", dtype="f32", connectivity=16, expansion_add=128, expansion_search=64
+    )
+    index.add(np.arange(len(matrix)), matrix, threads=2)
+    built = time.perf_counter() - started
+    log(f"usearch built in {built:.0f} s")
+    figures: dict[str, Any] = {"build_s": round(built, 1), "connectivity": 16, "expansion_search": 64}
+    for name, over in (("unfiltered", 10), ("filtered", 200)):  # the filter keeps a tenth: over-fetch 20x
+        times, found = [], []
+        for q in queries:
+            started = time.perf_counter()
+            keys = index.search(q, over).keys
+            if name == "filtered":
+                keys = keys[scope[keys]]
+            times.append((time.perf_counter() - started) * 1000)
+            found.append(keys[:10].tolist())
+        figures[name] = {"p50_ms": round(statistics.median(times), 2), "recall_at_10": recall(found, exact[name])}
+    return figures
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", required=True, help="the dev file (LoCoMo JSON) the texts are drawn from")
     parser.add_argument("--size", type=int, default=1_000_000)
-    parser.add_argument("--step", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--out", default="million.jsonl")
+    parser.add_argument("--home", help="a data directory bench/bulk_fill.py filled (default: fill a new one)")
+    parser.add_argument("--fill-figures", help="bulk_fill.py's JSON output for a --home filled beforehand")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--ann", default="chroma,usearch")
+    parser.add_argument("--fresh", type=int, default=2, help="fresh processes timed (the first meets a cold cache)")
+    parser.add_argument("--skip", default="", help="phases to leave out: shipped (the searches as shipped)")
+    parser.add_argument("--out", default="million.json")
     args = parser.parse_args()
-    texts = corpus(args.size)
-    home = tempfile.mkdtemp(prefix="million-")
-    service = service_for("chroma", home)
-    base = np.array(service.embedder.embed_documents(texts[:2000]).unwrap(), dtype=np.float32)
-    rng = np.random.default_rng(3)
-    vectors = np.empty((args.size, base.shape[1]), dtype=np.float32)
-    store = service.catalog.open("default", create=True).unwrap()
-    filled = 0
-    row_of: dict[str, int] = {}  # memory id → its row in `vectors`
-    while filled < args.size:
-        started = time.perf_counter()
-        end = min(args.size, filled + args.step)
-        for start in range(filled, end, 1000):
-            stop = min(end, start + 1000)
-            chunk = base[np.arange(start, stop) % len(base)] + rng.normal(0, 0.02, (stop - start, base.shape[1]))
-            chunk /= np.linalg.norm(chunk, axis=1, keepdims=True)
-            vectors[start:stop] = chunk
-            now = datetime.now(UTC)
-            memories = [
-                Memory(
-                    id=str(uuid.uuid4()),
-                    content=texts[i],
-                    created_at=now,
-                    updated_at=now,
-                    project=f"p{i % 10}",
-                    namespace=("user", f"u{i % 20}"),
-                )
-                for i in range(start, stop)
-            ]
-            row_of.update((m.id, i) for i, m in zip(range(start, stop), memories, strict=True))
-            store.add(memories, chunk.tolist()).unwrap()
-            service.keywords.upsert("default", [keyword_entry(m) for m in memories]).unwrap()
-        fill_s = time.perf_counter() - started
-        row: dict[str, Any] = {
-            "memories": end,
-            "fill_step_s": round(fill_s, 1),
-            "fill_per_s": round((end - filled) / fill_s),
-        }
-        filled = end
-        fresh = subprocess.run(
-            [sys.executable, "-c", FRESH, home, QUERIES[0]], capture_output=True, text=True, check=False, timeout=3600
+    here = Path(__file__).resolve().parent
+    figures: dict[str, Any] = {"cpus": os.cpu_count(), "load_before": os.getloadavg()[0]}
+    if args.home is None:
+        home = tempfile.mkdtemp(prefix="million-")
+        log(f"bulk fill of {args.size} into {home}")
+        done = subprocess.run(
+            [sys.executable, str(here / "bulk_fill.py"), "--data", args.data, "--size", str(args.size), "--home", home],
+            capture_output=True,
+            text=True,
+            check=True,
         )
-        row["fresh_process"] = json.loads(fresh.stdout) if fresh.returncode == 0 else fresh.stderr[-400:]
-        # the first search of this process after the step: Tantivy commits the step's rows, the mirror catches up
-        row["first_search_after_step_ms"] = round(
-            timed(lambda: service.search(SearchMemories(query=QUERIES[1], **FILTER)).unwrap()), 1
+        figures["fill"] = json.loads(done.stdout)
+    else:
+        home = args.home
+        figures["fill"] = json.loads(Path(args.fill_figures).read_text()) if args.fill_figures else None
+    log(f"fill: {figures['fill']}")
+
+    figures["fresh_process"] = []
+    for _ in range(args.fresh):
+        done = subprocess.run(
+            [sys.executable, "-c", FRESH, home, QUERIES[0]], capture_output=True, text=True, check=False
         )
-        for _ in range(3):  # warm: past the searches that build or refresh the mirror
-            service.search(SearchMemories(query=QUERIES[2], **FILTER)).unwrap()
-        embed_ms, brute_ms, hybrid_ms, exact = [], [], [], {}
-        for _ in range(args.repeat):
-            for query in QUERIES:
-                started = time.perf_counter()
-                q = np.array(service.embedder.embed_query(query).unwrap(), dtype=np.float32)
-                embed_ms.append((time.perf_counter() - started) * 1000)
-                started = time.perf_counter()
-                scores = vectors[:filled] @ q
-                best = np.argpartition(-scores, 10)[:10]
-                brute_ms.append((time.perf_counter() - started) * 1000)
-                exact[query] = (q, set(best.tolist()))
-                hybrid_ms.append(timed(lambda q=query: service.search(SearchMemories(query=q, **FILTER)).unwrap()))
-        floor = statistics.median(embed_ms) + statistics.median(brute_ms)
-        row |= {
-            "query_embedding_ms_p50": round(statistics.median(embed_ms), 2),
-            "brute_force_ms_p50": round(statistics.median(brute_ms), 2),
-            "hybrid_filtered_ms_p50": round(statistics.median(hybrid_ms), 2),
-            "hybrid_filtered_ms_p95": round(percentile(hybrid_ms, 0.95), 2),
-            "hybrid_ratio_to_floor": round(statistics.median(hybrid_ms) / floor, 2),
+        figures["fresh_process"].append(json.loads(done.stdout) if done.returncode == 0 else done.stderr[-600:])
+        log(f"fresh process: {figures['fresh_process'][-1]}")
+        kept(args.out, figures)
+
+    service = service_at(home)
+    store = service.catalog.open("default", create=False).unwrap()
+    size = store.count().unwrap()
+    figures["memories"] = size
+    figures["mirror_limit"] = store.mirror_limit
+    mirrored_as_shipped = size <= store.mirror_limit
+    if "shipped" not in args.skip:
+        figures["as_shipped"] = timed_searches(service, args.repeat) | {
+            "dense_side": "Chroma until the mirror policy mirrors it"
+            if mirrored_as_shipped
+            else "Chroma's HNSW with the filter",
             "rss_mib": rss_mib(),
-            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
         }
-        # Chroma's HNSW (the mirror off) against exact search over the same vectors, unfiltered
-        mirror_limit, store.mirror_limit = store.mirror_limit, 0
-        store.session.mirrors.clear()
-        hnsw_ms, recalls = [], []
-        for q, best in exact.values():
+        log(f"as shipped: {figures['as_shipped']}")
+        kept(args.out, figures)
+    store.mirror_limit = max(store.mirror_limit, size)
+    started = time.perf_counter()
+    mirror = warming.warm(store)
+    figures["mirror_ready_s"] = round(time.perf_counter() - started, 1)
+    assert mirror is not None, "the store could not be mirrored"
+    figures["with_mirror"] = timed_searches(service, args.repeat) | {
+        "dense_side": "mirror (exact)",
+        "rss_mib": rss_mib(),
+    }
+    log(f"with the mirror (ready in {figures['mirror_ready_s']} s): {figures['with_mirror']}")
+    kept(args.out, figures)
+
+    columns = mirror.columns()
+    matrix, ids = columns.matrix, columns.ids
+    row_of = {memory_id: row for row, memory_id in enumerate(ids)}
+    scope = np.array([k.project == "p3" and k.namespace[:1] == ("user",) for k in columns.keys]) & ~columns.deleted
+    embed_ms, brute_ms, queries = [], [], []
+    for _ in range(args.repeat):
+        for query in QUERIES:
             started = time.perf_counter()
-            hits = store.query(q.tolist(), MemoryFilter(), 10).unwrap()
-            hnsw_ms.append((time.perf_counter() - started) * 1000)
-            found = {row_of[m.id] for m, _ in hits}
-            recalls.append(len(found & best) / 10)
-        store.mirror_limit = mirror_limit
-        row["chroma_hnsw_ms_p50"] = round(statistics.median(hnsw_ms), 2)
-        row["chroma_hnsw_recall_at_10"] = round(statistics.mean(recalls), 3)
-        with open(args.out, "a", encoding="utf-8") as out:
-            out.write(json.dumps(row) + "\n")
-        print(json.dumps(row), file=sys.stderr)
-    print(f"home {home} ({os.cpu_count()} cpus)", file=sys.stderr)
+            q = np.array(service.embedder.embed_query(query).unwrap(), dtype=np.float32)
+            embed_ms.append((time.perf_counter() - started) * 1000)
+            started = time.perf_counter()
+            scores = row_dots(matrix, q)
+            np.argpartition(-scores, 10)[:10]
+            brute_ms.append((time.perf_counter() - started) * 1000)
+            queries.append(q)
+    queries = queries[: len(QUERIES)]
+    floor = statistics.median(embed_ms) + statistics.median(brute_ms)
+    figures["floor"] = {
+        "query_embedding_ms_p50": round(statistics.median(embed_ms), 2),
+        "brute_force_ms_p50": round(statistics.median(brute_ms), 2),
+        "floor_ms": round(floor, 2),
+    }
+    for key in ("as_shipped", "with_mirror"):
+        if key in figures:
+            figures[key]["ratio_to_floor"] = round(figures[key]["p50_ms"] / floor, 2)
+    exact: dict[str, list[np.ndarray]] = {"unfiltered": [], "filtered": []}
+    for q in queries:
+        scores = row_dots(matrix, q)
+        exact["unfiltered"].append(np.argsort(-scores)[:10])
+        exact["filtered"].append(np.argsort(-np.where(scope, scores, -np.inf))[:10])
+    log(f"floor: {figures['floor']}")
+    kept(args.out, figures)
+
+    figures["ann"] = {}
+    if "chroma" in args.ann:
+        store.mirror_limit = 0
+        store.session.mirrors.clear()
+        chroma: dict[str, Any] = {}
+        for name, where in (("unfiltered", MemoryFilter()), ("filtered", MemoryFilter(**SCOPE))):
+            times, found = [], []
+            for q in queries:
+                started = time.perf_counter()
+                hits = store.query(q.tolist(), where, 10).unwrap()
+                times.append((time.perf_counter() - started) * 1000)
+                found.append([row_of[m.id] for m, _ in hits])
+            chroma[name] = {"p50_ms": round(statistics.median(times), 2), "recall_at_10": recall(found, exact[name])}
+        figures["ann"]["chroma_hnsw"] = chroma
+        log(f"chroma hnsw: {chroma}")
+        kept(args.out, figures)
+    if "usearch" in args.ann:
+        try:
+            figures["ann"]["usearch"] = usearch_figures(matrix, scope, np.array(queries), exact)
+        except ImportError:
+            figures["ann"]["usearch"] = "not installed (pip install usearch)"
+        log(f"usearch: {figures['ann']['usearch']}")
+    figures["rss_mib_end"] = rss_mib()
+    figures["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    figures["load_after"] = os.getloadavg()[0]
+    kept(args.out, figures)
+    print(json.dumps(figures))
 
 
 if __name__ == "__main__":

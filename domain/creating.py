@@ -3,7 +3,7 @@ settle near-duplicates, write as one unit. Changing a memory is domain/updating.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import partial
 
@@ -227,11 +227,11 @@ class Creating:
         )
 
     def _neighbours(
-        self, store: VectorStore, memory: Memory, vector: Vector
+        self, store: VectorStore, memory: Memory, vector: Vector, counts: Callable[[Memory], bool]
     ) -> Result[list[tuple[Memory, float]], DomainError]:
         where = evolve(same_scope(memory), alive_at=memory.updated_at)
         threshold = self.ctx.policy.duplicate_similarity or 0.0  # only asked when there is one
-        return nearest(lambda limit: store.query(vector, where, limit), threshold)
+        return nearest(lambda limit: store.query(vector, where, limit), threshold, counts=counts)
 
     def _write_plan(self, store: VectorStore, store_name: str, plan: BatchPlan) -> Result[None, DomainError]:
         added = [memory for memory, _ in plan.added.values()]

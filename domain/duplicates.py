@@ -78,15 +78,21 @@ def in_scope(new: Memory, other: Memory) -> bool:
 Query = Callable[[int], Result[list[tuple[Memory, float]], DomainError]]
 
 
-def nearest(query: Query, threshold: float, limit: int = NEIGHBOURS) -> Result[list[tuple[Memory, float]], DomainError]:
+def nearest(
+    query: Query, threshold: float, limit: int = NEIGHBOURS, counts: Callable[[Memory], bool] | None = None
+) -> Result[list[tuple[Memory, float]], DomainError]:
     """A store's nearest memories (`query(limit)`, most similar first), asked again four times deeper while every
     one it gave reaches the threshold: memories of the namespaces below, or of other agents, may crowd out the
-    ones that count (the store's filter takes a namespace as a prefix)."""
+    ones that count (the store's filter takes a namespace as a prefix). Not deeper once MOST_NAMED of those that
+    `counts` keeps reach it: an answer names at most MOST_NAMED, the most similar, so a deeper query would only add
+    less similar ones (a scope crowded by near-copies otherwise asked 32 and 128 deep, issue 47)."""
 
     def enough(found: list[tuple[Memory, float]]) -> Result[list[tuple[Memory, float]], DomainError]:
         if len(found) < limit or found[-1][1] < threshold or limit >= MAX_NEIGHBOURS:
             return Success(found)
-        return nearest(query, threshold, limit * 4)
+        if counts is not None and sum(1 for memory, _ in found if counts(memory)) >= MOST_NAMED:
+            return Success(found)
+        return nearest(query, threshold, limit * 4, counts)
 
     return query(limit).bind(enough)
 
@@ -137,7 +143,9 @@ def named(candidates: Sequence[Candidate]) -> tuple[Duplicate, ...]:
 # short text does, bench/duplicates.py)
 IN_BATCH_WINDOW = 512
 
-Neighbours = Callable[[Memory, Vector], Result[list[tuple[Memory, float]], DomainError]]
+# a store's nearest memories to a new one's vector (domain.duplicates.nearest), told which of them count toward
+# the answer (those `nearest` may stop at)
+Neighbours = Callable[[Memory, Vector, Callable[[Memory], bool]], Result[list[tuple[Memory, float]], DomainError]]
 
 
 @frozen
@@ -189,6 +197,11 @@ class BatchPlan:
             known = self._norms[memory_id] = math.hypot(*vector)
         return known
 
+    def counts(self, new: Memory) -> Callable[[Memory], bool]:
+        """Whether a stored memory found near `new` is a candidate as found: of its scope and not changed earlier in
+        this batch (a changed one is compared by its new vector: its place in the store's order says nothing)."""
+        return lambda memory: in_scope(new, memory) and memory.id not in self.changed
+
     def _stored_candidates(self, new: Memory, vector: Vector, found: list[tuple[Memory, float]]) -> list[Candidate]:
         """The store's neighbours in the new memory's scope, as this batch has changed them so far."""
         candidates = []
@@ -238,7 +251,7 @@ def plan_batch(
             plan.added[fresh.memory.id] = (fresh.memory, vector)
             plan.answers.append(Answer(fresh.memory.id))
             continue
-        match neighbours(fresh.memory, vector):
+        match neighbours(fresh.memory, vector, plan.counts(fresh.memory)):
             case Success(found):
                 plan.settle(fresh, vector, found, threshold)
             case Failure(error):

@@ -37,10 +37,16 @@ def find_duplicates(ctx: Context, command: FindDuplicates) -> Result[tuple[Dupli
         if threshold is None:
             return Success(())
         where = evolve(same_scope(memory), alive_at=ctx.clock.now())
+
+        def counts(other: Memory) -> bool:
+            return other.id != memory.id and in_scope(memory, other)
+
         return ctx.embedder.embed_documents([memory.content]).bind(
             lambda vectors: (
                 ctx.open_to_read(memory.store)
-                .bind(lambda store: nearest(lambda limit: store.query(vectors[0], where, limit), threshold))
+                .bind(
+                    lambda store: nearest(lambda limit: store.query(vectors[0], where, limit), threshold, counts=counts)
+                )
                 .map(
                     lambda found: named(
                         duplicates_of(

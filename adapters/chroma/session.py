@@ -111,7 +111,15 @@ class Session:
     _mutex: threading.RLock = field(factory=threading.RLock, init=False)  # this process's threads take turns
     _lock: filelock.FileLock | None = field(default=None, init=False)
 
-    def run(self, doing: str, op: Callable[[ClientAPI], T], *, write: bool = False, needs: int | None = 0) -> T:
+    def run(
+        self,
+        doing: str,
+        op: Callable[[ClientAPI], T],
+        *,
+        write: bool = False,
+        needs: int | None = 0,
+        records_only: bool = False,
+    ) -> T:
         """`op` with a client that has seen every other process's writes; a `write` is announced first.
 
         An embedded `write` is refused whole, before anything is written, when the disk has not room for the
@@ -119,7 +127,9 @@ class Session:
         back and is never refused so, or a write it takes back could not be undone): Chroma logs a write before it
         applies it, so one that failed half-way on a full disk would be applied later, and its reads would fail
         meanwhile. Plain: a failure aborts (adapters.shared.boundary.Abort). Re-entrant: a run inside a run of
-        the same thread keeps the lock it holds.
+        the same thread keeps the lock it holds. A write that may have created, renamed or dropped collections
+        drops the collections found so far; one that only writes records of existing ones (`records_only`) keeps
+        them: looking a collection up again costs milliseconds, a create's whole duplicate check (issue 47).
         """
         with self._mutex:  # the threads of this process take turns too
             if self._hit_full_disk and self.directory is not None and not nearly_full(self.directory):
@@ -152,7 +162,7 @@ class Session:
                         raise self._taken_back(abort, self.directory, position) from abort
                 raise
             finally:
-                if write:
+                if write and not records_only:
                     self._collections.clear()  # it may have created, renamed or dropped some
                 if self._lock is not None and self._lock.is_locked:
                     self._lock.release()

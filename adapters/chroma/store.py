@@ -124,7 +124,9 @@ class ChromaVectorStore:
             self._announce(ids)
 
         needs = write_size([memory.content for memory in latest.values()], self.dimension)
-        return self._result("update memories", update, write=True, needs=needs).map(lambda _: list(memories))
+        return self._result("update memories", update, write=True, needs=needs, records_only=True).map(
+            lambda _: list(memories)
+        )
 
     def remove(self, ids: Sequence[str]) -> Result[None, DomainError]:
         unique = list(dict.fromkeys(ids))
@@ -135,7 +137,8 @@ class ChromaVectorStore:
             record_writes.removed(self.session, self.boundary, collection, unique, self.batch_size)
             self._announce(unique)
 
-        return self._result("delete memories", delete, write=True, needs=None)  # never refused for want of room
+        # never refused for want of room
+        return self._result("delete memories", delete, write=True, needs=None, records_only=True)
 
     def rebuild(
         self, memories: Sequence[Memory], embeddings: Sequence[Vector], embedding_model: str
@@ -348,12 +351,26 @@ class ChromaVectorStore:
     # --- helpers (plain: they raise, the port method's boundary converts)
 
     def _result(
-        self, doing: str, op: Callable[[Collection], T], *, write: bool = False, needs: int | None = 0
+        self,
+        doing: str,
+        op: Callable[[Collection], T],
+        *,
+        write: bool = False,
+        needs: int | None = 0,
+        records_only: bool = False,
     ) -> Result[T, DomainError]:
         """`op` on this store's collection (see `_run`), as a port method's Result."""
-        return self.boundary.result(partial(self._run, doing, op, write=write, needs=needs))
+        return self.boundary.result(partial(self._run, doing, op, write=write, needs=needs, records_only=records_only))
 
-    def _run(self, doing: str, op: Callable[[Collection], T], *, write: bool = False, needs: int | None = 0) -> T:
+    def _run(
+        self,
+        doing: str,
+        op: Callable[[Collection], T],
+        *,
+        write: bool = False,
+        needs: int | None = 0,
+        records_only: bool = False,
+    ) -> T:
         """`op` on this store's collection, as found now, under the session's rules (a write needing `needs`
         bytes of disk is refused whole when there is not room for them: Session.run).
 
@@ -363,10 +380,13 @@ class ChromaVectorStore:
         layout.SWAP_WAIT_S (the swap itself takes a few requests). A write retried so ran on a collection that
         no longer exists, so it is written once, in the new one (the store's write lock keeps writes out of a
         rebuild's fill). An embedded session holds the directory's lock through a swap: nothing to wait for.
+        `records_only`: a write of records, which keeps the session's collections found (Session.run).
         """
 
         def attempt() -> T:
-            return self.session.run(doing, lambda client: op(self._resolve(client)), write=write, needs=needs)
+            return self.session.run(
+                doing, lambda client: op(self._resolve(client)), write=write, needs=needs, records_only=records_only
+            )
 
         if self.session.directory is not None:
             return attempt()
@@ -425,7 +445,7 @@ class ChromaVectorStore:
             self._announce([m.id for m, _ in pairs])
 
         needs = write_size([memory.content for memory, _ in pairs], len(pairs[0][1]))
-        self._run("write memories", write, write=True, needs=needs)
+        self._run("write memories", write, write=True, needs=needs, records_only=True)
 
     def _announce(self, ids: Sequence[str]) -> None:
         """After a write reached a server: its change record, so every node's mirror reads these ids again."""

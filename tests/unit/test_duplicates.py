@@ -5,14 +5,16 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from returns.result import Success
 
 from agent_memory.adapters.clock import FixedClock
 from agent_memory.adapters.in_memory import InMemoryCatalog, InMemoryKeywordIndex, TableEmbedder
 from agent_memory.domain.commands import CreateMemory, FindDuplicates, SearchMemories
 from agent_memory.domain.context import SearchPolicy
 from agent_memory.domain.dispatch import dispatch
-from agent_memory.domain.duplicates import DuplicatePolicy
+from agent_memory.domain.duplicates import MAX_NEIGHBOURS, MOST_NAMED, NEIGHBOURS, DuplicatePolicy, nearest
 from agent_memory.domain.errors import ErrorCode
+from agent_memory.domain.model import Memory
 from agent_memory.domain.ports import Vector
 from agent_memory.domain.service import MemoryService
 
@@ -176,3 +178,28 @@ def test_an_expired_memory_is_no_duplicate(clock: FixedClock) -> None:
     assert again.memory.id != expiring.memory.id and again.duplicates == () and again.on_duplicate == ""
     live = service.create(CreateMemory(content=DARK)).unwrap()
     assert live.memory.id == again.memory.id and live.on_duplicate == "skipped"
+
+
+def test_nearest_stops_deepening_once_the_answer_is_among_what_it_found(clock: FixedClock) -> None:
+    """A scope crowded by near-copies of its own: the first query already holds the MOST_NAMED most similar that
+    count, so no deeper one is asked; copies that do not count (another namespace) still send it deeper."""
+    now = clock.now()
+    copies = [
+        Memory(id=f"00000000-0000-4000-8000-{n:012}", content=DARK, created_at=now, updated_at=now, namespace=("team",))
+        for n in range(600)
+    ]
+    asked: list[int] = []
+
+    def query(limit: int) -> Success[list[tuple[Memory, float]]]:
+        asked.append(limit)
+        return Success([(memory, 0.99 - n * 1e-4) for n, memory in enumerate(copies[:limit])])
+
+    found = nearest(query, THRESHOLD, counts=lambda memory: True).unwrap()
+    assert asked == [NEIGHBOURS] and len(found) == NEIGHBOURS
+    asked.clear()
+    counted = {copies[n].id for n in range(100, 100 + MOST_NAMED)}  # only deeper copies count: it must go on
+    found = nearest(query, THRESHOLD, counts=lambda memory: memory.id in counted).unwrap()
+    assert asked == [NEIGHBOURS, NEIGHBOURS * 4, NEIGHBOURS * 16] and counted <= {m.id for m, _ in found}
+    asked.clear()
+    nearest(query, THRESHOLD).unwrap()  # without `counts`: as deep as the threshold lets it (MAX_NEIGHBOURS)
+    assert asked == [NEIGHBOURS, NEIGHBOURS * 4, NEIGHBOURS * 16, NEIGHBOURS * 64, MAX_NEIGHBOURS]
