@@ -15,19 +15,15 @@ import httpx
 import pytest
 from returns.result import Result
 
-from agent_memory.adapters.chroma.catalog import ChromaCatalog
-from agent_memory.adapters.chroma.node_mirror import NodeMirrors
 from agent_memory.adapters.claimed_store import ClaimingCatalog
-from agent_memory.adapters.in_memory import HashingEmbedder
 from agent_memory.adapters.lease_locks import LeaseWriteLocks
 from agent_memory.domain.commands import CreateMemory, ListMemories, SearchMemories
 from agent_memory.domain.errors import DomainError
 from agent_memory.domain.model import Memory, ScoredMemory
 from agent_memory.domain.ports import PendingBatch
 from agent_memory.domain.service import MemoryService
-from agent_memory.entrypoints.bootstrap import build_service
-from agent_memory.entrypoints.settings import load_settings
 from tests.chroma_server import ChromaServer, chroma_server
+from tests.integration.test_node_mirror_two_nodes import mirrors, node
 
 __all__ = ["chroma_server"]
 pytestmark = [pytest.mark.server]
@@ -72,20 +68,6 @@ def requests(chroma_server: ChromaServer, monkeypatch: pytest.MonkeyPatch) -> Re
 
     monkeypatch.setattr(httpx.Client, "send", counting_send)
     return counted
-
-
-def node(folder: Path, server: ChromaServer, collection: str) -> MemoryService:
-    flags = {"data_dir": str(folder), "chroma_host": server.host, "chroma_port": server.port, "collection": collection}
-    settings = load_settings(flags, {"HOME": str(folder)}).unwrap()
-    return build_service(settings, embedder=HashingEmbedder(window=16)).unwrap()
-
-
-def mirrors(service: MemoryService) -> NodeMirrors:
-    catalog = service.catalog
-    if isinstance(catalog, ClaimingCatalog):
-        catalog = catalog.inner
-    assert isinstance(catalog, ChromaCatalog) and catalog.node is not None
-    return catalog.node
 
 
 def search(service: MemoryService, query: str, mode: str = "hybrid", **scope: object) -> list[str]:
