@@ -253,7 +253,7 @@ class ClaimedStore:
         taken: list[tuple[Place, str]] = []
         for place, holder, revision in wanted:
             commit = self.outcomes.mark_for(holder)
-            occupied = partial(self._occupied, place)
+            occupied = partial(self._occupied, place, own=commit)
             match self.claims.claim(place, holder, occupied, commit=commit, revision=revision):
                 case Success(_):
                     taken.append((place, holder))
@@ -269,7 +269,7 @@ class ClaimedStore:
 
         return write().lash(undo).map(lambda _: self._release(left)).map(lambda _: None)
 
-    def _occupied(self, place: Place, holder: str) -> Result[str | None, DomainError]:
+    def _occupied(self, place: Place, holder: str, *, own: str = "") -> Result[str | None, DomainError]:
         """How a path's newest holder holds it while it is, or may yet be, live there; None once it is stored there
         and expired, or its batch is VOID. A holder not stored yet, stored at another path or soft-deleted is a write
         still on its way (a create, a move, a restore), since a move away and a delete free the path after their
@@ -280,7 +280,8 @@ class ClaimedStore:
         first with the memory as it is (RevisionClaims.void), unless the move's revision was claimed already (the
         move stands: its record is brought up to it, and the memory holds the path). Either way a holder found
         elsewhere after its write stood has moved away since, its writer dead before freeing the path: free too.
-        Claims that name neither (older ones) keep the path taken until that memory is moved there and away."""
+        Claims that name neither (older ones) keep the path taken until that memory is moved there and away. `own`:
+        the batch of the claiming write, which voids no other once it is VOID itself (_voided)."""
         now = datetime.now(UTC)
         commit = self.claims.commit_of(place, holder)
         revision = self.claims.revision_of(place, holder)
@@ -288,7 +289,11 @@ class ClaimedStore:
         def judged(found: list[Memory]) -> Result[str | None, DomainError]:
             memory = found[0] if found else None
             if memory is None or place_of(memory) != place:  # not there (yet): a write on its way, or given up
-                if commit and not self.outcomes.runs(commit) and (voided := self._contended(place, holder, commit)):
+                if (
+                    commit
+                    and not self.outcomes.runs(commit)
+                    and (voided := self._contended(place, holder, commit, own))
+                ):
                     return voided
                 if (
                     memory is not None
@@ -306,20 +311,20 @@ class ClaimedStore:
                     lambda outcome: (
                         Success(None if outcome == VOID or memory.is_expired(now) else "holds it")
                         if outcome or self.outcomes.runs(key)
-                        else self._contended(place, holder, key) or Success("holds it")
+                        else self._contended(place, holder, key, own) or Success("holds it")
                     )
                 )
             return Success(None if memory.is_expired(now) else "holds it")
 
         return self.inner.get([holder]).bind(judged)
 
-    def _contended(self, place: Place, holder: str, commit: str) -> Judgement | None:
+    def _contended(self, place: Place, holder: str, commit: str, own: str = "") -> Judgement | None:
         """The judgement of a path held by batch `commit`, of another process and undecided, once this writer voided
         it (or found it KEPT meanwhile): at once when this process holds the store's lease, else after taking it
         (`contend`: a batch of a lease's holder is never voided while it holds it; a batch that holds none, a
         refereed create, is voided by the first contender, whether its writer died or is still on its way);
         None when this writer may not void it (no lease, no `contend`): the path stays taken."""
-        return self._courteously(place[0], partial(self._voided, place, holder, commit))
+        return self._courteously(place[0], partial(self._voided, place, holder, commit, own))
 
     def _courteously(self, store: str, void: Callable[[], Judgement]) -> Judgement | None:
         """`void` run by a holder of the store's lease: at once when this process holds it, else after taking it
@@ -341,9 +346,17 @@ class ClaimedStore:
     def _lives_at(memory: Memory, place: Place, now: datetime) -> bool:
         return place_of(memory) == place and not memory.is_expired(now)
 
-    def _voided(self, place: Place, holder: str, commit: str) -> Result[str | None, DomainError]:
+    def _voided(self, place: Place, holder: str, commit: str, own: str = "") -> Result[str | None, DomainError]:
         """A holder never written, of batch `commit`: None (the path is free) once that batch is VOID, by this claim
-        or an earlier one; KEPT means it was written after the read, or written and removed since: read again."""
+        or an earlier one; KEPT means it was written after the read, or written and removed since: read again.
+        Unless this writer's own batch (`own`) is VOID already, read under the lease before voiding: two batches
+        crossing on two paths would otherwise void each other, and neither path be kept; the lease orders the two
+        voids, so the second finds its batch voided by the first and gives the path up."""
+
+        def unless_voided(outcome: str) -> Result[str | None, DomainError]:
+            if outcome == VOID:
+                return Success("holds it: its batch voided this write's batch first, over another path of both")
+            return self.outcomes.claim(place[0], commit, VOID).bind(after)
 
         def after(void: bool) -> Result[str | None, DomainError]:
             if void:
@@ -353,7 +366,9 @@ class ClaimedStore:
                 lambda found: "holds it" if found and place_of(found[0]) == place else None
             )
 
-        return self.outcomes.claim(place[0], commit, VOID).bind(after)
+        if not own:
+            return self.outcomes.claim(place[0], commit, VOID).bind(after)
+        return self.outcomes.decided(place[0], own).bind(unless_voided)
 
     def _swept(self, store: str, commit: str) -> None:
         """A voided lease-free batch's records taken out of the engine, with its batch record (best effort: what is

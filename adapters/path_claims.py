@@ -17,6 +17,7 @@ KIND = "path"
 FREE = ""  # the holder of a claim that frees the path (a move away, a delete, a removal, a rollback)
 PROBE = 8  # claim versions read per round trip when looking for a path's newest claim
 MAX_COMMITS_KEPT = 4096  # newest claims' batches remembered for `commit_of`
+FREED_RETRIES = 8  # claims lost to a claim freeing the path, each read again, before a write gives up (CONFLICT)
 
 Place = tuple[str, tuple[str, ...], str]  # (store, namespace, path)
 
@@ -75,24 +76,37 @@ class PathClaims:
     ) -> Result[int, DomainError]:
         """Make `holder` the path's newest holder (the version it holds): at once when it is already, else by
         claiming the next version, refused (DESTINATION_EXISTS) when the newest holder is occupying the path or
-        another writer claimed that version first. `commit`: the batch whose write puts `holder` there; `revision`:
-        the revision of `holder` whose write puts it there (a move, a restore)."""
+        another writer claimed that version first for a memory (a version lost to a claim that frees the path is
+        judged again: a rollback of the holder this writer voided may free it at the same moment). `commit`: the
+        batch whose write puts `holder` there; `revision`: the revision of `holder` whose write puts it there (a
+        move, a restore)."""
 
         def run() -> int:
             with self._guard:
                 unseen = place not in self._known
             if unseen and self._claim(place, 1, holder, commit, revision)[0]:
                 return 1  # a path never claimed (most creates): its first claim, without reading first
-            version, current = self._newest(place)
-            if current == holder:
-                return version
-            how = value_of(occupied(current)) if current != FREE else None
-            if how is not None:
-                raise Abort(taken_by(place, current, how))
-            won, winner = self._claim(place, version + 1, holder, commit, revision)
-            if not won:
-                raise Abort(taken_by(place, winner, "was put there by another writer at the same moment"))
-            return version + 1
+            for _ in range(FREED_RETRIES):
+                version, current = self._newest(place)
+                if current == holder:
+                    return version
+                how = value_of(occupied(current)) if current != FREE else None
+                if how is not None:
+                    raise Abort(taken_by(place, current, how))
+                won, winner = self._claim(place, version + 1, holder, commit, revision)
+                if won:
+                    return version + 1
+                if winner != FREE:
+                    raise Abort(taken_by(place, winner, "was put there by another writer at the same moment"))
+                # freed by another writer at the same moment (a move away, a rollback): judge the next version
+            raise Abort(
+                DomainError(
+                    ErrorCode.CONFLICT,
+                    f"Path '{place[2]}' was freed by other writers {FREED_RETRIES} times while this write tried to "
+                    "take it. Nothing was written; try again.",
+                    path=place[2],
+                )
+            )
 
         return as_result(run)
 

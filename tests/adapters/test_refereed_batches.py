@@ -4,8 +4,9 @@ their path or by a reindex's fence, never read as interrupted by the lease journ
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 
-from returns.result import Success
+from returns.result import Result, Success
 
 from agent_memory.adapters.claimed_store import ClaimedStore
 from agent_memory.adapters.commit_outcomes import KEPT, VOID, CommitOutcomes
@@ -14,8 +15,8 @@ from agent_memory.adapters.lease_journal import LeaseBatchJournal
 from agent_memory.adapters.lease_locks import LeaseWriteLocks
 from agent_memory.adapters.path_claims import PathClaims
 from agent_memory.adapters.refereed_batches import RefereedBatches
-from agent_memory.adapters.shared.ledger import InMemoryLedger
-from agent_memory.domain.errors import ErrorCode
+from agent_memory.adapters.shared.ledger import InMemoryLedger, LedgerRecord
+from agent_memory.domain.errors import DomainError, ErrorCode
 from agent_memory.domain.filters import MemoryFilter
 from agent_memory.domain.model import Memory
 from agent_memory.domain.paths import MemoryPath
@@ -23,6 +24,31 @@ from agent_memory.domain.ports import PendingBatch
 from tests.contract.vector_store_contract import axis, full_memory
 
 PLAN = MemoryPath(("notes", "plan"))
+FIRST, LAST = MemoryPath(("notes", "p0")), MemoryPath(("notes", "p9"))
+
+
+class Interleaved(InMemoryLedger):
+    """The shared ledger, running another writer's step once: just before one chosen claim is stored, or just after."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.chosen: Callable[[LedgerRecord], bool] = lambda record: False
+        self.step: Callable[[], None] = lambda: None
+        self.after = False
+
+    def around(self, chosen: Callable[[LedgerRecord], bool], step: Callable[[], None], *, after: bool = False) -> None:
+        self.chosen, self.step, self.after = chosen, step, after
+
+    def claim(self, record: LedgerRecord) -> Result[LedgerRecord, DomainError]:
+        if not self.chosen(record):
+            return super().claim(record)
+        step, self.chosen = self.step, lambda record: False
+        if not self.after:
+            step()
+        stored = super().claim(record)
+        if self.after:
+            step()
+        return stored
 
 
 def uid(name: str) -> str:
@@ -92,3 +118,40 @@ def test_a_fence_decides_the_refereed_creates_begun_before_it_and_sends_later_on
     assert CommitOutcomes(ledger).decided("default", committed.key) == Success(KEPT)  # what committed stands
     reindexer.unfence("default").unwrap()
     assert referee.begin(PendingBatch("default", (uid("b"),))).unwrap() is not None
+
+
+def test_a_voided_create_rolled_back_while_its_contender_claims_the_path_leaves_the_path_to_the_contender() -> None:
+    ledger, store = Interleaved(), InMemoryVectorStore()
+    referee, stalled = machine(ledger, store)
+    _, contender = machine(ledger, store)
+    begun = referee.begin(PendingBatch("default", (uid("a"),))).unwrap()
+    assert begun is not None
+    stalled.add([memory("a")], [axis(0)]).unwrap()  # its path claimed; it stalls before its outcome
+
+    def rolled_back() -> None:  # the stalled writer, its commit refused, takes its records out (_refereed_undone)
+        assert referee.commit(begun).failure().code is ErrorCode.STORAGE_ERROR  # voided; the path is nobody's yet
+        stalled.remove([uid("a")]).unwrap()  # frees the path it held, at the version the contender is claiming
+
+    # the contender has just voided the stalled batch, before it takes its records out and claims the path
+    ledger.around(lambda record: record.fields.get("outcome") == VOID, rolled_back, after=True)
+    assert contender.add([memory("b")], [axis(1)]) == Success(None)
+    assert [m.id for m in contender.scan(MemoryFilter()).unwrap()] == [uid("b")]
+
+
+def test_two_refereed_batches_crossing_on_two_paths_leave_both_paths_to_one_of_them() -> None:
+    ledger, store = Interleaved(), InMemoryVectorStore()
+    first_referee, first = machine(ledger, store)
+    second_referee, second = machine(ledger, store)
+    one = first_referee.begin(PendingBatch("default", (uid("a0"), uid("a9")))).unwrap()
+    other = second_referee.begin(PendingBatch("default", (uid("b9"), uid("b0")))).unwrap()
+    assert one is not None and other is not None
+
+    def crossing() -> None:  # the second batch claims both paths while the first holds one: it voids the first
+        assert second.add([memory("b9", LAST), memory("b0", FIRST)], [axis(2), axis(3)]) == Success(None)
+
+    ledger.around(lambda record: record.fields.get("holder") == uid("a9"), crossing)
+    refused = first.add([memory("a0", FIRST), memory("a9", LAST)], [axis(0), axis(1)]).failure()
+    assert refused.code is ErrorCode.DESTINATION_EXISTS  # its own batch voided: it voids no other
+    assert second_referee.commit(other) == Success(None)
+    assert first_referee.commit(one).failure().code is ErrorCode.DESTINATION_EXISTS
+    assert sorted(m.id for m in second.scan(MemoryFilter()).unwrap()) == sorted([uid("b0"), uid("b9")])
