@@ -5,9 +5,7 @@ after its path claim and before its outcome is voided by the next contender for 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -23,10 +21,10 @@ from agent_memory.domain.service import MemoryService
 from agent_memory.entrypoints.bootstrap import build_service
 from agent_memory.entrypoints.settings import Settings
 from tests.chroma_server import ChromaServer, chroma_server
+from tests.subprocess_nodes import started_together
 
 __all__ = ["chroma_server"]
 
-ROOT = Path(__file__).resolve().parents[2]
 CREATES = 8
 
 NODE = """
@@ -61,27 +59,10 @@ for n in range(int(creates)):
 
 
 def nodes(server: ChromaServer, tmp_path: Path, collection: str, names: dict[str, str]) -> list[subprocess.Popen[str]]:
-    """One process per name (its own HOME and data dir), started together; `names`: name → how it dies."""
-    started = []
-    for name, die in names.items():
-        home = tmp_path / name
-        (home / "data").mkdir(parents=True)
-        argv = [sys.executable, "-c", NODE, str(home / "data"), server.host, str(server.port), collection, name]
-        started.append(
-            subprocess.Popen(
-                [*argv, str(CREATES), die],
-                cwd=ROOT,
-                env={**os.environ, "HOME": str(home)},
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                text=True,
-            )
-        )
-    for node in started:
-        assert node.stdin is not None
-        node.stdin.write("go\n")
-        node.stdin.flush()
-    return started
+    """One process per name, started together; `names`: name → how it dies."""
+    return started_together(
+        NODE, server, tmp_path, collection, {name: [str(CREATES), die] for name, die in names.items()}
+    )
 
 
 def reader(server: ChromaServer, tmp_path: Path, collection: str) -> tuple[MemoryService, ChromaLedger]:

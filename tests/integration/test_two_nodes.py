@@ -1,12 +1,9 @@
-"""Two machines (processes with their own data dirs and HOMEs) over one `chroma run`: writers ordered by the
-engine-held write locks, so creating the same paths at once leaves one live memory per path."""
+"""Two machines (processes with their own data dirs and HOMEs) over one `chroma run`: creates of the same paths at
+once are refereed by the engine's path claims and batch outcomes, so one live memory is left per path."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -16,10 +13,10 @@ from agent_memory.adapters.in_memory import HashingEmbedder
 from agent_memory.entrypoints.bootstrap import build_service
 from agent_memory.entrypoints.settings import Settings
 from tests.chroma_server import ChromaServer, chroma_server
+from tests.subprocess_nodes import started_together
 
 __all__ = ["chroma_server"]
 
-ROOT = Path(__file__).resolve().parents[2]
 PATHS = 25
 
 NODE = """
@@ -45,25 +42,7 @@ def test_two_nodes_creating_the_same_paths_at_once_leave_one_live_memory_per_pat
     chroma_server: ChromaServer, tmp_path: Path
 ) -> None:
     collection = f"t{uuid.uuid4().hex}"
-    nodes = []
-    for name in ("a", "b"):
-        home = tmp_path / name
-        (home / "data").mkdir(parents=True)
-        argv = [sys.executable, "-c", NODE, str(home / "data"), chroma_server.host, str(chroma_server.port)]
-        nodes.append(
-            subprocess.Popen(
-                [*argv, collection, name, str(PATHS)],
-                cwd=ROOT,
-                env={**os.environ, "HOME": str(home)},
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                text=True,
-            )
-        )
-    for node in nodes:
-        assert node.stdin is not None
-        node.stdin.write("go\n")
-        node.stdin.flush()
+    nodes = started_together(NODE, chroma_server, tmp_path, collection, {"a": [str(PATHS)], "b": [str(PATHS)]})
     acknowledged = {
         answer["id"]
         for node in nodes
