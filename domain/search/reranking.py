@@ -55,7 +55,8 @@ _COS, _NEIGHBOUR_COS, _KEYWORD, _LENGTH = (FEATURES.index(n) for n in ("cos", "n
 DOMINANCE_MARGIN: float | None = 0.2  # how much better on both sides a dominator must be (None: no cap)
 MISSING_RANK = 100  # the rank a memory gets on a side that did not return it
 SCORE_DIGITS = 6  # scores equal to this many decimals share a rank (tied_ranks)
-TEXTS_KEPT = 4096  # candidates' texts whose words are kept read (text_words): a few searches' worth
+TEXTS_KEPT = 2048  # candidates' texts whose words are kept read (text_words): about twenty searches' worth
+KEPT_TEXT_CHARS = 1000  # the longest text whose words are kept
 
 
 @frozen
@@ -87,13 +88,20 @@ def tied_ranks(scores: Mapping[str, float]) -> dict[str, int]:
     return ranks
 
 
-@functools.lru_cache(maxsize=TEXTS_KEPT)
 def text_words(text: str) -> tuple[tuple[str, ...], frozenset[str], frozenset[str]]:
     """A candidate's words as the features read them: its content words stemmed (in order, repeats kept), their
-    set, and all its words lower-cased (for names). Kept per text: the same memories come back search after search,
-    and reading their words was a third of the second stage's time."""
+    set, and all its words lower-cased (for names). Kept for short texts: the same memories come back search after
+    search, and reading their words was a third of the second stage's time; a long one is read each time (the
+    cache stays a few megabytes whatever the memories)."""
+    return _kept_words(text) if len(text) <= KEPT_TEXT_CHARS else _read_words(text)
+
+
+def _read_words(text: str) -> tuple[tuple[str, ...], frozenset[str], frozenset[str]]:
     words = tuple(stem(w) for w in content_words(text))
     return words, frozenset(words), frozenset(w.lower() for w in WORD.findall(text))
+
+
+_kept_words = functools.lru_cache(maxsize=TEXTS_KEPT)(_read_words)
 
 
 def features(found: Candidates) -> list[list[float]]:

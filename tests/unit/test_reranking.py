@@ -241,3 +241,17 @@ def test_a_memory_longer_than_any_the_model_was_fitted_on_is_not_sunk_under_its_
     monkeypatch.setattr(reranking, "fitted_model", lambda: lifting)
     ranked = rerank(found(first=[*first[:1], *first[2:], first[1]], texts=texts, similarity=similarity))
     assert ranked[0][0] == "long"
+
+
+def test_a_candidates_words_are_kept_only_for_short_texts_and_read_the_same_either_way() -> None:
+    reranking._kept_words.cache_clear()
+    short = "Caroline adopted a dog named Max in Paris last spring."
+    long = " ".join(["Melanie painted the sunrise over the lake"] * 40)  # past KEPT_TEXT_CHARS
+    assert len(long) > reranking.KEPT_TEXT_CHARS >= len(short)
+    for text in (short, long, short, long):
+        words, own, lowered = reranking.text_words(text)
+        assert (words, own, lowered) == reranking._read_words(text)
+        assert own == frozenset(words)
+    assert "adopte" in reranking.text_words(short)[1] and "caroline" in reranking.text_words(short)[2]
+    assert reranking._kept_words.cache_info().currsize == 1  # the long text was read each time, never kept
+    assert reranking._kept_words.cache_info().hits == 3
